@@ -1,0 +1,127 @@
+// Package convert turns an edge table into a graph: it renumbers vertex keys
+// to dense ids (and maps them back), cleans the edges (self loops dropped,
+// parallel edges merged with their minimum weight, both directions stored for
+// undirected graphs) and builds the layouts the operators read.
+package convert
+
+import (
+	"sync"
+
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/gpipe/gpipe/ingest"
+)
+
+// NoVertex marks "no vertex" in an id slice: an unreachable vertex's parent.
+const NoVertex = ^uint32(0)
+
+// MaxVertices is the most vertices a graph can have: ids are uint32 and
+// NoVertex is reserved.
+const MaxVertices = int64(NoVertex)
+
+// CSR is a compressed sparse row layout: the neighbours of vertex v are
+// Targets[Offsets[v]:Offsets[v+1]], in ascending order, without duplicates
+// and without v itself. Weights, when present, run parallel to Targets.
+type CSR struct {
+	Offsets []int64
+	Targets []uint32
+	Weights []float64
+}
+
+// NumVertices is the number of rows.
+func (c *CSR) NumVertices() int { return max(len(c.Offsets)-1, 0) }
+
+// NumEdges is the number of stored edges.
+func (c *CSR) NumEdges() int64 { return int64(len(c.Targets)) }
+
+// Degree is the number of edges in row v.
+func (c *CSR) Degree(v uint32) int64 { return c.Offsets[v+1] - c.Offsets[v] }
+
+// Neighbors is row v's targets, aliasing the layout.
+func (c *CSR) Neighbors(v uint32) []uint32 { return c.Targets[c.Offsets[v]:c.Offsets[v+1]] }
+
+// Bytes is the memory the layout holds.
+func (c *CSR) Bytes() int64 {
+	return int64(len(c.Offsets))*8 + int64(len(c.Targets))*4 + int64(len(c.Weights))*8
+}
+
+// Graph is a cleaned, renumbered graph with its layouts. Vertex ids are dense
+// uint32 in [0, NumVertices), in ascending order of their keys, so the
+// smallest key of a set of vertices is the key of its smallest id.
+type Graph struct {
+	// Out holds every vertex's out-edges. For an undirected graph every edge
+	// is stored in both directions, so Out is also the in-edge layout.
+	Out      CSR
+	Directed bool
+	Weighted bool
+	Keys     *VertexKeys
+	Stats    Stats
+
+	alloc  memory.Allocator
+	inOnce sync.Once
+	in     CSR
+}
+
+// Stats counts what building the graph did to the input.
+type Stats struct {
+	InputEdges int64 // edges that entered the build (rows read, less skipped rows)
+	SelfLoops  int64 // edges dropped because they were self loops
+	Merged     int64 // parallel edges merged into another (per stored direction)
+	MaxDegree  int64 // largest out-degree
+	// Skipped counts rows dropped by the weight rule under SkipInvalid.
+	Skipped ingest.Skips
+}
+
+// NumVertices is the number of vertices.
+func (g *Graph) NumVertices() int { return g.Out.NumVertices() }
+
+// NumEdges is the number of stored directed edges: twice the distinct
+// undirected edges for an undirected graph.
+func (g *Graph) NumEdges() int64 { return g.Out.NumEdges() }
+
+// In is the in-edge layout (CSC): the sources of the edges into v, ascending.
+// It is built on first use and cached; for an undirected graph it is Out.
+func (g *Graph) In() *CSR {
+	if !g.Directed {
+		return &g.Out
+	}
+	g.inOnce.Do(func() { g.in = transpose(&g.Out, g.alloc) })
+	return &g.in
+}
+
+// Bytes is the memory the graph's layouts and keys hold.
+func (g *Graph) Bytes() int64 {
+	b := g.Out.Bytes() + g.Keys.Bytes()
+	if g.Directed {
+		b += g.in.Bytes() // zero until In has been called
+	}
+	return b
+}
+
+// BuildOptions control Build.
+type BuildOptions struct {
+	// Undirected stores every edge in both directions.
+	Undirected bool
+	// Weighted keeps the table's weights in the layouts; the table must have
+	// a weight column. Unweighted graphs carry no Weights at all.
+	Weighted bool
+	// Weights says which weights are valid; rows with invalid weights fail
+	// the build, or are dropped and counted when SkipInvalid is set.
+	Weights WeightRule
+	// SkipInvalid drops rows with invalid weights instead of failing.
+	SkipInvalid bool
+	// BuildIn builds the in-edge layout eagerly, as part of the build.
+	BuildIn bool
+	// Alloc allocates the layouts; nil means Go memory.
+	Alloc memory.Allocator
+}
+
+// WeightRule is what an operator accepts as an edge weight.
+type WeightRule int
+
+const (
+	// FiniteWeights accepts any finite weight (no NaN, no infinity).
+	FiniteWeights WeightRule = iota
+	// NonNegativeWeights accepts finite weights >= 0 (shortest paths).
+	NonNegativeWeights
+)

@@ -1,0 +1,213 @@
+package convert
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strconv"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/internal/usererr"
+)
+
+// VertexKeys maps dense ids back to the input's keys: id i has the i-th
+// smallest key. Exactly one slice is set, the one that matches Type.
+type VertexKeys struct {
+	Type ingest.KeyType
+	// ArrowType is the type of the output's vertex column: the input key
+	// column's type, with dictionary encoding removed.
+	ArrowType arrow.DataType
+
+	Int32  []int32
+	Int64  []int64
+	Uint32 []uint32
+	Uint64 []uint64
+	Str    *ingest.Strings // sorted bytewise
+}
+
+// Len is the number of vertices.
+func (k *VertexKeys) Len() int {
+	switch k.Type {
+	case ingest.KeyInt32:
+		return len(k.Int32)
+	case ingest.KeyInt64:
+		return len(k.Int64)
+	case ingest.KeyUint32:
+		return len(k.Uint32)
+	case ingest.KeyUint64:
+		return len(k.Uint64)
+	case ingest.KeyString:
+		if k.Str == nil {
+			return 0
+		}
+		return k.Str.Len()
+	}
+	return 0
+}
+
+// Bytes is the memory the keys hold.
+func (k *VertexKeys) Bytes() int64 {
+	switch k.Type {
+	case ingest.KeyInt32, ingest.KeyUint32:
+		return int64(k.Len()) * 4
+	case ingest.KeyInt64, ingest.KeyUint64:
+		return int64(k.Len()) * 8
+	case ingest.KeyString:
+		if k.Str == nil {
+			return 0
+		}
+		return int64(len(k.Str.Offsets))*8 + int64(len(k.Str.Data))
+	}
+	return 0
+}
+
+// Format is vertex id's key as text.
+func (k *VertexKeys) Format(id uint32) string {
+	switch k.Type {
+	case ingest.KeyInt32:
+		return strconv.FormatInt(int64(k.Int32[id]), 10)
+	case ingest.KeyInt64:
+		return strconv.FormatInt(k.Int64[id], 10)
+	case ingest.KeyUint32:
+		return strconv.FormatUint(uint64(k.Uint32[id]), 10)
+	case ingest.KeyUint64:
+		return strconv.FormatUint(k.Uint64[id], 10)
+	case ingest.KeyString:
+		return string(k.Str.At(int(id)))
+	}
+	return ""
+}
+
+// Find is the id of the vertex whose key is text (written as the key would
+// be in a CSV file). A key that does not parse is a Usage error; a key that
+// parses but is not a vertex of the graph is NotFound. what names the key in
+// messages ("source").
+func (k *VertexKeys) Find(what, text string) (uint32, error) {
+	notFound := func() error {
+		return &usererr.Error{Kind: usererr.NotFound, Row: -1,
+			Problem: fmt.Sprintf("%s key %q is not a vertex of the graph (no edge has it as an endpoint)", what, text),
+			Fix:     "pick a key that appears in the src or dst column"}
+	}
+	badKey := func(err error) error {
+		return &usererr.Error{Kind: usererr.Usage, Row: -1,
+			Problem: fmt.Sprintf("%s key %q is not a valid %s key: %v", what, text, k.Type, err),
+			Fix:     fmt.Sprintf("give the key as it appears in the input's %s columns", k.Type)}
+	}
+	var i int
+	var ok bool
+	switch k.Type {
+	case ingest.KeyInt32:
+		v, err := strconv.ParseInt(text, 10, 32)
+		if err != nil {
+			return 0, badKey(err)
+		}
+		i, ok = search(k.Int32, int32(v))
+	case ingest.KeyInt64:
+		v, err := strconv.ParseInt(text, 10, 64)
+		if err != nil {
+			return 0, badKey(err)
+		}
+		i, ok = search(k.Int64, v)
+	case ingest.KeyUint32:
+		v, err := strconv.ParseUint(text, 10, 32)
+		if err != nil {
+			return 0, badKey(err)
+		}
+		i, ok = search(k.Uint32, uint32(v))
+	case ingest.KeyUint64:
+		v, err := strconv.ParseUint(text, 10, 64)
+		if err != nil {
+			return 0, badKey(err)
+		}
+		i, ok = search(k.Uint64, v)
+	case ingest.KeyString:
+		n := k.Str.Len()
+		i = sort.Search(n, func(j int) bool { return bytes.Compare(k.Str.At(j), []byte(text)) >= 0 })
+		ok = i < n && bytes.Equal(k.Str.At(i), []byte(text))
+	}
+	if !ok {
+		return 0, notFound()
+	}
+	return uint32(i), nil
+}
+
+func search[T int32 | int64 | uint32 | uint64](keys []T, v T) (int, bool) {
+	i := sort.Search(len(keys), func(j int) bool { return keys[j] >= v })
+	return i, i < len(keys) && keys[i] == v
+}
+
+// Array is the key column for ids: the key of ids[i] at row i, null where
+// ids[i] is NoVertex. With ids nil it is every vertex's key in id order.
+func (k *VertexKeys) Array(mem memory.Allocator, ids []uint32) arrow.Array {
+	n := k.Len()
+	rows := n
+	if ids != nil {
+		rows = len(ids)
+	}
+	id := func(i int) (uint32, bool) {
+		if ids == nil {
+			return uint32(i), true
+		}
+		return ids[i], ids[i] != NoVertex
+	}
+	b := array.NewBuilder(mem, k.ArrowType)
+	defer b.Release()
+	b.Reserve(rows)
+	switch bb := b.(type) {
+	case *array.Int32Builder:
+		for i := 0; i < rows; i++ {
+			if v, ok := id(i); ok {
+				bb.UnsafeAppend(k.Int32[v])
+			} else {
+				bb.UnsafeAppendBoolToBitmap(false)
+			}
+		}
+	case *array.Int64Builder:
+		for i := 0; i < rows; i++ {
+			if v, ok := id(i); ok {
+				bb.UnsafeAppend(k.Int64[v])
+			} else {
+				bb.UnsafeAppendBoolToBitmap(false)
+			}
+		}
+	case *array.Uint32Builder:
+		for i := 0; i < rows; i++ {
+			if v, ok := id(i); ok {
+				bb.UnsafeAppend(k.Uint32[v])
+			} else {
+				bb.UnsafeAppendBoolToBitmap(false)
+			}
+		}
+	case *array.Uint64Builder:
+		for i := 0; i < rows; i++ {
+			if v, ok := id(i); ok {
+				bb.UnsafeAppend(k.Uint64[v])
+			} else {
+				bb.UnsafeAppendBoolToBitmap(false)
+			}
+		}
+	case *array.StringBuilder:
+		for i := 0; i < rows; i++ {
+			if v, ok := id(i); ok {
+				bb.BinaryBuilder.Append(k.Str.At(int(v)))
+			} else {
+				bb.AppendNull()
+			}
+		}
+	case *array.LargeStringBuilder:
+		for i := 0; i < rows; i++ {
+			if v, ok := id(i); ok {
+				bb.BinaryBuilder.Append(k.Str.At(int(v)))
+			} else {
+				bb.AppendNull()
+			}
+		}
+	default:
+		panic(fmt.Sprintf("convert: vertex keys of arrow type %s", k.ArrowType))
+	}
+	return b.NewArray()
+}

@@ -1,0 +1,88 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gpipe/gpipe/internal/usererr"
+)
+
+// Formats an input can have, by the name Options.Format and FormatOf use.
+const (
+	FormatParquet     = "parquet"
+	FormatArrowFile   = "arrow"  // Arrow IPC file (.arrow, .feather)
+	FormatArrowStream = "arrows" // Arrow IPC stream (.arrows, and "-")
+	FormatCSV         = "csv"    // CSV with a header row
+	FormatText        = "text"   // whitespace-separated edge list (.txt, .el, .wel, .tsv, .edges)
+	FormatMTX         = "mtx"    // Matrix Market coordinate format
+)
+
+// FormatOf is the format a path's extension implies; "-" is an Arrow IPC
+// stream on standard input.
+func FormatOf(path string) (string, error) {
+	if path == "-" {
+		return FormatArrowStream, nil
+	}
+	ext := strings.ToLower(filepath.Ext(path))
+	switch ext {
+	case ".parquet", ".pq":
+		return FormatParquet, nil
+	case ".arrow", ".feather", ".ipc":
+		return FormatArrowFile, nil
+	case ".arrows":
+		return FormatArrowStream, nil
+	case ".csv":
+		return FormatCSV, nil
+	case ".txt", ".el", ".wel", ".tsv", ".edges", ".snap":
+		return FormatText, nil
+	case ".mtx":
+		return FormatMTX, nil
+	}
+	return "", usererr.InFile(path, fmt.Sprintf("cannot tell the input format from the extension %q", ext),
+		"use .parquet, .arrow/.feather (Arrow IPC file), .arrows (Arrow IPC stream), .csv, .txt/.el/.wel/.tsv (edge list) or .mtx (Matrix Market)")
+}
+
+// Open reads the edge table at path in the format its extension (or
+// opts.Format) names. For "-" it reads an Arrow IPC stream from stdin.
+func Open(ctx context.Context, path string, stdin io.Reader, opts Options) (*EdgeTable, error) {
+	format := opts.Format
+	if format == "" {
+		var err error
+		if format, err = FormatOf(path); err != nil {
+			return nil, err
+		}
+	}
+	opts.Columns = opts.Columns.WithDefaults()
+	if path == "-" {
+		if format != FormatArrowStream {
+			return nil, usererr.InFile("-", fmt.Sprintf("standard input is read as an Arrow IPC stream, not %s", format), "")
+		}
+		return ReadArrowStream(ctx, "-", stdin, opts)
+	}
+	if format == FormatArrowFile {
+		return readArrowFile(ctx, path, opts)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, usererr.InFile(path, "cannot open: "+strings.TrimPrefix(err.Error(), "open "+path+": "), "check the path")
+	}
+	defer f.Close()
+	switch format {
+	case FormatParquet:
+		return readParquet(ctx, path, f, opts)
+	case FormatArrowStream:
+		return ReadArrowStream(ctx, path, f, opts)
+	case FormatCSV:
+		return readCSV(ctx, path, f, opts)
+	case FormatText:
+		return readText(ctx, path, f, opts)
+	case FormatMTX:
+		return readMatrixMarket(ctx, path, f, opts)
+	}
+	return nil, usererr.New(usererr.Usage, fmt.Sprintf("unknown input format %q", format),
+		"use parquet, arrow, arrows, csv, text or mtx")
+}

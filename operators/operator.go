@@ -1,0 +1,153 @@
+// Package operators holds one operator per graph algorithm: its parameters and
+// their validation, its result schema, its CPU implementation and, where one
+// exists, its GPU orchestration and strategies. Operators never read files or
+// print; they take a built graph and return per-vertex columns.
+package operators
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gpipe/gpipe/convert"
+	"github.com/gpipe/gpipe/internal/usererr"
+)
+
+// Params are every operator's parameters. The JSON names are the ones a
+// Flight ticket uses; the command line's flags carry the same names with
+// dashes. Zero values mean "the operator's default".
+type Params struct {
+	// Source is the start vertex's key as text (bfs, sssp, sswp).
+	Source string `json:"source,omitempty"`
+	// Tolerance stops PageRank when the L1 change of an iteration is below it.
+	Tolerance float64 `json:"tolerance,omitempty"`
+	// MaxIterations caps PageRank's iterations.
+	MaxIterations int `json:"max_iterations,omitempty"`
+	// Damping is PageRank's damping factor.
+	Damping float64 `json:"damping,omitempty"`
+	// Delta is the bucket width of Δ-stepping (sssp, sswp); 0 picks one from
+	// the weights.
+	Delta float64 `json:"delta,omitempty"`
+
+	// Strategy names the GPU strategy; "" or "auto" lets the operator choose.
+	Strategy string `json:"strategy,omitempty"`
+	// VWarp is the virtual warp size K (1, 2, 4, 8, 16 or 32) of the
+	// virtual warp-centric strategies; 0 picks it from the average degree.
+	VWarp int `json:"vwarp,omitempty"`
+	// DeferOutliers, when > 0, defers vertices with more edges than this to
+	// a second pass processed by whole blocks (virtual warp-centric §3.2).
+	DeferOutliers int64 `json:"defer_outliers,omitempty"`
+	// Dynamic makes warps take chunks of vertices from a global counter
+	// instead of a static partition (virtual warp-centric §3.2).
+	Dynamic bool `json:"dynamic,omitempty"`
+	// ChunkSize is the vertices a warp takes at a time under Dynamic.
+	ChunkSize int `json:"chunk_size,omitempty"`
+}
+
+// ColumnType is the type of a result column.
+type ColumnType int
+
+const (
+	Int32Column   ColumnType = iota + 1 // int32; negative values are null
+	Float64Column                       // float64; NaN is null
+	VertexColumn                        // vertex ids, written as keys; convert.NoVertex is null
+)
+
+// ColumnSpec describes one output column.
+type ColumnSpec struct {
+	Name string
+	Type ColumnType
+	Doc  string
+}
+
+// Spec describes an operator.
+type Spec struct {
+	Name    string
+	Summary string
+	// NeedsSource says the operator starts from Params.Source.
+	NeedsSource bool
+	// Weighted says the operator reads edge weights (1 where the input has
+	// no weight column), and Weights which weights it accepts.
+	Weighted bool
+	Weights  convert.WeightRule
+	// NeedsIn says the operator reads the in-edge layout (for a directed
+	// graph, the build should make it eagerly).
+	NeedsIn bool
+	Columns []ColumnSpec
+}
+
+// Input is what an operator runs on.
+type Input struct {
+	Graph *convert.Graph
+	// Source is the dense id of Params.Source, resolved by the caller.
+	Source uint32
+	Params Params
+}
+
+// Result is an operator's output: one value per vertex in each column, in
+// vertex id order.
+type Result struct {
+	Op       string
+	Backend  string // "cpu" or "gpu"
+	Strategy string // the algorithm or GPU strategy that ran
+	// Iterations is PageRank's iteration count, BFS's number of levels.
+	Iterations int
+	// Compute is the time the computation took, as the backend measured it
+	// (wall clock on the CPU; CUDA events on the GPU).
+	Compute time.Duration
+	Columns []Column
+}
+
+// Column is one result column; the field that matches its type is set.
+type Column struct {
+	Name    string
+	Type    ColumnType
+	Int32   []int32
+	Float64 []float64
+	Vertex  []uint32
+}
+
+// Column returns the column called name, or nil.
+func (r *Result) Column(name string) *Column {
+	for i := range r.Columns {
+		if r.Columns[i].Name == name {
+			return &r.Columns[i]
+		}
+	}
+	return nil
+}
+
+// Operator is one graph algorithm.
+type Operator interface {
+	Spec() Spec
+	// Prepare fills the defaults of the operator's parameters into p and
+	// checks them, returning a Usage error for a bad one.
+	Prepare(p *Params) error
+	// RunCPU runs the operator on all CPU cores.
+	RunCPU(ctx context.Context, in Input) (*Result, error)
+}
+
+// Lookup is the operator called name.
+func Lookup(name string) (Operator, error) {
+	for _, op := range All() {
+		if op.Spec().Name == name {
+			return op, nil
+		}
+	}
+	return nil, usererr.New(usererr.Usage, fmt.Sprintf("unknown operator %q", name),
+		"use one of "+strings.Join(Names(), ", "))
+}
+
+// Names lists the operators' names.
+func Names() []string {
+	var names []string
+	for _, op := range All() {
+		names = append(names, op.Spec().Name)
+	}
+	return names
+}
+
+// All lists the operators in the order help texts show them.
+func All() []Operator { return slices.Clone(registry) }
