@@ -98,6 +98,9 @@ type Result struct {
 	// (wall clock on the CPU; CUDA events on the GPU).
 	Compute time.Duration
 	Columns []Column
+	// Warnings are things the user should know about a result that is
+	// still returned, such as PageRank stopping before it converged.
+	Warnings []string
 }
 
 // Column is one result column; the field that matches its type is set.

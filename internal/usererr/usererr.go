@@ -46,6 +46,7 @@ type Error struct {
 	File    string // input name as the user gave it ("-" for stdin)
 	Column  string
 	Row     int64
+	Line    int64  // 1-based line of a text input; 0 means none
 	Problem string // what is wrong, e.g. `null vertex key`
 	Fix     string // what to do, e.g. `pass --skip-invalid to drop such rows`
 	Err     error  // an underlying cause, kept for errors.Is/As
@@ -62,7 +63,12 @@ func (e *Error) Error() string {
 		}
 		fmt.Fprintf(&b, "column %q", e.Column)
 	}
-	if e.Row >= 0 {
+	if e.Line > 0 {
+		if b.Len() > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "line %d", e.Line)
+	} else if e.Row >= 0 {
 		if b.Len() > 0 {
 			b.WriteString(", ")
 		}
@@ -100,6 +106,11 @@ func InFile(file, problem, fix string) *Error {
 // AtRow returns an Input error about one row of one column.
 func AtRow(file, column string, row int64, problem, fix string) *Error {
 	return &Error{Kind: Input, File: file, Column: column, Row: row, Problem: problem, Fix: fix}
+}
+
+// AtLine returns an Input error about one line of a text input.
+func AtLine(file string, line int64, problem, fix string) *Error {
+	return &Error{Kind: Input, File: file, Row: -1, Line: line, Problem: problem, Fix: fix}
 }
 
 // KindOf is the kind of err: that of the first *Error in its chain, else
