@@ -1,0 +1,222 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/apache/arrow/go/v17/arrow"
+
+	"github.com/gpipe/gpipe/internal/usererr"
+)
+
+// Reading CSV edge tables: a header line names the columns, which may come in
+// any order with others beside them; fields may be quoted (RFC 4180).
+//
+// Keys are collected as written and typed at the end, as pyarrow and DuckDB
+// infer them: int64 when every key of both columns is an integer, else
+// string. An empty key field is a null key and an empty weight a null
+// weight. CSV is the interchange format, not the fast path: Parquet, Arrow
+// and plain edge lists are read in parallel, this one line by line.
+
+// csvChunkRows is how many rows go into one chunk.
+const csvChunkRows = 1 << 20
+
+func readCSV(ctx context.Context, name string, r io.Reader, opts Options) (*EdgeTable, error) {
+	cols := opts.Columns.WithDefaults()
+	cr := csv.NewReader(r)
+	cr.ReuseRecord = true
+	cr.FieldsPerRecord = 0
+	header, err := cr.Read()
+	if err == io.EOF {
+		return nil, usererr.InFile(name, "the CSV file is empty: it needs a header line naming the columns",
+			fmt.Sprintf("write a header such as %q", cols.Src+","+cols.Dst))
+	}
+	if err != nil {
+		return nil, csvError(name, err)
+	}
+	header = append([]string(nil), header...)
+	if len(header) > 0 {
+		header[0] = string(bytes.TrimPrefix([]byte(header[0]), []byte("\ufeff")))
+	}
+	find := func(want string) int {
+		for i, h := range header {
+			if h == want {
+				return i
+			}
+		}
+		return -1
+	}
+	si, di, wi := find(cols.Src), find(cols.Dst), -1
+	if si < 0 {
+		return nil, errMissingColumn(name, cols.Src, "source", "--src-col", header)
+	}
+	if di < 0 {
+		return nil, errMissingColumn(name, cols.Dst, "destination", "--dst-col", header)
+	}
+	if cols.ReadWeight {
+		wi = find(cols.Weight)
+		if wi < 0 && cols.WeightExplicit {
+			return nil, errMissingColumn(name, cols.Weight, "weight", "--weight-col", header)
+		}
+	}
+
+	c := csvCollector{name: name, cols: cols, skip: opts.SkipInvalid, weighted: wi >= 0, skipped: Skips{}}
+	var row int64
+	for {
+		if row&0xffff == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		rec, err := cr.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, csvError(name, err)
+		}
+		line, _ := cr.FieldPos(0)
+		if err := c.add(rec, si, di, wi, row, int64(line)); err != nil {
+			return nil, err
+		}
+		row++
+	}
+	return c.table(row), nil
+}
+
+// csvCollector gathers the kept rows' fields.
+type csvCollector struct {
+	name     string
+	cols     Columns
+	skip     bool
+	weighted bool
+	src, dst Strings
+	w        []float64
+	rows     []int64
+	skipped  Skips
+}
+
+func (c *csvCollector) add(rec []string, si, di, wi int, row, line int64) error {
+	s, d := rec[si], rec[di]
+	if s == "" || d == "" {
+		col := c.cols.Src
+		if s != "" {
+			col = c.cols.Dst
+		}
+		if c.skip {
+			c.skipped.Add(skipNullKey(col), 1)
+			return nil
+		}
+		return &usererr.Error{Kind: usererr.Input, File: c.name, Column: col, Row: row, Line: line,
+			Problem: "empty (null) vertex key", Fix: "fill in the key or pass --skip-invalid to drop such rows"}
+	}
+	w := 1.0
+	if wi >= 0 {
+		f := rec[wi]
+		if f == "" {
+			if c.skip {
+				c.skipped.Add(skipNullWeight(c.cols.Weight), 1)
+				return nil
+			}
+			return &usererr.Error{Kind: usererr.Input, File: c.name, Column: c.cols.Weight, Row: row, Line: line,
+				Problem: "empty (null) weight", Fix: "fill in the weight or pass --skip-invalid to drop such rows"}
+		}
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
+			if c.skip {
+				c.skipped.Add(skipBadWeight(c.cols.Weight), 1)
+				return nil
+			}
+			return &usererr.Error{Kind: usererr.Input, File: c.name, Column: c.cols.Weight, Row: row, Line: line,
+				Problem: fmt.Sprintf("weight %q is not a number", f), Fix: "fix the value or pass --skip-invalid to drop such rows"}
+		}
+		w = v
+	}
+	appendString(&c.src, s)
+	appendString(&c.dst, d)
+	if c.weighted {
+		c.w = append(c.w, w)
+	}
+	c.rows = append(c.rows, row)
+	return nil
+}
+
+func appendString(s *Strings, v string) {
+	if len(s.Offsets) == 0 {
+		s.Offsets = append(s.Offsets, 0)
+	}
+	s.Data = append(s.Data, v...)
+	s.Offsets = append(s.Offsets, int64(len(s.Data)))
+}
+
+// table types the keys and cuts the rows into chunks.
+func (c *csvCollector) table(rowsRead int64) *EdgeTable {
+	t := &EdgeTable{Name: c.name, Columns: c.cols, HasWeight: c.weighted, RowsRead: rowsRead, Skipped: c.skipped,
+		KeyType: KeyInt64, KeyArrowType: arrow.PrimitiveTypes.Int64}
+	n := c.src.Len()
+	srcInt, okS := parseInts(&c.src)
+	dstInt, okD := parseInts(&c.dst)
+	if !okS || !okD {
+		t.KeyType, t.KeyArrowType = KeyString, arrow.BinaryTypes.String
+	}
+	dense := int64(n) == rowsRead
+	for lo := 0; lo < n; lo += csvChunkRows {
+		hi := min(lo+csvChunkRows, n)
+		ch := Chunk{FirstRow: c.rows[lo]}
+		if !dense {
+			ch.Rows = c.rows[lo:hi]
+		}
+		if t.KeyType == KeyInt64 {
+			ch.Src.Int64, ch.Dst.Int64 = srcInt[lo:hi], dstInt[lo:hi]
+		} else {
+			ch.Src.Str, ch.Dst.Str = subStrings(&c.src, lo, hi), subStrings(&c.dst, lo, hi)
+		}
+		if c.weighted {
+			ch.Weight = c.w[lo:hi]
+		}
+		t.Chunks = append(t.Chunks, ch)
+	}
+	return t
+}
+
+// parseInts is the strings as int64s, or false when one is not an integer.
+func parseInts(s *Strings) ([]int64, bool) {
+	out := make([]int64, s.Len())
+	for i := range out {
+		v, err := strconv.ParseInt(string(s.At(i)), 10, 64)
+		if err != nil {
+			return nil, false
+		}
+		out[i] = v
+	}
+	return out, true
+}
+
+// subStrings is strings [lo, hi) with offsets rebased to their own data.
+func subStrings(s *Strings, lo, hi int) *Strings {
+	base := s.Offsets[lo]
+	offs := make([]int64, hi-lo+1)
+	for i := range offs {
+		offs[i] = s.Offsets[lo+i] - base
+	}
+	return &Strings{Offsets: offs, Data: s.Data[base:s.Offsets[hi]]}
+}
+
+// csvError turns a parse error of encoding/csv into a one-line user error.
+func csvError(name string, err error) error {
+	var pe *csv.ParseError
+	if errors.As(err, &pe) {
+		fix := "fix the line; fields that hold commas or quotes must be quoted"
+		if errors.Is(pe.Err, csv.ErrFieldCount) {
+			fix = "every line needs as many fields as the header"
+		}
+		return &usererr.Error{Kind: usererr.Input, File: name, Row: -1, Line: int64(pe.Line),
+			Problem: "malformed CSV: " + pe.Err.Error(), Fix: fix}
+	}
+	return usererr.InFile(name, "cannot read: "+err.Error(), "")
+}
