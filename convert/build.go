@@ -1,74 +1,101 @@
 package convert
 
 import (
-	"bytes"
-	"cmp"
 	"context"
 	"fmt"
 	"math"
-	"slices"
+	"sync/atomic"
 
 	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/internal/alloc"
+	"github.com/gpipe/gpipe/internal/par"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
 // Build renumbers the table's keys, cleans its edges and builds the graph.
 // The table is not modified and may be released once Build returns.
+//
+// It runs on all cores in the steps of the GAP Benchmark Suite's builder,
+// with no per-edge allocation:
+//
+//   - renumbering: integer keys of a small range go through a presence bitmap
+//     with a rank per 64 keys, and each edge's ids are looked up from it when
+//     needed; other keys go through a lock-free hash table sized by a
+//     HyperLogLog estimate, their distinct keys are sorted in parallel and
+//     each edge's ids are stored (8 bytes an edge);
+//   - a counting sort of the edges by source (each edge both ways when
+//     undirected; self loops dropped), with a counter per worker and row
+//     where that takes little memory, shared atomic counters otherwise;
+//   - every row sorted (insertion, bucket or radix sort by length, a vertex
+//     bitmap for very long rows) and its duplicates merged, keeping the
+//     minimum weight;
+//   - the rows compacted: in place when the layouts are Go memory and at most
+//     an eighth of the entries went, else copied into arrays from opts.Alloc.
+//
+// Rows dropped by the weight rule are dropped before renumbering: keys seen
+// only in them are not vertices. The result does not depend on the number of
+// cores. ctx is checked between the steps and inside their loops.
 func Build(ctx context.Context, t *ingest.EdgeTable, opts BuildOptions) (*Graph, error) {
 	if opts.Weighted && !t.HasWeight {
 		return nil, usererr.InFile(t.Name, "the graph must be weighted but the input has no weight column",
 			"name the weight column with --weight-col")
 	}
-	keys, src, dst, err := renumber(t)
-	if err != nil {
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	g := &Graph{Directed: !opts.Undirected, Weighted: opts.Weighted, Keys: keys, alloc: opts.Alloc}
+	spans := edgeSpans(t)
+	g := &Graph{Directed: !opts.Undirected, Weighted: opts.Weighted, alloc: opts.Alloc}
 	g.Stats.Skipped = ingest.Skips{}
-	var w []float64
+
+	var drop []uint64
+	var dropped int64
 	if opts.Weighted {
-		w = make([]float64, 0, len(src))
-		for ci := range t.Chunks {
-			w = append(w, t.Chunks[ci].Weight...)
-		}
-		src, dst, w, err = applyWeightRule(t, src, dst, w, opts, g.Stats.Skipped)
+		var err error
+		drop, dropped, err = applyWeightRule(ctx, t, spans, opts, g.Stats.Skipped)
 		if err != nil {
 			return nil, err
 		}
 	}
-	g.Stats.InputEdges = int64(len(src))
+	g.Stats.InputEdges = t.NumEdges() - dropped
+	phase("weights")
+
+	keys, ids, err := renumber(ctx, t, spans, drop)
+	if err != nil {
+		return nil, err
+	}
+	g.Keys = keys
+	phase("renumber")
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	g.Out = buildCSR(keys.Len(), src, dst, w, opts.Undirected, &g.Stats)
-	if opts.BuildIn {
-		g.In()
+
+	g.Out, err = buildCSR(ctx, keys.Len(), ids, spans, opts, &g.Stats)
+	if err != nil {
+		return nil, err
+	}
+	if opts.BuildIn && g.Directed {
+		g.inOnce.Do(func() {
+			g.in, err = transpose(ctx, &g.Out, g.alloc)
+			g.inBuilt.Store(err == nil)
+		})
+		if err != nil {
+			g.Release()
+			return nil, err
+		}
 	}
 	return g, nil
 }
 
-// applyWeightRule drops (or fails on) edges whose weight the rule rejects.
-func applyWeightRule(t *ingest.EdgeTable, src, dst []uint32, w []float64, opts BuildOptions, skipped ingest.Skips) ([]uint32, []uint32, []float64, error) {
-	out := 0
-	i := 0
-	for ci := range t.Chunks {
-		c := &t.Chunks[ci]
-		for j := 0; j < c.Len(); j, i = j+1, i+1 {
-			if problem := weightProblem(w[i], opts.Weights); problem != "" {
-				if !opts.SkipInvalid {
-					return nil, nil, nil, usererr.AtRow(t.Name, t.Columns.Weight, c.Row(j), problem,
-						"fix the weight or pass --skip-invalid to drop such rows")
-				}
-				skipped.Add(fmt.Sprintf("%s in column %q", problem, t.Columns.Weight), 1)
-				continue
-			}
-			src[out], dst[out], w[out] = src[i], dst[i], w[i]
-			out++
-		}
+// tracePhase, when set (by benchmarks), is told as each phase of a build ends.
+var tracePhase func(name string)
+
+func phase(name string) {
+	if tracePhase != nil {
+		tracePhase(name)
 	}
-	return src[:out], dst[:out], w[:out], nil
 }
 
 // weightProblem is why w breaks the rule, or "" when it does not.
@@ -82,34 +109,6 @@ func weightProblem(w float64, rule WeightRule) string {
 		return fmt.Sprintf("negative weight %v (shortest paths need weights >= 0)", w)
 	}
 	return ""
-}
-
-// renumber maps every key to its rank among the distinct keys.
-func renumber(t *ingest.EdgeTable) (*VertexKeys, []uint32, []uint32, error) {
-	k := &VertexKeys{Type: t.KeyType, ArrowType: keyArrowType(t)}
-	switch t.KeyType {
-	case ingest.KeyInt32:
-		var src, dst []uint32
-		k.Int32, src, dst = renumberOrdered(t, func(k *ingest.Keys) []int32 { return k.Int32 })
-		return k, src, dst, nil
-	case ingest.KeyInt64:
-		var src, dst []uint32
-		k.Int64, src, dst = renumberOrdered(t, func(k *ingest.Keys) []int64 { return k.Int64 })
-		return k, src, dst, nil
-	case ingest.KeyUint32:
-		var src, dst []uint32
-		k.Uint32, src, dst = renumberOrdered(t, func(k *ingest.Keys) []uint32 { return k.Uint32 })
-		return k, src, dst, nil
-	case ingest.KeyUint64:
-		var src, dst []uint32
-		k.Uint64, src, dst = renumberOrdered(t, func(k *ingest.Keys) []uint64 { return k.Uint64 })
-		return k, src, dst, nil
-	case ingest.KeyString:
-		var src, dst []uint32
-		k.Str, src, dst = renumberStrings(t)
-		return k, src, dst, nil
-	}
-	return nil, nil, nil, usererr.InFile(t.Name, fmt.Sprintf("unsupported key type %v", t.KeyType), "")
 }
 
 // keyArrowType is the output vertex column's type for the table's keys.
@@ -133,138 +132,164 @@ func keyArrowType(t *ingest.EdgeTable) arrow.DataType {
 	return arrow.BinaryTypes.String
 }
 
-func renumberOrdered[T cmp.Ordered](t *ingest.EdgeTable, col func(*ingest.Keys) []T) ([]T, []uint32, []uint32) {
-	var all []T
-	for ci := range t.Chunks {
-		all = append(all, col(&t.Chunks[ci].Src)...)
-		all = append(all, col(&t.Chunks[ci].Dst)...)
-	}
-	slices.Sort(all)
-	uniq := slices.Compact(all)
-	id := make(map[T]uint32, len(uniq))
-	for i, v := range uniq {
-		id[v] = uint32(i)
-	}
-	var src, dst []uint32
-	for ci := range t.Chunks {
-		for _, v := range col(&t.Chunks[ci].Src) {
-			src = append(src, id[v])
-		}
-		for _, v := range col(&t.Chunks[ci].Dst) {
-			dst = append(dst, id[v])
-		}
-	}
-	return slices.Clip(uniq), src, dst
+// spanLen is the most edges in a span: the unit of work of the loops over
+// edges, and (for string keys) the position field of a key reference.
+const spanLen = 1 << 16
+
+// span is a run of at most spanLen edges of one chunk: positions [lo, hi)
+// of chunk c, whose position j is edge base+j of the table.
+type span struct {
+	c      *ingest.Chunk
+	lo, hi int
+	base   int
+	idx    int // the span's index in the list
 }
 
-func renumberStrings(t *ingest.EdgeTable) (*ingest.Strings, []uint32, []uint32) {
-	set := map[string]struct{}{}
+// edgeSpans cuts the table's chunks into spans, in edge order.
+func edgeSpans(t *ingest.EdgeTable) []span {
+	var spans []span
+	base := 0
 	for ci := range t.Chunks {
-		for _, s := range []*ingest.Strings{t.Chunks[ci].Src.Str, t.Chunks[ci].Dst.Str} {
-			for i := 0; i < s.Len(); i++ {
-				set[string(s.At(i))] = struct{}{}
+		c := &t.Chunks[ci]
+		n := c.Len()
+		for lo := 0; lo < n; lo += spanLen {
+			spans = append(spans, span{c: c, lo: lo, hi: min(lo+spanLen, n), base: base, idx: len(spans)})
+		}
+		base += n
+	}
+	return spans
+}
+
+// canceled reports, without blocking, whether done is closed: the check the
+// parallel loops make before each piece of work.
+func canceled(done <-chan struct{}) bool {
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
+}
+
+// forSpans calls fn on every span from all cores, stopping early when ctx is
+// canceled (the caller checks ctx.Err afterwards).
+func forSpans(ctx context.Context, spans []span, fn func(worker int, s *span)) {
+	done := ctx.Done()
+	par.ForWorker(len(spans), 1, func(w, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if canceled(done) {
+				return
 			}
+			fn(w, &spans[i])
 		}
-	}
-	uniq := make([]string, 0, len(set))
-	for s := range set {
-		uniq = append(uniq, s)
-	}
-	slices.SortFunc(uniq, func(a, b string) int { return bytes.Compare([]byte(a), []byte(b)) })
-	keys := &ingest.Strings{Offsets: make([]int64, 1, len(uniq)+1)}
-	id := make(map[string]uint32, len(uniq))
-	for i, s := range uniq {
-		id[s] = uint32(i)
-		keys.Data = append(keys.Data, s...)
-		keys.Offsets = append(keys.Offsets, int64(len(keys.Data)))
-	}
-	var src, dst []uint32
-	for ci := range t.Chunks {
-		s, d := t.Chunks[ci].Src.Str, t.Chunks[ci].Dst.Str
-		for i := 0; i < s.Len(); i++ {
-			src = append(src, id[string(s.At(i))])
-			dst = append(dst, id[string(d.At(i))])
-		}
-	}
-	return keys, src, dst
-}
-
-// buildCSR sorts the edges by source, drops self loops and merges parallel
-// edges, keeping the minimum weight.
-func buildCSR(n int, src, dst []uint32, w []float64, undirected bool, st *Stats) CSR {
-	type edge struct {
-		u, v uint32
-		w    float64
-	}
-	var edges []edge
-	for i := range src {
-		if src[i] == dst[i] {
-			st.SelfLoops++
-			continue
-		}
-		e := edge{u: src[i], v: dst[i]}
-		if w != nil {
-			e.w = w[i]
-		}
-		edges = append(edges, e)
-		if undirected {
-			edges = append(edges, edge{u: e.v, v: e.u, w: e.w})
-		}
-	}
-	slices.SortFunc(edges, func(a, b edge) int {
-		if c := cmp.Compare(a.u, b.u); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.v, b.v); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.w, b.w)
 	})
-	c := CSR{Offsets: make([]int64, n+1), Targets: []uint32{}}
-	if w != nil {
-		c.Weights = []float64{}
-	}
-	for i, e := range edges {
-		if i > 0 && edges[i-1].u == e.u && edges[i-1].v == e.v {
-			st.Merged++
-			continue
-		}
-		c.Offsets[e.u+1]++
-		c.Targets = append(c.Targets, e.v)
-		if w != nil {
-			c.Weights = append(c.Weights, e.w)
-		}
-	}
-	for v := 0; v < n; v++ {
-		st.MaxDegree = max(st.MaxDegree, c.Offsets[v+1])
-		c.Offsets[v+1] += c.Offsets[v]
-	}
-	return c
 }
 
-// transpose is the layout of the reversed edges.
-func transpose(c *CSR, _ any) CSR {
-	n := c.NumVertices()
-	t := CSR{Offsets: make([]int64, n+1), Targets: make([]uint32, len(c.Targets))}
-	if c.Weights != nil {
-		t.Weights = make([]float64, len(c.Weights))
-	}
-	for _, v := range c.Targets {
-		t.Offsets[v+1]++
-	}
-	for v := 0; v < n; v++ {
-		t.Offsets[v+1] += t.Offsets[v]
-	}
-	next := slices.Clone(t.Offsets[:n])
-	for u := 0; u < n; u++ {
-		for e := c.Offsets[u]; e < c.Offsets[u+1]; e++ {
-			v := c.Targets[e]
-			t.Targets[next[v]] = uint32(u)
-			if c.Weights != nil {
-				t.Weights[next[v]] = c.Weights[e]
+// isDropped says whether edge i is marked in the drop bitmap.
+func isDropped(drop []uint64, i int) bool {
+	return drop[i>>6]&(1<<(uint(i)&63)) != 0
+}
+
+// applyWeightRule checks every weight against opts.Weights. Without
+// SkipInvalid the first offending row (in input order) is an error naming
+// its file, column and row. With it the offending edges are marked in the
+// returned bitmap (nil when there are none) and counted in skipped.
+func applyWeightRule(ctx context.Context, t *ingest.EdgeTable, spans []span, opts BuildOptions, skipped ingest.Skips) ([]uint64, int64, error) {
+	nonNeg := opts.Weights == NonNegativeWeights
+	bad := func(w float64) bool { return !(w-w == 0) || (nonNeg && w < 0) } // w-w is NaN for NaN and ±Inf
+	m := t.NumEdges()
+	if !opts.SkipInvalid {
+		first := atomic.Int64{}
+		first.Store(math.MaxInt64)
+		forSpans(ctx, spans, func(_ int, s *span) {
+			if int64(s.base+s.lo) > first.Load() {
+				return
 			}
-			next[v]++
+			ws := s.c.Weight[s.lo:s.hi]
+			for j, w := range ws {
+				if bad(w) {
+					i := int64(s.base + s.lo + j)
+					for cur := first.Load(); i < cur && !first.CompareAndSwap(cur, i); cur = first.Load() {
+					}
+					return
+				}
+			}
+		})
+		if err := ctx.Err(); err != nil {
+			return nil, 0, err
+		}
+		if i := first.Load(); i != math.MaxInt64 {
+			for k := range spans {
+				s := &spans[k]
+				if j := int(i) - s.base; j >= s.lo && j < s.hi {
+					w := s.c.Weight[j]
+					return nil, 0, usererr.AtRow(t.Name, t.Columns.Weight, s.c.Row(j), weightProblem(w, opts.Weights),
+						"fix the weight or pass --skip-invalid to drop such rows")
+				}
+			}
+		}
+		return nil, 0, nil
+	}
+
+	// Per-worker counts of the offending values (NaN apart, since NaN is not
+	// a usable map key): a few map updates per bad row, no allocation.
+	type counts struct {
+		nan int64
+		bad map[float64]int64
+	}
+	per := make([]counts, par.Workers())
+	drop := make([]uint64, (m+63)/64)
+	forSpans(ctx, spans, func(wk int, s *span) {
+		ws := s.c.Weight[s.lo:s.hi]
+		for j, w := range ws {
+			if !bad(w) {
+				continue
+			}
+			i := s.base + s.lo + j
+			atomic.OrUint64(&drop[i>>6], 1<<(uint(i)&63)) // spans can share a word
+			if w != w {
+				per[wk].nan++
+				continue
+			}
+			if per[wk].bad == nil {
+				per[wk].bad = map[float64]int64{}
+			}
+			per[wk].bad[w]++
+		}
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	var total int64
+	for _, c := range per {
+		if c.nan > 0 {
+			skipped.Add(fmt.Sprintf("%s in column %q", weightProblem(math.NaN(), opts.Weights), t.Columns.Weight), c.nan)
+			total += c.nan
+		}
+		for w, n := range c.bad {
+			skipped.Add(fmt.Sprintf("%s in column %q", weightProblem(w, opts.Weights), t.Columns.Weight), n)
+			total += n
 		}
 	}
-	return t
+	if total == 0 {
+		return nil, 0, nil
+	}
+	return drop, total, nil
+}
+
+// bigSlice is make([]T, n) for the builder's large scratch arrays, backed by
+// huge pages where the platform allows.
+func bigSlice[T any](n int) []T {
+	s := make([]T, n)
+	adviseHuge(s)
+	return s
+}
+
+// layoutSlice is a layout array of n zeroed T from a, or from Go memory
+// (backed by huge pages where the platform allows) when a is nil.
+func layoutSlice[T any](a memory.Allocator, n int) []T {
+	if a == nil {
+		return bigSlice[T](n)
+	}
+	return alloc.Slice[T](a, n)
 }

@@ -5,7 +5,9 @@
 package convert
 
 import (
+	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
@@ -57,9 +59,12 @@ type Graph struct {
 	Keys     *VertexKeys
 	Stats    Stats
 
-	alloc  memory.Allocator
-	inOnce sync.Once
-	in     CSR
+	alloc   memory.Allocator
+	inOnce  sync.Once
+	inBuilt atomic.Bool // in holds the in-edge layout
+	in      CSR
+	degOnce sync.Once
+	deg     DegreeStats
 }
 
 // Stats counts what building the graph did to the input.
@@ -85,7 +90,11 @@ func (g *Graph) In() *CSR {
 	if !g.Directed {
 		return &g.Out
 	}
-	g.inOnce.Do(func() { g.in = transpose(&g.Out, g.alloc) })
+	g.inOnce.Do(func() {
+		var err error
+		g.in, err = transpose(context.Background(), &g.Out, g.alloc)
+		g.inBuilt.Store(err == nil)
+	})
 	return &g.in
 }
 

@@ -1,0 +1,600 @@
+package convert
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/bits"
+	"slices"
+	"sync/atomic"
+
+	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/internal/par"
+	"github.com/gpipe/gpipe/internal/usererr"
+)
+
+// maxVertices is MaxVertices, lowered by tests.
+var maxVertices = MaxVertices
+
+// tooManyVertices is the error for a table with more than maxVertices keys.
+func tooManyVertices(t *ingest.EdgeTable, n string) error {
+	return usererr.InFile(t.Name, fmt.Sprintf("the edges have %s distinct vertex keys, more than the %d vertices a graph can have", n, maxVertices),
+		"split the graph, or drop edges (filter the input) before loading it")
+}
+
+// renumber maps every key to its rank among the distinct keys of the edges
+// not marked in drop. It returns the keys in rank order and the endpoints'
+// ids (NoVertex sources for dropped edges).
+func renumber(ctx context.Context, t *ingest.EdgeTable, spans []span, drop []uint64) (*VertexKeys, edgeIDs, error) {
+	k := &VertexKeys{Type: t.KeyType, ArrowType: keyArrowType(t)}
+	var ids edgeIDs
+	var err error
+	switch t.KeyType {
+	case ingest.KeyInt32:
+		k.Int32, ids, err = renumberInts[int32](ctx, t, spans, drop)
+	case ingest.KeyInt64:
+		k.Int64, ids, err = renumberInts[int64](ctx, t, spans, drop)
+	case ingest.KeyUint32:
+		k.Uint32, ids, err = renumberInts[uint32](ctx, t, spans, drop)
+	case ingest.KeyUint64:
+		k.Uint64, ids, err = renumberInts[uint64](ctx, t, spans, drop)
+	case ingest.KeyString:
+		st := newStoredIDs(t)
+		k.Str, err = renumberStrings(ctx, t, spans, drop, st.src, st.dst)
+		ids = st
+	default:
+		return nil, nil, usererr.InFile(t.Name, fmt.Sprintf("unsupported key type %v", t.KeyType), "")
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return k, ids, nil
+}
+
+// edgeIDs gives the ids of the endpoints of a span's edges, with NoVertex
+// as the source of a dropped edge.
+type edgeIDs interface {
+	// ids returns the span's source and destination ids; they may live in
+	// buf, which each worker keeps for itself.
+	ids(s *span, buf *idBuf) (src, dst []uint32)
+}
+
+// idBuf is a worker's room for one span's ids.
+type idBuf struct{ src, dst []uint32 }
+
+func (b *idBuf) get(n int) ([]uint32, []uint32) {
+	if cap(b.src) < n {
+		b.src, b.dst = make([]uint32, spanLen), make([]uint32, spanLen)
+	}
+	return b.src[:n], b.dst[:n]
+}
+
+// storedIDs are ids worked out once and kept for every edge (8 bytes an
+// edge), where finding an id costs a hash lookup.
+type storedIDs struct{ src, dst []uint32 }
+
+func newStoredIDs(t *ingest.EdgeTable) *storedIDs {
+	m := int(t.NumEdges())
+	ids := bigSlice[uint32](2 * m)
+	return &storedIDs{src: ids[:m:m], dst: ids[m:]}
+}
+
+func (e *storedIDs) ids(s *span, _ *idBuf) ([]uint32, []uint32) {
+	i0, i1 := s.base+s.lo, s.base+s.hi
+	return e.src[i0:i1], e.dst[i0:i1]
+}
+
+// rankedIDs are ids worked out from the keys each time they are needed, by a
+// lookup in the rank bitmap of renumberDirect (cheap: the bitmap is small).
+type rankedIDs[T intKey] struct {
+	words []rankWord
+	lo    uint64
+	drop  []uint64
+}
+
+func (e *rankedIDs[T]) ids(s *span, buf *idBuf) ([]uint32, []uint32) {
+	sk, dk := column[T](&s.c.Src)[s.lo:s.hi], column[T](&s.c.Dst)[s.lo:s.hi]
+	ss, ds := buf.get(len(sk))
+	if e.drop == nil {
+		rankKeys(sk, e.lo, e.words, ss)
+		rankKeys(dk, e.lo, e.words, ds)
+		return ss, ds
+	}
+	i0 := s.base + s.lo
+	for j := range sk {
+		if isDropped(e.drop, i0+j) {
+			ss[j], ds[j] = NoVertex, NoVertex
+			continue
+		}
+		rankKeys(sk[j:j+1], e.lo, e.words, ss[j:j+1])
+		rankKeys(dk[j:j+1], e.lo, e.words, ds[j:j+1])
+	}
+	return ss, ds
+}
+
+type intKey interface {
+	int32 | int64 | uint32 | uint64
+}
+
+// column is the chunk keys' slice of type T.
+func column[T intKey](k *ingest.Keys) []T {
+	var z T
+	switch any(z).(type) {
+	case int32:
+		return any(k.Int32).([]T)
+	case int64:
+		return any(k.Int64).([]T)
+	case uint32:
+		return any(k.Uint32).([]T)
+	default:
+		return any(k.Uint64).([]T)
+	}
+}
+
+// ord maps a key to a uint64 of the same order: the sign bit of a signed key
+// (sign-extended) is flipped.
+func ord[T intKey](v T) uint64 {
+	u := uint64(int64(v))
+	if ^T(0) < 0 {
+		u ^= 1 << 63
+	}
+	return u
+}
+
+// unord is the inverse of ord.
+func unord[T intKey](u uint64) T {
+	if ^T(0) < 0 {
+		u ^= 1 << 63
+	}
+	return T(int64(u))
+}
+
+// directLimit is the widest key range that renumberInts maps through a
+// bitmap (with a rank per word: 12 bytes per 64 keys of range) rather than a
+// hash table.
+func directLimit(endpoints int) uint64 { return max(1<<26, 8*uint64(endpoints)) }
+
+func renumberInts[T intKey](ctx context.Context, t *ingest.EdgeTable, spans []span, drop []uint64) ([]T, edgeIDs, error) {
+	// The range of the keys.
+	workers := par.Workers()
+	type minMax struct {
+		lo, hi uint64
+		_      [48]byte // no false sharing
+	}
+	mm := make([]minMax, workers)
+	for w := range mm {
+		mm[w].lo, mm[w].hi = math.MaxUint64, 0
+	}
+	forSpans(ctx, spans, func(w int, s *span) {
+		sk, dk := column[T](&s.c.Src)[s.lo:s.hi], column[T](&s.c.Dst)[s.lo:s.hi]
+		dk = dk[:len(sk)]
+		lo, hi := mm[w].lo, mm[w].hi
+		for j := range sk {
+			if drop != nil && isDropped(drop, s.base+s.lo+j) {
+				continue
+			}
+			a, b := ord(sk[j]), ord(dk[j])
+			lo, hi = min(lo, a, b), max(hi, a, b)
+		}
+		mm[w].lo, mm[w].hi = lo, hi
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	lo, hi := uint64(math.MaxUint64), uint64(0)
+	for _, x := range mm {
+		lo, hi = min(lo, x.lo), max(hi, x.hi)
+	}
+	if lo > hi { // no edges
+		return nil, &storedIDs{}, nil
+	}
+	if hi-lo < directLimit(2*int(t.NumEdges())) {
+		return renumberDirect[T](ctx, t, spans, drop, lo, hi-lo+1)
+	}
+	ids := newStoredIDs(t)
+	keys, err := renumberHashed[T](ctx, t, spans, drop, ids.src, ids.dst)
+	return keys, ids, err
+}
+
+// renumberDirect renumbers keys whose ordinals lie in [lo, lo+r): a bitmap
+// marks the keys present, per-word ranks turn it into ids.
+func renumberDirect[T intKey](ctx context.Context, t *ingest.EdgeTable, spans []span, drop []uint64, lo, r uint64) ([]T, edgeIDs, error) {
+	nw := int((r + 63) / 64)
+	words := make([]rankWord, nw)
+	// Each worker marks its own bitmap where they fit in little memory:
+	// shared words would bounce between the cores' caches on every new key.
+	workers := par.Workers()
+	var private [][]uint64
+	if workers > 1 && int64(workers)*int64(nw)*8 <= max(1<<24, 2*t.NumEdges()) {
+		private = make([][]uint64, workers)
+	}
+	forSpans(ctx, spans, func(wk int, s *span) {
+		sk, dk := column[T](&s.c.Src)[s.lo:s.hi], column[T](&s.c.Dst)[s.lo:s.hi]
+		if private != nil {
+			if private[wk] == nil {
+				private[wk] = make([]uint64, nw)
+			}
+			bm := private[wk]
+			for j := range sk {
+				if drop == nil || !isDropped(drop, s.base+s.lo+j) {
+					a, b := ord(sk[j])-lo, ord(dk[j])-lo
+					bm[a>>6] |= 1 << (a & 63)
+					bm[b>>6] |= 1 << (b & 63)
+				}
+			}
+			return
+		}
+		if drop == nil {
+			markKeys(sk, lo, words)
+			markKeys(dk, lo, words)
+			return
+		}
+		for j := range sk {
+			if !isDropped(drop, s.base+s.lo+j) {
+				markKeys(sk[j:j+1], lo, words)
+				markKeys(dk[j:j+1], lo, words)
+			}
+		}
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	if private != nil {
+		par.For(nw, 1<<12, func(lo, hi int) {
+			for _, bm := range private {
+				if bm == nil {
+					continue
+				}
+				for i, x := range bm[lo:hi] {
+					words[lo+i].bits |= x
+				}
+			}
+		})
+	}
+
+	// The rank of word w is the number of keys before it.
+	counts := make([]int64, par.NumBlocks(nw)+1)
+	par.Blocks(nw, func(b, blo, bhi int) {
+		var c int
+		for _, x := range words[blo:bhi] {
+			c += bits.OnesCount64(x.bits)
+		}
+		counts[b+1] = int64(c)
+	})
+	for b := 1; b < len(counts); b++ {
+		counts[b] += counts[b-1]
+	}
+	n := counts[len(counts)-1]
+	if n > maxVertices {
+		return nil, nil, tooManyVertices(t, fmt.Sprint(n))
+	}
+	keys := make([]T, n)
+	par.Blocks(nw, func(b, blo, bhi int) {
+		c := uint32(counts[b])
+		for w := blo; w < bhi; w++ {
+			words[w].rank = c
+			for x := words[w].bits; x != 0; x &= x - 1 {
+				keys[c] = unord[T](lo + uint64(w)<<6 + uint64(bits.TrailingZeros64(x)))
+				c++
+			}
+		}
+	})
+
+	return keys, &rankedIDs[T]{words: words, lo: lo, drop: drop}, nil
+}
+
+// rankWord is 64 keys' presence bits and the number of keys before them, side
+// by side so that a lookup touches one cache line.
+type rankWord struct {
+	bits uint64
+	rank uint32
+}
+
+// markKeys sets the presence bits of keys (ordinals less lo).
+func markKeys[T intKey](keys []T, lo uint64, words []rankWord) {
+	for _, k := range keys {
+		o := ord(k) - lo
+		p := &words[o>>6].bits
+		if b := uint64(1) << (o & 63); atomic.LoadUint64(p)&b == 0 {
+			atomic.OrUint64(p, b)
+		}
+	}
+}
+
+// rankKeys writes the ids of keys to ids.
+func rankKeys[T intKey](keys []T, lo uint64, words []rankWord, ids []uint32) {
+	ids = ids[:len(keys)]
+	for j, k := range keys {
+		o := ord(k) - lo
+		w := &words[o>>6]
+		ids[j] = w.rank + uint32(bits.OnesCount64(w.bits&(1<<(o&63)-1)))
+	}
+}
+
+// renumberHashed renumbers keys of a wide range: the distinct keys go into a
+// hash table (each endpoint's slot noted in src/dst), are sorted, and the
+// slots are then replaced by the ranks.
+func renumberHashed[T intKey](ctx context.Context, t *ingest.EdgeTable, spans []span, drop []uint64, src, dst []uint32) ([]T, error) {
+	workers := par.Workers()
+	sketches := make([]hll, workers)
+	forSpans(ctx, spans, func(w int, s *span) {
+		sk, dk := column[T](&s.c.Src)[s.lo:s.hi], column[T](&s.c.Dst)[s.lo:s.hi]
+		dk = dk[:len(sk)]
+		h := &sketches[w]
+		for j := range sk {
+			if drop != nil && isDropped(drop, s.base+s.lo+j) {
+				continue
+			}
+			h.add(mix64(ord(sk[j])))
+			h.add(mix64(ord(dk[j])))
+		}
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for w := 1; w < workers; w++ {
+		sketches[0].merge(&sketches[w])
+	}
+	size := tableSlots(sketches[0].estimate(), workers)
+
+	var tab *intTable
+	for {
+		tab = newIntTable(size)
+		forSpans(ctx, spans, func(_ int, s *span) {
+			if tab.full.Load() {
+				return
+			}
+			sk, dk := column[T](&s.c.Src)[s.lo:s.hi], column[T](&s.c.Dst)[s.lo:s.hi]
+			i0 := s.base + s.lo
+			ss, ds := src[i0:i0+len(sk)], dst[i0:i0+len(sk)]
+			dk = dk[:len(sk)]
+			var fresh int64
+			for j := range sk {
+				if drop != nil && isDropped(drop, i0+j) {
+					ss[j] = NoVertex
+					continue
+				}
+				var n1, n2 bool
+				ss[j], n1 = tab.insert(ord(sk[j]))
+				ds[j], n2 = tab.insert(ord(dk[j]))
+				if n1 {
+					fresh++
+				}
+				if n2 {
+					fresh++
+				}
+				if fresh >= flushEvery {
+					if !tab.addCount(fresh) {
+						return
+					}
+					fresh = 0
+				}
+			}
+			tab.addCount(fresh)
+		})
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if !tab.full.Load() {
+			break
+		}
+		if size == maxSlots {
+			return nil, tooManyVertices(t, fmt.Sprintf("more than %d", tab.limit))
+		}
+		size = min(2*size, maxSlots)
+	}
+
+	// The distinct keys, sorted.
+	distinct, err := occupied(ctx, tab.slots)
+	if err != nil {
+		return nil, err
+	}
+	if tab.zero.Load() {
+		distinct = append(distinct, 0)
+	}
+	if int64(len(distinct)) > maxVertices {
+		return nil, tooManyVertices(t, fmt.Sprint(len(distinct)))
+	}
+	psort(distinct, slices.Sort[[]uint64], func(a, b uint64) bool { return a < b })
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	// rankOf[slot] is the id of the slot's key.
+	rankOf := make([]uint32, len(tab.slots)+1)
+	keys := make([]T, len(distinct))
+	par.For(len(distinct), 1<<14, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			rankOf[tab.find(distinct[i])] = uint32(i)
+			keys[i] = unord[T](distinct[i])
+		}
+	})
+	relabel(ctx, spans, src, dst, rankOf)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return keys, nil
+}
+
+// occupied is the non-zero values of slots, gathered in parallel.
+func occupied(ctx context.Context, slots []uint64) ([]uint64, error) {
+	nb := par.NumBlocks(len(slots))
+	counts := make([]int, nb+1)
+	par.Blocks(len(slots), func(b, lo, hi int) {
+		c := 0
+		for _, x := range slots[lo:hi] {
+			if x != 0 {
+				c++
+			}
+		}
+		counts[b+1] = c
+	})
+	for b := 1; b <= nb; b++ {
+		counts[b] += counts[b-1]
+	}
+	out := make([]uint64, counts[nb], counts[nb]+1)
+	par.Blocks(len(slots), func(b, lo, hi int) {
+		c := counts[b]
+		for _, x := range slots[lo:hi] {
+			if x != 0 {
+				out[c] = x
+				c++
+			}
+		}
+	})
+	return out, ctx.Err()
+}
+
+// relabel replaces the slot numbers in src and dst by their ranks, leaving
+// dropped edges (src NoVertex) alone.
+func relabel(ctx context.Context, spans []span, src, dst []uint32, rankOf []uint32) {
+	forSpans(ctx, spans, func(_ int, s *span) {
+		i0, i1 := s.base+s.lo, s.base+s.hi
+		ss, ds := src[i0:i1], dst[i0:i1]
+		ds = ds[:len(ss)]
+		for j, a := range ss {
+			if a == NoVertex {
+				continue
+			}
+			ss[j], ds[j] = rankOf[a], rankOf[ds[j]]
+		}
+	})
+}
+
+// renumberStrings renumbers string keys, in bytewise order, through a hash
+// table of references into the key columns.
+func renumberStrings(ctx context.Context, t *ingest.EdgeTable, spans []span, drop []uint64, src, dst []uint32) (*ingest.Strings, error) {
+	workers := par.Workers()
+	sketches := make([]hll, workers)
+	forSpans(ctx, spans, func(w int, s *span) {
+		ks, kd := s.c.Src.Str, s.c.Dst.Str
+		h := &sketches[w]
+		for j := s.lo; j < s.hi; j++ {
+			if drop != nil && isDropped(drop, s.base+j) {
+				continue
+			}
+			h.add(hashBytes(ks.At(j)))
+			h.add(hashBytes(kd.At(j)))
+		}
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for w := 1; w < workers; w++ {
+		sketches[0].merge(&sketches[w])
+	}
+	size := tableSlots(sketches[0].estimate(), workers)
+
+	var tab *strTable
+	for {
+		tab = newStrTable(size, spans)
+		forSpans(ctx, spans, func(_ int, s *span) {
+			if tab.full.Load() {
+				return
+			}
+			ks, kd := s.c.Src.Str, s.c.Dst.Str
+			var fresh int64
+			for j := s.lo; j < s.hi; j++ {
+				i := s.base + j
+				if drop != nil && isDropped(drop, i) {
+					src[i] = NoVertex
+					continue
+				}
+				a, b := ks.At(j), kd.At(j)
+				var n1, n2 bool
+				src[i], n1 = tab.insert(a, hashBytes(a), strRef(s.idx, j, 0, s))
+				dst[i], n2 = tab.insert(b, hashBytes(b), strRef(s.idx, j, 1, s))
+				if n1 {
+					fresh++
+				}
+				if n2 {
+					fresh++
+				}
+				if fresh >= flushEvery {
+					if !tab.addCount(fresh) {
+						return
+					}
+					fresh = 0
+				}
+			}
+			tab.addCount(fresh)
+		})
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if !tab.full.Load() {
+			break
+		}
+		if size == maxSlots {
+			return nil, tooManyVertices(t, fmt.Sprintf("more than %d", tab.limit))
+		}
+		size = min(2*size, maxSlots)
+	}
+
+	// The occupied slots, sorted by their strings.
+	nb := par.NumBlocks(len(tab.slots))
+	counts := make([]int, nb+1)
+	par.Blocks(len(tab.slots), func(b, lo, hi int) {
+		c := 0
+		for i := range tab.slots[lo:hi] {
+			if tab.slots[lo+i].state.Load() != 0 {
+				c++
+			}
+		}
+		counts[b+1] = c
+	})
+	for b := 1; b <= nb; b++ {
+		counts[b] += counts[b-1]
+	}
+	n := counts[nb]
+	if int64(n) > maxVertices {
+		return nil, tooManyVertices(t, fmt.Sprint(n))
+	}
+	order := make([]uint32, n)
+	par.Blocks(len(tab.slots), func(b, lo, hi int) {
+		c := counts[b]
+		for i := lo; i < hi; i++ {
+			if tab.slots[i].state.Load() != 0 {
+				order[c] = uint32(i)
+				c++
+			}
+		}
+	})
+	psort(order, func(xs []uint32) { slices.SortFunc(xs, tab.compare) },
+		func(a, b uint32) bool { return tab.compare(a, b) < 0 })
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	// The keys, in id order, and the ids of the slots.
+	keys := &ingest.Strings{Offsets: make([]int64, n+1)}
+	rankOf := make([]uint32, len(tab.slots))
+	par.For(n, 1<<14, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			keys.Offsets[i] = int64(tab.length(order[i]))
+			rankOf[order[i]] = uint32(i)
+		}
+	})
+	size64 := par.PrefixSum(keys.Offsets)
+	keys.Data = make([]byte, size64)
+	par.For(n, 1<<14, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			sl := &tab.slots[order[i]]
+			to := keys.Data[keys.Offsets[i]:keys.Offsets[i+1]]
+			if len(to) <= 16 {
+				var buf [16]byte
+				binary.BigEndian.PutUint64(buf[:8], sl.pre[0])
+				binary.BigEndian.PutUint64(buf[8:], sl.pre[1])
+				copy(to, buf[:])
+			} else {
+				copy(to, tab.key(order[i]))
+			}
+		}
+	})
+	relabel(ctx, spans, src, dst, rankOf)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return keys, nil
+}
