@@ -1,0 +1,522 @@
+// Package sink writes Arrow records (vertex tables, and the edge tables that
+// `gpipe gen` makes) as Parquet, Arrow IPC file, Arrow IPC stream or CSV.
+//
+// Writers stream: records of any size go out in batches of at most
+// Options.BatchRows rows as they come, and Close finishes the file. A file
+// output is written to a temporary file in the same directory and renamed to
+// its name only when Close succeeds, so a failed or interrupted job never
+// leaves a half-written file that looks complete. The path "-" is standard
+// output (an Arrow IPC stream unless Options.Format says otherwise).
+package sink
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow/go/v17/arrow"
+
+	"github.com/gpipe/gpipe/internal/usererr"
+)
+
+// Formats an output can have, by the names Options.Format and FormatOf use;
+// they mirror the input formats of package ingest.
+const (
+	FormatParquet     = "parquet"
+	FormatArrowFile   = "arrow"  // Arrow IPC file (.arrow, .feather, .ipc)
+	FormatArrowStream = "arrows" // Arrow IPC stream (.arrows, and "-")
+	FormatCSV         = "csv"    // CSV with a header row
+)
+
+// Default batch sizes, used when Options.BatchRows is zero.
+const (
+	// DefaultParquetRowGroup is the number of rows in a Parquet row group.
+	DefaultParquetRowGroup = 1 << 20
+	// DefaultIPCBatch is the number of rows in an Arrow IPC record batch.
+	DefaultIPCBatch = 64 << 10
+	// defaultCSVBatch bounds the rows a CSV writer formats per step; CSV has
+	// no batches of its own.
+	defaultCSVBatch = 64 << 10
+)
+
+// Compression names for Options.Compression.
+const (
+	CompressionZstd   = "zstd"   // Parquet default; also for Arrow IPC
+	CompressionSnappy = "snappy" // Parquet only
+	CompressionGzip   = "gzip"   // Parquet only
+	CompressionLZ4    = "lz4"    // Arrow IPC only (LZ4 frame)
+	CompressionNone   = "none"   // Arrow IPC and CSV default
+)
+
+// extensions is the help text that lists the extensions FormatOf knows.
+const extensions = `use .parquet/.pq (Parquet), .arrow/.feather/.ipc (Arrow IPC file), .arrows (Arrow IPC stream), .csv, or "-" for an Arrow IPC stream on standard output; or name the format (--output-format parquet, arrow, arrows or csv)`
+
+// FormatOf is the format a path's extension implies (case-insensitively):
+// .parquet and .pq are Parquet, .arrow, .feather and .ipc an Arrow IPC file,
+// .arrows an Arrow IPC stream, .csv CSV, and "-" an Arrow IPC stream on
+// standard output. Any other extension is a usage error that lists these.
+func FormatOf(path string) (string, error) {
+	if path == "-" {
+		return FormatArrowStream, nil
+	}
+	if path == "" {
+		return "", usererr.New(usererr.Usage, "no output path given", `name an output file, or "-" for standard output`)
+	}
+	ext := strings.ToLower(filepath.Ext(path))
+	switch ext {
+	case ".parquet", ".pq":
+		return FormatParquet, nil
+	case ".arrow", ".feather", ".ipc":
+		return FormatArrowFile, nil
+	case ".arrows":
+		return FormatArrowStream, nil
+	case ".csv":
+		return FormatCSV, nil
+	}
+	problem := fmt.Sprintf("cannot tell the output format from the extension %q", ext)
+	if ext == "" {
+		problem = "cannot tell the output format: the path has no extension"
+	}
+	return "", &usererr.Error{Kind: usererr.Usage, File: path, Row: -1, Problem: problem, Fix: extensions}
+}
+
+// normalFormat checks a format name given in Options.Format; it accepts the
+// extensions without their dot as well ("pq", "feather", "ipc").
+func normalFormat(format string) (string, error) {
+	switch f := strings.ToLower(strings.TrimSpace(format)); f {
+	case FormatParquet, "pq":
+		return FormatParquet, nil
+	case FormatArrowFile, "feather", "ipc":
+		return FormatArrowFile, nil
+	case FormatArrowStream:
+		return FormatArrowStream, nil
+	case FormatCSV:
+		return FormatCSV, nil
+	}
+	return "", usererr.New(usererr.Usage, fmt.Sprintf("unknown output format %q", format), "use parquet, arrow, arrows or csv")
+}
+
+// Options says how to write. The zero value picks the format by extension
+// and uses the defaults below.
+type Options struct {
+	// Format overrides the format the extension implies: FormatParquet,
+	// FormatArrowFile, FormatArrowStream or FormatCSV. With the path "-" it
+	// chooses what goes to standard output (an Arrow IPC stream by default).
+	Format string
+	// BatchRows is the most rows in one Arrow IPC record batch (default
+	// DefaultIPCBatch) or one Parquet row group (default
+	// DefaultParquetRowGroup). Larger records are split into zero-copy
+	// slices; row groups collect rows across records. Zero means the default.
+	BatchRows int
+	// Compression is the codec: for Parquet "zstd" (default), "snappy",
+	// "gzip" or "none"; for Arrow IPC "none" (default, so that consumers can
+	// memory-map the file), "zstd" or "lz4"; CSV is never compressed. Empty
+	// means the format's default.
+	Compression string
+	// Stdout receives the output for the path "-"; it is flushed after every
+	// Write and never closed. Nil means os.Stdout.
+	Stdout io.Writer
+}
+
+// Writer writes records with the schema it was created for. It is not safe
+// for concurrent use.
+type Writer interface {
+	// Write writes rec (of any size, in batches of at most
+	// Options.BatchRows rows). The writer does not keep rec after Write
+	// returns. After an error the writer is spent: later calls return the
+	// same error and the output has been removed.
+	Write(rec arrow.Record) error
+	// Close finishes the output (the footer of a file, the end of a stream),
+	// flushes it and, for a file, renames it into place. On error the output
+	// is removed. Calling Close again returns the first call's result.
+	Close() error
+	// Abort gives up: it removes the temporary file and writes nothing more.
+	// It does nothing after Close, so `defer w.Abort()` is a safe way to
+	// clean up on every early return.
+	Abort()
+}
+
+// encoder turns batches into one format's bytes on a buffered writer.
+type encoder interface {
+	write(rec arrow.Record) error
+	close() error
+}
+
+// WriteRecord writes one record to path: Create, Write in batches (checking
+// ctx between them) and Close. On error, including a canceled ctx (returned
+// as ctx.Err()), nothing is left at path.
+func WriteRecord(ctx context.Context, path string, rec arrow.Record, opts Options) error {
+	if rec == nil {
+		return usererr.New(usererr.Internal, "sink: no record to write", "")
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	wr, err := Create(path, rec.Schema(), opts)
+	if err != nil {
+		return err
+	}
+	defer wr.Abort()
+	w := wr.(*writer)
+	n := rec.NumRows()
+	if n == 0 {
+		if err := w.Write(rec); err != nil {
+			return err
+		}
+	}
+	for off := int64(0); off < n; off += w.batch {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		s := rec.NewSlice(off, min(off+w.batch, n))
+		err := w.Write(s)
+		s.Release()
+		if err != nil {
+			return err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return w.Close()
+}
+
+// Create opens a writer for records of the given schema at path ("-" for
+// opts.Stdout). Options, the format and the column types are checked before
+// anything is created. A file is written to a temporary file beside path
+// (".NAME.tmp-XXXX") that Close renames to path; a path that names an
+// existing device or pipe (such as /dev/stdout) is written in place.
+func Create(path string, schema *arrow.Schema, opts Options) (Writer, error) {
+	if schema == nil {
+		return nil, usererr.New(usererr.Internal, "sink: no schema", "")
+	}
+	format := opts.Format
+	var err error
+	if format == "" {
+		format, err = FormatOf(path)
+	} else {
+		format, err = normalFormat(format)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if path == "" {
+		return nil, usererr.New(usererr.Usage, "no output path given", `name an output file, or "-" for standard output`)
+	}
+	if opts.BatchRows < 0 {
+		return nil, usererr.New(usererr.Usage, fmt.Sprintf("batch rows must be positive, not %d", opts.BatchRows), "")
+	}
+	w := &writer{path: path, display: path, format: format, schema: schema, batch: int64(opts.BatchRows)}
+	if w.batch == 0 {
+		switch format {
+		case FormatParquet:
+			w.batch = DefaultParquetRowGroup
+		case FormatCSV:
+			w.batch = defaultCSVBatch
+		default:
+			w.batch = DefaultIPCBatch
+		}
+	}
+	// Check everything that needs no file before making one.
+	var newEnc func(io.Writer) (encoder, error)
+	switch format {
+	case FormatParquet:
+		newEnc, err = parquetEncoder(schema, w.batch, opts.Compression)
+	case FormatArrowFile, FormatArrowStream:
+		newEnc, err = ipcEncoder(schema, format == FormatArrowFile, opts.Compression)
+	case FormatCSV:
+		newEnc, err = csvEncoder(schema, opts.Compression)
+	}
+	if err != nil {
+		if ue := (*usererr.Error)(nil); errors.As(err, &ue) && ue.File == "" {
+			ue.File = path
+		}
+		return nil, err
+	}
+
+	var dst io.Writer
+	if path == "-" {
+		w.display = "standard output"
+		w.flushEach = true
+		dst = opts.Stdout
+		if dst == nil {
+			dst = os.Stdout
+		}
+	} else {
+		if err := w.open(); err != nil {
+			return nil, err
+		}
+		dst = w.file
+	}
+	w.track = &trackWriter{w: dst}
+	w.bw = newBufWriter(w.track)
+	if w.enc, err = newEnc(w.bw); err != nil {
+		err = w.fail(err, "cannot start the output")
+		w.cleanup()
+		return nil, err
+	}
+	if w.track.err != nil {
+		err = w.fail(w.track.err, "")
+		w.cleanup()
+		return nil, err
+	}
+	return w, nil
+}
+
+// writer is the Writer of every format: batching, buffering, the temporary
+// file and errors; enc does the format.
+type writer struct {
+	path, display string // path as given; the name errors use
+	format        string
+	schema        *arrow.Schema
+	batch         int64
+
+	file  *os.File // nil for standard output
+	tmp   string   // temporary file to rename to final; "" writes in place
+	final string   // where the output ends up (path, symlinks resolved)
+
+	track     *trackWriter
+	bw        *bufio.Writer
+	enc       encoder
+	flushEach bool // flush after every Write (standard output)
+
+	err      error // first error; the writer is spent once set
+	closed   bool
+	closeErr error
+}
+
+// open creates the temporary file beside the output, or opens a device or
+// pipe to write in place.
+func (w *writer) open() error {
+	final := w.path
+	if resolved, err := filepath.EvalSymlinks(final); err == nil {
+		final = resolved
+	}
+	w.final = final
+	fi, err := os.Stat(final)
+	switch {
+	case err == nil && fi.IsDir():
+		return w.createError(errors.New("is a directory"), "name a file, not a directory")
+	case err == nil && !fi.Mode().IsRegular():
+		// A device, pipe or socket (/dev/stdout, a FIFO): no rename.
+		f, err := os.OpenFile(final, os.O_WRONLY, 0)
+		if err != nil {
+			return w.createError(err, "check that it can be written")
+		}
+		w.file = f
+		return nil
+	}
+	dir, base := filepath.Split(final)
+	if dir == "" {
+		dir = "."
+	}
+	for range 100 {
+		tmp := filepath.Join(dir, "."+base+".tmp-"+strconv.FormatUint(rand.Uint64(), 36))
+		f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+		if errors.Is(err, os.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return w.createError(err, "check that the directory exists and is writable")
+		}
+		if fi != nil {
+			// Replacing a file: keep its permissions, as os.Create would.
+			_ = f.Chmod(fi.Mode().Perm())
+		}
+		w.file, w.tmp = f, tmp
+		return nil
+	}
+	return w.createError(errors.New("cannot make a temporary file name"), "check the directory")
+}
+
+// createError is the usage error for an output that cannot be created.
+func (w *writer) createError(err error, fix string) error {
+	return &usererr.Error{Kind: usererr.Usage, File: w.display, Row: -1,
+		Problem: "cannot create the output: " + causeText(err), Fix: fix, Err: err}
+}
+
+// ioError is the error for a failed write, flush, sync or rename.
+func (w *writer) ioError(err error) error {
+	fix := "check that the directory exists and is writable and that the disk has space"
+	if w.file == nil {
+		fix = "check that the program reading the output is still running"
+	}
+	return &usererr.Error{Kind: usererr.Internal, File: w.display, Row: -1,
+		Problem: "cannot write: " + causeText(err), Fix: fix, Err: err}
+}
+
+// causeText is an error's text without the (temporary) path an
+// *os.PathError or *os.LinkError carries.
+func causeText(err error) string {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err.Error()
+	}
+	return err.Error()
+}
+
+// fail records the writer's first error, preferring the I/O error under a
+// format error, removes the output and returns the error.
+func (w *writer) fail(err error, what string) error {
+	if w.err != nil {
+		return w.err
+	}
+	var ue *usererr.Error
+	switch {
+	case w.track != nil && w.track.err != nil:
+		err = w.ioError(w.track.err)
+	case errors.As(err, &ue):
+		if ue.File == "" {
+			ue.File = w.display
+		}
+	default:
+		if what != "" {
+			what += ": "
+		}
+		err = &usererr.Error{Kind: usererr.Internal, File: w.display, Row: -1,
+			Problem: what + err.Error(), Err: err}
+	}
+	w.err = err
+	w.cleanup()
+	return err
+}
+
+// cleanup closes the file and removes the temporary one; it can run twice.
+func (w *writer) cleanup() {
+	if w.file != nil {
+		_ = w.file.Close()
+		w.file = nil
+	}
+	if w.tmp != "" {
+		_ = os.Remove(w.tmp)
+		w.tmp = ""
+	}
+}
+
+// Write implements Writer.
+func (w *writer) Write(rec arrow.Record) error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.closed {
+		return usererr.New(usererr.Internal, "sink: Write after Close", "")
+	}
+	if rec == nil {
+		return w.fail(errors.New("sink: nil record"), "")
+	}
+	if !rec.Schema().Equal(w.schema) {
+		return w.fail(fmt.Errorf("record schema %s does not match the output's %s", rec.Schema(), w.schema), "")
+	}
+	n := rec.NumRows()
+	if n <= w.batch {
+		if err := w.enc.write(rec); err != nil {
+			return w.fail(err, "cannot encode "+w.format)
+		}
+	} else {
+		for off := int64(0); off < n; off += w.batch {
+			s := rec.NewSlice(off, min(off+w.batch, n))
+			err := w.enc.write(s)
+			s.Release()
+			if err != nil {
+				return w.fail(err, "cannot encode "+w.format)
+			}
+		}
+	}
+	if w.flushEach {
+		if err := w.bw.Flush(); err != nil {
+			return w.fail(err, "")
+		}
+	}
+	if w.track.err != nil {
+		return w.fail(w.track.err, "")
+	}
+	return nil
+}
+
+// Close implements Writer.
+func (w *writer) Close() error {
+	if w.closed {
+		return w.closeErr
+	}
+	w.closed = true
+	w.closeErr = w.finish()
+	return w.closeErr
+}
+
+func (w *writer) finish() error {
+	if w.err != nil {
+		return w.err
+	}
+	if err := w.enc.close(); err != nil {
+		return w.fail(err, "cannot finish "+w.format)
+	}
+	if err := w.bw.Flush(); err != nil {
+		return w.fail(err, "")
+	}
+	if w.file == nil {
+		return nil
+	}
+	if w.tmp != "" {
+		if err := w.file.Sync(); err != nil {
+			return w.fail(w.ioError(err), "")
+		}
+	}
+	if err := w.file.Close(); err != nil {
+		w.file = nil
+		return w.fail(w.ioError(err), "")
+	}
+	w.file = nil
+	if w.tmp != "" {
+		if err := os.Rename(w.tmp, w.final); err != nil {
+			return w.fail(w.ioError(err), "")
+		}
+		w.tmp = ""
+	}
+	return nil
+}
+
+// Abort implements Writer.
+func (w *writer) Abort() {
+	if w.closed {
+		return
+	}
+	w.closed = true
+	if w.err == nil {
+		w.err = usererr.New(usererr.Internal, "sink: output aborted", "")
+	}
+	w.closeErr = w.err
+	w.cleanup()
+}
+
+// newBufWriter is the buffer between the encoders and the output.
+func newBufWriter(w io.Writer) *bufio.Writer { return bufio.NewWriterSize(w, 256<<10) }
+
+// trackWriter keeps the first error of the writer under it, so that an I/O
+// error (disk full) is reported as such even where an encoder wraps it into
+// a message of its own.
+type trackWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (t *trackWriter) Write(p []byte) (int, error) {
+	if t.err != nil {
+		return 0, t.err
+	}
+	n, err := t.w.Write(p)
+	if err != nil {
+		t.err = err
+	}
+	return n, err
+}
