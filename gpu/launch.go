@@ -1,0 +1,185 @@
+package gpu
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+	"unsafe"
+)
+
+// maxKernelParams bounds the arguments of one launch.
+const maxKernelParams = 64
+
+// paramBlock is the kernelParams array of one launch: ptrs[i] points at
+// vals[i], which holds argument i in its low bytes (little endian, as on
+// amd64 and arm64). cuLaunchKernel reads as many bytes from ptrs[i] as
+// parameter i has and copies them before it returns.
+//
+// The block is Go heap memory (from a sync.Pool, so launches allocate
+// nothing) passed to C while it holds Go pointers (ptrs into itself). The
+// cgo rules allow that only for pinned memory, so Launch pins it with
+// runtime.Pinner for the duration of the call: the collector then neither
+// moves nor frees it, whatever a future collector does. (Today's collector
+// never moves heap objects; only stacks move, which is why the block is not
+// a local variable.)
+type paramBlock struct {
+	ptrs   [maxKernelParams]unsafe.Pointer
+	vals   [maxKernelParams]uint64
+	pinner runtime.Pinner
+}
+
+var paramPool = sync.Pool{New: func() any {
+	pb := new(paramBlock)
+	for i := range pb.ptrs {
+		pb.ptrs[i] = unsafe.Pointer(&pb.vals[i])
+	}
+	return pb
+}}
+
+// Dim is a one-dimensional grid or block: {x, 1, 1}.
+func Dim(x uint32) [3]uint32 { return [3]uint32{x, 1, 1} }
+
+// BlocksFor is the number of blocks of blockSize threads that cover n
+// items: ceil(n / blockSize), and at least 1.
+func BlocksFor(n, blockSize int) uint32 {
+	if n <= 0 || blockSize <= 0 {
+		return 1
+	}
+	return uint32((n + blockSize - 1) / blockSize)
+}
+
+// Launch queues kernel fn on stream s (nil: the default stream) with grid
+// and block dimensions, sharedMem bytes of dynamic shared memory per block,
+// and args as the kernel's parameters, in order. An argument is one of
+//
+//	DevicePtr, *DeviceBuffer, uintptr      8 bytes (a pointer parameter)
+//	int64, uint64, float64                 8 bytes
+//	int32, uint32, float32                 4 bytes
+//	int16, uint16                          2 bytes
+//	int8, uint8, bool                      1 byte
+//
+// Go's int and uint are refused: their width says nothing about the
+// kernel's. Where the driver reports the kernel's parameters (CUDA 12.4
+// and later) their number and sizes are checked against args.
+//
+// Launch returns when the launch is queued. A fault inside the kernel shows
+// up later, at a synchronization, as a sticky error (see Error.Sticky).
+func Launch(fn *Function, grid, block [3]uint32, sharedMem uint32, s *Stream, args ...any) error {
+	if fn == nil || fn.h == 0 || fn.mod.h == 0 {
+		return errDestroyed
+	}
+	c := fn.mod.ctx
+	if err := sameContext(c, s); err != nil {
+		return err
+	}
+	if err := fn.checkGeometry(grid, block, sharedMem); err != nil {
+		return err
+	}
+	if len(args) > maxKernelParams {
+		return fmt.Errorf("gpu: kernel %s: %d arguments, at most %d", fn.name, len(args), maxKernelParams)
+	}
+	if fn.params != nil && len(args) != len(fn.params) {
+		return fmt.Errorf("gpu: kernel %s takes %d arguments, %d given", fn.name, len(fn.params), len(args))
+	}
+	pb := paramPool.Get().(*paramBlock)
+	defer paramPool.Put(pb)
+	for i, a := range args {
+		v, size, err := packArg(a)
+		if err != nil {
+			return fmt.Errorf("gpu: kernel %s argument %d: %w", fn.name, i, err)
+		}
+		if fn.params != nil && fn.params[i] != size {
+			return fmt.Errorf("gpu: kernel %s parameter %d is %d bytes, but argument %d is a %T (%d bytes)",
+				fn.name, i, fn.params[i], i, a, size)
+		}
+		pb.vals[i] = v
+	}
+	pb.pinner.Pin(pb)
+	defer pb.pinner.Unpin()
+	if err := c.bind(); err != nil {
+		return err
+	}
+	r := ccall(drv.launchKernel, fn.h,
+		uintptr(grid[0]), uintptr(grid[1]), uintptr(grid[2]),
+		uintptr(block[0]), uintptr(block[1]), uintptr(block[2]),
+		uintptr(sharedMem), s.handle(), uintptr(unsafe.Pointer(&pb.ptrs[0])), 0)
+	c.unbind()
+	if r != success {
+		e := newError("cuLaunchKernel", r)
+		e.Target = fmt.Sprintf("%s, grid %v, block %v, shared %d", fn.name, grid, block, sharedMem)
+		return e
+	}
+	return nil
+}
+
+// checkGeometry turns the common launch mistakes into errors that say what
+// is wrong, before the driver answers CUDA_ERROR_INVALID_VALUE.
+func (f *Function) checkGeometry(grid, block [3]uint32, sharedMem uint32) error {
+	dev := f.mod.ctx.dev
+	threads := uint64(1)
+	for i := 0; i < 3; i++ {
+		if grid[i] == 0 || block[i] == 0 {
+			return fmt.Errorf("gpu: kernel %s: grid %v and block %v must be at least 1 in every dimension", f.name, grid, block)
+		}
+		if dev.MaxGridDim[i] > 0 && uint64(grid[i]) > uint64(dev.MaxGridDim[i]) {
+			return fmt.Errorf("gpu: kernel %s: grid %v exceeds the GPU's %v", f.name, grid, dev.MaxGridDim)
+		}
+		threads *= uint64(block[i])
+	}
+	if threads > uint64(f.attrs.MaxThreadsPerBlock) {
+		return fmt.Errorf("gpu: kernel %s: block %v has %d threads, but the kernel launches with at most %d (it uses %d registers per thread)",
+			f.name, block, threads, f.attrs.MaxThreadsPerBlock, f.attrs.NumRegs)
+	}
+	if int(sharedMem) > f.attrs.MaxDynamicShared {
+		return fmt.Errorf("gpu: kernel %s: %d bytes of dynamic shared memory asked, at most %d; call SetMaxDynamicSharedMemory (the GPU allows %d per block less the kernel's static %d)",
+			f.name, sharedMem, f.attrs.MaxDynamicShared, dev.SharedMemPerBlockOptin, f.attrs.SharedSizeBytes)
+	}
+	return nil
+}
+
+// packArg is a kernel argument's bits and size in bytes.
+func packArg(a any) (uint64, int, error) {
+	switch v := a.(type) {
+	case DevicePtr:
+		return uint64(v), 8, nil
+	case *DeviceBuffer:
+		if v == nil {
+			return 0, 8, nil
+		}
+		if v.freed {
+			return 0, 0, errDestroyed
+		}
+		return uint64(v.ptr), 8, nil
+	case uintptr:
+		return uint64(v), 8, nil
+	case int64:
+		return uint64(v), 8, nil
+	case uint64:
+		return v, 8, nil
+	case float64:
+		return math.Float64bits(v), 8, nil
+	case int32:
+		return uint64(uint32(v)), 4, nil
+	case uint32:
+		return uint64(v), 4, nil
+	case float32:
+		return uint64(math.Float32bits(v)), 4, nil
+	case int16:
+		return uint64(uint16(v)), 2, nil
+	case uint16:
+		return uint64(v), 2, nil
+	case int8:
+		return uint64(uint8(v)), 1, nil
+	case uint8:
+		return uint64(v), 1, nil
+	case bool:
+		if v {
+			return 1, 1, nil
+		}
+		return 0, 1, nil
+	case int, uint:
+		return 0, 0, fmt.Errorf("a Go %T has no fixed width: pass int32 or int64 (uint32 or uint64) as the kernel declares it", a)
+	}
+	return 0, 0, fmt.Errorf("unsupported kernel argument type %T", a)
+}

@@ -1,0 +1,104 @@
+// Pieces every gpipe kernel shares: the id types (they match convert.CSR:
+// uint32 vertex ids, int64 edge offsets), the "no vertex" sentinel, and the
+// virtual-warp helpers of the virtual warp-centric method (PPoPP'11 §3.1).
+#pragma once
+
+typedef unsigned int vid_t;
+typedef long long eid_t;
+
+#define GPIPE_NO_VERTEX 0xffffffffu
+#define GPIPE_UNVISITED (-1)
+
+// A virtual warp is K consecutive lanes of a physical warp (K a power of two,
+// at most 32). Its lanes synchronize and shuffle only among themselves, with
+// a mask of their own lanes, since under independent thread scheduling the
+// virtual warps of one physical warp may follow different paths.
+template <int K>
+struct VirtualWarp {
+    unsigned lane;   // 0..K-1
+    unsigned mask;   // this virtual warp's lanes in the physical warp
+    unsigned first;  // the physical lane of this virtual warp's lane 0
+
+    __device__ __forceinline__ VirtualWarp() {
+        unsigned physical = threadIdx.x & 31u;
+        lane = physical & (K - 1);
+        first = physical - lane;
+        mask = (K == 32) ? 0xffffffffu : (((1u << K) - 1u) << first);
+    }
+
+    // Global index of this virtual warp, and how many there are in the grid.
+    __device__ __forceinline__ static long long id() {
+        return ((long long)blockIdx.x * blockDim.x + threadIdx.x) / K;
+    }
+    __device__ __forceinline__ static long long count() {
+        return ((long long)gridDim.x * blockDim.x) / K;
+    }
+
+    // Lane 0's value of x, in every lane (the SISD phase's broadcast).
+    template <typename T>
+    __device__ __forceinline__ T broadcast(T x) const {
+        return __shfl_sync(mask, x, 0, K);
+    }
+
+    // Which lanes have pred set, as bits 0..K-1.
+    __device__ __forceinline__ unsigned ballot(bool pred) const {
+        return (__ballot_sync(mask, pred) >> first) & (K == 32 ? 0xffffffffu : ((1u << K) - 1u));
+    }
+
+    // Sum of x over the virtual warp, in every lane.
+    __device__ __forceinline__ double sum(double x) const {
+#pragma unroll
+        for (int offset = K / 2; offset > 0; offset /= 2)
+            x += __shfl_xor_sync(mask, x, offset, K);
+        return x;
+    }
+};
+
+// Sum of x over the block, valid in thread 0. scratch holds one double per
+// warp of the block.
+__device__ __forceinline__ double block_sum(double x, double* scratch) {
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2)
+        x += __shfl_xor_sync(0xffffffffu, x, offset);
+    unsigned warp = threadIdx.x >> 5, lane = threadIdx.x & 31u;
+    if (lane == 0) scratch[warp] = x;
+    __syncthreads();
+    x = 0;
+    if (warp == 0) {
+        unsigned warps = (blockDim.x + 31) >> 5;
+        x = lane < warps ? scratch[lane] : 0.0;
+#pragma unroll
+        for (int offset = 16; offset > 0; offset /= 2)
+            x += __shfl_xor_sync(0xffffffffu, x, offset);
+    }
+    __syncthreads();
+    return x;
+}
+
+// Hands out chunks of [0, n) to virtual warps: statically (virtual warp w
+// takes chunks w, w + count, ...) or, with a work counter, dynamically (each
+// takes the next chunk from the counter, PPoPP'11 §3.2). Lane 0 takes the
+// chunk and broadcasts it, since atomics on one address serialize.
+template <int K>
+struct ChunkSchedule {
+    const VirtualWarp<K>& vw;
+    unsigned long long* counter;  // null: static
+    long long chunk, n, next;
+
+    __device__ __forceinline__ ChunkSchedule(const VirtualWarp<K>& w, unsigned long long* c, long long chunk_, long long n_)
+        : vw(w), counter(c), chunk(chunk_), n(n_), next(VirtualWarp<K>::id() * chunk_) {}
+
+    // The start of the next chunk, or a value >= n when none is left.
+    __device__ __forceinline__ long long take() {
+        long long start;
+        if (counter) {
+            unsigned long long got = 0;
+            if (vw.lane == 0) got = atomicAdd(counter, (unsigned long long)chunk);
+            start = (long long)vw.broadcast(got);
+        } else {
+            start = next;
+            next += VirtualWarp<K>::count() * chunk;
+        }
+        return start;
+    }
+};
