@@ -97,7 +97,10 @@ type Result struct {
 	// Compute is the time the computation took, as the backend measured it
 	// (wall clock on the CPU; CUDA events on the GPU).
 	Compute time.Duration
-	Columns []Column
+	// Transfer is the time spent copying the graph to the device for this
+	// run (zero on the CPU, and for a graph already on the GPU).
+	Transfer time.Duration
+	Columns  []Column
 	// Warnings are things the user should know about a result that is
 	// still returned, such as PageRank stopping before it converged.
 	Warnings []string

@@ -1,4 +1,10 @@
 package operators
 
-// registry lists every operator; each file of an operator adds its value here.
-var registry = []Operator{}
+// registry lists every operator, in the order help texts show them.
+var registry = []Operator{
+	BFS{},
+	SSSP{},
+	SSWP{},
+	PageRank{},
+	CC{},
+}

@@ -1,0 +1,35 @@
+package operators
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gpipe/gpipe/internal/usererr"
+)
+
+// Backend runs operators somewhere: on the CPU cores, or on a GPU.
+type Backend interface {
+	// Name is "cpu" or "gpu".
+	Name() string
+	// Run runs op on in. A backend that cannot run op returns a
+	// usererr.Backend error that says what to use instead.
+	Run(ctx context.Context, op Operator, in Input) (*Result, error)
+}
+
+// CPU runs operators on all CPU cores.
+type CPU struct{}
+
+// Name is "cpu".
+func (CPU) Name() string { return "cpu" }
+
+// Run runs op's CPU implementation.
+func (CPU) Run(ctx context.Context, op Operator, in Input) (*Result, error) {
+	return op.RunCPU(ctx, in)
+}
+
+// errNoGPUImplementation is what the GPU backend says about an operator it
+// cannot run yet.
+func errNoGPUImplementation(op string) error {
+	return usererr.New(usererr.Backend, fmt.Sprintf("operator %s has no GPU implementation yet", op),
+		"use --backend cpu (or auto) for it")
+}

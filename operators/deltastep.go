@@ -1,0 +1,201 @@
+package operators
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gpipe/gpipe/internal/par"
+)
+
+// The Δ-stepping driver shared by sssp and sswp, after GAP's sssp.cc: every
+// worker keeps its own buckets; a phase relaxes the current bucket's
+// vertices (shared out in chunks of 64 from one frontier), then each worker
+// keeps relaxing its own copy of the current bucket while it stays small
+// (bucket fusion, kBinSizeThreshold in GAP), and the smallest non-empty
+// bucket over all workers becomes the next frontier.
+//
+// Buckets live in a ring (see bins); a relaxation that lands further ahead
+// than the ring reaches goes to the worker's far list, whose vertices move
+// into the ring before the ring reaches their buckets. So any Δ works,
+// however the weights spread, with memory bounded by the ring.
+
+// fuseLimit is GAP's kBinSizeThreshold: a worker goes on with its own share
+// of the current bucket while it holds fewer vertices than this.
+const fuseLimit = 1000
+
+// relaxer is what an algorithm gives the driver. Calls are per vertex, never
+// per edge.
+type relaxer interface {
+	// relax relaxes u's edges if u still belongs to bucket cur (it is not
+	// a stale entry), pushing improved vertices through d.push.
+	relax(d *deltaStepper, w int, u uint32, cur uint64)
+	// bucket is vertex v's bucket under its current value.
+	bucket(v uint32) uint64
+}
+
+// deltaStepper holds the workers' buckets and the frontier.
+type deltaStepper struct {
+	bins     []*bins
+	far      [][]uint32 // per worker: vertices pushed beyond the ring
+	farMin   []uint64   // per worker: the smallest bucket pushed far
+	frontier []uint32
+	span     uint64 // ring length: pushes at cur+span or beyond go far
+	next     []uint64
+	hasNext  []bool
+	cursor   atomic.Int64
+}
+
+// noBucket is larger than any bucket bucketOf returns.
+const noBucket = ^uint64(0)
+
+// stepperPool keeps the buckets of finished runs (empty, with their
+// capacity) for the next run with the same ring length.
+var stepperPool sync.Pool
+
+// getDeltaStepper is a stepper with a ring of at least span buckets, from
+// the pool where one fits.
+func getDeltaStepper(span uint64) *deltaStepper {
+	if d, ok := stepperPool.Get().(*deltaStepper); ok && d.span == ringLength(span) && len(d.bins) == par.Workers() {
+		return d
+	}
+	return newDeltaStepper(span)
+}
+
+// release returns d to the pool; only after run finished, when every bucket
+// and far list is empty.
+func (d *deltaStepper) release() { stepperPool.Put(d) }
+
+func newDeltaStepper(span uint64) *deltaStepper {
+	workers := par.Workers()
+	d := &deltaStepper{
+		bins:    make([]*bins, workers),
+		far:     make([][]uint32, workers),
+		farMin:  make([]uint64, workers),
+		next:    make([]uint64, workers),
+		hasNext: make([]bool, workers),
+	}
+	for w := range d.bins {
+		d.bins[w] = newBins(span)
+		d.farMin[w] = noBucket
+	}
+	d.span = d.bins[0].mask + 1
+	return d
+}
+
+// push puts v in bucket b on behalf of worker w, where cur is the bucket
+// being processed (b >= cur).
+func (d *deltaStepper) push(w int, b, cur uint64, v uint32) {
+	if b-cur < d.span {
+		d.bins[w].push(b, v)
+		return
+	}
+	d.far[w] = append(d.far[w], v)
+	d.farMin[w] = min(d.farMin[w], b)
+}
+
+// run processes buckets from the one holding src until all are empty and
+// returns the number of phases.
+func (d *deltaStepper) run(ctx context.Context, r relaxer, src uint32) (int, error) {
+	cur := r.bucket(src)
+	d.frontier = append(d.frontier[:0], src)
+	phases := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return phases, err
+		}
+		phases++
+		d.cursor.Store(0)
+		frontier := d.frontier
+		c := cur
+		onWorkers(func(w int) {
+			for {
+				i := int(d.cursor.Add(64)) - 64
+				if i >= len(frontier) {
+					break
+				}
+				for _, u := range frontier[i:min(i+64, len(frontier))] {
+					r.relax(d, w, u, c)
+				}
+			}
+			bs := d.bins[w]
+			for k := bs.size(c); k > 0 && k < fuseLimit; k = bs.size(c) {
+				for _, u := range bs.take(c) {
+					r.relax(d, w, u, c)
+				}
+			}
+			d.next[w], d.hasNext[w] = bs.next(c)
+		})
+		var ok bool
+		if cur, ok = d.advance(r, cur); !ok {
+			return phases, nil
+		}
+		d.frontier = d.frontier[:0]
+		for _, bs := range d.bins {
+			if bs.size(cur) > 0 {
+				d.frontier = append(d.frontier, bs.take(cur)...)
+			}
+		}
+	}
+}
+
+// advance finds the next non-empty bucket after a phase at cur, from the
+// workers' next buckets (d.next) and the far lists. Far vertices move into
+// the ring before the ring could run past them. ok is false when no vertex
+// is left anywhere.
+func (d *deltaStepper) advance(r relaxer, cur uint64) (next uint64, ok bool) {
+	for {
+		ringNext, found := noBucket, false
+		for w := range d.next {
+			if d.hasNext[w] && d.next[w] < ringNext {
+				ringNext, found = d.next[w], true
+			}
+		}
+		farMin := slices.Min(d.farMin)
+		if !found && farMin == noBucket {
+			return 0, false
+		}
+		c := min(ringNext, farMin)
+		if farMin-c >= d.span {
+			return ringNext, true
+		}
+		// Some far vertex may belong in [c, c+span): sort the far lists.
+		d.refill(r, c)
+		for w, bs := range d.bins {
+			d.next[w], d.hasNext[w] = bs.next(c)
+		}
+	}
+}
+
+// refill moves the far vertices whose buckets (under their current values)
+// lie in [c, c+span) into the ring. Entries whose value has since improved
+// into a bucket before c were pushed again then and processed; they are
+// dropped.
+func (d *deltaStepper) refill(r relaxer, c uint64) {
+	for w, f := range d.far {
+		keep := f[:0]
+		low := noBucket
+		for _, v := range f {
+			b := r.bucket(v)
+			switch {
+			case b < c:
+			case b-c < d.span:
+				d.bins[w].push(b, v)
+			default:
+				keep = append(keep, v)
+				low = min(low, b)
+			}
+		}
+		d.far[w], d.farMin[w] = keep, low
+	}
+}
+
+// bucketOf is ⌊x·inv⌋ as a bucket number, saturating far beyond any ring.
+func bucketOf(x, inv float64) uint64 {
+	b := x * inv
+	if b >= 1<<62 {
+		return 1 << 62
+	}
+	return uint64(b)
+}

@@ -1,0 +1,478 @@
+package operators
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gpipe/gpipe/convert"
+	"github.com/gpipe/gpipe/gpu"
+	"github.com/gpipe/gpipe/internal/alloc"
+	"github.com/gpipe/gpipe/internal/usererr"
+	"github.com/gpipe/gpipe/kernels"
+)
+
+// GPU runs operators on one NVIDIA GPU. It keeps the modules it loaded and
+// the device copies of the graphs it ran on, so a second query on a graph
+// does not copy it again; Forget frees a graph's copies. It is safe for use
+// from several goroutines: each run has its own stream and buffers.
+type GPU struct {
+	ctx *gpu.Context
+	// Poison, when set, fills every output and workspace buffer with a
+	// garbage pattern before each run, so that an element a kernel leaves
+	// unwritten shows up in the result. Tests set it.
+	Poison bool
+
+	mu      sync.Mutex
+	modules map[string]*gpu.Module
+	funcs   map[string]*launchable
+	graphs  map[*convert.Graph]*deviceGraph
+}
+
+// NewGPU returns a backend on the context's device.
+func NewGPU(c *gpu.Context) *GPU {
+	return &GPU{
+		ctx:     c,
+		modules: map[string]*gpu.Module{},
+		funcs:   map[string]*launchable{},
+		graphs:  map[*convert.Graph]*deviceGraph{},
+	}
+}
+
+// Name is "gpu".
+func (*GPU) Name() string { return "gpu" }
+
+// Device is the GPU the backend runs on.
+func (b *GPU) Device() *gpu.Device { return b.ctx.Device() }
+
+// gpuOperator is an operator with a GPU implementation.
+type gpuOperator interface {
+	// gpuStrategies lists the operator's GPU strategies, the default first.
+	gpuStrategies() []string
+	// gpuBytes is the device memory a run on g needs: layouts and workspace.
+	gpuBytes(g *convert.Graph, p Params) int64
+	runGPU(ctx context.Context, b *GPU, in Input) (*Result, error)
+}
+
+// GPUStrategies lists the GPU strategies of the operator called op, the
+// default first; none when it has no GPU implementation.
+func GPUStrategies(op string) []string {
+	o, err := Lookup(op)
+	if err != nil {
+		return nil
+	}
+	if g, ok := o.(gpuOperator); ok {
+		return g.gpuStrategies()
+	}
+	return nil
+}
+
+// CheckGPUParams checks the GPU parameters of p for op, so that a typo fails
+// before any input is read.
+func CheckGPUParams(op Operator, p Params) error {
+	g, ok := op.(gpuOperator)
+	if !ok {
+		return nil
+	}
+	if p.Strategy != "" && p.Strategy != "auto" && !slices.Contains(g.gpuStrategies(), p.Strategy) {
+		return usererr.New(usererr.Usage, fmt.Sprintf("operator %s has no GPU strategy %q", op.Spec().Name, p.Strategy),
+			"use one of "+strings.Join(g.gpuStrategies(), ", ")+" (or auto)")
+	}
+	if p.VWarp != 0 && (p.VWarp < 1 || p.VWarp > 32 || p.VWarp&(p.VWarp-1) != 0) {
+		return usererr.Newf(usererr.Usage, "virtual warp size %d is not 1, 2, 4, 8, 16 or 32", p.VWarp)
+	}
+	if p.DeferOutliers < 0 {
+		return usererr.Newf(usererr.Usage, "defer-outliers %d must be >= 0 (0 turns it off)", p.DeferOutliers)
+	}
+	if p.ChunkSize < 0 {
+		return usererr.Newf(usererr.Usage, "chunk size %d must be >= 0 (0 picks one)", p.ChunkSize)
+	}
+	return nil
+}
+
+// Run runs op on the GPU, or says why it cannot.
+func (b *GPU) Run(ctx context.Context, op Operator, in Input) (*Result, error) {
+	g, ok := op.(gpuOperator)
+	if !ok {
+		return nil, errNoGPUImplementation(op.Spec().Name)
+	}
+	if err := CheckGPUParams(op, in.Params); err != nil {
+		return nil, err
+	}
+	if err := b.Fits(op, in.Graph, in.Params); err != nil {
+		return nil, err
+	}
+	return g.runGPU(ctx, b, in)
+}
+
+// Fits says, as a usererr.Backend error naming both sizes, whether a run of
+// op on g fits in the GPU's free memory (counting what is on it already).
+func (b *GPU) Fits(op Operator, g *convert.Graph, p Params) error {
+	o, ok := op.(gpuOperator)
+	if !ok {
+		return errNoGPUImplementation(op.Spec().Name)
+	}
+	need := o.gpuBytes(g, p) - b.resident(g)
+	// Allocation granularity: keep 2% and 64 MiB spare.
+	return b.Device().MemoryFits(need + need/50 + 64<<20)
+}
+
+// Forget frees the device copies of g.
+func (b *GPU) Forget(g *convert.Graph) {
+	b.mu.Lock()
+	dg := b.graphs[g]
+	delete(b.graphs, g)
+	b.mu.Unlock()
+	if dg != nil {
+		dg.free()
+	}
+}
+
+// Close frees everything the backend holds on the device.
+func (b *GPU) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for g, dg := range b.graphs {
+		dg.free()
+		delete(b.graphs, g)
+	}
+	var first error
+	for name, m := range b.modules {
+		if err := m.Unload(); err != nil && first == nil {
+			first = err
+		}
+		delete(b.modules, name)
+	}
+	clear(b.funcs)
+	return first
+}
+
+// launchable is a kernel with the grid that fills the GPU with it.
+type launchable struct {
+	fn *gpu.Function
+	// grid is the number of blocks of blockSize threads that the device
+	// runs at once: the persistent grid of the grid-stride and chunked loops.
+	grid uint32
+}
+
+// blockSize is the threads per block of every gpipe kernel
+// (__launch_bounds__(256) in kernels/).
+const blockSize = 256
+
+// kernel returns the kernel called name of module, loading the module on
+// first use.
+func (b *GPU) kernel(module, name string) (*launchable, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if k := b.funcs[module+"."+name]; k != nil {
+		return k, nil
+	}
+	m := b.modules[module]
+	if m == nil {
+		ptx, err := kernels.PTX(module)
+		if err != nil {
+			return nil, err
+		}
+		if m, err = b.ctx.LoadPTX(ptx); err != nil {
+			return nil, err
+		}
+		b.modules[module] = m
+	}
+	fn, err := m.Function(name)
+	if err != nil {
+		return nil, err
+	}
+	perSM, err := fn.Occupancy(blockSize, 0)
+	if err != nil {
+		return nil, err
+	}
+	k := &launchable{fn: fn, grid: uint32(max(perSM, 1) * b.Device().SMs)}
+	b.funcs[module+"."+name] = k
+	return k, nil
+}
+
+// launch queues k on s with its full grid.
+func (k *launchable) launch(s *gpu.Stream, args ...any) error {
+	return gpu.Launch(k.fn, gpu.Dim(k.grid), gpu.Dim(blockSize), 0, s, args...)
+}
+
+// deviceGraph holds the device copies of a graph's layouts, each uploaded on
+// first use.
+type deviceGraph struct {
+	mu                  sync.Mutex
+	outOffsets, outTgts *gpu.DeviceBuffer
+	inOffsets, inSrcs   *gpu.DeviceBuffer
+	bytes               int64
+}
+
+func (dg *deviceGraph) free() {
+	dg.mu.Lock()
+	defer dg.mu.Unlock()
+	for _, buf := range []**gpu.DeviceBuffer{&dg.outOffsets, &dg.outTgts, &dg.inOffsets, &dg.inSrcs} {
+		if *buf != nil {
+			(*buf).Free()
+			*buf = nil
+		}
+	}
+	dg.bytes = 0
+}
+
+// resident is the device memory g's copies hold already.
+func (b *GPU) resident(g *convert.Graph) int64 {
+	b.mu.Lock()
+	dg := b.graphs[g]
+	b.mu.Unlock()
+	if dg == nil {
+		return 0
+	}
+	dg.mu.Lock()
+	defer dg.mu.Unlock()
+	return dg.bytes
+}
+
+// layout names the parts of a graph a kernel reads.
+type layout int
+
+const (
+	outOffsets layout = iota
+	outTargets
+	inOffsets
+	inSources
+)
+
+// of is the part of g that holds part: for an undirected graph the in-edge
+// layout is the out-edge one.
+func (part layout) of(g *convert.Graph) layout {
+	if g.Directed {
+		return part
+	}
+	switch part {
+	case inOffsets:
+		return outOffsets
+	case inSources:
+		return outTargets
+	}
+	return part
+}
+
+// layouts returns the device copies of the parts of g that a run needs,
+// copying those not on the device yet, and the time the copies took. For an
+// undirected graph the in-edge parts are the out-edge ones.
+func (b *GPU) layouts(g *convert.Graph, s *gpu.Stream, parts ...layout) ([]*gpu.DeviceBuffer, time.Duration, error) {
+	b.mu.Lock()
+	dg := b.graphs[g]
+	if dg == nil {
+		dg = &deviceGraph{}
+		b.graphs[g] = dg
+	}
+	b.mu.Unlock()
+
+	dg.mu.Lock()
+	defer dg.mu.Unlock()
+	start := time.Now()
+	copied := false
+	bufs := make([]*gpu.DeviceBuffer, len(parts))
+	for i, part := range parts {
+		part = part.of(g)
+		var slot **gpu.DeviceBuffer
+		var host []byte
+		switch part {
+		case outOffsets:
+			slot, host = &dg.outOffsets, alloc.Bytes(g.Out.Offsets)
+		case outTargets:
+			slot, host = &dg.outTgts, alloc.Bytes(g.Out.Targets)
+		case inOffsets:
+			slot, host = &dg.inOffsets, alloc.Bytes(g.In().Offsets)
+		case inSources:
+			slot, host = &dg.inSrcs, alloc.Bytes(g.In().Targets)
+		}
+		if *slot == nil {
+			buf, err := b.ctx.Alloc(max(int64(len(host)), 8))
+			if err != nil {
+				return nil, 0, err
+			}
+			if err := buf.CopyFromHost(s, host); err != nil {
+				buf.Free()
+				return nil, 0, err
+			}
+			*slot = buf
+			dg.bytes += buf.Size()
+			copied = true
+		}
+		bufs[i] = *slot
+	}
+	if !copied {
+		return bufs, 0, nil
+	}
+	if err := s.Synchronize(); err != nil {
+		return nil, 0, err
+	}
+	return bufs, time.Since(start), nil
+}
+
+// vwcConfig is how a virtual warp-centric kernel runs (PPoPP'11 §3).
+type vwcConfig struct {
+	k             int   // virtual warp size
+	chunk         int64 // vertices a virtual warp takes at a time
+	dynamic       bool  // take chunks from a global counter
+	outlierDegree int64 // defer vertices with more edges than this; 0: off
+}
+
+// String names the configuration as a strategy.
+func (c vwcConfig) String() string {
+	s := fmt.Sprintf("vwc k=%d chunk=%d", c.k, c.chunk)
+	if c.dynamic {
+		s += " dynamic"
+	}
+	if c.outlierDegree > 0 {
+		s += fmt.Sprintf(" defer>%d", c.outlierDegree)
+	}
+	return s
+}
+
+// vwcConfigFor applies the parameters to a layout: K from the average degree
+// when not given (the smallest power of two at least half the average
+// degree, at most 32: lanes beyond the typical degree idle, and the paper
+// found the best K near it), and a chunk of 8 virtual warps' width.
+func vwcConfigFor(p Params, c *convert.CSR) vwcConfig {
+	cfg := vwcConfig{k: p.VWarp, chunk: int64(p.ChunkSize), dynamic: p.Dynamic, outlierDegree: p.DeferOutliers}
+	if cfg.k == 0 {
+		avg := 0.0
+		if n := c.NumVertices(); n > 0 {
+			avg = float64(c.NumEdges()) / float64(n)
+		}
+		cfg.k = 1
+		for cfg.k < 32 && float64(cfg.k) < avg/2 {
+			cfg.k *= 2
+		}
+	}
+	if cfg.chunk == 0 {
+		cfg.chunk = int64(8 * cfg.k)
+	}
+	return cfg
+}
+
+// devicePtr is buf's address, or null for no buffer.
+func devicePtr(buf *gpu.DeviceBuffer) gpu.DevicePtr {
+	if buf == nil {
+		return 0
+	}
+	return buf.Ptr()
+}
+
+// poison fills bufs with a garbage pattern (all-ones bytes: NaN as a
+// float64, -1 and NoVertex as integers) when the backend poisons.
+func (b *GPU) poison(s *gpu.Stream, bufs ...*gpu.DeviceBuffer) error {
+	if !b.Poison {
+		return nil
+	}
+	for _, buf := range bufs {
+		if buf == nil {
+			continue
+		}
+		if err := buf.Memset8(s, 0xA5); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// poisonHost fills a host result slice with v before a download, when the
+// backend poisons, so that a short copy cannot pass for a result.
+func poisonHost[T any](b *GPU, xs []T, v T) {
+	if b.Poison {
+		for i := range xs {
+			xs[i] = v
+		}
+	}
+}
+
+// timer times a run on a stream with CUDA events.
+type timer struct{ start, stop *gpu.Event }
+
+func newTimer(c *gpu.Context, s *gpu.Stream) (*timer, error) {
+	start, err := c.NewEvent()
+	if err != nil {
+		return nil, err
+	}
+	stop, err := c.NewEvent()
+	if err != nil {
+		start.Destroy()
+		return nil, err
+	}
+	if err := start.Record(s); err != nil {
+		start.Destroy()
+		stop.Destroy()
+		return nil, err
+	}
+	return &timer{start: start, stop: stop}, nil
+}
+
+// elapsed records the stop event, waits for it and returns the time since
+// the start event.
+func (t *timer) elapsed(s *gpu.Stream) (time.Duration, error) {
+	if err := t.stop.Record(s); err != nil {
+		return 0, err
+	}
+	if err := t.stop.Synchronize(); err != nil {
+		return 0, err
+	}
+	return gpu.Elapsed(t.start, t.stop)
+}
+
+func (t *timer) destroy() {
+	t.start.Destroy()
+	t.stop.Destroy()
+}
+
+// buffers allocates device buffers of the given sizes in bytes, all or none.
+func (b *GPU) buffers(sizes ...int64) ([]*gpu.DeviceBuffer, func(), error) {
+	bufs := make([]*gpu.DeviceBuffer, len(sizes))
+	free := func() {
+		for _, buf := range bufs {
+			if buf != nil {
+				buf.Free()
+			}
+		}
+	}
+	for i, size := range sizes {
+		if size == 0 {
+			continue
+		}
+		buf, err := b.ctx.Alloc(size)
+		if err != nil {
+			free()
+			return nil, nil, err
+		}
+		bufs[i] = buf
+	}
+	return bufs, free, nil
+}
+
+// outlierSegment is OUTLIER_SEGMENT in kernels/: the edges of a deferred
+// outlier that one block processes.
+const outlierSegment = 4096
+
+// layoutBytes is the device memory of the given parts of g's layouts.
+func layoutBytes(g *convert.Graph, parts ...layout) int64 {
+	var b int64
+	n := int64(g.NumVertices())
+	seen := map[layout]bool{}
+	for _, part := range parts {
+		part = part.of(g)
+		if seen[part] {
+			continue
+		}
+		seen[part] = true
+		switch part {
+		case outOffsets, inOffsets:
+			b += (n + 1) * 8
+		case outTargets, inSources:
+			b += g.NumEdges() * 4
+		}
+	}
+	return b
+}

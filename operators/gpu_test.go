@@ -1,0 +1,240 @@
+package operators
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/gpipe/gpipe/convert"
+	"github.com/gpipe/gpipe/gpu"
+	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/internal/usererr"
+)
+
+// testGPU is a poisoning GPU backend, or a skip where there is no GPU (a
+// failure instead with GPIPE_REQUIRE_GPU=1).
+func testGPU(t *testing.T) *GPU {
+	t.Helper()
+	c, err := gpu.Default()
+	if err != nil {
+		if os.Getenv("GPIPE_REQUIRE_GPU") == "1" {
+			t.Fatalf("GPIPE_REQUIRE_GPU=1 but no GPU is usable: %v", err)
+		}
+		t.Skipf("no GPU: %v", err)
+	}
+	b := NewGPU(c)
+	b.Poison = true
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// freshSeed is a new seed each run, logged so that a failure can be
+// replayed with GPIPE_TEST_SEED.
+func freshSeed(t *testing.T) uint64 {
+	if s := os.Getenv("GPIPE_TEST_SEED"); s != "" {
+		seed, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("GPIPE_TEST_SEED=%q: %v", s, err)
+		}
+		return seed
+	}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("random graphs drawn with GPIPE_TEST_SEED=%d", seed)
+	return seed
+}
+
+// gpuShapes are the CPU tests' shapes plus graphs drawn fresh for this run:
+// Kronecker graphs, a hub of huge degree among random edges (for the
+// deferred outliers), long chains and scattered components.
+func gpuShapes(t *testing.T) []shape {
+	seed := freshSeed(t)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	list := shapes(t)
+	list = append(list, shape{name: "fresh-kronecker-14", edges: kroneckerEdges(t, 14, 16, seed)})
+	list = append(list, shape{name: "fresh-kronecker-12-ef4", edges: kroneckerEdges(t, 12, 4, seed+1)})
+	var hub []tedge
+	for i := 0; i < 20000; i++ {
+		hub = append(hub, tedge{0, int64(1 + rng.IntN(9000)), 1}, tedge{int64(1 + rng.IntN(9000)), int64(1 + rng.IntN(9000)), 1})
+	}
+	list = append(list, shape{name: "fresh-hub", edges: hub})
+	var chains []tedge
+	for c := int64(0); c < 8; c++ {
+		length := int64(500 + rng.IntN(2000))
+		for i := int64(0); i < length; i++ {
+			chains = append(chains, tedge{c<<20 + i, c<<20 + i + 1, 1})
+		}
+	}
+	list = append(list, shape{name: "fresh-chains", edges: chains})
+	var parts []tedge
+	for i := 0; i < 5000; i++ {
+		base := int64(rng.IntN(50)) * 1000
+		parts = append(parts, tedge{base + int64(rng.IntN(200)), base + int64(rng.IntN(200)), 1})
+	}
+	list = append(list, shape{name: "fresh-components", edges: parts})
+	return list
+}
+
+// gpuConfigs are the virtual warp-centric settings every GPU test runs.
+var gpuConfigs = []Params{
+	{},
+	{VWarp: 1},
+	{VWarp: 2, ChunkSize: 3},
+	{VWarp: 8},
+	{VWarp: 32},
+	{VWarp: 4, Dynamic: true, ChunkSize: 16},
+	{VWarp: 4, DeferOutliers: 40},
+	{VWarp: 32, DeferOutliers: 300, Dynamic: true},
+}
+
+func runGPU(t *testing.T, b *GPU, op Operator, g *convert.Graph, src uint32, p Params) *Result {
+	t.Helper()
+	if err := op.Prepare(&p); err != nil {
+		t.Fatalf("prepare: %v", err)
+	}
+	r, err := b.Run(context.Background(), op, Input{Graph: g, Source: src, Params: p})
+	if err != nil {
+		t.Fatalf("%s on the GPU with %+v: %v", op.Spec().Name, p, err)
+	}
+	if r.Backend != "gpu" || r.Compute <= 0 {
+		t.Fatalf("result header backend=%q compute=%v", r.Backend, r.Compute)
+	}
+	return r
+}
+
+func TestGPUBFSMatchesCPU(t *testing.T) {
+	b := testGPU(t)
+	for _, s := range gpuShapes(t) {
+		for _, directed := range []bool{true, false} {
+			g := buildGraph(t, s, directed, false, ingest.KeyInt64)
+			for _, src := range sourcesOf(g) {
+				want := run(t, BFS{}, g, src, Params{}).Column("depth").Int32
+				for _, p := range gpuConfigs {
+					name := fmt.Sprintf("%s/directed=%v/src=%d/%+v", s.name, directed, src, p)
+					r := runGPU(t, b, BFS{}, g, src, p)
+					depth, parent := r.Column("depth").Int32, r.Column("parent").Vertex
+					if err := validateBFS(g, src, depth, parent, want); err != nil {
+						t.Fatalf("%s: %v", name, err)
+					}
+				}
+			}
+			b.Forget(g)
+		}
+	}
+}
+
+func TestGPUPageRankMatchesCPU(t *testing.T) {
+	b := testGPU(t)
+	for _, s := range gpuShapes(t) {
+		for _, directed := range []bool{true, false} {
+			g := buildGraph(t, s, directed, false, ingest.KeyInt64)
+			want := run(t, PageRank{}, g, 0, Params{})
+			for _, p := range gpuConfigs {
+				name := fmt.Sprintf("%s/directed=%v/%+v", s.name, directed, p)
+				r := runGPU(t, b, PageRank{}, g, 0, p)
+				got := r.Column("rank").Float64
+				var l1, sum float64
+				for v, x := range got {
+					if math.IsNaN(x) {
+						t.Fatalf("%s: rank of vertex %d is NaN (unwritten?)", name, v)
+					}
+					l1 += math.Abs(x - want.Column("rank").Float64[v])
+					sum += x
+				}
+				if l1 > 1e-6 {
+					t.Fatalf("%s: L1 distance to the CPU ranks %g > 1e-6", name, l1)
+				}
+				if g.NumVertices() > 0 && math.Abs(sum-1) > 1e-9 {
+					t.Fatalf("%s: ranks sum to %v", name, sum)
+				}
+				if d := r.Iterations - want.Iterations; d < -1 || d > 1 {
+					t.Fatalf("%s: %d iterations on the GPU, %d on the CPU", name, r.Iterations, want.Iterations)
+				}
+			}
+			b.Forget(g)
+		}
+	}
+}
+
+func TestGPUPageRankNotConverged(t *testing.T) {
+	b := testGPU(t)
+	g := buildGraph(t, shape{name: "k10", edges: kroneckerEdges(t, 10, 16, 5)}, true, false, ingest.KeyInt64)
+	r := runGPU(t, b, PageRank{}, g, 0, Params{MaxIterations: 3})
+	if r.Iterations != 3 || len(r.Warnings) != 1 {
+		t.Fatalf("iterations %d, warnings %q: want 3 and one warning", r.Iterations, r.Warnings)
+	}
+}
+
+func TestGPUOperatorWithoutKernels(t *testing.T) {
+	b := testGPU(t)
+	g := buildGraph(t, shapes(t)[2], true, true, ingest.KeyInt64)
+	_, err := b.Run(context.Background(), SSSP{}, Input{Graph: g, Params: Params{}})
+	if usererr.KindOf(err) != usererr.Backend {
+		t.Fatalf("sssp on the GPU: %v, want a Backend error", err)
+	}
+}
+
+func TestGPUCanceled(t *testing.T) {
+	b := testGPU(t)
+	g := buildGraph(t, shape{name: "chain", edges: shapes(t)[5].edges}, true, false, ingest.KeyInt64)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := b.Run(ctx, BFS{}, Input{Graph: g, Params: Params{}}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled BFS: %v", err)
+	}
+}
+
+func TestGPUConcurrentRuns(t *testing.T) {
+	b := testGPU(t)
+	g := buildGraph(t, shape{name: "k12", edges: kroneckerEdges(t, 12, 16, 9)}, false, false, ingest.KeyInt64)
+	want := run(t, BFS{}, g, 0, Params{}).Column("depth").Int32
+	errs := make(chan error, 8)
+	for i := 0; i < 8; i++ {
+		go func(i int) {
+			r, err := b.Run(context.Background(), BFS{}, Input{Graph: g, Params: gpuConfigs[i%len(gpuConfigs)]})
+			if err == nil {
+				err = validateBFS(g, 0, r.Column("depth").Int32, r.Column("parent").Vertex, want)
+			}
+			errs <- err
+		}(i)
+	}
+	for i := 0; i < 8; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestCheckGPUParams(t *testing.T) {
+	for _, p := range []Params{{VWarp: 3}, {VWarp: 64}, {Strategy: "nope"}, {DeferOutliers: -1}, {ChunkSize: -2}} {
+		if err := CheckGPUParams(BFS{}, p); usererr.KindOf(err) != usererr.Usage {
+			t.Errorf("%+v: %v, want a Usage error", p, err)
+		}
+	}
+	for _, p := range []Params{{}, {VWarp: 16, Strategy: "vwc", Dynamic: true, ChunkSize: 8, DeferOutliers: 100}} {
+		if err := CheckGPUParams(PageRank{}, p); err != nil {
+			t.Errorf("%+v: %v", p, err)
+		}
+	}
+}
+
+func TestVWCConfig(t *testing.T) {
+	csr := func(n, m int) *convert.CSR {
+		return &convert.CSR{Offsets: make([]int64, n+1), Targets: make([]uint32, m)}
+	}
+	for _, c := range []struct {
+		n, m, k int
+	}{{10, 0, 1}, {10, 20, 1}, {10, 50, 4}, {10, 100, 8}, {10, 640, 32}, {10, 100000, 32}} {
+		if got := vwcConfigFor(Params{}, csr(c.n, c.m)); got.k != c.k || got.chunk != int64(8*c.k) {
+			t.Errorf("average degree %d: k=%d chunk=%d, want k=%d", c.m/c.n, got.k, got.chunk, c.k)
+		}
+	}
+	if got := vwcConfigFor(Params{VWarp: 2, ChunkSize: 5}, csr(10, 1000)); got.k != 2 || got.chunk != 5 {
+		t.Errorf("explicit parameters not kept: %+v", got)
+	}
+}

@@ -1,0 +1,517 @@
+package operators
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"testing"
+
+	"github.com/gpipe/gpipe/convert"
+	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/internal/usererr"
+)
+
+// tedge is a test edge between integer keys.
+type tedge struct {
+	u, v int64
+	w    float64
+}
+
+// shape is a test graph as an edge list. Negative says some weights are
+// negative (so sssp does not apply).
+type shape struct {
+	name     string
+	edges    []tedge
+	negative bool
+}
+
+// buildGraph builds edges with keys of the given type (integer keys are
+// mapped so that neither their order nor their values are the ids'; string
+// keys sort differently from the numbers they spell).
+func buildGraph(t testing.TB, s shape, directed, weighted bool, kt ingest.KeyType) *convert.Graph {
+	t.Helper()
+	tab := &ingest.EdgeTable{
+		Name:      s.name,
+		Columns:   ingest.Columns{}.WithDefaults(),
+		KeyType:   kt,
+		HasWeight: weighted,
+		RowsRead:  int64(len(s.edges)),
+		Skipped:   ingest.Skips{},
+	}
+	// Two chunks, to exercise chunked tables.
+	half := len(s.edges) / 2
+	for ci, part := range [][]tedge{s.edges[:half], s.edges[half:]} {
+		c := ingest.Chunk{FirstRow: int64(ci * half)}
+		var src, dst ingest.Keys
+		switch kt {
+		case ingest.KeyInt32:
+			src.Int32, dst.Int32 = make([]int32, 0, len(part)), make([]int32, 0, len(part))
+			for _, e := range part {
+				src.Int32 = append(src.Int32, int32(1000-3*e.u))
+				dst.Int32 = append(dst.Int32, int32(1000-3*e.v))
+			}
+		case ingest.KeyInt64:
+			src.Int64, dst.Int64 = make([]int64, 0, len(part)), make([]int64, 0, len(part))
+			for _, e := range part {
+				src.Int64 = append(src.Int64, e.u<<33+5)
+				dst.Int64 = append(dst.Int64, e.v<<33+5)
+			}
+		case ingest.KeyString:
+			src.Str, dst.Str = &ingest.Strings{Offsets: []int64{0}}, &ingest.Strings{Offsets: []int64{0}}
+			for _, e := range part {
+				for _, p := range []struct {
+					s *ingest.Strings
+					k int64
+				}{{src.Str, e.u}, {dst.Str, e.v}} {
+					p.s.Data = append(p.s.Data, "k"+strconv.FormatInt(p.k, 10)...)
+					p.s.Offsets = append(p.s.Offsets, int64(len(p.s.Data)))
+				}
+			}
+		}
+		c.Src, c.Dst = src, dst
+		if weighted {
+			for _, e := range part {
+				c.Weight = append(c.Weight, e.w)
+			}
+		}
+		tab.Chunks = append(tab.Chunks, c)
+	}
+	g, err := convert.Build(context.Background(), tab, convert.BuildOptions{
+		Undirected: !directed, Weighted: weighted, Weights: convert.FiniteWeights, BuildIn: true,
+	})
+	if err != nil {
+		t.Fatalf("%s: build: %v", s.name, err)
+	}
+	return g
+}
+
+// kroneckerEdges draws a small Graph 500 graph with GAP's weights.
+func kroneckerEdges(t testing.TB, scale, edgeFactor int, seed uint64) []tedge {
+	t.Helper()
+	tab, err := ingest.Kronecker{Scale: scale, EdgeFactor: edgeFactor, Seed: seed, Weighted: true}.Generate(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var edges []tedge
+	for _, c := range tab.Chunks {
+		for i := range c.Src.Int64 {
+			edges = append(edges, tedge{c.Src.Int64[i], c.Dst.Int64[i], c.Weight[i]})
+		}
+	}
+	return edges
+}
+
+// shapes are the graphs every operator is tested on.
+func shapes(t testing.TB) []shape {
+	rng := rand.New(rand.NewPCG(42, 7))
+	var list []shape
+	add := func(name string, edges []tedge, negative bool) {
+		list = append(list, shape{name, edges, negative})
+	}
+	add("one-vertex", []tedge{{7, 7, 1}}, false)
+	add("self-loops-only", []tedge{{1, 1, 1}, {2, 2, 3}, {3, 3, 2}}, false)
+	add("parallel-edges", []tedge{{0, 1, 5}, {0, 1, 2}, {1, 2, 3}, {1, 2, 9}, {0, 2, 10}, {2, 0, 1}, {2, 3, 4}, {3, 2, 1}, {2, 2, 1}}, false)
+	var dis []tedge
+	for i := int64(0); i < 30; i++ { // a cycle, a path, isolated pairs
+		dis = append(dis, tedge{i, (i + 1) % 30, float64(1 + i%4)})
+		dis = append(dis, tedge{100 + i, 101 + i, float64(1 + i%3)})
+		dis = append(dis, tedge{200 + 2*i, 201 + 2*i, 2})
+	}
+	add("disconnected", dis, false)
+	var star []tedge
+	for i := int64(1); i <= 3000; i++ {
+		star = append(star, tedge{0, i, float64(1 + i%7)}, tedge{i, 0, float64(1 + i%5)})
+		if i%10 == 0 {
+			star = append(star, tedge{i, i + 1, 1})
+		}
+	}
+	add("star", star, false)
+	var chain []tedge
+	for i := int64(0); i < 3000; i++ {
+		chain = append(chain, tedge{i, i + 1, float64(1 + rng.IntN(100))})
+	}
+	add("chain", chain, false)
+	var complete []tedge
+	for i := int64(0); i < 40; i++ {
+		for j := int64(0); j < 40; j++ {
+			if i != j {
+				complete = append(complete, tedge{i, j, float64(rng.IntN(5))})
+			}
+		}
+	}
+	add("complete", complete, false)
+	// Zero weights and many ties: shortest-path trees must stay trees.
+	var ties []tedge
+	for i := 0; i < 3000; i++ {
+		ties = append(ties, tedge{int64(rng.IntN(800)), int64(rng.IntN(800)), float64(rng.IntN(3))})
+	}
+	add("zero-weights-ties", ties, false)
+	var sparse []tedge
+	for i := 0; i < 6000; i++ {
+		sparse = append(sparse, tedge{int64(rng.IntN(3000)), int64(rng.IntN(3000)), rng.Float64() * 10})
+	}
+	add("random-sparse", sparse, false)
+	var neg []tedge
+	for i := 0; i < 6000; i++ {
+		neg = append(neg, tedge{int64(rng.IntN(2000)), int64(rng.IntN(2000)), math.Round((rng.Float64()*10-5)*100) / 100})
+	}
+	add("negative-weights", neg, true)
+	add("kronecker-10-seed1", kroneckerEdges(t, 10, 16, 1), false)
+	add("kronecker-11-seed2", kroneckerEdges(t, 11, 8, 2), false)
+	add("kronecker-12-seed3", kroneckerEdges(t, 12, 16, 3), false)
+	return list
+}
+
+// sourcesOf picks the first vertex, a middle one and the largest out-degree.
+func sourcesOf(g *convert.Graph) []uint32 {
+	n := g.NumVertices()
+	if n == 0 {
+		return nil
+	}
+	best := uint32(0)
+	for v := 1; v < n; v++ {
+		if g.Out.Degree(uint32(v)) > g.Out.Degree(best) {
+			best = uint32(v)
+		}
+	}
+	srcs := []uint32{0}
+	for _, s := range []uint32{uint32(n / 2), best} {
+		if s != srcs[len(srcs)-1] && s != 0 {
+			srcs = append(srcs, s)
+		}
+	}
+	return srcs
+}
+
+func run(t testing.TB, op Operator, g *convert.Graph, src uint32, p Params) *Result {
+	t.Helper()
+	if err := op.Prepare(&p); err != nil {
+		t.Fatalf("%s: prepare: %v", op.Spec().Name, err)
+	}
+	r, err := CPU{}.Run(context.Background(), op, Input{Graph: g, Source: src, Params: p})
+	if err != nil {
+		t.Fatalf("%s: %v", op.Spec().Name, err)
+	}
+	if r.Op != op.Spec().Name || r.Backend != "cpu" || r.Strategy == "" || r.Compute < 0 {
+		t.Fatalf("%s: result header op=%q backend=%q strategy=%q compute=%v", op.Spec().Name, r.Op, r.Backend, r.Strategy, r.Compute)
+	}
+	for _, cs := range op.Spec().Columns {
+		c := r.Column(cs.Name)
+		if c == nil || c.Type != cs.Type {
+			t.Fatalf("%s: column %q missing or of the wrong type", op.Spec().Name, cs.Name)
+		}
+		rows := len(c.Int32) + len(c.Float64) + len(c.Vertex)
+		if rows != g.NumVertices() {
+			t.Fatalf("%s: column %q has %d rows, want %d", op.Spec().Name, cs.Name, rows, g.NumVertices())
+		}
+	}
+	return r
+}
+
+// checkAll runs every operator on g and compares it with the references.
+func checkAll(t *testing.T, g *convert.Graph, negative bool) {
+	for _, src := range sourcesOf(g) {
+		r := run(t, BFS{}, g, src, Params{})
+		ref := refBFS(g, src)
+		if err := validateBFS(g, src, r.Column("depth").Int32, r.Column("parent").Vertex, ref); err != nil {
+			t.Fatalf("bfs from %d: %v", src, err)
+		}
+		maxDepth := int32(0)
+		for _, d := range ref {
+			maxDepth = max(maxDepth, d)
+		}
+		if r.Iterations != int(maxDepth)+1 {
+			t.Fatalf("bfs from %d: %d iterations, want %d levels", src, r.Iterations, maxDepth+1)
+		}
+
+		if !negative {
+			for _, delta := range []float64{0, 0.7, 50} {
+				r = run(t, SSSP{}, g, src, Params{Delta: delta})
+				if err := validateSSSP(g, src, r.Column("distance").Float64, r.Column("parent").Vertex, refDijkstra(g, src)); err != nil {
+					t.Fatalf("sssp from %d (delta %v): %v", src, delta, err)
+				}
+			}
+		}
+
+		refW := refWidest(g, src)
+		for _, delta := range []float64{0, 0.3, 1000} {
+			r = run(t, SSWP{}, g, src, Params{Delta: delta})
+			width := r.Column("width").Float64
+			for v := range width {
+				want := refW[v]
+				if math.IsInf(want, -1) {
+					want = math.NaN()
+				}
+				if !(width[v] == want || math.IsNaN(width[v]) && math.IsNaN(want)) {
+					t.Fatalf("sswp from %d (delta %v): vertex %d width %v, reference %v", src, delta, v, width[v], want)
+				}
+			}
+		}
+	}
+
+	r := run(t, PageRank{}, g, 0, Params{})
+	rank := r.Column("rank").Float64
+	ref := refPageRank(g, DefaultDamping)
+	var l1, sum float64
+	for v := range rank {
+		l1 += math.Abs(rank[v] - ref[v])
+		sum += rank[v]
+	}
+	if l1 >= 1e-6 || (len(rank) > 0 && math.Abs(sum-1) > 1e-9) {
+		t.Fatalf("pagerank: L1 distance %g to the reference, sum %v", l1, sum)
+	}
+	if len(r.Warnings) != 0 {
+		t.Fatalf("pagerank: warnings %v", r.Warnings)
+	}
+
+	r = run(t, CC{}, g, 0, Params{})
+	comp, refComp := r.Column("component").Vertex, refCC(g)
+	for v := range comp {
+		if comp[v] != refComp[v] {
+			t.Fatalf("cc: vertex %d in component %d, reference %d", v, comp[v], refComp[v])
+		}
+	}
+}
+
+func TestOperatorsAgainstReferences(t *testing.T) {
+	keyTypes := []ingest.KeyType{ingest.KeyInt64, ingest.KeyInt32, ingest.KeyString}
+	k := 0
+	for _, s := range shapes(t) {
+		for _, directed := range []bool{false, true} {
+			for _, weighted := range []bool{false, true} {
+				kt := keyTypes[k%len(keyTypes)]
+				k++
+				name := fmt.Sprintf("%s/directed=%v/weighted=%v/%v", s.name, directed, weighted, kt)
+				t.Run(name, func(t *testing.T) {
+					g := buildGraph(t, s, directed, weighted, kt)
+					checkAll(t, g, s.negative && weighted)
+				})
+			}
+		}
+	}
+}
+
+// TestOperatorsOddWorkers runs with more workers than cores, an odd
+// number, so that chunk boundaries and contention differ from the default.
+func TestOperatorsOddWorkers(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(5))
+	for _, s := range shapes(t) {
+		if s.name != "kronecker-12-seed3" && s.name != "star" && s.name != "zero-weights-ties" {
+			continue
+		}
+		for _, directed := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/directed=%v", s.name, directed), func(t *testing.T) {
+				checkAll(t, buildGraph(t, s, directed, true, ingest.KeyInt64), false)
+			})
+		}
+	}
+}
+
+func TestEmptyGraph(t *testing.T) {
+	tab := &ingest.EdgeTable{Name: "empty", Columns: ingest.Columns{}.WithDefaults(), KeyType: ingest.KeyInt64, Skipped: ingest.Skips{}}
+	g, err := convert.Build(context.Background(), tab, convert.BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range All() {
+		p := Params{}
+		if err := op.Prepare(&p); err != nil {
+			t.Fatal(err)
+		}
+		r, err := op.RunCPU(context.Background(), Input{Graph: g, Params: p})
+		if op.Spec().NeedsSource {
+			if usererr.KindOf(err) != usererr.Usage {
+				t.Errorf("%s on an empty graph: %v, want a usage error", op.Spec().Name, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", op.Spec().Name, err)
+		}
+		for _, c := range r.Columns {
+			if len(c.Int32)+len(c.Float64)+len(c.Vertex) != 0 {
+				t.Errorf("%s: column %s has rows", op.Spec().Name, c.Name)
+			}
+		}
+	}
+}
+
+func TestRegistry(t *testing.T) {
+	want := []string{"bfs", "sssp", "sswp", "pagerank", "cc"}
+	if got := Names(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("Names() = %v, want %v", got, want)
+	}
+	for _, name := range want {
+		op, err := Lookup(name)
+		if err != nil || op.Spec().Name != name {
+			t.Fatalf("Lookup(%q) = %v, %v", name, op, err)
+		}
+		s := op.Spec()
+		if s.Summary == "" || len(s.Columns) == 0 {
+			t.Errorf("%s: incomplete spec %+v", name, s)
+		}
+	}
+	if _, err := Lookup("nope"); usererr.KindOf(err) != usererr.Usage {
+		t.Fatalf("Lookup(nope): %v", err)
+	}
+	if s := (SSSP{}).Spec(); !s.Weighted || s.Weights != convert.NonNegativeWeights || !s.NeedsSource {
+		t.Errorf("sssp spec %+v", s)
+	}
+	if s := (SSWP{}).Spec(); !s.Weighted || s.Weights != convert.FiniteWeights || !s.NeedsSource {
+		t.Errorf("sswp spec %+v", s)
+	}
+	if s := (PageRank{}).Spec(); s.Weighted || !s.NeedsIn || s.NeedsSource {
+		t.Errorf("pagerank spec %+v", s)
+	}
+}
+
+func TestParams(t *testing.T) {
+	p := Params{}
+	if err := (PageRank{}).Prepare(&p); err != nil || p.Damping != 0.85 || p.Tolerance != 1e-9 || p.MaxIterations != 1000 {
+		t.Fatalf("pagerank defaults: %+v, %v", p, err)
+	}
+	bad := []struct {
+		op Operator
+		p  Params
+	}{
+		{PageRank{}, Params{Damping: 1}},
+		{PageRank{}, Params{Damping: -0.5}},
+		{PageRank{}, Params{Damping: 1.5}},
+		{PageRank{}, Params{Damping: math.NaN()}},
+		{PageRank{}, Params{Tolerance: -1}},
+		{PageRank{}, Params{Tolerance: math.NaN()}},
+		{PageRank{}, Params{MaxIterations: -3}},
+		{SSSP{}, Params{Delta: -1}},
+		{SSSP{}, Params{Delta: math.Inf(1)}},
+		{SSSP{}, Params{Delta: math.NaN()}},
+		{SSWP{}, Params{Delta: -2}},
+	}
+	for _, b := range bad {
+		p := b.p
+		err := b.op.Prepare(&p)
+		var ue *usererr.Error
+		if !errors.As(err, &ue) || ue.Kind != usererr.Usage || ue.Fix == "" {
+			t.Errorf("%s.Prepare(%+v) = %v, want a usage error with a fix", b.op.Spec().Name, b.p, err)
+		}
+	}
+	for _, op := range All() {
+		p := Params{Delta: 2.5}
+		if err := op.Prepare(&p); err != nil {
+			t.Errorf("%s.Prepare(%+v): %v", op.Spec().Name, p, err)
+		}
+	}
+}
+
+func TestSourceOutOfRange(t *testing.T) {
+	g := buildGraph(t, shape{name: "pair", edges: []tedge{{1, 2, 1}}}, false, true, ingest.KeyInt64)
+	for _, op := range []Operator{BFS{}, SSSP{}, SSWP{}} {
+		if _, err := op.RunCPU(context.Background(), Input{Graph: g, Source: 2}); usererr.KindOf(err) != usererr.Usage {
+			t.Errorf("%s with source 2 of 2 vertices: %v", op.Spec().Name, err)
+		}
+	}
+}
+
+func TestPageRankNotConverged(t *testing.T) {
+	g := buildGraph(t, shape{name: "k10", edges: kroneckerEdges(t, 10, 16, 1)}, true, false, ingest.KeyInt64)
+	r := run(t, PageRank{}, g, 0, Params{MaxIterations: 3})
+	if r.Iterations != 3 || len(r.Warnings) != 1 {
+		t.Fatalf("iterations %d, warnings %q", r.Iterations, r.Warnings)
+	}
+	var sum float64
+	for _, x := range r.Column("rank").Float64 {
+		sum += x
+	}
+	if math.Abs(sum-1) > 1e-12 {
+		t.Fatalf("ranks sum to %v", sum)
+	}
+	r = run(t, PageRank{}, g, 0, Params{Tolerance: 1e-4, Damping: 0.5})
+	if len(r.Warnings) != 0 || r.Iterations < 2 || r.Iterations > 40 {
+		t.Fatalf("tolerance 1e-4: iterations %d, warnings %q", r.Iterations, r.Warnings)
+	}
+}
+
+// TestPageRankSmall checks that the result satisfies networkx's fixed-point
+// equation on a small directed graph with a dangling vertex.
+func TestPageRankSmall(t *testing.T) {
+	// 0→1, 0→2, 1→2, 2→0, 3→2, and 4 dangling (1→4).
+	g := buildGraph(t, shape{name: "small", edges: []tedge{{0, 1, 1}, {0, 2, 1}, {1, 2, 1}, {2, 0, 1}, {3, 2, 1}, {1, 4, 1}}}, true, false, ingest.KeyInt64)
+	r := run(t, PageRank{}, g, 0, Params{Tolerance: 1e-15})
+	rank := r.Column("rank").Float64
+	// The fixed point satisfies the networkx equation exactly.
+	n := 5.0
+	var dangling float64
+	for v := range rank {
+		if g.Out.Degree(uint32(v)) == 0 {
+			dangling += rank[v]
+		}
+	}
+	for v := range rank {
+		var in float64
+		for u := 0; u < 5; u++ {
+			if edgeIndex(&g.Out, uint32(u), uint32(v)) >= 0 {
+				in += rank[u] / float64(g.Out.Degree(uint32(u)))
+			}
+		}
+		want := 0.85*(in+dangling/n) + 0.15/n
+		if math.Abs(rank[v]-want) > 1e-12 {
+			t.Fatalf("vertex %d: rank %v, equation gives %v", v, rank[v], want)
+		}
+	}
+}
+
+func TestCanceled(t *testing.T) {
+	g := buildGraph(t, shape{name: "k10", edges: kroneckerEdges(t, 10, 16, 1)}, false, true, ingest.KeyInt64)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, op := range All() {
+		p := Params{}
+		if err := op.Prepare(&p); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := op.RunCPU(ctx, Input{Graph: g, Source: 1, Params: p}); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s with a canceled context: %v", op.Spec().Name, err)
+		}
+	}
+}
+
+// TestDeltaFar uses bucket widths far below the weights, so that most
+// relaxations land beyond the bucket ring and wait in the far lists.
+func TestDeltaFar(t *testing.T) {
+	for _, s := range shapes(t) {
+		if s.name != "chain" && s.name != "random-sparse" && s.name != "kronecker-10-seed1" && s.name != "negative-weights" {
+			continue
+		}
+		g := buildGraph(t, s, true, true, ingest.KeyInt64)
+		for _, src := range sourcesOf(g) {
+			if !s.negative {
+				r := run(t, SSSP{}, g, src, Params{Delta: 1e-4})
+				if err := validateSSSP(g, src, r.Column("distance").Float64, r.Column("parent").Vertex, refDijkstra(g, src)); err != nil {
+					t.Fatalf("%s: sssp from %d: %v", s.name, src, err)
+				}
+			}
+			r := run(t, SSWP{}, g, src, Params{Delta: 1e-5})
+			ref := refWidest(g, src)
+			for v, x := range r.Column("width").Float64 {
+				if !(x == ref[v] || math.IsNaN(x) && math.IsInf(ref[v], -1)) {
+					t.Fatalf("%s: sswp from %d: vertex %d width %v, reference %v", s.name, src, v, x, ref[v])
+				}
+			}
+		}
+	}
+}
+
+// nanUnreached is dist with +Inf replaced by NaN, as results carry it.
+func nanUnreached(dist []float64) []float64 {
+	out := make([]float64, len(dist))
+	for i, d := range dist {
+		out[i] = d
+		if math.IsInf(d, 1) {
+			out[i] = math.NaN()
+		}
+	}
+	return out
+}
