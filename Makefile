@@ -1,0 +1,53 @@
+# gpipe — build, run, test.
+#   make run     build gpipe and run PageRank on the bundled example graph
+#   make test    the whole test suite (no GPU needed; GPU tests skip)
+#   make check   gofmt + go vet + make test
+#   make kernels regenerate kernels/*.ptx from kernels/*.cu (needs nvcc)
+#   make gpu-bundle  build gpipe and the GPU test binaries for a GPU machine
+
+GO        ?= go
+BIN       := bin/gpipe
+EXAMPLE   := examples/data/karate.parquet
+export CGO_ENABLED ?= 0
+
+.PHONY: all build run test check fmt vet kernels gpu-bundle bench fuzz clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/gpipe
+
+run: build
+	$(BIN) run --input $(EXAMPLE) --op pagerank --undirected
+	$(BIN) run --input $(EXAMPLE) --op bfs --source 1 --undirected --output bin/karate-bfs.csv
+	@echo "BFS from vertex 1 written to bin/karate-bfs.csv:"
+	@head -5 bin/karate-bfs.csv
+
+test:
+	$(GO) test -count=1 -timeout 15m ./...
+
+fmt:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+check: fmt vet test
+
+# Compiling kernels needs the CUDA toolkit (nvcc); the GPU machine has it.
+kernels:
+	./kernels/build.sh
+
+# Everything a GPU machine without Go needs, in .gpu-bundle/: gpipe, the test
+# binaries of the GPU-using packages and run.sh (see docs/gpu.md).
+gpu-bundle:
+	./scripts/gpu-bundle.sh
+
+fuzz:
+	$(GO) test ./ingest -run XXX -fuzz FuzzText -fuzztime 30s
+	$(GO) test ./ingest -run XXX -fuzz FuzzMatrixMarket -fuzztime 30s
+	$(GO) test ./ingest -run XXX -fuzz FuzzCSV -fuzztime 30s
+
+clean:
+	rm -rf bin .gpu-bundle

@@ -1,0 +1,239 @@
+package gpipe
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/internal/usererr"
+	"github.com/gpipe/gpipe/operators"
+)
+
+// BenchConfig is one `gpipe bench`: load and build once, then run an
+// operator Trials times.
+type BenchConfig struct {
+	// Input is an edge table path; Gen a generator spec
+	// ("kronecker:SCALE[:EDGEFACTOR]"). Exactly one is set.
+	Input, Gen string
+	Load       LoadOptions
+	Op         string
+	Params     operators.Params
+	Backend    string // "cpu" or "gpu" ("auto" is allowed but says less)
+	Trials     int
+	// Sources is how many distinct random sources the trials cycle through
+	// (bfs, sssp, sswp); 0 means one per trial.
+	Sources int
+	Seed    uint64
+	// Stage, when set, is told about each trial as it starts.
+	Stage func(string)
+}
+
+// BenchReport is what `gpipe bench --json` prints.
+type BenchReport struct {
+	Op         string    `json:"op"`
+	Backend    string    `json:"backend"`
+	Strategy   string    `json:"strategy"`
+	Input      string    `json:"input"`
+	Vertices   int       `json:"vertices"`
+	Edges      int64     `json:"edges"`
+	InputEdges int64     `json:"input_edges"`
+	ReadS      float64   `json:"read_s"`
+	BuildS     float64   `json:"build_s"`
+	TrialsS    []float64 `json:"trials_s"`
+	MedianS    float64   `json:"median_s"`
+	MinS       float64   `json:"min_s"`
+	Sources    []string  `json:"sources,omitempty"`
+	// GTEPS is the harmonic mean over trials of input edges / trial time
+	// (the Graph 500 convention), for bfs.
+	GTEPS float64 `json:"gteps,omitempty"`
+	// Iterations and SPerIteration are PageRank's (median trial).
+	Iterations    int     `json:"iterations,omitempty"`
+	SPerIteration float64 `json:"s_per_iteration,omitempty"`
+	// BackendReason says why the backend was chosen, for auto.
+	BackendReason string `json:"backend_reason,omitempty"`
+}
+
+// Bench runs a benchmark. Trial times are the operators' own compute times
+// (CUDA events on the GPU), so loading, building and copying the graph to the
+// device stay out of them; the first run is a warm-up and is not counted.
+func Bench(ctx context.Context, cfg BenchConfig) (*BenchReport, error) {
+	if (cfg.Input == "") == (cfg.Gen == "") {
+		return nil, usererr.New(usererr.Usage, "give exactly one of --input and --gen", "see 'gpipe bench --help'")
+	}
+	if cfg.Trials < 1 {
+		return nil, usererr.Newf(usererr.Usage, "--trials must be at least 1, not %d", cfg.Trials)
+	}
+	op, err := operators.Lookup(cfg.Op)
+	if err != nil {
+		return nil, err
+	}
+	if err := op.Prepare(&cfg.Params); err != nil {
+		return nil, err
+	}
+	if err := operators.CheckGPUParams(op, cfg.Params); err != nil {
+		return nil, err
+	}
+	spec := op.Spec()
+	cfg.Load.Columns.ReadWeight = spec.Weighted
+	cfg.Load.Weights = spec.Weights
+	cfg.Load.BuildIn = cfg.Load.BuildIn || spec.NeedsIn
+
+	backend, err := OpenBackend(cfg.Backend)
+	if err != nil {
+		return nil, err
+	}
+	if err := backend.Check(op); err != nil {
+		return nil, err
+	}
+	if cfg.Load.Alloc == nil {
+		cfg.Load.Alloc = backend.Alloc()
+	}
+	g, name, err := benchGraph(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer g.Release()
+	defer backend.Release(g.Graph)
+	runner, reason, err := backend.For(g.Graph, op, cfg.Params)
+	if err != nil {
+		return nil, err
+	}
+	rep := &BenchReport{
+		Op: cfg.Op, Backend: runner.Name(), Input: name, BackendReason: reason,
+		Vertices: g.NumVertices(), Edges: g.NumEdges(), InputEdges: g.Stats.InputEdges,
+		ReadS: g.ReadTime.Seconds(), BuildS: g.BuildTime.Seconds(),
+	}
+	var sources []string
+	if spec.NeedsSource {
+		if sources, err = randomSources(g, cfg); err != nil {
+			return nil, err
+		}
+		rep.Sources = sources
+	}
+	var iterations []int
+	for trial := -1; trial < cfg.Trials; trial++ { // trial -1 is the warm-up
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		p := cfg.Params
+		if sources != nil {
+			p.Source = sources[max(trial, 0)%len(sources)]
+		}
+		if cfg.Stage != nil {
+			cfg.Stage(fmt.Sprintf("trial %d of %d", trial+1, cfg.Trials))
+		}
+		res, err := g.Run(ctx, cfg.Op, p, runner)
+		if err != nil {
+			return nil, err
+		}
+		rep.Strategy = res.Strategy
+		if trial < 0 {
+			continue
+		}
+		rep.TrialsS = append(rep.TrialsS, res.Compute.Seconds())
+		iterations = append(iterations, res.Iterations)
+	}
+	sorted := slices.Clone(rep.TrialsS)
+	slices.Sort(sorted)
+	rep.MedianS = median(sorted)
+	rep.MinS = sorted[0]
+	switch cfg.Op {
+	case "bfs":
+		var inv float64
+		for _, s := range rep.TrialsS {
+			inv += s / float64(rep.InputEdges)
+		}
+		rep.GTEPS = float64(len(rep.TrialsS)) / inv / 1e9
+	case "pagerank":
+		mid := slices.Index(rep.TrialsS, rep.MedianS)
+		if mid < 0 {
+			mid = 0
+		}
+		rep.Iterations = iterations[mid]
+		if rep.Iterations > 0 {
+			rep.SPerIteration = rep.MedianS / float64(rep.Iterations)
+		}
+	}
+	return rep, nil
+}
+
+// median of a sorted slice: the middle value, or the lower of the two middle
+// ones, so that it is always one trial's time.
+func median(sorted []float64) float64 {
+	return sorted[(len(sorted)-1)/2]
+}
+
+// benchGraph loads or generates the graph.
+func benchGraph(ctx context.Context, cfg BenchConfig) (*Graph, string, error) {
+	if cfg.Input != "" {
+		g, err := Load(ctx, cfg.Input, cfg.Load)
+		return g, cfg.Input, err
+	}
+	k, err := ParseGen(cfg.Gen)
+	if err != nil {
+		return nil, "", err
+	}
+	k.Weighted = cfg.Load.Columns.ReadWeight
+	k.Seed = cfg.Seed
+	start := time.Now()
+	t, err := k.Generate(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	defer t.Release()
+	genTime := time.Since(start)
+	g, err := Build(ctx, t, cfg.Load)
+	if err != nil {
+		return nil, "", err
+	}
+	g.ReadTime = genTime
+	return g, t.Name, nil
+}
+
+// ParseGen parses a generator spec: kronecker:SCALE[:EDGEFACTOR].
+func ParseGen(spec string) (ingest.Kronecker, error) {
+	bad := usererr.New(usererr.Usage, fmt.Sprintf("bad generator %q", spec),
+		"write kronecker:SCALE or kronecker:SCALE:EDGEFACTOR, e.g. kronecker:20:16")
+	parts := strings.Split(spec, ":")
+	if len(parts) < 2 || len(parts) > 3 || parts[0] != "kronecker" {
+		return ingest.Kronecker{}, bad
+	}
+	k := ingest.Kronecker{EdgeFactor: 16}
+	var err error
+	if k.Scale, err = strconv.Atoi(parts[1]); err != nil {
+		return k, bad
+	}
+	if len(parts) == 3 {
+		if k.EdgeFactor, err = strconv.Atoi(parts[2]); err != nil {
+			return k, bad
+		}
+	}
+	return k, nil
+}
+
+// randomSources draws the trials' sources: random vertices with at least
+// one out-edge, seeded, as Graph 500 and GAP pick them.
+func randomSources(g *Graph, cfg BenchConfig) ([]string, error) {
+	n := g.NumVertices()
+	count := cfg.Sources
+	if count <= 0 {
+		count = cfg.Trials
+	}
+	if n == 0 || g.NumEdges() == 0 {
+		return nil, usererr.InFile(g.Name, "the graph has no edges, so there is no source to start from", "")
+	}
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x5eed))
+	sources := make([]string, 0, count)
+	for len(sources) < count {
+		v := uint32(rng.IntN(n))
+		if g.Out.Degree(v) > 0 {
+			sources = append(sources, g.Keys.Format(v))
+		}
+	}
+	return sources, nil
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/gpipe/gpipe"
+	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/internal/usererr"
+)
+
+func benchCommand(e *env) *cli.Command {
+	return &cli.Command{
+		Name:      "bench",
+		Usage:     "load and build a graph once, then time an operator over several trials",
+		UsageText: "gpipe bench (--input PATH | --gen kronecker:SCALE[:EDGEFACTOR]) --op OP [--backend cpu|gpu] [--trials N] [--json]",
+		Description: "Trial times are the operator's own compute time (CUDA events on the GPU), after one\n" +
+			"untimed warm-up run. bfs, sssp and sswp start each trial from a different random vertex\n" +
+			"with out-edges (seeded). bfs reports GTEPS as Graph 500 does: input edges over time,\n" +
+			"harmonic mean over trials. With --gen, sssp and sswp get GAP's weights (integers in [1, 255]).",
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "edge table `PATH` (also GAP's .el/.wel edge lists)"},
+			&cli.StringFlag{Name: "gen", Usage: "generate the graph: kronecker:SCALE[:EDGEFACTOR] (edge factor 16 by default)"},
+			&cli.StringFlag{Name: "op", Usage: "operator"},
+			&cli.StringFlag{Name: "backend", Value: "cpu", Usage: "cpu or gpu"},
+			&cli.IntFlag{Name: "trials", Value: 16, Usage: "timed runs"},
+			&cli.IntFlag{Name: "sources", Usage: "distinct random sources the trials cycle through (default: one per trial)"},
+			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the generator and of the sources"},
+			&cli.BoolFlag{Name: "undirected", Usage: "every edge counts in both directions"},
+			&cli.StringFlag{Name: "src-col", Value: "src", Usage: "source vertex column"},
+			&cli.StringFlag{Name: "dst-col", Value: "dst", Usage: "destination vertex column"},
+			&cli.StringFlag{Name: "weight-col", Value: "weight", Usage: "edge weight column"},
+			&cli.StringFlag{Name: "input-format", Usage: "input format, overriding the extension"},
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON object on stdout"},
+		}, paramFlags()...),
+		Action: func(c *cli.Context) error {
+			if c.String("op") == "" {
+				return usererr.New(usererr.Usage, "--op is required", "see 'gpipe bench --help'")
+			}
+			progress := newProgress(e.stderr)
+			defer progress.Stop()
+			rep, err := gpipe.Bench(c.Context, gpipe.BenchConfig{
+				Input: c.String("input"), Gen: c.String("gen"),
+				Load: gpipe.LoadOptions{
+					Columns: ingest.Columns{
+						Src: c.String("src-col"), Dst: c.String("dst-col"), Weight: c.String("weight-col"),
+						WeightExplicit: c.IsSet("weight-col"),
+					},
+					Format:     c.String("input-format"),
+					Undirected: c.Bool("undirected"),
+					Stdin:      e.stdin,
+					Stage:      progress.Stage(c.String("input") + c.String("gen")),
+				},
+				Op: c.String("op"), Params: paramsFrom(c), Backend: c.String("backend"),
+				Trials: c.Int("trials"), Sources: c.Int("sources"), Seed: c.Uint64("seed"),
+				Stage: progress.Stage(""),
+			})
+			progress.Stop()
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return json.NewEncoder(e.stdout).Encode(rep)
+			}
+			printBench(e, rep)
+			return nil
+		},
+	}
+}
+
+func printBench(e *env, rep *gpipe.BenchReport) {
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "graph\t%s: %d vertices, %d edges (%d input edges)\n", rep.Input, rep.Vertices, rep.Edges, rep.InputEdges)
+	fmt.Fprintf(tw, "read, build\t%.3f s, %.3f s\n", rep.ReadS, rep.BuildS)
+	fmt.Fprintf(tw, "operator\t%s on %s (%s)\n", rep.Op, rep.Backend, rep.Strategy)
+	fmt.Fprintf(tw, "trials\t%d: median %.3f ms, min %.3f ms\n", len(rep.TrialsS), rep.MedianS*1e3, rep.MinS*1e3)
+	if rep.GTEPS > 0 {
+		fmt.Fprintf(tw, "GTEPS\t%.3f (harmonic mean)\n", rep.GTEPS)
+	}
+	if rep.Iterations > 0 {
+		fmt.Fprintf(tw, "iterations\t%d, %.3f ms each\n", rep.Iterations, rep.SPerIteration*1e3)
+	}
+	tw.Flush()
+}

@@ -1,0 +1,86 @@
+// Command gpipe runs graph analytics on edge tables: `gpipe run` reads an
+// edge table, runs an operator and writes one row per vertex; `gpipe gen`
+// generates graphs; `gpipe bench` measures; `gpipe serve` serves Arrow Flight
+// clients; `gpipe devices` lists GPUs.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/gpipe/gpipe/internal/usererr"
+)
+
+// Exit codes beyond usererr's kinds.
+const exitInterrupted = 130
+
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// env is what a command reads and writes besides its flags.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+// run runs the command line args and returns the exit code. Every error is
+// printed here, once, as one line.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
+	app := &cli.App{
+		Name:    "gpipe",
+		Usage:   "graph analytics on Arrow and Parquet edge tables, on an NVIDIA GPU or all CPU cores",
+		Version: version,
+		Writer:  stdout, ErrWriter: stderr,
+		Commands: []*cli.Command{
+			runCommand(e),
+			genCommand(e),
+			benchCommand(e),
+			devicesCommand(e),
+		},
+		// Errors are printed by run, once; urfave/cli must not exit or print.
+		ExitErrHandler: func(*cli.Context, error) {},
+		OnUsageError: func(c *cli.Context, err error, _ bool) error {
+			return usageError(c, err)
+		},
+		HideHelpCommand: true,
+	}
+	err := app.RunContext(ctx, args)
+	if err == nil {
+		return 0
+	}
+	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, ctx.Err())) {
+		fmt.Fprintln(stderr, "gpipe: interrupted")
+		return exitInterrupted
+	}
+	fmt.Fprintf(stderr, "gpipe: %s\n", oneLine(err.Error()))
+	return usererr.KindOf(err).ExitCode()
+}
+
+// usageError turns a flag-parsing error into a Usage error that says where
+// the help is.
+func usageError(c *cli.Context, err error) error {
+	cmd := "gpipe"
+	if c != nil && c.Command != nil && c.Command.Name != "" {
+		cmd = "gpipe " + c.Command.Name
+	}
+	return usererr.New(usererr.Usage, err.Error(), fmt.Sprintf("see '%s --help'", cmd))
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

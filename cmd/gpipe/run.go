@@ -1,0 +1,165 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/gpipe/gpipe"
+	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/internal/usererr"
+	"github.com/gpipe/gpipe/operators"
+	"github.com/gpipe/gpipe/sink"
+)
+
+const semantics = `Graph semantics:
+   Edges are directed unless --undirected, which makes every edge count in both
+   directions. Self loops are dropped. Parallel edges are merged into one edge
+   with the minimum weight. Weights come from --weight-col (default "weight");
+   where that column is absent every weight is 1. Vertex keys may be int32,
+   int64, uint32, uint64 or string; the output has one row per vertex that
+   appears in any edge, in ascending key order, and its "vertex" column has the
+   input's key type. Unreachable vertices get nulls.
+
+Operators and their columns:
+   bfs       depth (int32), parent (key); the source is its own parent
+   sssp      distance (float64), parent (key); weights must be >= 0
+   pagerank  rank (float64): damping 0.85, the rank of vertices without
+             out-edges spread uniformly, start 1/n, stop when the L1 change
+             is below --tolerance or after --max-iterations; ranks sum to 1
+             (networkx.pagerank's definition); edge weights are not used
+   cc        component (key): the smallest key of the vertex's weakly
+             connected component
+   sswp      width (float64): the widest-path bottleneck from the source,
+             +Inf for the source itself
+
+Formats, by extension: .parquet, .arrow/.feather (Arrow IPC file), .arrows
+   (Arrow IPC stream), .csv; input also .txt/.el/.wel/.tsv (whitespace edge
+   lists, # and % comments) and .mtx (Matrix Market). "-" is an Arrow IPC
+   stream on stdin or stdout.
+
+Exit codes: 0 success, 1 internal error, 2 bad flags or parameters, 3 bad
+   input data or an unknown source key, 4 backend unavailable, 130 interrupted.`
+
+func runCommand(e *env) *cli.Command {
+	return &cli.Command{
+		Name:      "run",
+		Usage:     "read an edge table, run an operator, write one row per vertex",
+		UsageText: "gpipe run --input EDGES --op OPERATOR [--source KEY] [--output RESULT] [options]",
+		Description: "Examples:\n" +
+			"   gpipe run --input edges.parquet --op bfs --source 42 --output out.parquet\n" +
+			"   gpipe run --input - --op pagerank --output - < edges.arrows | next-tool\n\n" + semantics,
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "edge table `PATH` (\"-\": Arrow IPC stream on stdin)"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "result `PATH` (\"-\": Arrow IPC stream on stdout); without it, a summary is printed"},
+			&cli.StringFlag{Name: "op", Usage: "operator: " + strings.Join(operators.Names(), ", ")},
+			&cli.StringFlag{Name: "source", Aliases: []string{"s"}, Usage: "start vertex `KEY` for bfs, sssp and sswp, as it appears in the input"},
+			&cli.StringFlag{Name: "src-col", Value: "src", Usage: "source vertex column"},
+			&cli.StringFlag{Name: "dst-col", Value: "dst", Usage: "destination vertex column"},
+			&cli.StringFlag{Name: "weight-col", Value: "weight", Usage: "edge weight column (optional: weight 1 where absent)"},
+			&cli.BoolFlag{Name: "undirected", Usage: "every edge counts in both directions"},
+			&cli.StringFlag{Name: "backend", Value: "auto", Usage: "auto, cpu or gpu"},
+			&cli.BoolFlag{Name: "skip-invalid", Usage: "drop rows with null keys or invalid weights (counted on stderr) instead of failing"},
+			&cli.BoolFlag{Name: "json", Usage: "print stage timings and counts as one JSON object on stderr"},
+			&cli.StringFlag{Name: "input-format", Usage: "input format, overriding the extension: parquet, arrow, arrows, csv, text, mtx"},
+			&cli.StringFlag{Name: "output-format", Usage: "output format, overriding the extension: parquet, arrow, arrows, csv"},
+		}, paramFlags()...),
+		Action: func(c *cli.Context) error { return runAction(c, e) },
+	}
+}
+
+// paramFlags are the operator parameters, named as in operators.Params.
+func paramFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.Float64Flag{Name: "tolerance", Usage: "pagerank: stop when the L1 change is below this (default 1e-9)"},
+		&cli.IntFlag{Name: "max-iterations", Usage: "pagerank: most iterations (default 1000)"},
+		&cli.Float64Flag{Name: "damping", Usage: "pagerank: damping factor (default 0.85)"},
+		&cli.Float64Flag{Name: "delta", Usage: "sssp, sswp: Δ-stepping bucket width (default: chosen from the weights)"},
+		&cli.StringFlag{Name: "strategy", Usage: "GPU strategy (default: chosen from the graph)"},
+		&cli.IntFlag{Name: "vwarp", Usage: "GPU virtual warp size K: 1, 2, 4, 8, 16 or 32 (default: from the average degree)"},
+		&cli.Int64Flag{Name: "defer-outliers", Usage: "GPU: defer vertices with more edges than this to whole blocks (0: off)"},
+		&cli.BoolFlag{Name: "dynamic", Usage: "GPU: warps take chunks of vertices from a global counter"},
+		&cli.IntFlag{Name: "chunk-size", Usage: "GPU: vertices a warp takes at a time with --dynamic"},
+	}
+}
+
+func paramsFrom(c *cli.Context) operators.Params {
+	return operators.Params{
+		Source:        c.String("source"),
+		Tolerance:     c.Float64("tolerance"),
+		MaxIterations: c.Int("max-iterations"),
+		Damping:       c.Float64("damping"),
+		Delta:         c.Float64("delta"),
+		Strategy:      c.String("strategy"),
+		VWarp:         c.Int("vwarp"),
+		DeferOutliers: c.Int64("defer-outliers"),
+		Dynamic:       c.Bool("dynamic"),
+		ChunkSize:     c.Int("chunk-size"),
+	}
+}
+
+func runAction(c *cli.Context, e *env) error {
+	if c.NArg() > 0 {
+		return usererr.New(usererr.Usage, fmt.Sprintf("unexpected argument %q", c.Args().First()), "see 'gpipe run --help'")
+	}
+	for _, name := range []string{"input", "op"} {
+		if c.String(name) == "" {
+			return usererr.New(usererr.Usage, fmt.Sprintf("--%s is required", name), "see 'gpipe run --help'")
+		}
+	}
+	progress := newProgress(e.stderr)
+	defer progress.Stop()
+	job := gpipe.Job{
+		Input:   c.String("input"),
+		Output:  c.String("output"),
+		Op:      c.String("op"),
+		Params:  paramsFrom(c),
+		Backend: c.String("backend"),
+		Load: gpipe.LoadOptions{
+			Columns: ingest.Columns{
+				Src: c.String("src-col"), Dst: c.String("dst-col"), Weight: c.String("weight-col"),
+				WeightExplicit: c.IsSet("weight-col"),
+			},
+			Format:      c.String("input-format"),
+			Undirected:  c.Bool("undirected"),
+			SkipInvalid: c.Bool("skip-invalid"),
+			Stdin:       e.stdin,
+			Stage:       progress.Stage(c.String("input")),
+		},
+		Sink: sink.Options{Format: c.String("output-format"), Stdout: e.stdout},
+	}
+	rep, err := gpipe.RunJob(c.Context, job)
+	progress.Stop()
+	if err != nil {
+		return err
+	}
+	if rep.RowsSkipped > 0 {
+		fmt.Fprintf(e.stderr, "gpipe: skipped %d invalid rows (%s)\n", rep.RowsSkipped, ingest.Skips(rep.Skipped))
+	}
+	for _, w := range rep.Warnings {
+		fmt.Fprintf(e.stderr, "gpipe: warning: %s\n", w)
+	}
+	if c.Bool("json") {
+		enc := json.NewEncoder(e.stderr)
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	}
+	if job.Output == "" {
+		printSummary(e.stdout, rep)
+	}
+	return nil
+}
+
+// isTerminal says whether w is a terminal (a character device).
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/gpipe/gpipe"
+	"github.com/gpipe/gpipe/convert"
+	"github.com/gpipe/gpipe/operators"
+)
+
+// summaryRows is how many vertices the summary shows.
+const summaryRows = 10
+
+// printSummary prints what a job found, for a run without --output.
+func printSummary(w io.Writer, rep *gpipe.Report) {
+	res := rep.Result
+	fmt.Fprintf(w, "%s on %s: %d vertices, %d edges (from %d rows); %s backend (%s), %.3g s compute\n",
+		rep.Op, rep.Input, rep.Vertices, rep.Edges, rep.RowsRead, rep.Backend, rep.Strategy, rep.Timings.Compute)
+	rows := make([]uint32, res.Graph.NumVertices())
+	for i := range rows {
+		rows[i] = uint32(i)
+	}
+	switch rep.Op {
+	case "pagerank":
+		rank := res.Column("rank").Float64
+		sort.SliceStable(rows, func(i, j int) bool { return rank[rows[i]] > rank[rows[j]] })
+		fmt.Fprintf(w, "converged after %d iterations; highest ranks:\n", rep.Iterations)
+	case "cc":
+		comp := res.Column("component").Vertex
+		sizes := map[uint32]int{}
+		for _, c := range comp {
+			sizes[c]++
+		}
+		largest := 0
+		for _, s := range sizes {
+			largest = max(largest, s)
+		}
+		fmt.Fprintf(w, "%d components; the largest has %d vertices\n", len(sizes), largest)
+	default:
+		fmt.Fprintf(w, "reached %d of %d vertices", rep.Vertices-rep.Unreached, rep.Vertices)
+		if rep.Op == "bfs" {
+			fmt.Fprintf(w, " in %d levels", rep.Iterations)
+		}
+		fmt.Fprintln(w)
+	}
+	if len(rows) > summaryRows {
+		rows = rows[:summaryRows]
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, gpipe.VertexColumn)
+	for _, c := range res.Columns {
+		fmt.Fprintf(tw, "\t%s", c.Name)
+	}
+	fmt.Fprintln(tw)
+	for _, v := range rows {
+		fmt.Fprint(tw, res.Graph.Keys.Format(v))
+		for _, c := range res.Columns {
+			fmt.Fprintf(tw, "\t%s", cell(res.Graph.Keys, c, v))
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+	if n := res.Graph.NumVertices(); n > summaryRows {
+		fmt.Fprintf(w, "… %d more rows; pass --output FILE for all of them\n", n-summaryRows)
+	}
+}
+
+// cell is column c's value for vertex v as text; nulls are empty.
+func cell(keys *convert.VertexKeys, c operators.Column, v uint32) string {
+	switch c.Type {
+	case operators.Int32Column:
+		if c.Int32[v] < 0 {
+			return ""
+		}
+		return strconv.Itoa(int(c.Int32[v]))
+	case operators.Float64Column:
+		x := c.Float64[v]
+		if math.IsNaN(x) {
+			return ""
+		}
+		return strconv.FormatFloat(x, 'g', 6, 64)
+	case operators.VertexColumn:
+		if c.Vertex[v] == convert.NoVertex {
+			return ""
+		}
+		return keys.Format(c.Vertex[v])
+	}
+	return ""
+}

@@ -1,0 +1,152 @@
+// Package gpipe runs graph analytics as a stage of an Arrow or Parquet data
+// pipeline: it reads an edge table, builds the graph, runs an operator (BFS,
+// SSSP, PageRank, connected components, widest path) on the CPU or an NVIDIA
+// GPU, and returns one row per vertex as an Arrow record.
+//
+// The whole job in one call:
+//
+//	report, err := gpipe.RunJob(ctx, gpipe.Job{
+//		Input: "edges.parquet", Output: "ranks.parquet", Op: "pagerank",
+//	})
+//
+// Or stage by stage, keeping the graph for several queries:
+//
+//	g, err := gpipe.Load(ctx, "edges.parquet", gpipe.LoadOptions{Undirected: true})
+//	res, err := g.Run(ctx, "bfs", operators.Params{Source: "42"}, operators.CPU{})
+//	rec := res.Record(memory.DefaultAllocator) // vertex, depth, parent
+package gpipe
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/gpipe/gpipe/convert"
+	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/internal/usererr"
+	"github.com/gpipe/gpipe/operators"
+)
+
+// LoadOptions control how an edge table is read and built into a graph.
+type LoadOptions struct {
+	// Columns names the src, dst and weight columns (defaults: src, dst,
+	// weight) and says whether to read weights at all.
+	Columns ingest.Columns
+	// Format overrides the input format the extension implies.
+	Format string
+	// Undirected makes every edge count in both directions.
+	Undirected bool
+	// SkipInvalid drops rows with null keys or invalid weights, counting
+	// them, instead of failing on the first.
+	SkipInvalid bool
+	// Weights is the rule weights must follow when Columns.ReadWeight is set.
+	Weights convert.WeightRule
+	// BuildIn builds the in-edge layout during the build rather than on
+	// first use (operators that pull over in-edges need it).
+	BuildIn bool
+	// Stdin is read when the input is "-".
+	Stdin io.Reader
+	// Alloc holds the edge columns and layouts; nil means Go memory.
+	Alloc memory.Allocator
+	// Stage, when set, is called as each stage starts ("read", "build").
+	Stage func(name string)
+}
+
+// Graph is a built graph with what it cost to get it.
+type Graph struct {
+	*convert.Graph
+	// Name is the input it came from.
+	Name string
+	// RowsRead counts the input's rows, skipped ones included.
+	RowsRead int64
+	// Skipped counts dropped rows by reason, reading and building together.
+	Skipped ingest.Skips
+	// ReadTime and BuildTime are the wall time of the two stages.
+	ReadTime, BuildTime time.Duration
+}
+
+// Load reads the edge table at input ("-" for an Arrow IPC stream on
+// opts.Stdin) and builds its graph.
+func Load(ctx context.Context, input string, opts LoadOptions) (*Graph, error) {
+	stage(opts, "read")
+	start := time.Now()
+	t, err := ingest.Open(ctx, input, opts.Stdin, ingest.Options{
+		Columns: opts.Columns, Format: opts.Format, SkipInvalid: opts.SkipInvalid, Alloc: opts.Alloc,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer t.Release()
+	readTime := time.Since(start)
+	g, err := Build(ctx, t, opts)
+	if err != nil {
+		return nil, err
+	}
+	g.ReadTime = readTime
+	return g, nil
+}
+
+// Build builds the graph of an edge table that was read already (from a
+// generator, or batches that arrived over Arrow Flight). The table may be
+// released once Build returns.
+func Build(ctx context.Context, t *ingest.EdgeTable, opts LoadOptions) (*Graph, error) {
+	stage(opts, "build")
+	start := time.Now()
+	cg, err := convert.Build(ctx, t, convert.BuildOptions{
+		Undirected:  opts.Undirected,
+		Weighted:    t.HasWeight,
+		Weights:     opts.Weights,
+		SkipInvalid: opts.SkipInvalid,
+		BuildIn:     opts.BuildIn,
+		Alloc:       opts.Alloc,
+	})
+	if err != nil {
+		return nil, err
+	}
+	g := &Graph{Graph: cg, Name: t.Name, RowsRead: t.RowsRead, Skipped: ingest.Skips{}, BuildTime: time.Since(start)}
+	for reason, n := range t.Skipped {
+		g.Skipped.Add(reason, n)
+	}
+	for reason, n := range cg.Stats.Skipped {
+		g.Skipped.Add(reason, n)
+	}
+	return g, nil
+}
+
+func stage(opts LoadOptions, name string) {
+	if opts.Stage != nil {
+		opts.Stage(name)
+	}
+}
+
+// Run runs the operator called op with parameters p on backend b.
+func (g *Graph) Run(ctx context.Context, op string, p operators.Params, b operators.Backend) (*Result, error) {
+	o, err := operators.Lookup(op)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.Prepare(&p); err != nil {
+		return nil, err
+	}
+	in := operators.Input{Graph: g.Graph, Params: p}
+	if o.Spec().NeedsSource {
+		if p.Source == "" {
+			return nil, usererr.New(usererr.Usage, fmt.Sprintf("operator %s needs a source vertex", op),
+				`pass --source KEY (in a Flight ticket: "source")`)
+		}
+		if in.Source, err = g.Keys.Find("source", p.Source); err != nil {
+			return nil, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r, err := b.Run(ctx, o, in)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Result: r, Graph: g}, nil
+}

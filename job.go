@@ -1,0 +1,145 @@
+package gpipe
+
+import (
+	"context"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/gpipe/gpipe/operators"
+	"github.com/gpipe/gpipe/sink"
+)
+
+// Job is one `gpipe run`: read, build, compute, write.
+type Job struct {
+	Input string
+	// Output is where the vertex table goes ("-" for an Arrow IPC stream on
+	// Sink.Stdout); empty means nowhere (the caller looks at Report.Result).
+	Output  string
+	Op      string
+	Params  operators.Params
+	Load    LoadOptions
+	Backend string // "auto" (default), "cpu" or "gpu"
+	Sink    sink.Options
+}
+
+// Report says what a job did and what each stage cost.
+type Report struct {
+	Input    string `json:"input"`
+	Output   string `json:"output,omitempty"`
+	Op       string `json:"op"`
+	Backend  string `json:"backend"`
+	Strategy string `json:"strategy"`
+	// BackendReason says why --backend auto chose the backend it did.
+	BackendReason string  `json:"backend_reason,omitempty"`
+	Timings       Timings `json:"timings"`
+	RowsRead      int64   `json:"rows_read"`
+	RowsSkipped   int64   `json:"rows_skipped"`
+	// Skipped counts skipped rows by reason.
+	Skipped     map[string]int64 `json:"skipped,omitempty"`
+	Vertices    int              `json:"vertices"`
+	Edges       int64            `json:"edges"`
+	InputEdges  int64            `json:"input_edges"`
+	SelfLoops   int64            `json:"self_loops_dropped"`
+	MergedEdges int64            `json:"parallel_edges_merged"`
+	Iterations  int              `json:"iterations"`
+	Unreached   int              `json:"unreached,omitempty"`
+	Warnings    []string         `json:"warnings,omitempty"`
+	// Result is the operator's output, for callers that print a summary.
+	Result *Result `json:"-"`
+}
+
+// Timings are stage wall times in seconds.
+type Timings struct {
+	Read    float64 `json:"read_s"`
+	Build   float64 `json:"build_s"`
+	Compute float64 `json:"compute_s"`
+	// Transfer is the time copying the graph to the GPU took (gpu only).
+	Transfer float64 `json:"transfer_s,omitempty"`
+	Write    float64 `json:"write_s"`
+	Total    float64 `json:"total_s"`
+}
+
+// RunJob runs a whole job. Parameters, the operator and the output format are
+// checked before any input is read, so a typo fails at once.
+func RunJob(ctx context.Context, job Job) (*Report, error) {
+	start := time.Now()
+	op, err := operators.Lookup(job.Op)
+	if err != nil {
+		return nil, err
+	}
+	if err := op.Prepare(&job.Params); err != nil {
+		return nil, err
+	}
+	if err := operators.CheckGPUParams(op, job.Params); err != nil {
+		return nil, err
+	}
+	if job.Output != "" && job.Sink.Format == "" {
+		if _, err := sink.FormatOf(job.Output); err != nil {
+			return nil, err
+		}
+	}
+	spec := op.Spec()
+	job.Load.Columns.ReadWeight = spec.Weighted
+	job.Load.Weights = spec.Weights
+	job.Load.BuildIn = job.Load.BuildIn || spec.NeedsIn
+
+	backend, err := OpenBackend(job.Backend)
+	if err != nil {
+		return nil, err
+	}
+	if err := backend.Check(op); err != nil {
+		return nil, err
+	}
+	if job.Load.Alloc == nil {
+		job.Load.Alloc = backend.Alloc()
+	}
+	g, err := Load(ctx, job.Input, job.Load)
+	if err != nil {
+		return nil, err
+	}
+	defer g.Release()
+	defer backend.Release(g.Graph)
+	runner, reason, err := backend.For(g.Graph, op, job.Params)
+	if err != nil {
+		return nil, err
+	}
+
+	stage(job.Load, "compute")
+	computeStart := time.Now()
+	res, err := g.Run(ctx, job.Op, job.Params, runner)
+	if err != nil {
+		return nil, err
+	}
+	// The stage's wall time: the operator's own time, plus on the GPU the
+	// copies of the graph and of the result.
+	compute := time.Since(computeStart)
+
+	rep := &Report{
+		Input: job.Input, Output: job.Output, Op: job.Op,
+		Backend: res.Backend, Strategy: res.Strategy, BackendReason: reason,
+		RowsRead: g.RowsRead, RowsSkipped: g.Skipped.Total(), Skipped: g.Skipped,
+		Vertices: g.NumVertices(), Edges: g.NumEdges(), InputEdges: g.Stats.InputEdges,
+		SelfLoops: g.Stats.SelfLoops, MergedEdges: g.Stats.Merged,
+		Iterations: res.Iterations, Unreached: res.Unreached(), Warnings: res.Warnings,
+		Result: res,
+	}
+	rep.Timings.Read = g.ReadTime.Seconds()
+	rep.Timings.Build = g.BuildTime.Seconds()
+	rep.Timings.Compute = compute.Seconds()
+	rep.Timings.Transfer = res.Transfer.Seconds()
+
+	if job.Output != "" {
+		stage(job.Load, "write")
+		writeStart := time.Now()
+		rec := res.Record(memory.DefaultAllocator)
+		err := sink.WriteRecord(ctx, job.Output, rec, job.Sink)
+		rec.Release()
+		if err != nil {
+			return nil, err
+		}
+		rep.Timings.Write = time.Since(writeStart).Seconds()
+	}
+	rep.Timings.Total = time.Since(start).Seconds()
+	return rep, nil
+}

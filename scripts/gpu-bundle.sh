@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Builds, here and without cgo, everything a GPU machine without Go needs to
+# test and measure gpipe, into .gpu-bundle/ (git-ignored):
+#   gpipe                  the command
+#   <pkg>.test             test binaries of the packages that use the GPU
+#   run.sh                 runs them with GPIPE_REQUIRE_GPU=1, then the benchmarks
+# Carry the folder to the GPU machine and run `.gpu-bundle/run.sh [OUTDIR]`
+# from the repository root (docs/gpu.md).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=.gpu-bundle
+rm -rf "$out"
+mkdir -p "$out"
+export CGO_ENABLED=0 GOOS=linux GOARCH=amd64
+go build -o "$out/gpipe" ./cmd/gpipe
+for pkg in gpu kernels operators; do
+	go test -c -o "$out/$pkg.test" "./$pkg"
+done
+cp scripts/gpu-run.sh "$out/run.sh"
+chmod +x "$out/run.sh"
+du -sh "$out"
