@@ -46,7 +46,17 @@ type Report struct {
 	Unreached   int              `json:"unreached,omitempty"`
 	Warnings    []string         `json:"warnings,omitempty"`
 	// Result is the operator's output, for callers that print a summary.
-	Result *Result `json:"-"`
+	// It and its graph stay valid until Release.
+	Result  *Result `json:"-"`
+	release func()
+}
+
+// Release frees the graph the result refers to. Safe to call more than once.
+func (r *Report) Release() {
+	if r.release != nil {
+		r.release()
+		r.release = nil
+	}
 }
 
 // Timings are stage wall times in seconds.
@@ -98,8 +108,16 @@ func RunJob(ctx context.Context, job Job) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer g.Release()
-	defer backend.Release(g.Graph)
+	release := func() {
+		backend.Release(g.Graph)
+		g.Release()
+	}
+	kept := false
+	defer func() {
+		if !kept {
+			release()
+		}
+	}()
 	runner, reason, err := backend.For(g.Graph, op, job.Params)
 	if err != nil {
 		return nil, err
@@ -141,5 +159,6 @@ func RunJob(ctx context.Context, job Job) (*Report, error) {
 		rep.Timings.Write = time.Since(writeStart).Seconds()
 	}
 	rep.Timings.Total = time.Since(start).Seconds()
+	rep.release, kept = release, true
 	return rep, nil
 }

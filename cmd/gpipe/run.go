@@ -136,6 +136,7 @@ func runAction(c *cli.Context, e *env) error {
 	if err != nil {
 		return err
 	}
+	defer rep.Release()
 	if rep.RowsSkipped > 0 {
 		fmt.Fprintf(e.stderr, "gpipe: skipped %d invalid rows (%s)\n", rep.RowsSkipped, ingest.Skips(rep.Skipped))
 	}
