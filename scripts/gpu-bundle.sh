@@ -12,9 +12,9 @@ out=.gpu-bundle
 rm -rf "$out"
 mkdir -p "$out"
 export CGO_ENABLED=0 GOOS=linux GOARCH=amd64
-go build -o "$out/gpipe" ./cmd/gpipe
+go build -trimpath -ldflags="-s -w" -o "$out/gpipe" ./cmd/gpipe
 for pkg in gpu kernels operators; do
-	go test -c -o "$out/$pkg.test" "./$pkg"
+	go test -c -trimpath -ldflags="-s -w" -o "$out/$pkg.test" "./$pkg"
 done
 cp scripts/gpu-run.sh "$out/run.sh"
 chmod +x "$out/run.sh"
