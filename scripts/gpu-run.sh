@@ -2,7 +2,7 @@
 # Runs on the GPU machine, from the repository root: the GPU tests (which fail
 # instead of skipping there, GPIPE_REQUIRE_GPU=1), then the GPU benchmarks.
 # Logs go to OUTDIR (default: .gpu-bundle/logs). Usage:
-#   .gpu-bundle/run.sh [OUTDIR] [tests|bench|all]
+#   .gpu-bundle/run.sh [OUTDIR] [tests|bench|sweep|all]
 set -uo pipefail
 bundle=$(cd "$(dirname "$0")" && pwd)
 logs=${1:-$bundle/logs}
@@ -20,13 +20,35 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
 		[ "$rc" -eq 0 ] || status=1
 	done
 fi
+# The benchmark graph: Graph 500 Kronecker, scale 22, edge factor 16, written
+# once as an Arrow IPC file (read memory-mapped) so every run reads the same.
+graph=${GPIPE_BENCH_GRAPH:-${TMPDIR:-/tmp}/kronecker-22-16.arrow}
+bench() { # name, gpipe bench arguments...
+	local name=$1
+	shift
+	"$bundle/gpipe" bench --input "$graph" --undirected --json "$@" 2>"$logs/$name.err" | tee "$logs/$name.json"
+	[ "${PIPESTATUS[0]}" -eq 0 ] || { status=1; cat "$logs/$name.err"; }
+}
+if [ "$what" = bench ] || [ "$what" = sweep ] || [ "$what" = all ]; then
+	[ -f "$graph" ] || "$bundle/gpipe" gen kronecker --scale 22 --edge-factor 16 --output "$graph"
+fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
-	( cd gpu && "$bundle/gpu.test" -test.run XXX -test.bench 'H2D|D2H' -test.benchtime 5x ) 2>&1 | tee "$logs/bench-gpu.log"
-	for op in bfs pagerank; do
-		for backend in gpu cpu; do
-			"$bundle/gpipe" bench --gen kronecker:22:16 --undirected --op "$op" --backend "$backend" \
-				--trials "${GPIPE_BENCH_TRIALS:-64}" --json 2>&1 | tee "$logs/bench-$op-$backend.json"
-		done
+	( cd gpu && "$bundle/gpu.test" -test.run XXX -test.bench 'H2D|D2H' -test.benchtime 5x ) 2>&1 | tee "$logs/bench-h2d.log"
+	bench bfs-gpu --op bfs --backend gpu --trials 64
+	bench bfs-cpu --op bfs --backend cpu --trials 64
+	bench pagerank-gpu --op pagerank --backend gpu --trials 9
+	bench pagerank-cpu --op pagerank --backend cpu --trials 3
+fi
+# The virtual warp size and the options of PPoPP'11 §3.2, one at a time.
+if [ "$what" = sweep ]; then
+	for k in 1 2 4 8 16 32; do
+		bench "bfs-gpu-k$k" --op bfs --backend gpu --trials 16 --vwarp $k
+		bench "pagerank-gpu-k$k" --op pagerank --backend gpu --trials 3 --max-iterations 20 --tolerance 1e-12 --vwarp $k
+	done
+	for opt in "--dynamic" "--defer-outliers 1024" "--dynamic --defer-outliers 1024"; do
+		tag=$(echo "$opt" | tr -d ' -')
+		bench "bfs-gpu-$tag" --op bfs --backend gpu --trials 16 $opt
+		bench "pagerank-gpu-$tag" --op pagerank --backend gpu --trials 3 --max-iterations 20 --tolerance 1e-12 $opt
 	done
 fi
 exit $status
