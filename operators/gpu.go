@@ -84,8 +84,9 @@ func CheckGPUParams(op Operator, p Params) error {
 	if p.VWarp != 0 && (p.VWarp < 1 || p.VWarp > 32 || p.VWarp&(p.VWarp-1) != 0) {
 		return usererr.Newf(usererr.Usage, "virtual warp size %d is not 1, 2, 4, 8, 16 or 32", p.VWarp)
 	}
-	if p.DeferOutliers < 0 {
-		return usererr.Newf(usererr.Usage, "defer-outliers %d must be >= 0 (0 turns it off)", p.DeferOutliers)
+	if p.DeferOutliers < -1 {
+		return usererr.Newf(usererr.Usage, "defer-outliers %d must be a degree > 0, 0 for the default (%d) or -1 for off",
+			p.DeferOutliers, defaultOutlierDegree)
 	}
 	if p.ChunkSize < 0 {
 		return usererr.Newf(usererr.Usage, "chunk size %d must be >= 0 (0 picks one)", p.ChunkSize)
@@ -338,7 +339,7 @@ func (c vwcConfig) String() string {
 // degree, at most 32: lanes beyond the typical degree idle, and the paper
 // found the best K near it), and a chunk of 8 virtual warps' width.
 func vwcConfigFor(p Params, c *convert.CSR) vwcConfig {
-	cfg := vwcConfig{k: p.VWarp, chunk: int64(p.ChunkSize), dynamic: p.Dynamic, outlierDegree: p.DeferOutliers}
+	cfg := vwcConfig{k: p.VWarp, chunk: int64(p.ChunkSize), dynamic: p.Dynamic, outlierDegree: outlierDegree(p)}
 	if cfg.k == 0 {
 		avg := 0.0
 		if n := c.NumVertices(); n > 0 {
@@ -353,6 +354,26 @@ func vwcConfigFor(p Params, c *convert.CSR) vwcConfig {
 		cfg.chunk = int64(8 * cfg.k)
 	}
 	return cfg
+}
+
+// defaultOutlierDegree is the degree above which a vertex is deferred to
+// whole blocks unless the parameters say otherwise. On the H100 with a
+// Kronecker scale-22 graph, deferring above 1024 halved BFS time (4.2 ms to
+// 1.9 ms) and cut a PageRank iteration from 1.87 ms to 1.38 ms: without it
+// one warp walks a hub's hundred thousand edges while the rest of its block
+// waits (BENCHMARKS.md).
+const defaultOutlierDegree = 1024
+
+// outlierDegree is the deferring threshold the parameters ask for: 0 picks
+// the default, -1 turns deferring off (0 to the kernels).
+func outlierDegree(p Params) int64 {
+	switch {
+	case p.DeferOutliers == 0:
+		return defaultOutlierDegree
+	case p.DeferOutliers < 0:
+		return 0
+	}
+	return p.DeferOutliers
 }
 
 // devicePtr is buf's address, or null for no buffer.

@@ -16,7 +16,7 @@ func (BFS) gpuStrategies() []string { return []string{"vwc"} }
 
 func (BFS) gpuBytes(g *convert.Graph, p Params) int64 {
 	n := int64(g.NumVertices())
-	return layoutBytes(g, outOffsets, outTargets) + n*8 + bfsFlagsBytes + outlierQueueBytes(&g.Out, p.DeferOutliers)
+	return layoutBytes(g, outOffsets, outTargets) + n*8 + bfsFlagsBytes + outlierQueueBytes(&g.Out, outlierDegree(p))
 }
 
 // The flags buffer: the dynamic work counter (8 bytes), "discovered" (4),

@@ -17,7 +17,7 @@ func (PageRank) gpuStrategies() []string { return []string{"vwc"} }
 
 func (PageRank) gpuBytes(g *convert.Graph, p Params) int64 {
 	n := int64(g.NumVertices())
-	outliers, segments := prOutliers(g.In(), p.DeferOutliers)
+	outliers, segments := prOutliers(g.In(), outlierDegree(p))
 	return layoutBytes(g, outOffsets, inOffsets, inSources) + 5*n*8 + prAccBytes +
 		int64(len(outliers))*(4+8) + int64(len(segments))*8
 }

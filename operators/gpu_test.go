@@ -89,6 +89,7 @@ var gpuConfigs = []Params{
 	{VWarp: 32},
 	{VWarp: 4, Dynamic: true, ChunkSize: 16},
 	{VWarp: 4, DeferOutliers: 40},
+	{VWarp: 16, DeferOutliers: -1},
 	{VWarp: 32, DeferOutliers: 300, Dynamic: true},
 }
 
@@ -211,7 +212,7 @@ func TestGPUConcurrentRuns(t *testing.T) {
 }
 
 func TestCheckGPUParams(t *testing.T) {
-	for _, p := range []Params{{VWarp: 3}, {VWarp: 64}, {Strategy: "nope"}, {DeferOutliers: -1}, {ChunkSize: -2}} {
+	for _, p := range []Params{{VWarp: 3}, {VWarp: 64}, {Strategy: "nope"}, {DeferOutliers: -2}, {ChunkSize: -2}} {
 		if err := CheckGPUParams(BFS{}, p); usererr.KindOf(err) != usererr.Usage {
 			t.Errorf("%+v: %v, want a Usage error", p, err)
 		}

@@ -36,8 +36,9 @@ type Params struct {
 	// VWarp is the virtual warp size K (1, 2, 4, 8, 16 or 32) of the
 	// virtual warp-centric strategies; 0 picks it from the average degree.
 	VWarp int `json:"vwarp,omitempty"`
-	// DeferOutliers, when > 0, defers vertices with more edges than this to
-	// a second pass processed by whole blocks (virtual warp-centric §3.2).
+	// DeferOutliers defers vertices with more edges than this to a second
+	// pass processed by whole blocks (virtual warp-centric §3.2); 0 picks
+	// the default degree (1024), -1 turns deferring off.
 	DeferOutliers int64 `json:"defer_outliers,omitempty"`
 	// Dynamic makes warps take chunks of vertices from a global counter
 	// instead of a static partition (virtual warp-centric §3.2).

@@ -80,7 +80,7 @@ func paramFlags() []cli.Flag {
 		&cli.Float64Flag{Name: "delta", Usage: "sssp, sswp: Δ-stepping bucket width (default: chosen from the weights)"},
 		&cli.StringFlag{Name: "strategy", Usage: "GPU strategy (default: chosen from the graph)"},
 		&cli.IntFlag{Name: "vwarp", Usage: "GPU virtual warp size K: 1, 2, 4, 8, 16 or 32 (default: from the average degree)"},
-		&cli.Int64Flag{Name: "defer-outliers", Usage: "GPU: defer vertices with more edges than this to whole blocks (0: off)"},
+		&cli.Int64Flag{Name: "defer-outliers", Usage: "GPU: defer vertices with more edges than this to whole blocks (default 1024; -1: off)"},
 		&cli.BoolFlag{Name: "dynamic", Usage: "GPU: warps take chunks of vertices from a global counter"},
 		&cli.IntFlag{Name: "chunk-size", Usage: "GPU: vertices a warp takes at a time with --dynamic"},
 	}
