@@ -58,6 +58,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return usageError(c, err)
 		},
 		HideHelpCommand: true,
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usererr.New(usererr.Usage, fmt.Sprintf("unknown command %q", c.Args().First()),
+					"the commands are "+commandNames(c.App)+"; see 'gpipe --help'")
+			}
+			return cli.ShowAppHelp(c)
+		},
 	}
 	err := app.RunContext(ctx, args)
 	if err == nil {
@@ -83,4 +90,15 @@ func usageError(c *cli.Context, err error) error {
 
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// commandNames lists the app's commands for messages.
+func commandNames(app *cli.App) string {
+	names := make([]string, 0, len(app.Commands))
+	for _, c := range app.Commands {
+		if !c.Hidden {
+			names = append(names, c.Name)
+		}
+	}
+	return strings.Join(names, ", ")
 }
