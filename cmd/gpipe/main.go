@@ -50,6 +50,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			runCommand(e),
 			genCommand(e),
 			benchCommand(e),
+			serveCommand(e),
 			devicesCommand(e),
 		},
 		// Errors are printed by run, once; urfave/cli must not exit or print.

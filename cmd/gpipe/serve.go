@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/gpipe/gpipe/internal/usererr"
+	"github.com/gpipe/gpipe/serve"
+)
+
+func serveCommand(e *env) *cli.Command {
+	return &cli.Command{
+		Name:      "serve",
+		Usage:     "serve Arrow Flight clients: upload edge tables, query graphs, exchange edges for results",
+		UsageText: "gpipe serve [--addr HOST:PORT] [--tls-cert FILE --tls-key FILE] [--token-file FILE] [limits]",
+		Description: "Flight calls:\n" +
+			"   DoPut       descriptor path [GRAPH] (or command {\"graph\": GRAPH, \"src\": ..., \"undirected\": true, ...}):\n" +
+			"               upload edges; the PutResult metadata describes the built graph as JSON\n" +
+			"   DoGet       ticket {\"graph\": GRAPH, \"op\": OPERATOR, \"source\": KEY, ...parameters}: the result,\n" +
+			"               the columns of 'gpipe run', in batches of at most --batch-rows rows\n" +
+			"   DoExchange  command {\"op\": OPERATOR, ...upload options and parameters}: edges in, result out\n" +
+			"   ListFlights, GetFlightInfo  the graphs held; DoAction \"drop\" frees one\n\n" +
+			"Authentication: with --token-file, every call needs the header \"authorization: Bearer TOKEN\".\n" +
+			"Byte limits take units: 512MiB, 8GB, 1TiB. SIGINT or SIGTERM stops the server: running calls get\n" +
+			"--shutdown-timeout to finish, then are canceled; the exit status is 0.\n" +
+			"See docs/serve.md for the protocol, its JSON and its status codes.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8815", Usage: "listen on `HOST:PORT` (loopback by default; 0.0.0.0:8815 for every interface)"},
+			&cli.StringFlag{Name: "tls-cert", Usage: "TLS certificate `FILE` (PEM); with --tls-key"},
+			&cli.StringFlag{Name: "tls-key", Usage: "TLS private key `FILE` (PEM); with --tls-cert"},
+			&cli.StringFlag{Name: "token-file", Usage: "`FILE` holding the bearer token every call must send (surrounding whitespace ignored)"},
+			&cli.StringFlag{Name: "max-upload-bytes", Value: "0", Usage: "`BYTES` one upload's edge table may hold in memory (0: no limit)"},
+			&cli.StringFlag{Name: "max-memory-bytes", Value: "0", Usage: "`BYTES` all stored graphs and running uploads may hold together (0: no limit)"},
+			&cli.IntFlag{Name: "max-graphs", Value: 64, Usage: "most graphs held at once, uploads under way included (0: no limit)"},
+			&cli.IntFlag{Name: "max-concurrent-jobs", Value: serve.DefaultConcurrentJobs, Usage: "most graph builds and operator runs at once; others wait"},
+			&cli.StringFlag{Name: "max-message-bytes", Value: "64MiB", Usage: "largest record batch message accepted, in `BYTES`"},
+			&cli.IntFlag{Name: "batch-rows", Value: serve.DefaultBatchRows, Usage: "most rows in a result batch"},
+			&cli.StringFlag{Name: "backend", Value: "auto", Usage: "auto, cpu or gpu"},
+			&cli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, Usage: "time running calls get to finish on SIGINT/SIGTERM before they are canceled"},
+			&cli.BoolFlag{Name: "log-json", Usage: "log one JSON object per line instead of key=value text"},
+		},
+		Action: func(c *cli.Context) error { return serveAction(c, e) },
+	}
+}
+
+func serveAction(c *cli.Context, e *env) error {
+	if c.NArg() > 0 {
+		return usererr.New(usererr.Usage, fmt.Sprintf("unexpected argument %q", c.Args().First()), "see 'gpipe serve --help'")
+	}
+	cfg, err := serveConfig(c)
+	if err != nil {
+		return err
+	}
+	var handler slog.Handler = slog.NewTextHandler(e.stderr, nil)
+	if c.Bool("log-json") {
+		handler = slog.NewJSONHandler(e.stderr, nil)
+	}
+	log := slog.New(handler)
+	cfg.Logger = log
+	srv, err := serve.New(cfg)
+	if err != nil {
+		return err
+	}
+	addr := c.String("addr")
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return usererr.New(usererr.Usage, fmt.Sprintf("cannot listen on %s: %v", addr, err), "pick a free port with --addr")
+	}
+	if cfg.Token == "" && !isLoopback(lis.Addr()) {
+		log.Warn("listening beyond loopback without --token-file: anyone who can reach the port can upload and query")
+	}
+	if cfg.Token != "" && !srv.TLS() && !isLoopback(lis.Addr()) {
+		log.Warn("the bearer token travels in clear text: pass --tls-cert and --tls-key")
+	}
+	log.Info("serving Arrow Flight", "addr", lis.Addr().String(), "tls", srv.TLS(), "auth", cfg.Token != "", "backend", c.String("backend"))
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(lis) }()
+	select {
+	case err := <-served:
+		srv.Shutdown(context.Background())
+		return usererr.Newf(usererr.Internal, "the server stopped: %v", err)
+	case <-c.Context.Done():
+	}
+	// A signal: stop accepting, give running calls the timeout, then cancel
+	// them. This is the expected way to stop, so the exit status is 0.
+	timeout := c.Duration("shutdown-timeout")
+	log.Info("shutting down", "timeout", timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if srv.Shutdown(ctx) {
+		log.Warn("canceled the calls still running at the shutdown timeout")
+	}
+	<-served
+	log.Info("stopped")
+	return nil
+}
+
+// serveConfig reads the flags into a server configuration.
+func serveConfig(c *cli.Context) (serve.Config, error) {
+	cfg := serve.Config{
+		Backend:           c.String("backend"),
+		TLSCertFile:       c.String("tls-cert"),
+		TLSKeyFile:        c.String("tls-key"),
+		MaxGraphs:         c.Int("max-graphs"),
+		MaxConcurrentJobs: c.Int("max-concurrent-jobs"),
+		BatchRows:         c.Int("batch-rows"),
+	}
+	var err error
+	if cfg.MaxUploadBytes, err = byteFlag(c, "max-upload-bytes"); err != nil {
+		return cfg, err
+	}
+	if cfg.MaxMemoryBytes, err = byteFlag(c, "max-memory-bytes"); err != nil {
+		return cfg, err
+	}
+	msg, err := byteFlag(c, "max-message-bytes")
+	if err != nil {
+		return cfg, err
+	}
+	if msg < 1<<20 || msg > 2<<30-1 {
+		return cfg, usererr.New(usererr.Usage, fmt.Sprintf("--max-message-bytes %s is out of range", c.String("max-message-bytes")), "use 1MiB to 2GiB")
+	}
+	cfg.MaxMessageBytes = int(msg)
+	if cfg.MaxGraphs < 0 || cfg.MaxConcurrentJobs < 1 || cfg.BatchRows < 1 {
+		return cfg, usererr.New(usererr.Usage, "--max-graphs must be >= 0, --max-concurrent-jobs and --batch-rows >= 1", "see 'gpipe serve --help'")
+	}
+	if f := c.String("token-file"); f != "" {
+		if cfg.Token, err = readToken(f); err != nil {
+			return cfg, err
+		}
+	}
+	return cfg, nil
+}
+
+func byteFlag(c *cli.Context, name string) (int64, error) {
+	n, err := serve.ParseBytes(c.String(name))
+	if err != nil {
+		return 0, usererr.New(usererr.Usage, fmt.Sprintf("--%s: %v", name, err), "see 'gpipe serve --help'")
+	}
+	return n, nil
+}
+
+// readToken reads the bearer token from file.
+func readToken(file string) (string, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", usererr.New(usererr.Input, fmt.Sprintf("cannot read the token file: %v", err), "pass a readable file to --token-file")
+	}
+	token := strings.TrimSpace(string(b))
+	if token == "" || strings.ContainsAny(token, " \t\r\n") {
+		return "", usererr.New(usererr.Input, fmt.Sprintf("token file %s must hold one token without spaces", file),
+			"write a token such as the output of 'openssl rand -hex 32' into it")
+	}
+	return token, nil
+}
+
+// isLoopback says whether addr is a loopback address.
+func isLoopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}

@@ -1,0 +1,141 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/flight"
+	"github.com/apache/arrow/go/v17/arrow/ipc"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/gpipe/gpipe"
+	"github.com/gpipe/gpipe/convert"
+	"github.com/gpipe/gpipe/internal/usererr"
+	"github.com/gpipe/gpipe/operators"
+)
+
+// DoGet runs the ticket's query on a stored graph and streams the result:
+// the columns of `gpipe run` (vertex, then the operator's), one row per
+// vertex in ascending key order, in batches of at most BatchRows rows.
+// The query runs to its end before the first batch is sent, so that every
+// error is a status rather than a stream cut short.
+func (s *service) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetServer) error {
+	ctx := stream.Context()
+	call := logOf(ctx)
+	q, err := parseTicket(tkt.GetTicket())
+	call.graph, call.op = q.Graph, q.Op
+	if err != nil {
+		return err
+	}
+	op, err := q.prepare()
+	if err != nil {
+		return err
+	}
+	sg, err := s.graphs.acquire(q.Graph)
+	if err != nil {
+		return err
+	}
+	defer s.graphs.release(sg)
+	res, err := s.run(ctx, sg.g, sg.minWeight, op, q)
+	if err != nil {
+		return err
+	}
+	meta := resultMeta{Graph: q.Graph, Vertices: sg.info.Vertices, Edges: sg.info.Edges}
+	return s.sendResult(ctx, stream, res, q.BatchRows, meta)
+}
+
+// run runs a prepared query on g in a job slot.
+func (s *service) run(ctx context.Context, g *gpipe.Graph, minWeight float64, op operators.Operator, q query) (*gpipe.Result, error) {
+	spec := op.Spec()
+	if spec.Weighted && spec.Weights == convert.NonNegativeWeights && minWeight < 0 {
+		return nil, usererr.New(usererr.Usage,
+			fmt.Sprintf("graph %q has negative edge weights (the smallest is %v) and %s needs weights >= 0", q.Graph, minWeight, spec.Name),
+			`put the graph again without them (or with "unweighted": true), or use sswp`)
+	}
+	release, err := s.jobs.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	runner, _, err := s.backend.For(g.Graph, op, q.Params)
+	if err != nil {
+		return nil, err
+	}
+	return g.Run(ctx, q.Op, q.Params, runner)
+}
+
+// resultMeta is the JSON in a result's schema metadata, under the key
+// "gpipe": what ran, where, and what it says about the result.
+type resultMeta struct {
+	Graph      string   `json:"graph,omitempty"`
+	Op         string   `json:"op"`
+	Backend    string   `json:"backend"`
+	Strategy   string   `json:"strategy"`
+	Iterations int      `json:"iterations"`
+	Compute    float64  `json:"compute_s"`
+	Transfer   float64  `json:"transfer_s,omitempty"`
+	Vertices   int      `json:"vertices"`
+	Edges      int64    `json:"edges"`
+	Unreached  int      `json:"unreached"`
+	Warnings   []string `json:"warnings,omitempty"`
+	// An exchange's upload: rows read and skipped.
+	InputRows   int64 `json:"input_rows,omitempty"`
+	SkippedRows int64 `json:"skipped_rows,omitempty"`
+}
+
+// MetadataKey is the result schema's metadata key whose value is a JSON
+// object saying what ran (op, backend, strategy, iterations, compute_s,
+// warnings, ...).
+const MetadataKey = "gpipe"
+
+// sendResult streams res as record batches of at most batchRows rows (the
+// server's limit when 0 or larger). The record's numeric columns share the
+// result's memory and each batch is a slice of the record, so the values
+// are copied only by the IPC writer.
+func (s *service) sendResult(ctx context.Context, w flight.DataStreamWriter, res *gpipe.Result, batchRows int, meta resultMeta) error {
+	if batchRows <= 0 || batchRows > s.cfg.BatchRows {
+		batchRows = s.cfg.BatchRows
+	}
+	meta.Op, meta.Backend, meta.Strategy = res.Op, res.Backend, res.Strategy
+	meta.Iterations, meta.Warnings, meta.Unreached = res.Iterations, res.Warnings, res.Unreached()
+	meta.Compute, meta.Transfer = res.Compute.Seconds(), res.Transfer.Seconds()
+	js, err := json.Marshal(meta)
+	if err != nil {
+		return err
+	}
+	rec := res.Record(memory.DefaultAllocator)
+	defer rec.Release()
+	md := arrow.NewMetadata([]string{MetadataKey}, []string{string(js)})
+	schema := arrow.NewSchema(rec.Schema().Fields(), &md)
+
+	fw := flight.NewRecordWriter(w, ipc.WithSchema(schema))
+	defer fw.Close()
+	call := logOf(ctx)
+	n := rec.NumRows()
+	for lo := int64(0); lo < n; lo += int64(batchRows) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		hi := min(lo+int64(batchRows), n)
+		part := rec.NewSlice(lo, hi)
+		err := fw.Write(part)
+		part.Release()
+		if err != nil {
+			return err
+		}
+		call.rows += hi - lo
+	}
+	return fw.Close()
+}
+
+// resultSchema is the schema of op's result on g, without running it: what
+// GetFlightInfo and GetSchema answer for a query.
+func resultSchema(g *gpipe.Graph, op operators.Operator) *arrow.Schema {
+	var cols []operators.Column
+	for _, c := range op.Spec().Columns {
+		cols = append(cols, operators.Column{Name: c.Name, Type: c.Type})
+	}
+	return (&gpipe.Result{Result: &operators.Result{Columns: cols}, Graph: g}).Schema()
+}

@@ -1,0 +1,300 @@
+package serve
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"unicode"
+
+	"github.com/apache/arrow/go/v17/arrow/flight"
+
+	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/internal/usererr"
+	"github.com/gpipe/gpipe/operators"
+)
+
+// The JSON a client sends: the options of an upload (in a DoPut or
+// DoExchange descriptor's command), and queries (a DoGet ticket, a
+// GetFlightInfo command, the operator part of a DoExchange command). Field
+// names follow `gpipe run`'s flags with underscores; unknown fields are
+// errors, so that a typo does not silently fall back to a default.
+
+// edgeOptions say how an uploaded edge table is read and built.
+type edgeOptions struct {
+	// Graph names the graph (DoPut: required, unless the descriptor is a
+	// path; DoExchange: optional, for logs and messages).
+	Graph string `json:"graph,omitempty"`
+	// Src, Dst and Weight name the columns (defaults src, dst, weight).
+	// Naming Weight makes the column required; by default it is read when
+	// present, and every weight is 1 without it.
+	Src    string `json:"src,omitempty"`
+	Dst    string `json:"dst,omitempty"`
+	Weight string `json:"weight,omitempty"`
+	// Unweighted ignores any weight column.
+	Unweighted bool `json:"unweighted,omitempty"`
+	// Undirected makes every edge count in both directions.
+	Undirected bool `json:"undirected,omitempty"`
+	// SkipInvalid drops rows with null keys or invalid weights, counting
+	// them, instead of failing the upload.
+	SkipInvalid bool `json:"skip_invalid,omitempty"`
+}
+
+func (o *edgeOptions) graphName() *string { return &o.Graph }
+
+// ingestOptions are the read options for o; weights says whether the
+// weight column is read at all.
+func (o *edgeOptions) ingestOptions(weights bool) ingest.Options {
+	return ingest.Options{
+		Columns: ingest.Columns{
+			Src: o.Src, Dst: o.Dst, Weight: o.Weight,
+			WeightExplicit: o.Weight != "",
+			ReadWeight:     weights && !o.Unweighted,
+		},
+		SkipInvalid: o.SkipInvalid,
+	}
+}
+
+// putOptions are a DoPut descriptor's options.
+type putOptions struct {
+	edgeOptions
+	// Replace replaces a stored graph of the same name when the upload
+	// succeeds, where the default is to refuse the upload.
+	Replace bool `json:"replace,omitempty"`
+}
+
+// query is an operator run on a graph: a DoGet ticket.
+type query struct {
+	Graph string `json:"graph"`
+	Op    string `json:"op"`
+	// Source is the start vertex's key, as a JSON string or integer; it
+	// hides Params.Source, which decode fills from it.
+	Source keyText `json:"source,omitempty"`
+	// BatchRows asks for result batches of at most this many rows (at
+	// most the server's --batch-rows).
+	BatchRows int `json:"batch_rows,omitempty"`
+	operators.Params
+}
+
+func (q *query) graphName() *string { return &q.Graph }
+
+// exchangeOptions are a DoExchange descriptor's options: an upload's and a
+// query's, less the graph name's role.
+type exchangeOptions struct {
+	edgeOptions
+	Op        string  `json:"op"`
+	Source    keyText `json:"source,omitempty"`
+	BatchRows int     `json:"batch_rows,omitempty"`
+	operators.Params
+}
+
+// query is the operator part of an exchange.
+func (o *exchangeOptions) query() query {
+	return query{Graph: o.Graph, Op: o.Op, Source: o.Source, BatchRows: o.BatchRows, Params: o.Params}
+}
+
+// keyText is a vertex key as text: a JSON string, or a JSON integer (so that
+// {"source": 42} works for integer keys).
+type keyText string
+
+func (k *keyText) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	switch {
+	case string(b) == "null":
+		*k = ""
+	case len(b) > 0 && b[0] == '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*k = keyText(s)
+	case len(b) > 0 && (b[0] == '-' || b[0] >= '0' && b[0] <= '9'):
+		*k = keyText(b)
+	default:
+		return fmt.Errorf("source must be a string or an integer, not %s", b)
+	}
+	return nil
+}
+
+// prepare checks the query's operator and parameters, before any graph is
+// touched, and fills the parameters' defaults.
+func (q *query) prepare() (operators.Operator, error) {
+	if q.Op == "" {
+		return nil, usererr.New(usererr.Usage, "the query names no operator",
+			`add "op": one of `+strings.Join(operators.Names(), ", "))
+	}
+	q.Params.Source = string(q.Source)
+	op, err := operators.Lookup(q.Op)
+	if err != nil {
+		return nil, err
+	}
+	if err := op.Prepare(&q.Params); err != nil {
+		return nil, err
+	}
+	if err := operators.CheckGPUParams(op, q.Params); err != nil {
+		return nil, err
+	}
+	if op.Spec().NeedsSource && q.Params.Source == "" {
+		return nil, usererr.New(usererr.Usage, fmt.Sprintf("operator %s needs a source vertex", q.Op),
+			`add "source": KEY to the query`)
+	}
+	if q.BatchRows < 0 {
+		return nil, usererr.Newf(usererr.Usage, "batch_rows %d must be positive (or 0 for the server's default)", q.BatchRows)
+	}
+	return op, nil
+}
+
+// parseTicket reads a DoGet ticket.
+func parseTicket(b []byte) (query, error) {
+	var q query
+	if len(bytes.TrimSpace(b)) == 0 {
+		return q, usererr.New(usererr.Usage, "the ticket is empty", ticketExample)
+	}
+	if err := decodeJSON("the ticket", b, &q, ticketExample); err != nil {
+		return q, err
+	}
+	if q.Graph == "" {
+		return q, usererr.New(usererr.Usage, "the ticket names no graph", ticketExample)
+	}
+	return q, nil
+}
+
+const ticketExample = `send a JSON object such as {"graph": "web", "op": "bfs", "source": "42"}`
+
+// decodeJSON reads one JSON object into v, refusing unknown fields and
+// anything after the object.
+func decodeJSON(what string, b []byte, v any, fix string) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	bad := func(err error) error {
+		msg := strings.TrimPrefix(err.Error(), "json: ")
+		return usererr.New(usererr.Usage, fmt.Sprintf("cannot read %s: %s", what, msg), fix)
+	}
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			// Field is the Go path ("Params.damping"); the client knows the
+			// last part, the JSON name.
+			field := te.Field[strings.LastIndex(te.Field, ".")+1:]
+			return usererr.New(usererr.Usage, fmt.Sprintf("%s: field %q must be a JSON %s, not %s", what, field, jsonKind(te.Type.Kind().String()), te.Value), fix)
+		}
+		return bad(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return usererr.New(usererr.Usage, fmt.Sprintf("%s has more after its JSON object", what), fix)
+	}
+	return nil
+}
+
+// jsonKind names a Go kind as JSON does.
+func jsonKind(kind string) string {
+	switch {
+	case strings.HasPrefix(kind, "int"), strings.HasPrefix(kind, "uint"):
+		return "integer"
+	case strings.HasPrefix(kind, "float"):
+		return "number"
+	case kind == "bool":
+		return "boolean"
+	case kind == "struct" || kind == "map":
+		return "object"
+	}
+	return kind
+}
+
+// named is a request whose JSON may carry the graph's name.
+type named interface{ graphName() *string }
+
+// readDescriptor reads a descriptor into req: a path [GRAPH], optionally
+// with req's JSON in the command (clients that can set both), or a command
+// holding req's JSON, "graph" included.
+func readDescriptor(d *flight.FlightDescriptor, call string, req named, fix string) error {
+	if d == nil {
+		return usererr.New(usererr.Usage, call+" needs a flight descriptor", fix)
+	}
+	switch d.Type {
+	case flight.DescriptorPATH:
+		if len(d.Path) != 1 {
+			return usererr.New(usererr.Usage, fmt.Sprintf("the descriptor path %q must be one element, the graph's name", d.Path), fix)
+		}
+		if len(d.Cmd) > 0 {
+			if err := decodeJSON("the descriptor's command", d.Cmd, req, fix); err != nil {
+				return err
+			}
+		}
+		name := req.graphName()
+		if *name != "" && *name != d.Path[0] {
+			return usererr.New(usererr.Usage, fmt.Sprintf("the descriptor's path names graph %q but its command names %q", d.Path[0], *name), fix)
+		}
+		*name = d.Path[0]
+	case flight.DescriptorCMD:
+		if len(bytes.TrimSpace(d.Cmd)) == 0 {
+			return usererr.New(usererr.Usage, "the descriptor's command is empty", fix)
+		}
+		if err := decodeJSON("the descriptor's command", d.Cmd, req, fix); err != nil {
+			return err
+		}
+	default:
+		return usererr.New(usererr.Usage, "the descriptor is neither a path nor a command", fix)
+	}
+	return nil
+}
+
+// maxNameLen bounds graph names, which appear in logs and messages.
+const maxNameLen = 128
+
+// checkName says whether name can name a graph: 1 to 128 letters, digits
+// and . _ - :, starting with a letter or digit, so that names are safe in
+// logs and messages.
+func checkName(name string) error {
+	const fix = "use letters, digits and . _ - : (up to 128, starting with a letter or digit)"
+	if name == "" {
+		return usererr.New(usererr.Usage, "the graph has no name", `put with the descriptor path ["NAME"] or a command {"graph": "NAME", ...}`)
+	}
+	if len(name) > maxNameLen {
+		return usererr.New(usererr.Usage, fmt.Sprintf("graph name %.20q... is longer than %d bytes", name, maxNameLen), fix)
+	}
+	for i, r := range name {
+		ok := unicode.IsLetter(r) || unicode.IsDigit(r) || i > 0 && strings.ContainsRune("._-:", r)
+		if !ok {
+			return usererr.New(usererr.Usage, fmt.Sprintf("graph name %q has the character %q", name, r), fix)
+		}
+	}
+	return nil
+}
+
+const (
+	putFix      = `descriptor: path ["GRAPH"], or a command {"graph": "GRAPH", "src": ..., "dst": ..., "undirected": true, ...}; see docs/serve.md`
+	exchangeFix = `descriptor: a command {"op": "pagerank", "src": ..., "dst": ..., ...}; see docs/serve.md`
+	infoFix     = `descriptor: path ["GRAPH"], or a command {"graph": "GRAPH"} (with "op" and parameters: a query)`
+)
+
+// descriptorStream reads a DoPut or DoExchange stream, keeping the first
+// flight descriptor that comes with it. Clients send the descriptor on the
+// schema message (Go, Java), or on a message of its own before it (the C++
+// client, so pyarrow, in DoExchange); flight.Reader only remembers the
+// descriptor of the latest message, which is nil in the second case.
+type descriptorStream struct {
+	flight.DataStreamReader
+	desc *flight.FlightDescriptor
+}
+
+func (d *descriptorStream) Recv() (*flight.FlightData, error) {
+	fd, err := d.DataStreamReader.Recv()
+	if err == nil && d.desc == nil {
+		d.desc = fd.GetFlightDescriptor()
+	}
+	return fd, err
+}
+
+// openUpload starts reading an upload's record batches and returns its
+// descriptor with the reader.
+func openUpload(stream flight.DataStreamReader, call string) (*flight.Reader, *flight.FlightDescriptor, error) {
+	ds := &descriptorStream{DataStreamReader: stream}
+	rdr, err := flight.NewRecordReader(ds)
+	if err != nil {
+		return nil, nil, readError(call, err)
+	}
+	return rdr, ds.desc, nil
+}

@@ -1,0 +1,235 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/flight"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/gpipe/gpipe"
+	"github.com/gpipe/gpipe/convert"
+	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/internal/usererr"
+	"github.com/gpipe/gpipe/operators"
+)
+
+// DoPut stores an uploaded edge table as a graph. The graph is built when
+// the last batch has arrived; the put's one PutResult carries the graph's
+// description as JSON. Nothing is stored unless the whole upload and build
+// succeed.
+func (s *service) DoPut(stream flight.FlightService_DoPutServer) error {
+	ctx := stream.Context()
+	call := logOf(ctx)
+	start := time.Now()
+	rdr, desc, err := openUpload(stream, "the upload")
+	if err != nil {
+		return err
+	}
+	defer rdr.Release()
+	var opts putOptions
+	if err := readDescriptor(desc, "DoPut", &opts, putFix); err != nil {
+		return err
+	}
+	name := opts.Graph
+	call.graph = name
+	if err := checkName(name); err != nil {
+		return err
+	}
+	if err := s.graphs.reserve(name, opts.Replace); err != nil {
+		return err
+	}
+	stored := false
+	defer func() {
+		if !stored {
+			s.graphs.unreserve(name)
+		}
+	}()
+
+	// Weights are read when the table has them, checked only for being
+	// finite: the graph serves every operator, and one that needs weights
+	// >= 0 refuses a graph with negative ones when it is asked to run.
+	t, held, err := s.receive(ctx, rdr, "graph "+name, opts.ingestOptions(true))
+	if err != nil {
+		return err
+	}
+	upload := time.Since(start)
+	g, err := s.build(ctx, t, held, gpipe.LoadOptions{
+		Undirected:  opts.Undirected,
+		SkipInvalid: opts.SkipInvalid,
+		Weights:     convert.FiniteWeights,
+		// In-edges are built now rather than by the first query that needs
+		// them, so that a stored graph never changes while it is read.
+		BuildIn: true,
+	})
+	if err != nil {
+		return err
+	}
+	sg := s.storedGraph(name, g, t.Columns, upload)
+	// commit takes the name's reservation over, whether it stores the
+	// graph or (the server stopping) frees it.
+	stored = true
+	if err := s.graphs.commit(sg); err != nil {
+		return err
+	}
+	meta, err := json.Marshal(sg.info)
+	if err != nil {
+		return err
+	}
+	return stream.Send(&flight.PutResult{AppMetadata: meta})
+}
+
+// builtGraph is a graph built from an upload, holding its memory budget;
+// free gives both back.
+type builtGraph struct {
+	*gpipe.Graph
+	bytes int64
+	free  func()
+}
+
+// receive reads an upload's record batches into an edge table. The table
+// holds its bytes of the memory budget (held) as it grows; an upload over a
+// limit stops at the batch that crosses it. On error nothing is kept.
+func (s *service) receive(ctx context.Context, rdr *flight.Reader, name string, opts ingest.Options) (t *ingest.EdgeTable, held int64, err error) {
+	opts.Alloc = s.backend.Alloc()
+	a, err := ingest.NewAppender(name, rdr.Schema(), opts)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer func() {
+		if err != nil {
+			a.Release()
+			s.mem.release(held)
+			held = 0
+		}
+	}()
+	call := logOf(ctx)
+	batches := 0
+	for rdr.Next() {
+		if err := ctx.Err(); err != nil {
+			return nil, held, err
+		}
+		if err := a.Append(rdr.Record()); err != nil {
+			return nil, held, err
+		}
+		batches++
+		call.rowsIn = a.Rows()
+		n := a.Bytes()
+		if max := s.cfg.MaxUploadBytes; max > 0 && n > max {
+			return nil, held, status.Errorf(codes.ResourceExhausted,
+				"%s: the upload is over the server's limit of %s per upload (--max-upload-bytes) at record batch %d (%d rows, %s); nothing was stored: send fewer edges, or ask for a higher limit",
+				name, FormatBytes(max), batches-1, a.Rows(), FormatBytes(n))
+		}
+		if err := s.mem.reserve(n - held); err != nil {
+			return nil, held, err
+		}
+		held = n
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, held, err
+	}
+	if err := rdr.Err(); err != nil {
+		return nil, held, readError(name, err)
+	}
+	t, err = a.Finish()
+	return t, held, err
+}
+
+// readError says that an upload's stream could not be read: a status from
+// the transport (the client went away) as it is, else bad data.
+func readError(name string, err error) error {
+	if st, ok := status.FromError(err); ok && st.Code() != codes.Unknown {
+		return err
+	}
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	msg := strings.TrimPrefix(err.Error(), "arrow/flight: ")
+	msg = strings.ReplaceAll(msg, "arrow/ipc: ", "")
+	return usererr.New(usererr.Input, fmt.Sprintf("%s: cannot read the record batches: %s", name, msg),
+		"send an Arrow schema, then record batches of that schema")
+}
+
+// build builds the graph of an upload's table in a job slot, then frees
+// the table and moves its share of the memory budget to the graph.
+func (s *service) build(ctx context.Context, t *ingest.EdgeTable, held int64, lo gpipe.LoadOptions) (*builtGraph, error) {
+	defer func() {
+		t.Release()
+		s.mem.release(held)
+	}()
+	release, err := s.jobs.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	lo.Alloc = s.backend.Alloc()
+	g, err := gpipe.Build(ctx, t, lo)
+	release()
+	if err != nil {
+		return nil, err
+	}
+	b := &builtGraph{Graph: g, bytes: g.Bytes()}
+	b.free = func() {
+		s.backend.Release(g.Graph)
+		g.Release()
+		s.mem.release(b.bytes)
+	}
+	if err := s.mem.reserve(b.bytes); err != nil {
+		s.backend.Release(g.Graph)
+		g.Release()
+		return nil, err
+	}
+	return b, nil
+}
+
+// storedGraph describes a built graph for the registry.
+func (s *service) storedGraph(name string, b *builtGraph, cols ingest.Columns, upload time.Duration) *storedGraph {
+	g := b.Graph
+	info := graphInfo{
+		Graph: name, Vertices: g.NumVertices(), Edges: g.NumEdges(),
+		InputRows: g.RowsRead, SkippedRows: g.Skipped.Total(), Skipped: g.Skipped,
+		SelfLoops: g.Stats.SelfLoops, Merged: g.Stats.Merged, MemoryBytes: b.bytes,
+		Directed: g.Directed, Weighted: g.Weighted, KeyType: g.Keys.Type.String(),
+		Created: time.Now().UTC().Truncate(time.Second), UploadTime: upload.Seconds(), BuildTime: g.BuildTime.Seconds(),
+	}
+	if len(info.Skipped) == 0 {
+		info.Skipped = nil
+	}
+	info.Backend, info.BackendNote = s.backendOf(g)
+	return &storedGraph{
+		name: name, g: g, info: info,
+		schema:    edgeSchema(cols, g),
+		minWeight: minWeight(g),
+		free:      b.free,
+	}
+}
+
+// backendOf says where queries on g run: where PageRank, which every
+// backend implements, would.
+func (s *service) backendOf(g *gpipe.Graph) (backend, note string) {
+	op, err := operators.Lookup("pagerank")
+	if err != nil {
+		return "", err.Error()
+	}
+	b, why, err := s.backend.For(g.Graph, op, operators.Params{})
+	if err != nil {
+		return "gpu", oneLine(err.Error())
+	}
+	return b.Name(), why
+}
+
+// edgeSchema is the edge columns as the graph keeps them: the keys in
+// their output type, and float64 weights when it has weights.
+func edgeSchema(cols ingest.Columns, g *gpipe.Graph) *arrow.Schema {
+	cols = cols.WithDefaults()
+	fields := []arrow.Field{{Name: cols.Src, Type: g.Keys.ArrowType}, {Name: cols.Dst, Type: g.Keys.ArrowType}}
+	if g.Weighted {
+		fields = append(fields, arrow.Field{Name: cols.Weight, Type: arrow.PrimitiveTypes.Float64})
+	}
+	return arrow.NewSchema(fields, nil)
+}

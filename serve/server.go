@@ -1,0 +1,190 @@
+// Package serve is gpipe's Arrow Flight service (`gpipe serve`): clients
+// upload edge tables as Arrow record batches (DoPut), run operators on the
+// graphs the server keeps (DoGet), or send edges and get results back in one
+// call without keeping anything (DoExchange). ListFlights and GetFlightInfo
+// describe the graphs held; the "drop" action frees one.
+//
+// The service adds no second implementation of reading, building or
+// running: uploads go through ingest.Appender, graphs are built by
+// gpipe.Build and queried with gpipe.Graph.Run, and results are
+// gpipe.Result.Record cut into bounded batches. See docs/serve.md for the
+// protocol, its JSON and its status codes.
+package serve
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+
+	"github.com/apache/arrow/go/v17/arrow/flight"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
+	"github.com/gpipe/gpipe"
+	"github.com/gpipe/gpipe/internal/usererr"
+)
+
+// Config is how a Server runs. Zero limits mean "no limit", except where
+// noted.
+type Config struct {
+	// Backend is "auto" (default), "cpu" or "gpu": where operators run.
+	Backend string
+	// Token, when set, is the bearer token every call must carry in its
+	// "authorization: Bearer TOKEN" header.
+	Token string
+	// TLSCertFile and TLSKeyFile, both set, make the server speak TLS.
+	TLSCertFile, TLSKeyFile string
+	// MaxUploadBytes bounds the memory one upload's edge table may take.
+	MaxUploadBytes int64
+	// MaxMemoryBytes bounds the memory of all stored graphs together with
+	// the edge tables of the uploads under way.
+	MaxMemoryBytes int64
+	// MaxGraphs bounds the graphs stored (uploads under way count).
+	MaxGraphs int
+	// MaxConcurrentJobs bounds the builds and operator runs at once;
+	// others wait their turn. 0 means DefaultConcurrentJobs.
+	MaxConcurrentJobs int
+	// BatchRows is the most rows a result batch holds; 0 means
+	// DefaultBatchRows. A ticket may ask for fewer.
+	BatchRows int
+	// MaxMessageBytes is the largest gRPC message (one record batch) the
+	// server accepts; 0 means DefaultMaxMessageBytes.
+	MaxMessageBytes int
+	// Logger gets one line per call; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Defaults for the zero values of Config.
+const (
+	DefaultConcurrentJobs  = 4
+	DefaultBatchRows       = 64 << 10
+	DefaultMaxMessageBytes = 64 << 20
+)
+
+// Server is a Flight service over the graphs it holds.
+type Server struct {
+	svc  *service
+	grpc *grpc.Server
+}
+
+// service implements the Flight RPCs. It is separate from Server so that
+// the generated handler methods do not become Server's API.
+type service struct {
+	flight.BaseFlightServer
+
+	cfg       Config
+	log       *slog.Logger
+	tokenHash *[sha256.Size]byte // nil: no authentication
+	backend   *gpipe.Backend
+	graphs    *registry
+	mem       *budget
+	jobs      jobs
+}
+
+// New makes a server from cfg: it opens the backend (failing at once when
+// "gpu" is asked for and none is usable) and loads the TLS key pair.
+func New(cfg Config) (*Server, error) {
+	if cfg.MaxConcurrentJobs <= 0 {
+		cfg.MaxConcurrentJobs = DefaultConcurrentJobs
+	}
+	if cfg.BatchRows <= 0 {
+		cfg.BatchRows = DefaultBatchRows
+	}
+	if cfg.MaxMessageBytes <= 0 {
+		cfg.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if cfg.MaxUploadBytes < 0 || cfg.MaxMemoryBytes < 0 || cfg.MaxGraphs < 0 {
+		return nil, usererr.New(usererr.Usage, "server limits must not be negative", "use 0 for no limit")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	backend, err := gpipe.OpenBackend(cfg.Backend)
+	if err != nil {
+		return nil, err
+	}
+	svc := &service{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		backend: backend,
+		graphs:  newRegistry(cfg.MaxGraphs),
+		mem:     &budget{max: cfg.MaxMemoryBytes},
+		jobs:    newJobs(cfg.MaxConcurrentJobs),
+	}
+	if cfg.Token != "" {
+		h := sha256.Sum256([]byte(cfg.Token))
+		svc.tokenHash = &h
+	}
+	opts := []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(cfg.MaxMessageBytes),
+		grpc.ChainUnaryInterceptor(svc.unaryInterceptor),
+		grpc.ChainStreamInterceptor(svc.streamInterceptor),
+		// Stop waits for the handlers, so that their graph references are
+		// released before Shutdown frees the graphs.
+		grpc.WaitForHandlers(true),
+	}
+	creds, err := loadTLS(cfg.TLSCertFile, cfg.TLSKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	if creds != nil {
+		opts = append(opts, grpc.Creds(creds))
+	}
+	s := &Server{svc: svc, grpc: grpc.NewServer(opts...)}
+	flight.RegisterFlightServiceServer(s.grpc, svc)
+	return s, nil
+}
+
+// loadTLS loads the server's certificate and key; nil when neither is set.
+func loadTLS(certFile, keyFile string) (credentials.TransportCredentials, error) {
+	if certFile == "" && keyFile == "" {
+		return nil, nil
+	}
+	if certFile == "" || keyFile == "" {
+		return nil, usererr.New(usererr.Usage, "TLS needs both a certificate and a key", "pass --tls-cert and --tls-key together")
+	}
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, usererr.New(usererr.Input, fmt.Sprintf("cannot load the TLS key pair %s, %s: %v", certFile, keyFile, err),
+			"pass a PEM certificate and its PEM private key")
+	}
+	return credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}), nil
+}
+
+// TLS says whether the server speaks TLS.
+func (s *Server) TLS() bool { return s.svc.cfg.TLSCertFile != "" }
+
+// Serve serves Flight calls on lis until Shutdown; it returns nil then
+// (also when Shutdown came first).
+func (s *Server) Serve(lis net.Listener) error {
+	err := s.grpc.Serve(lis)
+	if errors.Is(err, grpc.ErrServerStopped) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops accepting calls and waits for the running ones to finish;
+// when ctx ends first, it cancels them (their computations stop) and waits
+// for their handlers to return. Then it frees every graph. It says whether
+// calls had to be canceled.
+func (s *Server) Shutdown(ctx context.Context) (forced bool) {
+	done := make(chan struct{})
+	go func() {
+		s.grpc.GracefulStop()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		forced = true
+		s.grpc.Stop()
+		<-done
+	}
+	s.svc.graphs.close()
+	return forced
+}

@@ -1,0 +1,62 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/gpipe/gpipe/internal/usererr"
+)
+
+// toStatus turns a handler's error into the gRPC status the client gets.
+// Errors that are statuses already pass through; a call whose client went
+// away is Canceled, whatever the computation said as it stopped; library
+// errors map by their usererr kind.
+func toStatus(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	switch {
+	case errors.Is(ctx.Err(), context.Canceled) || errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, "the call was canceled (the client went away or the server is stopping)")
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, "the call's deadline passed")
+	}
+	var ue *usererr.Error
+	if !errors.As(err, &ue) {
+		if st, ok := status.FromError(err); ok {
+			return st.Err()
+		}
+		return status.Error(codes.Internal, oneLine(err.Error()))
+	}
+	return status.Error(kindCode(ue.Kind), wireHints.Replace(oneLine(err.Error())))
+}
+
+// kindCode is the status code of a usererr kind.
+func kindCode(k usererr.Kind) codes.Code {
+	switch k {
+	case usererr.Usage, usererr.Input:
+		return codes.InvalidArgument
+	case usererr.NotFound:
+		return codes.NotFound
+	case usererr.Backend:
+		return codes.FailedPrecondition
+	}
+	return codes.Internal
+}
+
+// wireHints rewrites the command line's flags in the library's messages
+// into what a Flight client sets instead.
+var wireHints = strings.NewReplacer(
+	`pass --source KEY (in a Flight ticket: "source")`, `add "source": KEY to the query`,
+	"--skip-invalid", `"skip_invalid": true`,
+	"--src-col", `the "src" option`,
+	"--dst-col", `the "dst" option`,
+	"--weight-col", `the "weight" option`,
+	"use --backend cpu (or auto)", "start the server with --backend cpu (or auto)",
+)
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
