@@ -13,6 +13,7 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/flight"
+	"github.com/apache/arrow/go/v17/arrow/ipc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -196,25 +197,39 @@ func TestLoad(t *testing.T) {
 		answered.Load(), clients, cycles.Load(), churnMissed.Load(), time.Since(started)-setupTime, setupTime)
 }
 
-// slowPageRank is a query that runs for minutes unless canceled: damping
-// so close to 1 that the ranks change by more than the tolerance for far
-// longer than any test.
+// slowGraph is a directed cycle of 20,000 vertices with one chord: the
+// ranks are not uniform, yet PageRank's power iteration mixes over the
+// cycle so slowly that, with damping close to 1, it runs for minutes
+// (a random graph would converge in milliseconds).
+func slowGraph() edgeList {
+	const n = 20000
+	var e edgeList
+	for i := int64(0); i < n; i++ {
+		e.src, e.dst = append(e.src, i), append(e.dst, (i+1)%n)
+	}
+	e.src, e.dst = append(e.src, 0), append(e.dst, n/2)
+	return e
+}
+
+// slowPageRank is a query on slowGraph that runs until it is canceled.
 func slowPageRank(graph string) map[string]any {
 	return map[string]any{"graph": graph, "op": "pagerank", "damping": 0.999999, "tolerance": 1e-300, "max_iterations": 1 << 30}
 }
 
-// TestCancelStopsWork checks that a client that goes away mid-DoGet stops
-// the computation and leaves nothing behind: canceled while the operator
-// runs, and while the result streams.
+// TestCancelStopsWork checks that a client that goes away mid-call stops
+// the work and leaves nothing behind: a DoGet canceled while the operator
+// runs and while the result streams, a DoPut canceled mid-upload.
 func TestCancelStopsWork(t *testing.T) {
 	ts := startServer(t, Config{MaxConcurrentJobs: 1})
 	base := runtime.NumGoroutine()
 	c := dial(t, ts.addr)
 	ctx := context.Background()
-	recs := randomEdges(21, 2000, 20000, false).records(false, 2)
-	if _, err := put(ctx, c, pathDescriptor("g", nil), recs[0].Schema(), recs); err != nil {
+	recs := slowGraph().records(false, 2)
+	info, err := put(ctx, c, pathDescriptor("g", nil), recs[0].Schema(), recs)
+	if err != nil {
 		t.Fatal(err)
 	}
+	used := info.MemoryBytes
 
 	// While the operator runs.
 	qctx, cancel := context.WithCancel(ctx)
@@ -239,7 +254,7 @@ func TestCancelStopsWork(t *testing.T) {
 		t.Errorf("no Canceled status in the log:\n%s", logs)
 	}
 
-	// While the result streams: 2000 rows in batches of 1 row; the client
+	// While the result streams: 20,000 rows in batches of 1 row; the client
 	// reads one and goes away.
 	qctx, cancel = context.WithCancel(ctx)
 	stream, err := c.DoGet(qctx, &flight.Ticket{Ticket: mustJSON(map[string]any{"graph": "g", "op": "cc", "batch_rows": 1})})
@@ -258,6 +273,30 @@ func TestCancelStopsWork(t *testing.T) {
 	}
 	rdr.Release()
 	waitFor(t, "the stream to end", func() bool { return ts.svc.graphs.refsOf("g") == 1 })
+
+	// Mid-upload: the client sends a batch and goes away; nothing is
+	// stored, the memory and the name are free again.
+	qctx, cancel = context.WithCancel(ctx)
+	up, err := c.DoPut(qctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := flight.NewRecordWriter(up, ipc.WithSchema(recs[0].Schema()))
+	w.SetFlightDescriptor(pathDescriptor("half", nil))
+	if err := w.Write(recs[0]); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the upload to start", func() bool { return ts.svc.mem.inUse() > used })
+	cancel()
+	waitFor(t, "the upload to be dropped", func() bool {
+		ts.svc.graphs.mu.Lock()
+		defer ts.svc.graphs.mu.Unlock()
+		return len(ts.svc.graphs.pending) == 0 && ts.svc.mem.inUse() == used
+	})
+	if _, err := put(ctx, c, pathDescriptor("half", nil), recs[0].Schema(), recs[:1]); err != nil {
+		t.Errorf("put under the name of a canceled upload: %v", err)
+	}
+	doAction(t, c, "drop", "half")
 
 	// The server still answers, and nothing is left of the canceled calls.
 	if r, err := get(ctx, c, map[string]any{"graph": "g", "op": "cc"}); err != nil {
@@ -329,7 +368,7 @@ func TestShutdown(t *testing.T) {
 	ts := startServer(t, Config{})
 	c := dial(t, ts.addr)
 	ctx := context.Background()
-	recs := randomEdges(41, 2000, 20000, false).records(false, 1)
+	recs := slowGraph().records(false, 1)
 	if _, err := put(ctx, c, pathDescriptor("g", nil), recs[0].Schema(), recs); err != nil {
 		t.Fatal(err)
 	}

@@ -125,6 +125,9 @@ func TestBadInputs(t *testing.T) {
 		{"put option of the wrong type", func() error {
 			return putRec(pathDescriptor("bad", map[string]any{"undirected": "yes"}), good[0])
 		}, codes.InvalidArgument, []string{`"undirected" must be a JSON boolean`}},
+		{"contradicting put options", func() error {
+			return putRec(pathDescriptor("bad", map[string]any{"weight": "w", "unweighted": true}), good[0])
+		}, codes.InvalidArgument, []string{`weight column "w"`, "unweighted"}},
 		{"bad graph name", func() error { return putRec(pathDescriptor("a/b", nil), good[0]) },
 			codes.InvalidArgument, []string{`graph name "a/b"`}},
 		{"two-element path", func() error {

@@ -25,6 +25,9 @@ func (s *service) DoExchange(stream flight.FlightService_DoExchangeServer) error
 	if err := readDescriptor(desc, "DoExchange", &opts, exchangeFix); err != nil {
 		return err
 	}
+	if err := opts.check(); err != nil {
+		return err
+	}
 	call.graph, call.op = opts.Graph, opts.Op
 	label := "exchange"
 	if opts.Graph != "" {

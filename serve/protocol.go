@@ -44,6 +44,15 @@ type edgeOptions struct {
 
 func (o *edgeOptions) graphName() *string { return &o.Graph }
 
+// check refuses options that contradict each other.
+func (o *edgeOptions) check() error {
+	if o.Weight != "" && o.Unweighted {
+		return usererr.New(usererr.Usage, fmt.Sprintf("the options name a weight column %q but ask for an unweighted graph", o.Weight),
+			`drop "weight" or "unweighted"`)
+	}
+	return nil
+}
+
 // ingestOptions are the read options for o; weights says whether the
 // weight column is read at all.
 func (o *edgeOptions) ingestOptions(weights bool) ingest.Options {
@@ -70,7 +79,7 @@ type query struct {
 	Graph string `json:"graph"`
 	Op    string `json:"op"`
 	// Source is the start vertex's key, as a JSON string or integer; it
-	// hides Params.Source, which decode fills from it.
+	// hides Params.Source, which prepare fills from it.
 	Source keyText `json:"source,omitempty"`
 	// BatchRows asks for result batches of at most this many rows (at
 	// most the server's --batch-rows).

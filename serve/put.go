@@ -37,6 +37,9 @@ func (s *service) DoPut(stream flight.FlightService_DoPutServer) error {
 	if err := readDescriptor(desc, "DoPut", &opts, putFix); err != nil {
 		return err
 	}
+	if err := opts.check(); err != nil {
+		return err
+	}
 	name := opts.Graph
 	call.graph = name
 	if err := checkName(name); err != nil {

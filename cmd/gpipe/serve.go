@@ -6,7 +6,9 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -29,7 +31,7 @@ func serveCommand(e *env) *cli.Command {
 			"   ListFlights, GetFlightInfo  the graphs held; DoAction \"drop\" frees one\n\n" +
 			"Authentication: with --token-file, every call needs the header \"authorization: Bearer TOKEN\".\n" +
 			"Byte limits take units: 512MiB, 8GB, 1TiB. SIGINT or SIGTERM stops the server: running calls get\n" +
-			"--shutdown-timeout to finish, then are canceled; the exit status is 0.\n" +
+			"--shutdown-timeout to finish (a second signal: none), then are canceled; the exit status is 0.\n" +
 			"See docs/serve.md for the protocol, its JSON and its status codes.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8815", Usage: "listen on `HOST:PORT` (loopback by default; 0.0.0.0:8815 for every interface)"},
@@ -90,11 +92,22 @@ func serveAction(c *cli.Context, e *env) error {
 	case <-c.Context.Done():
 	}
 	// A signal: stop accepting, give running calls the timeout, then cancel
-	// them. This is the expected way to stop, so the exit status is 0.
+	// them; a second signal cancels them at once. This is the expected way
+	// to stop, so the exit status is 0.
 	timeout := c.Duration("shutdown-timeout")
-	log.Info("shutting down", "timeout", timeout)
+	log.Info("shutting down; a second signal cancels the running calls", "timeout", timeout)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(again)
+	go func() {
+		select {
+		case <-again:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	if srv.Shutdown(ctx) {
 		log.Warn("canceled the calls still running at the shutdown timeout")
 	}
