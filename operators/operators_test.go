@@ -515,3 +515,24 @@ func nanUnreached(dist []float64) []float64 {
 	}
 	return out
 }
+
+// TestSSSPLogChunks shrinks the relaxation log's chunks so that parents
+// are recovered from logs spanning many chunks and partly staged buffers.
+func TestSSSPLogChunks(t *testing.T) {
+	defer func(c int) { relaxChunk = c }(relaxChunk)
+	for _, chunk := range []int{1, 100, 300} {
+		relaxChunk = chunk
+		for _, s := range shapes(t) {
+			if s.name != "kronecker-12-seed3" && s.name != "zero-weights-ties" {
+				continue
+			}
+			g := buildGraph(t, s, false, true, ingest.KeyInt64)
+			for _, src := range sourcesOf(g) {
+				r := run(t, SSSP{}, g, src, Params{})
+				if err := validateSSSP(g, src, r.Column("distance").Float64, r.Column("parent").Vertex, refDijkstra(g, src)); err != nil {
+					t.Fatalf("%s, chunks of %d: sssp from %d: %v", s.name, chunk, src, err)
+				}
+			}
+		}
+	}
+}

@@ -143,7 +143,9 @@ func (SSSP) RunCPU(ctx context.Context, in Input) (*Result, error) {
 // whose order as uint64 is that of the distances since they are >= 0.
 //
 // Parents: every successful relaxation appends (v, u, new distance) to its
-// worker's log, a sequential write. Distances only ever decrease, so exactly
+// worker's log, a sequential write, staged in a small buffer that stays in
+// L1 (relaxLog) so that the compare-and-swap that follows does not wait for
+// the log's cache misses. Distances only ever decrease, so exactly
 // one logged relaxation set each vertex's final distance; afterwards that
 // one's u becomes v's parent (setParents). That parent is tight for the
 // final distances: had u's distance dropped later, u would have been
@@ -157,8 +159,8 @@ type ssspRelaxer struct {
 	targets []uint32
 	weights []float64
 	dist    []uint64
-	logs    [][]relaxation // per worker
-	inv     float64        // 1/Δ
+	logs    []*relaxLog // per worker
+	inv     float64     // 1/Δ
 }
 
 // relaxation records that u lowered v's distance to the float64 with bits d.
@@ -205,15 +207,62 @@ func (r *ssspRelaxer) lower(d *deltaStepper, w int, u, v uint32, nd float64, cur
 	p := &r.dist[v]
 	for old := atomic.LoadUint64(p); nb < old; old = atomic.LoadUint64(p) {
 		if atomic.CompareAndSwapUint64(p, old, nb) {
-			r.logs[w] = append(r.logs[w], relaxation{v: v, u: u, d: nb})
+			r.logs[w].add(relaxation{v: v, u: u, d: nb})
 			d.push(w, bucketOf(nd, r.inv), cur, v)
 			return
 		}
 	}
 }
 
+// relaxLog is one worker's relaxation log: entries are staged in buf and
+// copied to chunks a block at a time. A locked compare-and-swap waits for
+// every earlier store to reach the cache; appending straight to a log that
+// grows by megabytes would make each one wait for a store miss. The log is
+// a list of fixed chunks, so it grows without copying.
+type relaxLog struct {
+	buf    [256]relaxation
+	n      int
+	chunks [][]relaxation // full chunks, then the one being filled
+	used   int            // chunks in use this run
+	_      [64]byte       // keeps two workers' logs off one cache line
+}
+
+// relaxChunk is the entries in one chunk of a relaxLog (512 KiB); a
+// variable so that tests can cross chunk boundaries on small graphs.
+var relaxChunk = 1 << 15
+
+func (l *relaxLog) add(x relaxation) {
+	if l.n == len(l.buf) {
+		l.spill()
+	}
+	l.buf[l.n] = x
+	l.n++
+}
+
+// spill moves the staged entries to the chunks.
+func (l *relaxLog) spill() {
+	staged := l.buf[:l.n]
+	for len(staged) > 0 {
+		if l.used == 0 || len(l.chunks[l.used-1]) == relaxChunk {
+			if l.used == len(l.chunks) {
+				l.chunks = append(l.chunks, make([]relaxation, 0, relaxChunk))
+			}
+			l.chunks[l.used] = l.chunks[l.used][:0]
+			l.used++
+		}
+		c := l.chunks[l.used-1]
+		k := min(len(staged), relaxChunk-len(c))
+		l.chunks[l.used-1] = append(c, staged[:k]...)
+		staged = staged[k:]
+	}
+	l.n = 0
+}
+
+// reset empties the log, keeping its chunks.
+func (l *relaxLog) reset() { l.n, l.used = 0, 0 }
+
 // relaxLogs keeps the workers' relaxation logs between runs.
-var relaxLogs sync.Pool // *[][]relaxation
+var relaxLogs sync.Pool // *[]*relaxLog
 
 // deltaStepSSSP computes the distances from src (+Inf where unreachable)
 // and the shortest-path tree's parents.
@@ -224,13 +273,16 @@ func deltaStepSSSP(ctx context.Context, c *convert.CSR, src uint32, delta float6
 	fillU64(bitsView, math.Float64bits(math.Inf(1)))
 	dist[src] = 0
 	_, _, maxW := sampleWeights(c)
-	logs, ok := relaxLogs.Get().(*[][]relaxation)
+	logs, ok := relaxLogs.Get().(*[]*relaxLog)
 	if !ok || len(*logs) != par.Workers() {
-		l := make([][]relaxation, par.Workers())
+		l := make([]*relaxLog, par.Workers())
+		for w := range l {
+			l[w] = new(relaxLog)
+		}
 		logs = &l
 	}
-	for w := range *logs {
-		(*logs)[w] = (*logs)[w][:0]
+	for _, l := range *logs {
+		l.reset()
 	}
 	defer relaxLogs.Put(logs)
 	r := &ssspRelaxer{offs: c.Offsets, targets: c.Targets, weights: c.Weights, dist: bitsView, logs: *logs, inv: 1 / delta}
@@ -242,16 +294,21 @@ func deltaStepSSSP(ctx context.Context, c *convert.CSR, src uint32, delta float6
 	parent = make([]uint32, n)
 	fillU32(parent, convert.NoVertex)
 	parent[src] = src
-	for _, log := range r.logs {
-		// Exactly one entry per reached vertex matches its final distance,
-		// so no two chunks write the same parent.
-		par.For(len(log), 1<<14, func(lo, hi int) {
-			for _, x := range log[lo:hi] {
+	var chunks [][]relaxation
+	for _, l := range r.logs {
+		l.spill()
+		chunks = append(chunks, l.chunks[:l.used]...)
+	}
+	// Exactly one entry per reached vertex matches its final distance, so
+	// no two chunks write the same parent.
+	par.For(len(chunks), 1, func(lo, hi int) {
+		for _, c := range chunks[lo:hi] {
+			for _, x := range c {
 				if bitsView[x.v] == x.d {
 					parent[x.v] = x.u
 				}
 			}
-		})
-	}
+		}
+	})
 	return dist, parent, phases, nil
 }
