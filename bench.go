@@ -3,7 +3,10 @@ package gpipe
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,6 +34,9 @@ type BenchConfig struct {
 	Seed    uint64
 	// Stage, when set, is told about each trial as it starts.
 	Stage func(string)
+	// CPUProfile, when set, receives a CPU profile (pprof) of the timed
+	// trials, the warm-up, loading and building left out.
+	CPUProfile io.Writer
 }
 
 // BenchReport is what `gpipe bench --json` prints.
@@ -127,16 +133,26 @@ func Bench(ctx context.Context, cfg BenchConfig) (*BenchReport, error) {
 		if cfg.Stage != nil {
 			cfg.Stage(fmt.Sprintf("trial %d of %d", trial+1, cfg.Trials))
 		}
+		runtime.GC()
 		res, err := g.Run(ctx, cfg.Op, p, runner)
 		if err != nil {
 			return nil, err
 		}
 		rep.Strategy = res.Strategy
 		if trial < 0 {
+			if cfg.CPUProfile != nil {
+				if err := pprof.StartCPUProfile(cfg.CPUProfile); err != nil {
+					return nil, fmt.Errorf("starting the CPU profile: %w", err)
+				}
+				defer pprof.StopCPUProfile()
+			}
 			continue
 		}
 		rep.TrialsS = append(rep.TrialsS, res.Compute.Seconds())
 		iterations = append(iterations, res.Iterations)
+	}
+	if cfg.CPUProfile != nil {
+		pprof.StopCPUProfile()
 	}
 	sorted := slices.Clone(rep.TrialsS)
 	slices.Sort(sorted)

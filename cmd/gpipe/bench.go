@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
@@ -35,10 +37,20 @@ func benchCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: "weight-col", Value: "weight", Usage: "edge weight column"},
 			&cli.StringFlag{Name: "input-format", Usage: "input format, overriding the extension"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object on stdout"},
+			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the timed trials to `FILE` (go tool pprof)"},
 		}, paramFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.String("op") == "" {
 				return usererr.New(usererr.Usage, "--op is required", "see 'gpipe bench --help'")
+			}
+			var profile io.Writer
+			if path := c.String("cpuprofile"); path != "" {
+				f, err := os.Create(path)
+				if err != nil {
+					return usererr.New(usererr.Usage, fmt.Sprintf("cannot write the CPU profile: %v", err), "give a writable path to --cpuprofile")
+				}
+				defer f.Close()
+				profile = f
 			}
 			progress := newProgress(e.stderr)
 			defer progress.Stop()
@@ -56,7 +68,7 @@ func benchCommand(e *env) *cli.Command {
 				},
 				Op: c.String("op"), Params: paramsFrom(c), Backend: c.String("backend"),
 				Trials: c.Int("trials"), Sources: c.Int("sources"), Seed: c.Uint64("seed"),
-				Stage: progress.Stage(""),
+				Stage: progress.Stage(""), CPUProfile: profile,
 			})
 			progress.Stop()
 			if err != nil {
