@@ -153,6 +153,7 @@ func (bs *bins) next(cur uint64) (b uint64, ok bool) {
 var (
 	scratchU32 sync.Pool // *[]uint32
 	scratchU64 sync.Pool // *[]uint64
+	scratchF32 sync.Pool // *[]float32
 	scratchF64 sync.Pool // *[]float64
 )
 

@@ -536,3 +536,47 @@ func TestSSSPLogChunks(t *testing.T) {
 		}
 	}
 }
+
+// TestPageRankFloat32 checks the float32-contribution path (tolerances of
+// prFloat32Tolerance and looser) against the float64 one and the reference,
+// on both directions and with dangling vertices.
+func TestPageRankFloat32(t *testing.T) {
+	for _, s := range shapes(t) {
+		switch s.name {
+		case "star", "disconnected", "kronecker-11-seed2", "kronecker-12-seed3", "random-sparse":
+		default:
+			continue
+		}
+		for _, directed := range []bool{false, true} {
+			g := buildGraph(t, s, directed, false, ingest.KeyInt64)
+			ref := refPageRank(g, DefaultDamping)
+			for _, tol := range []float64{prFloat32Tolerance, 1e-4} {
+				r32 := run(t, PageRank{}, g, 0, Params{Tolerance: tol})
+				if r32.Strategy != "pull (float32 contributions)" {
+					t.Fatalf("tolerance %g: strategy %q", tol, r32.Strategy)
+				}
+				// Just below the threshold: the float64 path.
+				r64 := run(t, PageRank{}, g, 0, Params{Tolerance: prFloat32Tolerance * 0.999})
+				if r64.Strategy != "pull" {
+					t.Fatalf("tolerance %g: strategy %q", prFloat32Tolerance*0.999, r64.Strategy)
+				}
+				x32, x64 := r32.Column("rank").Float64, r64.Column("rank").Float64
+				var d64, dRef, sum float64
+				for v := range x32 {
+					d64 += math.Abs(x32[v] - x64[v])
+					dRef += math.Abs(x32[v] - ref[v])
+					sum += x32[v]
+				}
+				// The two paths stop within an iteration of each other;
+				// each is within a few tolerances of the fixed point.
+				if dRef > 20*tol || d64 > 20*tol || math.Abs(sum-1) > 1e-6 {
+					t.Fatalf("%s directed=%v tolerance %g: L1 to float64 path %g, to reference %g, sum %v",
+						s.name, directed, tol, d64, dRef, sum)
+				}
+				if len(r32.Warnings) != 0 {
+					t.Fatalf("%s: warnings %q", s.name, r32.Warnings)
+				}
+			}
+		}
+	}
+}

@@ -69,6 +69,16 @@ func (PageRank) Prepare(p *Params) error {
 // per chunk and added in chunk order, so results do not depend on timing.
 const prGrain = 8192
 
+// prFloat32Tolerance is the tightest tolerance at which contributions are
+// kept as float32. The ranks and every sum stay float64; a float32
+// contribution is off by at most 2^-24 of itself, so an iteration's ranks
+// are off by about 6e-8 of their sum (1) in L1, far below a tolerance of
+// 1e-6 or more. Halving the vector that every in-edge reads at random (n
+// float32 instead of float64) keeps more of it in cache: on Kronecker 20
+// the gather over all in-edges takes 15 ms instead of 18.6, a whole run of
+// 8 iterations 150 ms instead of 163.
+const prFloat32Tolerance = 1e-6
+
 // RunCPU runs pull-based power iteration: one pass over the in-edges per
 // iteration, each vertex summing its in-neighbours' contributions
 // (rank/out-degree) from the previous iteration and writing its own new rank
@@ -91,15 +101,46 @@ func (PageRank) RunCPU(ctx context.Context, in Input) (*Result, error) {
 		res.Compute = time.Since(start)
 		return res, nil
 	}
-	outOffs := g.Out.Offsets
-	inOffs, sources := rev.Offsets, rev.Targets
-	x := make([]float64, n)
+	var (
+		x         []float64
+		converged bool
+		change    float64
+		err       error
+	)
+	if p.Tolerance >= prFloat32Tolerance {
+		res.Strategy = "pull (float32 contributions)"
+		c, nc := getScratch[float32](&scratchF32, n), getScratch[float32](&scratchF32, n)
+		defer putScratch(&scratchF32, c)
+		defer putScratch(&scratchF32, nc)
+		x, res.Iterations, converged, change, err = pageRankPull(ctx, g.Out.Offsets, rev.Offsets, rev.Targets, p, c, nc)
+	} else {
+		c, nc := getScratch[float64](&scratchF64, n), getScratch[float64](&scratchF64, n)
+		defer putScratch(&scratchF64, c)
+		defer putScratch(&scratchF64, nc)
+		x, res.Iterations, converged, change, err = pageRankPull(ctx, g.Out.Offsets, rev.Offsets, rev.Targets, p, c, nc)
+	}
+	if err != nil {
+		return nil, err
+	}
+	res.Compute = time.Since(start)
+	if !converged {
+		res.Warnings = append(res.Warnings, fmt.Sprintf(
+			"pagerank did not converge in %d iterations: the last iteration changed the ranks by %g (L1), above the tolerance %g; the ranks are returned as they are (raise max_iterations or the tolerance)",
+			res.Iterations, change, p.Tolerance))
+	}
+	res.Columns = []Column{{Name: "rank", Type: Float64Column, Float64: x}}
+	return res, nil
+}
+
+// pageRankPull iterates over the in-edges (inOffs, sources) with the
+// contributions x[u]/outdeg(u) kept as C in contrib and nextContrib
+// (scratch of n elements each, overwritten). It returns the ranks, the
+// iterations run, whether they converged and the last L1 change.
+func pageRankPull[C float32 | float64](ctx context.Context, outOffs, inOffs []int64, sources []uint32, p Params, contrib, nextContrib []C) (x []float64, iterations int, converged bool, change float64, err error) {
+	n := len(inOffs) - 1
+	x = make([]float64, n)
 	invDeg := getScratch[float64](&scratchF64, n)
-	contrib := getScratch[float64](&scratchF64, n)
-	nextContrib := getScratch[float64](&scratchF64, n)
 	defer putScratch(&scratchF64, invDeg)
-	defer putScratch(&scratchF64, contrib)
-	defer putScratch(&scratchF64, nextContrib)
 	chunks := (n + prGrain - 1) / prGrain
 	errs := make([]float64, chunks)
 	dangles := make([]float64, chunks)
@@ -110,7 +151,7 @@ func (PageRank) RunCPU(ctx context.Context, in Input) (*Result, error) {
 			x[v] = x0
 			if deg := outOffs[v+1] - outOffs[v]; deg > 0 {
 				invDeg[v] = 1 / float64(deg)
-				contrib[v] = x0 * invDeg[v]
+				contrib[v] = C(x0 * invDeg[v])
 			} else {
 				invDeg[v] = 0
 				contrib[v] = 0
@@ -121,18 +162,16 @@ func (PageRank) RunCPU(ctx context.Context, in Input) (*Result, error) {
 	})
 	d := p.Damping
 	nf := float64(n)
-	converged := false
-	var change float64
-	for res.Iterations < p.MaxIterations {
+	for iterations < p.MaxIterations {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, iterations, false, change, err
 		}
 		var dangling float64
 		for _, s := range dangles {
 			dangling += s
 		}
 		base := d*dangling/nf + (1-d)/nf
-		c := contrib
+		c, next := contrib, nextContrib
 		par.For(n, prGrain, func(lo, hi int) {
 			var errSum, dangle float64
 			for v := lo; v < hi; v++ {
@@ -140,20 +179,20 @@ func (PageRank) RunCPU(ctx context.Context, in Input) (*Result, error) {
 				var s0, s1, s2, s3 float64
 				for len(ts) >= 4 {
 					q := ts[:4:4]
-					s0 += c[q[0]]
-					s1 += c[q[1]]
-					s2 += c[q[2]]
-					s3 += c[q[3]]
+					s0 += float64(c[q[0]])
+					s1 += float64(c[q[1]])
+					s2 += float64(c[q[2]])
+					s3 += float64(c[q[3]])
 					ts = ts[4:]
 				}
 				for _, u := range ts {
-					s0 += c[u]
+					s0 += float64(c[u])
 				}
 				nx := base + d*((s0+s1)+(s2+s3))
 				errSum += math.Abs(nx - x[v])
 				x[v] = nx
 				inv := invDeg[v]
-				nextContrib[v] = nx * inv
+				next[v] = C(nx * inv)
 				if inv == 0 {
 					dangle += nx
 				}
@@ -162,22 +201,14 @@ func (PageRank) RunCPU(ctx context.Context, in Input) (*Result, error) {
 			dangles[lo/prGrain] = dangle
 		})
 		contrib, nextContrib = nextContrib, contrib
-		res.Iterations++
+		iterations++
 		change = 0
 		for _, e := range errs {
 			change += e
 		}
 		if change < p.Tolerance {
-			converged = true
-			break
+			return x, iterations, true, change, nil
 		}
 	}
-	res.Compute = time.Since(start)
-	if !converged {
-		res.Warnings = append(res.Warnings, fmt.Sprintf(
-			"pagerank did not converge in %d iterations: the last iteration changed the ranks by %g (L1), above the tolerance %g; the ranks are returned as they are (raise max_iterations or the tolerance)",
-			res.Iterations, change, p.Tolerance))
-	}
-	res.Columns = []Column{{Name: "rank", Type: Float64Column, Float64: x}}
-	return res, nil
+	return x, iterations, false, change, nil
 }
