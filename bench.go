@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"runtime/pprof"
 	"slices"
@@ -62,6 +63,14 @@ type BenchReport struct {
 	SPerIteration float64 `json:"s_per_iteration,omitempty"`
 	// BackendReason says why the backend was chosen, for auto.
 	BackendReason string `json:"backend_reason,omitempty"`
+	// Memory of reading and building: the edge table's columns, the built
+	// layout (CSR, CSC where it is a separate array, vertex keys), and the
+	// process's peak resident set once the graph is built (Linux VmHWM; 0
+	// elsewhere), also per input edge.
+	InputBytes   int64   `json:"input_bytes"`
+	LayoutBytes  int64   `json:"layout_bytes"`
+	PeakRSSBytes int64   `json:"peak_rss_bytes,omitempty"`
+	BytesPerEdge float64 `json:"bytes_per_edge,omitempty"`
 }
 
 // Bench runs a benchmark. Trial times are the operators' own compute times
@@ -99,10 +108,11 @@ func Bench(ctx context.Context, cfg BenchConfig) (*BenchReport, error) {
 	if cfg.Load.Alloc == nil {
 		cfg.Load.Alloc = backend.Alloc()
 	}
-	g, name, err := benchGraph(ctx, cfg)
+	g, name, inputBytes, err := benchGraph(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
+	peak := peakRSS()
 	defer g.Release()
 	defer backend.Release(g.Graph)
 	runner, reason, err := backend.For(g.Graph, op, cfg.Params)
@@ -113,6 +123,10 @@ func Bench(ctx context.Context, cfg BenchConfig) (*BenchReport, error) {
 		Op: cfg.Op, Backend: runner.Name(), Input: name, BackendReason: reason,
 		Vertices: g.NumVertices(), Edges: g.NumEdges(), InputEdges: g.Stats.InputEdges,
 		ReadS: g.ReadTime.Seconds(), BuildS: g.BuildTime.Seconds(),
+		InputBytes: inputBytes, LayoutBytes: g.Bytes(), PeakRSSBytes: peak,
+	}
+	if peak > 0 && g.Stats.InputEdges > 0 {
+		rep.BytesPerEdge = float64(peak) / float64(g.Stats.InputEdges)
 	}
 	var sources []string
 	if spec.NeedsSource {
@@ -184,31 +198,78 @@ func median(sorted []float64) float64 {
 	return sorted[(len(sorted)-1)/2]
 }
 
-// benchGraph loads or generates the graph.
-func benchGraph(ctx context.Context, cfg BenchConfig) (*Graph, string, error) {
-	if cfg.Input != "" {
-		g, err := Load(ctx, cfg.Input, cfg.Load)
-		return g, cfg.Input, err
-	}
-	k, err := ParseGen(cfg.Gen)
-	if err != nil {
-		return nil, "", err
-	}
-	k.Weighted = cfg.Load.Columns.ReadWeight
-	k.Seed = cfg.Seed
+// benchGraph loads or generates the graph, as Load does, and also returns
+// the size of the edge table's columns.
+func benchGraph(ctx context.Context, cfg BenchConfig) (*Graph, string, int64, error) {
+	var t *ingest.EdgeTable
+	var err error
 	start := time.Now()
-	t, err := k.Generate(ctx)
+	name := cfg.Input
+	if cfg.Input != "" {
+		stage(cfg.Load, "read")
+		t, err = ingest.Open(ctx, cfg.Input, cfg.Load.Stdin, ingest.Options{
+			Columns: cfg.Load.Columns, Format: cfg.Load.Format, SkipInvalid: cfg.Load.SkipInvalid, Alloc: cfg.Load.Alloc,
+		})
+	} else {
+		var k ingest.Kronecker
+		if k, err = ParseGen(cfg.Gen); err != nil {
+			return nil, "", 0, err
+		}
+		k.Weighted = cfg.Load.Columns.ReadWeight
+		k.Seed = cfg.Seed
+		t, err = k.Generate(ctx)
+		if err == nil {
+			name = t.Name
+		}
+	}
 	if err != nil {
-		return nil, "", err
+		return nil, "", 0, err
 	}
 	defer t.Release()
-	genTime := time.Since(start)
+	readTime := time.Since(start)
 	g, err := Build(ctx, t, cfg.Load)
 	if err != nil {
-		return nil, "", err
+		return nil, "", 0, err
 	}
-	g.ReadTime = genTime
-	return g, t.Name, nil
+	g.ReadTime = readTime
+	return g, name, tableBytes(t), nil
+}
+
+// tableBytes is the size of an edge table's columns.
+func tableBytes(t *ingest.EdgeTable) int64 {
+	keys := func(k *ingest.Keys) int64 {
+		b := int64(len(k.Int32))*4 + int64(len(k.Int64))*8 + int64(len(k.Uint32))*4 + int64(len(k.Uint64))*8
+		if k.Str != nil {
+			b += int64(len(k.Str.Offsets))*8 + int64(len(k.Str.Data))
+		}
+		return b
+	}
+	var b int64
+	for i := range t.Chunks {
+		c := &t.Chunks[i]
+		b += keys(&c.Src) + keys(&c.Dst) + int64(len(c.Weight))*8 + int64(len(c.Rows))*8
+	}
+	return b
+}
+
+// peakRSS is the process's peak resident set size in bytes (VmHWM), or 0
+// where /proc does not say.
+func peakRSS() int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			f := strings.Fields(rest)
+			if len(f) == 2 && f[1] == "kB" {
+				if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+					return kb << 10
+				}
+			}
+		}
+	}
+	return 0
 }
 
 // ParseGen parses a generator spec: kronecker:SCALE[:EDGEFACTOR].

@@ -87,6 +87,10 @@ func printBench(e *env, rep *gpipe.BenchReport) {
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "graph\t%s: %d vertices, %d edges (%d input edges)\n", rep.Input, rep.Vertices, rep.Edges, rep.InputEdges)
 	fmt.Fprintf(tw, "read, build\t%.3f s, %.3f s\n", rep.ReadS, rep.BuildS)
+	if rep.PeakRSSBytes > 0 {
+		fmt.Fprintf(tw, "memory\tpeak %.0f MiB after building (%.1f bytes/input edge); input columns %.0f MiB, layout %.0f MiB\n",
+			float64(rep.PeakRSSBytes)/(1<<20), rep.BytesPerEdge, float64(rep.InputBytes)/(1<<20), float64(rep.LayoutBytes)/(1<<20))
+	}
 	fmt.Fprintf(tw, "operator\t%s on %s (%s)\n", rep.Op, rep.Backend, rep.Strategy)
 	fmt.Fprintf(tw, "trials\t%d: median %.3f ms, min %.3f ms\n", len(rep.TrialsS), rep.MedianS*1e3, rep.MinS*1e3)
 	if rep.GTEPS > 0 {
