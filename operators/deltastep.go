@@ -2,6 +2,7 @@ package operators
 
 import (
 	"context"
+	"math/bits"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -28,9 +29,10 @@ const fuseLimit = 1000
 // relaxer is what an algorithm gives the driver. Calls are per vertex, never
 // per edge.
 type relaxer interface {
-	// relax relaxes u's edges if u still belongs to bucket cur (it is not
-	// a stale entry), pushing improved vertices through d.push.
-	relax(d *deltaStepper, w int, u uint32, cur uint64)
+	// relax relaxes the edges of each vertex of us that still belongs to
+	// bucket cur (is not a stale entry), pushing improved vertices through
+	// d.push.
+	relax(d *deltaStepper, w int, us []uint32, cur uint64)
 	// bucket is vertex v's bucket under its current value.
 	bucket(v uint32) uint64
 }
@@ -41,7 +43,8 @@ type deltaStepper struct {
 	far      [][]uint32 // per worker: vertices pushed beyond the ring
 	farMin   []uint64   // per worker: the smallest bucket pushed far
 	frontier []uint32
-	span     uint64 // ring length: pushes at cur+span or beyond go far
+	marks    []uint64 // a bitmap of vertices, all zero between gathers
+	span     uint64   // ring length: pushes at cur+span or beyond go far
 	next     []uint64
 	hasNext  []bool
 	cursor   atomic.Int64
@@ -97,7 +100,8 @@ func (d *deltaStepper) push(w int, b, cur uint64, v uint32) {
 
 // run processes buckets from the one holding src until all are empty and
 // returns the number of phases.
-func (d *deltaStepper) run(ctx context.Context, r relaxer, src uint32) (int, error) {
+// n is the number of vertices.
+func (d *deltaStepper) run(ctx context.Context, r relaxer, src uint32, n int) (int, error) {
 	cur := r.bucket(src)
 	d.frontier = append(d.frontier[:0], src)
 	phases := 0
@@ -115,15 +119,11 @@ func (d *deltaStepper) run(ctx context.Context, r relaxer, src uint32) (int, err
 				if i >= len(frontier) {
 					break
 				}
-				for _, u := range frontier[i:min(i+64, len(frontier))] {
-					r.relax(d, w, u, c)
-				}
+				r.relax(d, w, frontier[i:min(i+64, len(frontier))], c)
 			}
 			bs := d.bins[w]
 			for k := bs.size(c); k > 0 && k < fuseLimit; k = bs.size(c) {
-				for _, u := range bs.take(c) {
-					r.relax(d, w, u, c)
-				}
+				r.relax(d, w, bs.take(c), c)
 			}
 			d.next[w], d.hasNext[w] = bs.next(c)
 		})
@@ -131,13 +131,78 @@ func (d *deltaStepper) run(ctx context.Context, r relaxer, src uint32) (int, err
 		if cur, ok = d.advance(r, cur); !ok {
 			return phases, nil
 		}
-		d.frontier = d.frontier[:0]
+		d.gather(cur, n)
+	}
+}
+
+// Frontiers of at least sortMin vertices are put in vertex order before a
+// phase, so that the vertices' offsets, adjacency lists and values are read
+// in address order rather than at random: a pass over all vertices of
+// Kronecker 20 in order takes 35 ms, in random order 120. Frontiers of at
+// least a sixteenth of the bitmap's words are sorted (and deduplicated)
+// through a bitmap of the vertices, smaller ones by comparison. Measured
+// on Kronecker 20, sssp: 130 -> 121 ms. A variable so that tests can sort
+// every frontier, or none (sortMin above any frontier).
+var sortMin = 1024
+
+// gather collects the workers' bucket cur into the frontier; n is the
+// number of vertices.
+func (d *deltaStepper) gather(cur uint64, n int) {
+	total := 0
+	for _, bs := range d.bins {
+		total += bs.size(cur)
+	}
+	d.frontier = d.frontier[:0]
+	words := (n + 63) / 64
+	if total < sortMin || total < words/16 {
 		for _, bs := range d.bins {
 			if bs.size(cur) > 0 {
 				d.frontier = append(d.frontier, bs.take(cur)...)
 			}
 		}
+		if total >= sortMin {
+			slices.Sort(d.frontier)
+		}
+		return
 	}
+	if len(d.marks) < words {
+		d.marks = make([]uint64, words) // zero, and left zero by every gather
+	}
+	marks := d.marks[:words]
+	onWorkers(func(w int) {
+		for _, v := range d.bins[w].take(cur) {
+			atomic.OrUint64(&marks[v>>6], 1<<(v&63))
+		}
+	})
+	blocks := par.NumBlocks(words)
+	counts := make([]int, blocks+1)
+	par.Blocks(words, func(b, lo, hi int) {
+		k := 0
+		for _, x := range marks[lo:hi] {
+			k += bits.OnesCount64(x)
+		}
+		counts[b+1] = k
+	})
+	for b := 1; b <= blocks; b++ {
+		counts[b] += counts[b-1]
+	}
+	d.frontier = slices.Grow(d.frontier, counts[blocks])[:counts[blocks]]
+	f := d.frontier
+	par.Blocks(words, func(b, lo, hi int) {
+		k := counts[b]
+		for i := lo; i < hi; i++ {
+			x := marks[i]
+			if x == 0 {
+				continue
+			}
+			marks[i] = 0
+			for x != 0 {
+				f[k] = uint32(i<<6 + bits.TrailingZeros64(x))
+				k++
+				x &= x - 1
+			}
+		}
+	})
 }
 
 // advance finds the next non-empty bucket after a phase at cur, from the

@@ -580,3 +580,38 @@ func TestPageRankFloat32(t *testing.T) {
 		}
 	}
 }
+
+// TestDeltaFrontierOrder runs Δ-stepping with every frontier sorted (the
+// bitmap path where a frontier is dense, comparison sorting where not) and
+// with none, against the references.
+func TestDeltaFrontierOrder(t *testing.T) {
+	defer func(m int) { sortMin = m }(sortMin)
+	for _, m := range []int{1, 1 << 30} {
+		sortMin = m
+		for _, s := range shapes(t) {
+			switch s.name {
+			case "star", "chain", "zero-weights-ties", "kronecker-11-seed2", "kronecker-12-seed3", "negative-weights":
+			default:
+				continue
+			}
+			for _, weighted := range []bool{false, true} {
+				g := buildGraph(t, s, false, weighted, ingest.KeyInt64)
+				for _, src := range sourcesOf(g) {
+					if !(s.negative && weighted) {
+						r := run(t, SSSP{}, g, src, Params{})
+						if err := validateSSSP(g, src, r.Column("distance").Float64, r.Column("parent").Vertex, refDijkstra(g, src)); err != nil {
+							t.Fatalf("%s weighted=%v sortMin %d: sssp from %d: %v", s.name, weighted, m, src, err)
+						}
+					}
+					r := run(t, SSWP{}, g, src, Params{})
+					ref := refWidest(g, src)
+					for v, x := range r.Column("width").Float64 {
+						if !(x == ref[v] || math.IsNaN(x) && math.IsInf(ref[v], -1)) {
+							t.Fatalf("%s weighted=%v sortMin %d: sswp from %d: vertex %d width %v, reference %v", s.name, weighted, m, src, v, x, ref[v])
+						}
+					}
+				}
+			}
+		}
+	}
+}

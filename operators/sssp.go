@@ -173,7 +173,13 @@ func (r *ssspRelaxer) bucket(v uint32) uint64 {
 	return bucketOf(math.Float64frombits(atomic.LoadUint64(&r.dist[v])), r.inv)
 }
 
-func (r *ssspRelaxer) relax(d *deltaStepper, w int, u uint32, cur uint64) {
+func (r *ssspRelaxer) relax(d *deltaStepper, w int, us []uint32, cur uint64) {
+	for _, u := range us {
+		r.relaxOne(d, w, u, cur)
+	}
+}
+
+func (r *ssspRelaxer) relaxOne(d *deltaStepper, w int, u uint32, cur uint64) {
 	du := math.Float64frombits(atomic.LoadUint64(&r.dist[u]))
 	if bucketOf(du, r.inv) < cur {
 		return // stale: u moved to an earlier bucket and was relaxed there
@@ -287,7 +293,7 @@ func deltaStepSSSP(ctx context.Context, c *convert.CSR, src uint32, delta float6
 	defer relaxLogs.Put(logs)
 	r := &ssspRelaxer{offs: c.Offsets, targets: c.Targets, weights: c.Weights, dist: bitsView, logs: *logs, inv: 1 / delta}
 	d := getDeltaStepper(ringSpan(maxW, delta))
-	if phases, err = d.run(ctx, r, src); err != nil {
+	if phases, err = d.run(ctx, r, src, n); err != nil {
 		return nil, nil, 0, err
 	}
 	d.release()

@@ -68,7 +68,7 @@ func (SSWP) RunCPU(ctx context.Context, in Input) (*Result, error) {
 	width[in.Source] = math.Inf(1)
 	r := &sswpRelaxer{offs: c.Offsets, targets: c.Targets, weights: c.Weights, width: bitsView, top: hi, inv: 1 / delta}
 	d := getDeltaStepper(ringSpan(hi-lo, delta))
-	phases, err := d.run(ctx, r, in.Source)
+	phases, err := d.run(ctx, r, in.Source, n)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +111,13 @@ func (r *sswpRelaxer) bucket(v uint32) uint64 {
 	return r.bucketOfWidth(math.Float64frombits(atomic.LoadUint64(&r.width[v])))
 }
 
-func (r *sswpRelaxer) relax(d *deltaStepper, w int, u uint32, cur uint64) {
+func (r *sswpRelaxer) relax(d *deltaStepper, w int, us []uint32, cur uint64) {
+	for _, u := range us {
+		r.relaxOne(d, w, u, cur)
+	}
+}
+
+func (r *sswpRelaxer) relaxOne(d *deltaStepper, w int, u uint32, cur uint64) {
 	wu := math.Float64frombits(atomic.LoadUint64(&r.width[u]))
 	if r.bucketOfWidth(wu) < cur {
 		return // stale
