@@ -24,7 +24,7 @@ run: build
 	@head -5 bin/karate-bfs.csv
 
 test:
-	$(GO) test -count=1 -timeout 15m ./...
+	$(GO) test -count=1 -timeout 15m ./... && $(GO) test -count=1 -run xxx -bench . -benchtime 1x ./operators/
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
