@@ -171,7 +171,7 @@ func pageRankPull[C float32 | float64](ctx context.Context, outOffs, inOffs []in
 			dangling += s
 		}
 		base := d*dangling/nf + (1-d)/nf
-		c, next := contrib, nextContrib
+		c, next, x := contrib, nextContrib, x // copies, so that the closure holds the slices themselves
 		par.For(n, prGrain, func(lo, hi int) {
 			var errSum, dangle float64
 			for v := lo; v < hi; v++ {
