@@ -43,8 +43,10 @@ type deltaStepper struct {
 	far      [][]uint32 // per worker: vertices pushed beyond the ring
 	farMin   []uint64   // per worker: the smallest bucket pushed far
 	frontier []uint32
-	marks    []uint64 // a bitmap of vertices, all zero between gathers
-	span     uint64   // ring length: pushes at cur+span or beyond go far
+	marks    [][]uint64 // per worker: a bitmap of vertices, zero between gathers
+	sorted   [][]uint32 // per worker: its sorted share of the next frontier
+	sortBufs [][]uint32 // per worker: storage for sorted shares
+	span     uint64     // ring length: pushes at cur+span or beyond go far
 	next     []uint64
 	hasNext  []bool
 	cursor   atomic.Int64
@@ -138,11 +140,12 @@ func (d *deltaStepper) run(ctx context.Context, r relaxer, src uint32, n int) (i
 // Frontiers of at least sortMin vertices are put in vertex order before a
 // phase, so that the vertices' offsets, adjacency lists and values are read
 // in address order rather than at random: a pass over all vertices of
-// Kronecker 20 in order takes 35 ms, in random order 120. Frontiers of at
-// least a sixteenth of the bitmap's words are sorted (and deduplicated)
-// through a bitmap of the vertices, smaller ones by comparison. Measured
-// on Kronecker 20, sssp: 130 -> 121 ms. A variable so that tests can sort
-// every frontier, or none (sortMin above any frontier).
+// Kronecker 20 in order takes 35 ms, in random order 120. Each worker sorts
+// its own share of the bucket, through a bitmap of the vertices where the
+// share is dense (which also drops duplicates) and by comparison where not,
+// and the frontier is the workers' sorted shares one after the other.
+// Measured on Kronecker 20, sssp: 130 -> 121 ms. A variable so that tests
+// can sort every frontier, or none (sortMin above any frontier).
 var sortMin = 1024
 
 // gather collects the workers' bucket cur into the frontier; n is the
@@ -153,56 +156,51 @@ func (d *deltaStepper) gather(cur uint64, n int) {
 		total += bs.size(cur)
 	}
 	d.frontier = d.frontier[:0]
-	words := (n + 63) / 64
-	if total < sortMin || total < words/16 {
+	if total < sortMin {
 		for _, bs := range d.bins {
 			if bs.size(cur) > 0 {
 				d.frontier = append(d.frontier, bs.take(cur)...)
 			}
 		}
-		if total >= sortMin {
-			slices.Sort(d.frontier)
-		}
 		return
 	}
-	if len(d.marks) < words {
-		d.marks = make([]uint64, words) // zero, and left zero by every gather
+	words := (n + 63) / 64
+	if len(d.sorted) != len(d.bins) {
+		d.sorted = make([][]uint32, len(d.bins))
+		d.sortBufs = make([][]uint32, len(d.bins))
+		d.marks = make([][]uint64, len(d.bins))
 	}
-	marks := d.marks[:words]
 	onWorkers(func(w int) {
-		for _, v := range d.bins[w].take(cur) {
-			atomic.OrUint64(&marks[v>>6], 1<<(v&63))
+		share := d.bins[w].take(cur)
+		if len(share) < words/16 {
+			slices.Sort(share)
+			d.sorted[w] = share
+			return
 		}
-	})
-	blocks := par.NumBlocks(words)
-	counts := make([]int, blocks+1)
-	par.Blocks(words, func(b, lo, hi int) {
-		k := 0
-		for _, x := range marks[lo:hi] {
-			k += bits.OnesCount64(x)
+		if len(d.marks[w]) < words {
+			d.marks[w] = make([]uint64, words) // zero, and left zero below
 		}
-		counts[b+1] = k
-	})
-	for b := 1; b <= blocks; b++ {
-		counts[b] += counts[b-1]
-	}
-	d.frontier = slices.Grow(d.frontier, counts[blocks])[:counts[blocks]]
-	f := d.frontier
-	par.Blocks(words, func(b, lo, hi int) {
-		k := counts[b]
-		for i := lo; i < hi; i++ {
-			x := marks[i]
+		marks := d.marks[w][:words]
+		for _, v := range share {
+			marks[v>>6] |= 1 << (v & 63)
+		}
+		out := slices.Grow(d.sortBufs[w][:0], len(share))
+		for i, x := range marks {
 			if x == 0 {
 				continue
 			}
 			marks[i] = 0
 			for x != 0 {
-				f[k] = uint32(i<<6 + bits.TrailingZeros64(x))
-				k++
+				out = append(out, uint32(i<<6+bits.TrailingZeros64(x)))
 				x &= x - 1
 			}
 		}
+		d.sorted[w], d.sortBufs[w] = out, out
 	})
+	for w, s := range d.sorted {
+		d.frontier = append(d.frontier, s...)
+		d.sorted[w] = nil
+	}
 }
 
 // advance finds the next non-empty bucket after a phase at cur, from the
