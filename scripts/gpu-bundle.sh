@@ -4,6 +4,7 @@
 #   gpipe                  the command
 #   <pkg>.test             test binaries of the packages that use the GPU
 #   run.sh                 runs them with GPIPE_REQUIRE_GPU=1, then the benchmarks
+# and the same folder as .gpu-bundle.tgz.
 # Carry the folder to the GPU machine and run `.gpu-bundle/run.sh [OUTDIR]`
 # from the repository root (docs/gpu.md).
 set -euo pipefail
@@ -13,9 +14,12 @@ rm -rf "$out"
 mkdir -p "$out"
 export CGO_ENABLED=0 GOOS=linux GOARCH=amd64
 go build -trimpath -ldflags="-s -w" -o "$out/gpipe" ./cmd/gpipe
-for pkg in gpu kernels operators; do
+for pkg in gpu kernels operators serve; do
 	go test -c -trimpath -ldflags="-s -w" -o "$out/$pkg.test" "./$pkg"
 done
 cp scripts/gpu-run.sh "$out/run.sh"
 chmod +x "$out/run.sh"
-du -sh "$out"
+# The binaries are large (gRPC and Arrow Flight in gpipe and serve.test); a
+# gzip of the folder is a third of the size, for transfers with a size limit.
+tar -czf .gpu-bundle.tgz "$out"
+du -sh "$out" .gpu-bundle.tgz

@@ -12,6 +12,7 @@ With a token (gpipe serve --token-file FILE) set GPIPE_TOKEN; with TLS pass
 import argparse
 import json
 import os
+import sys
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -47,8 +48,9 @@ def main():
     writer, metadata = client.do_put(descriptor, edges.schema, options=options)
     writer.write_table(edges, max_chunksize=65536)
     writer.done_writing()
-    info = json.loads(metadata.read().to_pybytes())  # the PutResult
-    writer.close()
+    put_result = metadata.read()
+    writer.close()  # raises the server's status when the put was refused
+    info = json.loads(put_result.to_pybytes())
     print(f"put karate: {info['vertices']} vertices, {info['edges']} edges, "
           f"{info['memory_bytes']} bytes")
 
@@ -97,4 +99,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except pa.ArrowException as e:  # a refused call: its status, on one line
+        sys.exit(f"client.py: {type(e).__name__}: {str(e).splitlines()[0]}")
