@@ -42,8 +42,11 @@ func FormatOf(path string) (string, error) {
 	case ".mtx":
 		return FormatMTX, nil
 	}
-	return "", usererr.InFile(path, fmt.Sprintf("cannot tell the input format from the extension %q", ext),
-		"use .parquet, .arrow/.feather (Arrow IPC file), .arrows (Arrow IPC stream), .csv, .txt/.el/.wel/.tsv (edge list) or .mtx (Matrix Market)")
+	// An unknown extension is a usage error (exit 2), as for outputs.
+	return "", &usererr.Error{Kind: usererr.Usage, File: path, Row: -1,
+		Problem: fmt.Sprintf("cannot tell the input format from the extension %q", ext),
+		Fix: "use .parquet, .arrow/.feather (Arrow IPC file), .arrows (Arrow IPC stream), .csv, .txt/.el/.wel/.tsv (edge list) or .mtx (Matrix Market); " +
+			"or name the format (--input-format parquet, arrow, arrows, csv, text or mtx)"}
 }
 
 // Open reads the edge table at path in the format its extension (or

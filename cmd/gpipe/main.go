@@ -67,6 +67,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return cli.ShowAppHelp(c)
 		},
 	}
+	// urfave/cli v2 gives subcommands no default OnUsageError: without one,
+	// a bad flag prints the help on stdout and exits 1.
+	setOnUsageError(app.Commands)
 	err := app.RunContext(ctx, args)
 	if err == nil {
 		return 0
@@ -83,10 +86,21 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // the help is.
 func usageError(c *cli.Context, err error) error {
 	cmd := "gpipe"
-	if c != nil && c.Command != nil && c.Command.Name != "" {
-		cmd = "gpipe " + c.Command.Name
+	if c != nil && c.Command != nil && c.Command.HelpName != "" {
+		cmd = c.Command.HelpName // "gpipe", "gpipe run", "gpipe gen kronecker"
 	}
 	return usererr.New(usererr.Usage, err.Error(), fmt.Sprintf("see '%s --help'", cmd))
+}
+
+// setOnUsageError makes cmds and their subcommands report flag errors as
+// the app does.
+func setOnUsageError(cmds []*cli.Command) {
+	for _, cmd := range cmds {
+		if cmd.OnUsageError == nil {
+			cmd.OnUsageError = func(c *cli.Context, err error, _ bool) error { return usageError(c, err) }
+		}
+		setOnUsageError(cmd.Subcommands)
+	}
 }
 
 func oneLine(s string) string {
