@@ -2,7 +2,9 @@ package ingest
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/gpipe/gpipe/internal/usererr"
 )
@@ -11,9 +13,19 @@ import (
 
 // errMissingColumn reports a column that is not in the input. role is
 // "source", "destination" or "weight"; flag the option that names it.
+// The columns are listed as named, but for names with characters that are
+// not printable (a CR or a vertical tab in a CSV header), which are quoted
+// so that the message stays one line.
 func errMissingColumn(file, name, role, flag string, available []string) error {
+	names := make([]string, len(available))
+	for i, a := range available {
+		names[i] = a
+		if strings.IndexFunc(a, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+			names[i] = strconv.Quote(a)
+		}
+	}
 	return usererr.InFile(file,
-		fmt.Sprintf("no %s column %q (columns: %s)", role, name, strings.Join(available, ", ")),
+		fmt.Sprintf("no %s column %q (columns: %s)", role, name, strings.Join(names, ", ")),
 		fmt.Sprintf("name the %s column with %s", role, flag))
 }
 
