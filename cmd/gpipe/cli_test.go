@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,6 +33,9 @@ import (
 // gpipeBin is the binary TestMain builds.
 var gpipeBin string
 
+// runs counts the binary's runs.
+var runs atomic.Int64
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "gpipe-cli-test")
 	if err != nil {
@@ -45,6 +49,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	if testing.Verbose() {
+		fmt.Printf("gpipe ran %d times\n", runs.Load())
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -83,6 +90,7 @@ func gpipe(t *testing.T, dir string, stdin []byte, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	runs.Add(1)
 	cmd := exec.CommandContext(ctx, gpipeBin, args...)
 	cmd.Dir = dir
 	if stdin != nil {

@@ -45,7 +45,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		Name:    "gpipe",
 		Usage:   "graph analytics on Arrow and Parquet edge tables, on an NVIDIA GPU or all CPU cores",
 		Version: version,
-		Writer:  stdout, ErrWriter: stderr,
+		Description: "Edges are directed unless --undirected; self loops are dropped and parallel edges\n" +
+			"merged with the minimum weight (weight 1 where the input has none). The result has one\n" +
+			"row per vertex, in ascending key order, with the input's key type; unreachable vertices\n" +
+			"get nulls. Operators: bfs, sssp, pagerank, cc, sswp; 'gpipe run --help' gives their\n" +
+			"columns, the formats and the exit codes.",
+		Writer: stdout, ErrWriter: stderr,
 		Commands: []*cli.Command{
 			runCommand(e),
 			genCommand(e),

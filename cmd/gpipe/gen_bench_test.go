@@ -1,0 +1,356 @@
+package main_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow/go/v17/arrow"
+)
+
+// readEdgeRows reads an edge table written by gpipe gen as rows of text:
+// "src dst" or "src dst weight".
+func readEdgeRows(t *testing.T, o *output) []string {
+	t.Helper()
+	src, dst, w := o.cols["src"], o.cols["dst"], o.cols["weight"]
+	if len(src) == 0 || len(src) != len(dst) {
+		t.Fatalf("edge table with %d src and %d dst values (columns %v)", len(src), len(dst), o.names)
+	}
+	rows := make([]string, len(src))
+	for i := range src {
+		rows[i] = fmt.Sprint(src[i], " ", dst[i])
+		if w != nil {
+			rows[i] += fmt.Sprint(" ", w[i])
+		}
+	}
+	return rows
+}
+
+// readGenerated reads a generated edge table in any format; for CSV the
+// columns come back as numbers, as from the others.
+func readGenerated(t *testing.T, path string, stdout string) []string {
+	t.Helper()
+	var o *output
+	if path == "-" {
+		o = readStream(t, []byte(stdout))
+	} else {
+		o = readOutput(t, path)
+	}
+	if o.schema != nil {
+		for _, f := range o.schema.Fields() {
+			want := arrow.DataType(arrow.PrimitiveTypes.Int64)
+			if f.Name == "weight" {
+				want = arrow.PrimitiveTypes.Float64
+			}
+			if !arrow.TypeEqual(f.Type, want) {
+				t.Errorf("%s: column %s is %v, want %v", path, f.Name, f.Type, want)
+			}
+		}
+	}
+	return readEdgeRows(t, o)
+}
+
+func TestGenKronecker(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	gen := func(out string, args ...string) result {
+		r := ok(t, dir, nil, append([]string{"gen", "kronecker", "--scale", "8", "--edge-factor", "4", "--output", out}, args...)...)
+		if out != "-" && !strings.Contains(r.stderr, "wrote 1024 edges to "+out) {
+			t.Errorf("stderr %q does not say what was written", r.stderr)
+		}
+		return r
+	}
+	gen("k.parquet")
+	gen("again.parquet")
+	gen("seed2.parquet", "--seed", "2")
+	rows := readGenerated(t, filepath.Join(dir, "k.parquet"), "")
+	if len(rows) != 1024 {
+		t.Fatalf("%d rows, want 2^8 * 4 = 1024", len(rows))
+	}
+	for _, r := range rows {
+		var s, d int64
+		if _, err := fmt.Sscan(r, &s, &d); err != nil || s < 0 || s >= 256 || d < 0 || d >= 256 {
+			t.Fatalf("row %q: keys must be in [0, 256)", r)
+		}
+	}
+	if again := readGenerated(t, filepath.Join(dir, "again.parquet"), ""); !slices.Equal(rows, again) {
+		t.Error("the same seed gave different rows")
+	}
+	if other := readGenerated(t, filepath.Join(dir, "seed2.parquet"), ""); slices.Equal(rows, other) {
+		t.Error("seeds 1 and 2 gave the same rows")
+	}
+	// --seed 1 is the default; every format holds the same rows.
+	gen("k.csv", "--seed", "1")
+	gen("k.arrow")
+	r := gen("-")
+	for _, out := range []string{"k.csv", "k.arrow", "-"} {
+		path := out
+		if out != "-" {
+			path = filepath.Join(dir, out)
+		}
+		if got := readGenerated(t, path, r.stdout); !slices.Equal(rows, got) {
+			t.Errorf("%s holds other rows than k.parquet", out)
+		}
+	}
+
+	// Weighted: integer weights in [1, 255], and the same seed gives the
+	// same weights.
+	gen("w.parquet", "--weighted", "--seed", "7")
+	gen("w2.arrows", "--weighted", "--seed", "7")
+	wrows := readGenerated(t, filepath.Join(dir, "w.parquet"), "")
+	if !slices.Equal(wrows, readGenerated(t, filepath.Join(dir, "w2.arrows"), "")) {
+		t.Error("--weighted: the same seed gave different rows")
+	}
+	distinct := map[float64]bool{}
+	for _, r := range wrows {
+		f := strings.Fields(r)
+		w, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if len(f) != 3 || err != nil || w != math.Trunc(w) || w < 1 || w > 255 {
+			t.Fatalf("weighted row %q: want an integer weight in [1, 255]", r)
+		}
+		distinct[w] = true
+	}
+	if len(distinct) < 100 {
+		t.Errorf("only %d distinct weights in 1024 rows", len(distinct))
+	}
+
+	// The generated graph runs, and the answers match the reference.
+	var es []edge
+	for _, r := range rows {
+		var s, d int64
+		fmt.Sscan(r, &s, &d)
+		es = append(es, edge{src: s, dst: d})
+	}
+	g := newRef(es, false, false, true)
+	ok(t, dir, nil, "run", "--input", "k.parquet", "--op", "pagerank", "--output", "pr.parquet")
+	checkPageRank(t, readOutput(t, filepath.Join(dir, "pr.parquet")), g, 0.85)
+	src := firstSource(t, es)
+	ok(t, dir, nil, "run", "--input", "k.parquet", "--op", "bfs", "--undirected", "--source", src, "--output", "bfs.parquet")
+	checkBFS(t, readOutput(t, filepath.Join(dir, "bfs.parquet")), newRef(es, false, true, true), src)
+}
+
+// benchJSON runs gpipe bench with --json and parses stdout.
+func benchJSON(t *testing.T, dir string, args ...string) map[string]any {
+	t.Helper()
+	r := ok(t, dir, nil, append([]string{"bench", "--json"}, args...)...)
+	if r.stderr != "" {
+		t.Errorf("gpipe bench %s: stderr %q, want nothing", strings.Join(args, " "), r.stderr)
+	}
+	var rep map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("gpipe bench --json: stdout is not one JSON object: %v\n%s", err, r.stdout)
+	}
+	if strings.Count(strings.TrimSpace(r.stdout), "\n") != 0 {
+		t.Errorf("gpipe bench --json: stdout has more than one line:\n%s", r.stdout)
+	}
+	return rep
+}
+
+// checkBenchReport checks the fields every bench report has.
+func checkBenchReport(t *testing.T, rep map[string]any, op string, trials int) []float64 {
+	t.Helper()
+	if rep["op"] != op || rep["backend"] != "cpu" {
+		t.Errorf("op %v backend %v, want %s on cpu", rep["op"], rep["backend"], op)
+	}
+	if s, _ := rep["strategy"].(string); s == "" {
+		t.Errorf("no strategy: %v", rep)
+	}
+	for _, k := range []string{"vertices", "edges", "input_edges", "read_s", "build_s", "median_s"} {
+		if v, isNum := rep[k].(float64); !isNum || v < 0 || (v == 0 && !strings.HasSuffix(k, "_s")) {
+			t.Errorf("%s = %v", k, rep[k])
+		}
+	}
+	raw, _ := rep["trials_s"].([]any)
+	var ts []float64
+	for _, x := range raw {
+		if f, isNum := x.(float64); isNum && f > 0 {
+			ts = append(ts, f)
+		}
+	}
+	if len(ts) != trials || len(raw) != trials {
+		t.Fatalf("trials_s %v, want %d positive times", rep["trials_s"], trials)
+	}
+	sorted := slices.Clone(ts)
+	slices.Sort(sorted)
+	if m := rep["median_s"].(float64); m != sorted[(trials-1)/2] && m != (sorted[trials/2-1]+sorted[trials/2])/2 {
+		t.Errorf("median_s %v is not the median of %v", m, ts)
+	}
+	return ts
+}
+
+func TestBenchGen(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	rep := benchJSON(t, dir, "--gen", "kronecker:10", "--op", "bfs", "--trials", "3")
+	ts := checkBenchReport(t, rep, "bfs", 3)
+	if rep["input_edges"] != 16384.0 {
+		t.Errorf("input_edges %v, want 2^10 * 16", rep["input_edges"])
+	}
+	if v := rep["vertices"].(float64); v > 1024 {
+		t.Errorf("%v vertices from scale 10", v)
+	}
+	if e := rep["edges"].(float64); e > 16384 || e < 1000 {
+		t.Errorf("edges %v: want at most the 16384 input edges, after cleaning", e)
+	}
+	// GTEPS: the harmonic mean of input edges over each trial's time.
+	inv := 0.0
+	for _, s := range ts {
+		inv += s / 16384
+	}
+	if g, want := rep["gteps"].(float64), 3/inv/1e9; math.Abs(g-want) > 1e-9*want {
+		t.Errorf("gteps %v, want %v", g, want)
+	}
+	if _, has := rep["iterations"]; has {
+		t.Errorf("bfs report has iterations")
+	}
+	// The seed makes the graph: the same counts again.
+	again := benchJSON(t, dir, "--gen", "kronecker:10", "--op", "bfs", "--trials", "1")
+	if again["vertices"] != rep["vertices"] || again["edges"] != rep["edges"] {
+		t.Errorf("kronecker:10 twice: %v/%v vertices, %v/%v edges", rep["vertices"], again["vertices"], rep["edges"], again["edges"])
+	}
+
+	rep = benchJSON(t, dir, "--gen", "kronecker:10:4", "--undirected", "--op", "pagerank", "--trials", "3")
+	checkBenchReport(t, rep, "pagerank", 3)
+	if rep["input_edges"] != 4096.0 {
+		t.Errorf("input_edges %v, want 2^10 * 4", rep["input_edges"])
+	}
+	n, _ := rep["iterations"].(float64)
+	if n < 1 || n > 1000 || n != math.Trunc(n) {
+		t.Errorf("iterations %v", rep["iterations"])
+	}
+	if s, want := rep["s_per_iteration"].(float64), rep["median_s"].(float64)/n; math.Abs(s-want) > 1e-12 {
+		t.Errorf("s_per_iteration %v, want median_s / iterations = %v", s, want)
+	}
+	if _, has := rep["gteps"]; has {
+		t.Errorf("pagerank report has gteps")
+	}
+}
+
+func TestBenchInput(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	// GAP's edge lists: .el unweighted, .wel weighted.
+	tb := table{keyType: arrow.PrimitiveTypes.Int64, edges: randomEdges(21, 50, 150, func(i int) any { return int64(i) })}
+	writeFile(t, filepath.Join(dir, "g.el"), []byte(edgeListText(tb)))
+	tb.weightType = arrow.PrimitiveTypes.Float64
+	writeFile(t, filepath.Join(dir, "g.wel"), []byte(edgeListText(tb)))
+	g := newRef(tb.edges, true, false, true)
+	edges := 0
+	for _, out := range g.adj {
+		edges += len(out)
+	}
+	for _, c := range []struct{ in, op string }{{"g.el", "bfs"}, {"g.wel", "sssp"}, {"g.el", "cc"}, {"g.wel", "sswp"}} {
+		rep := benchJSON(t, dir, "--input", c.in, "--op", c.op, "--trials", "2", "--sources", "2")
+		checkBenchReport(t, rep, c.op, 2)
+		if rep["vertices"] != float64(len(g.keys)) || rep["edges"] != float64(edges) || rep["input_edges"] != float64(len(tb.edges)) {
+			t.Errorf("%s %s: vertices %v edges %v input_edges %v; want %d %d %d", c.in, c.op,
+				rep["vertices"], rep["edges"], rep["input_edges"], len(g.keys), edges, len(tb.edges))
+		}
+		if rep["input"] != c.in {
+			t.Errorf("input %v, want %s", rep["input"], c.in)
+		}
+		if c.op != "cc" {
+			srcs, _ := rep["sources"].([]any)
+			if len(srcs) != 2 {
+				t.Errorf("%s: sources %v, want 2", c.op, rep["sources"])
+			}
+			for _, s := range srcs {
+				if len(g.adj[fmt.Sprint(s)]) == 0 {
+					t.Errorf("%s: source %v has no out-edges", c.op, s)
+				}
+			}
+		}
+	}
+
+	// Without --json, a table on stdout.
+	r := ok(t, dir, nil, "bench", "--input", "g.el", "--op", "bfs", "--trials", "2")
+	for _, want := range []string{
+		fmt.Sprintf("g.el: %d vertices, %d edges (%d input edges)", len(g.keys), edges, len(tb.edges)),
+		"read, build", "operator", "bfs on cpu", "trials", "2: median", "GTEPS",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("bench table lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	r = ok(t, dir, nil, "bench", "--input", "g.el", "--op", "pagerank", "--trials", "1")
+	if !strings.Contains(r.stdout, "iterations") {
+		t.Errorf("pagerank bench table lacks iterations:\n%s", r.stdout)
+	}
+
+	fails(t, dir, nil, 4, []string{"--backend cpu"}, "bench", "--input", "g.el", "--op", "bfs", "--backend", "gpu")
+	fails(t, dir, nil, 3, []string{"missing.el"}, "bench", "--input", "missing.el", "--op", "bfs")
+	fails(t, dir, nil, 2, []string{"exactly one"}, "bench", "--input", "g.el", "--gen", "kronecker:4", "--op", "bfs")
+}
+
+// Without a GPU, devices says why, on one line, and exits 4 (backend not
+// available), printing nothing on stdout.
+func TestDevicesWithoutGPU(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, args := range [][]string{{"devices"}, {"devices", "--json"}} {
+		r := fails(t, dir, nil, 4, []string{"NVIDIA driver", "libcuda.so.1", "--backend cpu"}, args...)
+		if r.stdout != "" {
+			t.Errorf("gpipe %s: stdout %q", strings.Join(args, " "), r.stdout)
+		}
+	}
+}
+
+func TestHelp(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	r := ok(t, dir, nil, "--help")
+	for _, want := range []string{"run", "gen", "bench", "serve", "devices", "directed unless --undirected", "self loops", "parallel edges", "minimum weight", "nulls"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("gpipe --help lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if r2 := ok(t, dir, nil); r2.stdout != r.stdout {
+		t.Error("gpipe without arguments does not print the help")
+	}
+	r = ok(t, dir, nil, "run", "--help")
+	for _, want := range []string{
+		"--input", "--op", "--source", "--undirected", "--skip-invalid", "--backend", "--json",
+		"directed unless --undirected", "Self loops are dropped", "Parallel edges are merged", "minimum weight",
+		"ascending key order", "Unreachable vertices get nulls",
+		"depth (int32), parent (key)", "distance (float64)", "rank (float64)", "smallest key", "weakly", "width (float64)", "+Inf",
+		".parquet", ".arrows", ".csv", ".mtx", "Exit codes",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("gpipe run --help lacks %q", want)
+		}
+	}
+	for _, cmd := range [][]string{{"gen", "kronecker", "--help"}, {"bench", "--help"}, {"devices", "--help"}} {
+		r := ok(t, dir, nil, cmd...)
+		if !strings.Contains(r.stdout, "USAGE") {
+			t.Errorf("gpipe %s: no usage:\n%s", strings.Join(cmd, " "), r.stdout)
+		}
+	}
+	r = ok(t, dir, nil, "--version")
+	if !strings.HasPrefix(r.stdout, "gpipe version ") {
+		t.Errorf("--version: %q", r.stdout)
+	}
+}
+
+// An output file that exists is replaced whole; a failed run leaves the old
+// one alone.
+func TestOutputReplaced(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "e.txt"), []byte("1 2\n2 3\n"))
+	writeFile(t, filepath.Join(dir, "o.csv"), []byte(strings.Repeat("old contents\n", 100)))
+	fails(t, dir, nil, 3, []string{`"9"`}, "run", "--input", "e.txt", "--op", "bfs", "--source", "9", "--output", "o.csv")
+	if b, _ := os.ReadFile(filepath.Join(dir, "o.csv")); !strings.HasPrefix(string(b), "old contents\n") {
+		t.Errorf("a failed run changed the existing output: %q", b)
+	}
+	ok(t, dir, nil, "run", "--input", "e.txt", "--op", "bfs", "--source", "1", "--output", "o.csv")
+	if b, _ := os.ReadFile(filepath.Join(dir, "o.csv")); string(b) != "vertex,depth,parent\n1,0,1\n2,1,1\n3,2,2\n" {
+		t.Errorf("output %q", b)
+	}
+	fails(t, dir, nil, 2, []string{"no-such-dir/o.csv", "directory"}, "run", "--input", "e.txt", "--op", "cc", "--output", "no-such-dir/o.csv")
+}
