@@ -133,9 +133,8 @@ func (g *Graph) Run(ctx context.Context, op string, p operators.Params, b operat
 	}
 	in := operators.Input{Graph: g.Graph, Params: p}
 	if o.Spec().NeedsSource {
-		if p.Source == "" {
-			return nil, usererr.New(usererr.Usage, fmt.Sprintf("operator %s needs a source vertex", op),
-				`pass --source KEY (in a Flight ticket: "source")`)
+		if err := checkSource(o, p); err != nil {
+			return nil, err
 		}
 		if in.Source, err = g.Keys.Find("source", p.Source); err != nil {
 			return nil, err
@@ -149,4 +148,14 @@ func (g *Graph) Run(ctx context.Context, op string, p operators.Params, b operat
 		return nil, err
 	}
 	return &Result{Result: r, Graph: g}, nil
+}
+
+// checkSource says that an operator that starts from a source vertex was
+// given none.
+func checkSource(o operators.Operator, p operators.Params) error {
+	if o.Spec().NeedsSource && p.Source == "" {
+		return usererr.New(usererr.Usage, fmt.Sprintf("operator %s needs a source vertex", o.Spec().Name),
+			`pass --source KEY (in a Flight ticket: "source")`)
+	}
+	return nil
 }

@@ -81,11 +81,14 @@ func RunJob(ctx context.Context, job Job) (*Report, error) {
 	if err := op.Prepare(&job.Params); err != nil {
 		return nil, err
 	}
+	if err := checkSource(op, job.Params); err != nil {
+		return nil, err
+	}
 	if err := operators.CheckGPUParams(op, job.Params); err != nil {
 		return nil, err
 	}
-	if job.Output != "" && job.Sink.Format == "" {
-		if _, err := sink.FormatOf(job.Output); err != nil {
+	if job.Output != "" {
+		if err := sink.Check(job.Output, job.Sink); err != nil {
 			return nil, err
 		}
 	}

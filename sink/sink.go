@@ -188,47 +188,47 @@ func WriteRecord(ctx context.Context, path string, rec arrow.Record, opts Option
 	return w.Close()
 }
 
-// Create opens a writer for records of the given schema at path ("-" for
-// opts.Stdout). Options, the format and the column types are checked before
-// anything is created. A file is written to a temporary file beside path
-// (".NAME.tmp-XXXX") that Close renames to path; a path that names an
-// existing device or pipe (such as /dev/stdout) is written in place.
-func Create(path string, schema *arrow.Schema, opts Options) (Writer, error) {
-	if schema == nil {
-		return nil, usererr.New(usererr.Internal, "sink: no schema", "")
-	}
-	format := opts.Format
-	var err error
+// Check checks path and opts as Create does, before a schema is known and
+// without creating anything: the format (named, or implied by the
+// extension), BatchRows and the compression. Jobs call it before they read
+// their input, so that a typo in an output option fails at once.
+func Check(path string, opts Options) error {
+	_, _, _, err := prepare(path, arrow.NewSchema(nil, nil), opts)
+	return err
+}
+
+// prepare checks everything Create checks that needs no file: it returns
+// the format, the batch size and the encoder's constructor.
+func prepare(path string, schema *arrow.Schema, opts Options) (format string, batch int64, newEnc func(io.Writer) (encoder, error), err error) {
+	format = opts.Format
 	if format == "" {
 		format, err = FormatOf(path)
 	} else {
 		format, err = normalFormat(format)
 	}
 	if err != nil {
-		return nil, err
+		return "", 0, nil, err
 	}
 	if path == "" {
-		return nil, usererr.New(usererr.Usage, "no output path given", `name an output file, or "-" for standard output`)
+		return "", 0, nil, usererr.New(usererr.Usage, "no output path given", `name an output file, or "-" for standard output`)
 	}
 	if opts.BatchRows < 0 {
-		return nil, usererr.New(usererr.Usage, fmt.Sprintf("batch rows must be positive, not %d", opts.BatchRows), "")
+		return "", 0, nil, usererr.New(usererr.Usage, fmt.Sprintf("batch rows must be positive, not %d", opts.BatchRows), "")
 	}
-	w := &writer{path: path, display: path, format: format, schema: schema, batch: int64(opts.BatchRows)}
-	if w.batch == 0 {
+	batch = int64(opts.BatchRows)
+	if batch == 0 {
 		switch format {
 		case FormatParquet:
-			w.batch = DefaultParquetRowGroup
+			batch = DefaultParquetRowGroup
 		case FormatCSV:
-			w.batch = defaultCSVBatch
+			batch = defaultCSVBatch
 		default:
-			w.batch = DefaultIPCBatch
+			batch = DefaultIPCBatch
 		}
 	}
-	// Check everything that needs no file before making one.
-	var newEnc func(io.Writer) (encoder, error)
 	switch format {
 	case FormatParquet:
-		newEnc, err = parquetEncoder(schema, w.batch, opts.Compression)
+		newEnc, err = parquetEncoder(schema, batch, opts.Compression)
 	case FormatArrowFile, FormatArrowStream:
 		newEnc, err = ipcEncoder(schema, format == FormatArrowFile, opts.Compression)
 	case FormatCSV:
@@ -238,8 +238,26 @@ func Create(path string, schema *arrow.Schema, opts Options) (Writer, error) {
 		if ue := (*usererr.Error)(nil); errors.As(err, &ue) && ue.File == "" {
 			ue.File = path
 		}
+		return "", 0, nil, err
+	}
+	return format, batch, newEnc, nil
+}
+
+// Create opens a writer for records of the given schema at path ("-" for
+// opts.Stdout). Options, the format and the column types are checked before
+// anything is created. A file is written to a temporary file beside path
+// (".NAME.tmp-XXXX") that Close renames to path; a path that names an
+// existing device or pipe (such as /dev/stdout) is written in place.
+func Create(path string, schema *arrow.Schema, opts Options) (Writer, error) {
+	if schema == nil {
+		return nil, usererr.New(usererr.Internal, "sink: no schema", "")
+	}
+	// Check everything that needs no file before making one.
+	format, batch, newEnc, err := prepare(path, schema, opts)
+	if err != nil {
 		return nil, err
 	}
+	w := &writer{path: path, display: path, format: format, schema: schema, batch: batch}
 
 	var dst io.Writer
 	if path == "-" {

@@ -794,6 +794,10 @@ func TestBadOptions(t *testing.T) {
 		if path != "" {
 			path = filepath.Join(dir, path)
 		}
+		// Check finds the same problems, but for the column types.
+		if err := Check(path, c.opts); name != "csv list type" && usererr.KindOf(err) != usererr.Usage {
+			t.Errorf("%s: Check: %v", name, err)
+		}
 		_, err := Create(path, schema, c.opts)
 		if err == nil {
 			t.Errorf("%s: Create succeeded", name)
@@ -808,6 +812,9 @@ func TestBadOptions(t *testing.T) {
 	}
 	// Format names are accepted as extensions without the dot too.
 	for _, f := range []string{"parquet", "pq", "arrow", "feather", "ipc", "arrows", "CSV"} {
+		if err := Check(filepath.Join(dir, "x.out"), Options{Format: f}); err != nil {
+			t.Errorf("format %q: Check: %v", f, err)
+		}
 		w, err := Create(filepath.Join(dir, "x.out"), testSchema, Options{Format: f})
 		if err != nil {
 			t.Errorf("format %q: %v", f, err)
