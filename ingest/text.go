@@ -267,10 +267,11 @@ func txtInt(b []byte, p int) (v int64, q int, ok bool) {
 		for p < len(b) && !txtSep[b[p]] {
 			p++
 		}
-		if n <= 19 || p-start > 40 {
+		if n <= 19 {
 			return 0, p, false
 		}
-		// Leading zeros: let strconv judge.
+		// More than 19 digits: leading zeros (any number of them, as
+		// strconv and the CSV reader allow), or too large. Let strconv judge.
 		x, err := strconv.ParseInt(unsafe.String(&b[start], p-start), 10, 64)
 		return x, p, err == nil
 	}
