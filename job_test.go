@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -164,6 +166,9 @@ func TestReleaseTwice(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if mem.CurrentAlloc() == 0 {
+			t.Errorf("%s: the graph took nothing from the allocator", op)
+		}
 		rec := res.Record(memory.DefaultAllocator)
 		if rec.NumRows() != 5 || rec.ColumnName(0) != VertexColumn {
 			t.Errorf("%s: record of %d rows, first column %q", op, rec.NumRows(), rec.ColumnName(0))
@@ -277,6 +282,26 @@ func TestRunJobCanceled(t *testing.T) {
 		}
 	}
 
+	// A PageRank that would run for minutes (on a path, which mixes slowly,
+	// with damping almost 1) stops soon after its context is canceled.
+	var path strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&path, "%d %d\n", i, i+1)
+	}
+	pathFile := writeFile(t, "path.el", path.String())
+	ctx0, cancel0 := context.WithCancel(context.Background())
+	timer := time.AfterFunc(50*time.Millisecond, cancel0)
+	defer timer.Stop()
+	start := time.Now()
+	_, err := RunJob(ctx0, Job{Input: pathFile, Op: "pagerank", Backend: "cpu", Load: LoadOptions{Undirected: true},
+		Params: operators.Params{Damping: 1 - 1e-9, Tolerance: 1e-300, MaxIterations: 1 << 30}})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("pagerank canceled while it runs: %v, want an error wrapping context.Canceled", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("pagerank took %v to stop", d)
+	}
+
 	// Load and Graph.Run too.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -338,3 +363,25 @@ func TestRunJobChecksFirst(t *testing.T) {
 }
 
 func ingestColumns(weights bool) ingest.Columns { return ingest.Columns{ReadWeight: weights} }
+
+// A job whose input and graph live in a caller's allocator gives all of it
+// back on Release, for every input format and key type.
+func TestRunJobAllocatorReleased(t *testing.T) {
+	for _, in := range rtInputs(t, t.TempDir(), rtEdges) {
+		for _, op := range rtOps {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			rep, err := RunJob(context.Background(), Job{Input: in.path, Op: op, Backend: "cpu",
+				Params: operators.Params{Source: in.ks.keys[0]}, Load: LoadOptions{Alloc: mem, Undirected: op == "cc"}})
+			if err != nil {
+				t.Fatalf("%s %s: %v", in.name, op, err)
+			}
+			if mem.CurrentAlloc() == 0 {
+				t.Errorf("%s %s: the graph took nothing from the allocator", in.name, op)
+			}
+			rep.Release()
+			if n := mem.CurrentAlloc(); n != 0 {
+				t.Errorf("%s %s: %d bytes not given back", in.name, op, n)
+			}
+		}
+	}
+}
