@@ -565,7 +565,14 @@ func fzMTXRef(data []byte, readWeight, skip bool) *fzWant {
 	w.hasWeight = readWeight && nf == 3
 	for k, l := range entries {
 		if len(l.fields) != nf {
-			w.fail(l.line, -1, "", fmt.Sprintf("entry has %d fields where this matrix's entries have %d (%s)", len(l.fields), nf, form))
+			has := fmt.Sprintf("%d fields", len(l.fields))
+			switch {
+			case len(l.fields) == 1:
+				has = "1 field"
+			case len(l.fields) > 3:
+				has = "more than 3 fields"
+			}
+			w.fail(l.line, -1, "", fmt.Sprintf("entry has %s where this matrix's entries have %d (%s)", has, nf, form))
 			return w
 		}
 		var idx [2]int64
@@ -630,6 +637,7 @@ var fzMTXSeeds = []string{
 	"%%MatrixMarket matrix coordinate pattern general\r\n2 3 2\r\n1 3\r\n2 1\r\n",
 	"%%MatrixMarket matrix coordinate real symmetric\n2 3 1\n1 1 1\n",
 	"%%MatrixMarket matrix coordinate real general\n2 2 1\n1 2 x\n",
+	"%%MatrixMarket matrix coordinate real general\n2 2 1\n1 2 3 4 5\n",
 	"%%MatrixMarket matrix coordinate real general\n\n%\n",
 	"%%MatrixMarket matrix coordinate pattern general\n9223372036854775807 9223372036854775807 1\n9223372036854775807 1\n",
 }

@@ -581,7 +581,15 @@ func (cfg *txtConfig) firstError(blocks []txtBlock) error {
 // fieldsError reports a line with another number of fields than wanted.
 func (cfg *txtConfig) fieldsError(line int64, nf, want int, wantLine int64) error {
 	if cfg.mtx {
-		return usererr.AtLine(cfg.name, line, fmt.Sprintf("entry has %d fields where this matrix's entries have %d (%s)", nf, want, mtxEntryForm(want)),
+		// The parser stops counting at 4.
+		has := fmt.Sprintf("%d fields", nf)
+		switch {
+		case nf == 1:
+			has = "1 field"
+		case nf > 3:
+			has = "more than 3 fields"
+		}
+		return usererr.AtLine(cfg.name, line, fmt.Sprintf("entry has %s where this matrix's entries have %d (%s)", has, want, mtxEntryForm(want)),
 			"give every entry the same fields, as the header's field type says")
 	}
 	return usererr.AtLine(cfg.name, line, fmt.Sprintf("line has %d fields where line %d has %d", nf, wantLine, want),
