@@ -385,3 +385,23 @@ func TestRunJobAllocatorReleased(t *testing.T) {
 		}
 	}
 }
+
+// A bad row in a later row group or batch is named by its row number over
+// the whole input, counted from 0.
+func TestErrorRowAcrossChunks(t *testing.T) {
+	edges := slices.Clone(rtEdges)
+	edges[12].w = -3 // in the second row group or batch
+	for _, in := range rtInputs(t, t.TempDir(), edges) {
+		switch filepath.Ext(in.path) {
+		case ".parquet", ".arrow", ".arrows", ".feather", ".csv":
+		default:
+			continue // text and Matrix Market inputs number lines, not rows
+		}
+		_, err := RunJob(context.Background(), Job{Input: in.path, Op: "sssp", Backend: "cpu",
+			Params: operators.Params{Source: in.ks.keys[0]}})
+		var ue *usererr.Error
+		if !errors.As(err, &ue) || ue.Row != 12 || ue.Column != "weight" || ue.File != in.path {
+			t.Errorf("%s: %v; want file, column weight and row 12", in.name, err)
+		}
+	}
+}

@@ -968,6 +968,52 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// "-" reads an Arrow IPC stream from LoadOptions.Stdin and writes the
+// output to Sink.Stdout, as an IPC stream or in the format Sink.Format
+// names.
+func TestStdinStdout(t *testing.T) {
+	g := newRefGraph(rtN, rtEdges, false)
+	dict := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
+	for _, c := range []struct {
+		ks     keySet
+		kt, vt arrow.DataType
+	}{
+		{ksUint32, arrow.PrimitiveTypes.Uint32, arrow.PrimitiveTypes.Uint32},
+		{ksString, dict, arrow.BinaryTypes.String},
+		{ksString, arrow.BinaryTypes.LargeString, arrow.BinaryTypes.LargeString},
+	} {
+		p := filepath.Join(t.TempDir(), "in.arrows")
+		recs := edgeRecords(t, c.ks, rtEdges, c.kt, arrow.PrimitiveTypes.Float64)
+		writeIPC(t, p, recs, true)
+		for _, r := range recs {
+			r.Release()
+		}
+		stream, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := rtInput{name: "-", ks: c.ks, vertex: c.vt}
+		for i, op := range rtOps {
+			format := []string{"", "parquet", "arrow", "csv", "arrows"}[i]
+			var stdout bytes.Buffer
+			rep, err := RunJob(context.Background(), Job{Input: "-", Output: "-", Op: op, Backend: "cpu",
+				Params: operators.Params{Source: c.ks.keys[0]},
+				Load:   LoadOptions{Stdin: bytes.NewReader(stream)},
+				Sink:   sink.Options{Format: format, Stdout: &stdout}})
+			if err != nil {
+				t.Fatalf("%s %s: %v", c.kt, op, err)
+			}
+			rep.Release()
+			ext := map[string]string{"": ".arrows", "parquet": ".parquet", "arrow": ".arrow", "csv": ".csv", "arrows": ".arrows"}[format]
+			out := filepath.Join(t.TempDir(), "out"+ext)
+			if err := os.WriteFile(out, stdout.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			checkOutput(t, fmt.Sprintf("%s %s to standard output as %q", c.kt, op, format), readOutput(t, out), op, in, g, in.vertex)
+		}
+	}
+}
+
 // A symmetric Matrix Market file is the undirected graph of its entries:
 // the lower triangle of the undirected reference graph (and its self
 // loops, on the diagonal), read as a directed graph, gives the same
