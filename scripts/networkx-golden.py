@@ -36,8 +36,11 @@ The results:
 
 Floats are written with repr, which reads back to the same float64.
 
-Needs networkx (Debian: apt-get install python3-networkx). The graphs are
-generated from fixed seeds, so running this again gives the same files.
+Needs networkx (Debian: apt-get install python3-networkx, then run it with
+/usr/bin/python3 if another python3 comes first on PATH). The graphs come
+from fixed seeds and networkx sees the vertices in a fixed order, so running
+this again gives the same files. The committed files were made with
+networkx 2.8.8 (Debian bookworm).
 
     python3 scripts/networkx-golden.py [OUTDIR]
 """
