@@ -223,8 +223,10 @@ func applyWeightRule(ctx context.Context, t *ingest.EdgeTable, spans []span, opt
 				s := &spans[k]
 				if j := int(i) - s.base; j >= s.lo && j < s.hi {
 					w := s.c.Weight[j]
-					return nil, 0, usererr.AtRow(t.Name, t.Columns.Weight, s.c.Row(j), weightProblem(w, opts.Weights),
+					e := usererr.AtRow(t.Name, t.Columns.Weight, s.c.Row(j), weightProblem(w, opts.Weights),
 						"fix the weight or pass --skip-invalid to drop such rows")
+					e.Line = t.LineOf(e.Row)
+					return nil, 0, e
 				}
 			}
 		}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -477,6 +479,26 @@ func TestBuildWeightRuleRow(t *testing.T) {
 	}
 	if _, err := Build(context.Background(), &ingest.EdgeTable{Name: "x", KeyType: ingest.KeyInt32}, BuildOptions{Weighted: true}); usererr.KindOf(err) != usererr.Input {
 		t.Fatalf("weighted build without weights: %v", err)
+	}
+}
+
+// TestBuildWeightRuleLine checks that a weight error in a text input names
+// the line a user sees in an editor, comments and blank lines counted.
+func TestBuildWeightRuleLine(t *testing.T) {
+	const data = "# a SNAP-style header\n1 2 1\n\n% comment\n2 3 -3\n"
+	path := filepath.Join(t.TempDir(), "e.txt")
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tab, err := ingest.Open(context.Background(), path, nil, ingest.Options{Columns: ingest.Columns{ReadWeight: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tab.Release()
+	_, err = Build(context.Background(), tab, BuildOptions{Weighted: true, Weights: NonNegativeWeights})
+	var ue *usererr.Error
+	if !errors.As(err, &ue) || ue.Line != 5 || ue.Row != 1 || !strings.Contains(err.Error(), `e.txt: column "weight", line 5: negative weight -3`) || ue.File != path {
+		t.Fatalf("error %v (%+v), want one at line 5", err, ue)
 	}
 }
 

@@ -127,6 +127,39 @@ type EdgeTable struct {
 	// dictionary<..., utf8>...); the output's vertex column uses its value type.
 	KeyArrowType arrow.DataType
 	release      []func()
+	lines        *lineMap // text inputs: rows to lines
+}
+
+// LineOf is the 1-based line of input row `row` in a text input (edge list,
+// Matrix Market), so that later stages can name the line a user sees in an
+// editor; 0 for other inputs.
+func (t *EdgeTable) LineOf(row int64) int64 {
+	if t.lines == nil {
+		return 0
+	}
+	return t.lines.line(row)
+}
+
+// lineMap numbers a text input's rows by their lines: block k's rows start
+// at row firstRow on line firstLine, and gaps lists, for each blank or
+// comment line among them, how many of the block's rows come before it. It
+// costs a few words per block and one per comment line, not one per row.
+type lineMap struct{ blocks []lineBlock }
+
+type lineBlock struct {
+	firstRow, firstLine int64
+	gaps                []int32
+}
+
+func (m *lineMap) line(row int64) int64 {
+	k := sort.Search(len(m.blocks), func(k int) bool { return m.blocks[k].firstRow > row }) - 1
+	if k < 0 || row < 0 {
+		return 0
+	}
+	b := &m.blocks[k]
+	r := row - b.firstRow
+	before := sort.Search(len(b.gaps), func(i int) bool { return int64(b.gaps[i]) > r })
+	return b.firstLine + r + int64(before)
 }
 
 // NumEdges is the number of edges (rows kept) over all chunks.

@@ -98,7 +98,10 @@ type txtBlock struct {
 	w          []float64
 	rowsOf     []int64
 	n          int // edges kept
-	frees      []func()
+	// gaps holds, for each blank or comment line, the number of data lines
+	// before it in the block: what maps rows back to lines (lineMap).
+	gaps  []int32
+	frees []func()
 }
 
 // txtInput is the bytes of an input: mapped for a file, else read whole.
@@ -364,6 +367,7 @@ func (cfg *txtConfig) parseBlock(b *txtBlock, mode int) {
 	ints, mtx, mirror := mode == txtInts, cfg.mtx, cfg.mirror
 	wantFields := cfg.fields
 	n, rows, line, p := 0, 0, 0, 0
+	b.gaps = b.gaps[:0]
 	defer func() {
 		b.src, b.dst, b.w, b.rowsOf = src, dst, w, rowsOf
 		b.n, b.rows = n, rows
@@ -381,6 +385,7 @@ func (cfg *txtConfig) parseBlock(b *txtBlock, mode int) {
 			c = data[p]
 		}
 		if c == '\n' {
+			b.gaps = append(b.gaps, int32(rows))
 			line++
 			p++
 			continue
@@ -390,6 +395,7 @@ func (cfg *txtConfig) parseBlock(b *txtBlock, mode int) {
 			if j < 0 {
 				return
 			}
+			b.gaps = append(b.gaps, int32(rows))
 			p += j + 1
 			line++
 			continue
@@ -651,8 +657,14 @@ func (cfg *txtConfig) assemble(blocks []txtBlock, strKeys bool) *EdgeTable {
 	}
 	t.HasWeight = cfg.opts.Columns.ReadWeight && want == 3
 	var row, skipped int64
+	lines := &lineMap{}
+	firstLine := cfg.firstLine
 	for i := range blocks {
 		b := &blocks[i]
+		if b.rows > 0 {
+			lines.blocks = append(lines.blocks, lineBlock{firstRow: row, firstLine: firstLine, gaps: b.gaps})
+		}
+		firstLine += int64(b.newlines)
 		for _, f := range b.frees {
 			t.OnRelease(f)
 		}
@@ -680,6 +692,7 @@ func (cfg *txtConfig) assemble(blocks []txtBlock, strKeys bool) *EdgeTable {
 		row += int64(b.rows)
 	}
 	t.RowsRead = row
+	t.lines = lines
 	if skipped > 0 {
 		t.Skipped.Add(skipBadWeight(cfg.opts.Columns.Weight), skipped)
 	}
