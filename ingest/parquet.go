@@ -78,11 +78,14 @@ const (
 	valFloat
 	valDouble
 	valBytes
+	valHalf // FIXED_LEN_BYTE_ARRAY(2) annotated FLOAT16, little-endian IEEE half
 )
 
 // size is the width in bytes of a fixed-width value.
 func (k valKind) size() int {
 	switch k {
+	case valHalf:
+		return 2
 	case valInt32, valUint32, valFloat:
 		return 4
 	case valInt64, valUint64, valDouble:
@@ -298,6 +301,9 @@ func (r *pqReader) read(pf *parquet.File) (*EdgeTable, error) {
 			return nil, errMissingColumn(r.name, cols.Weight, "weight", "--weight-col", names)
 		case w != nil:
 			kind, ok := parquetWeightType(w)
+			if !ok && isFloat16(pf, w) {
+				kind, ok = valHalf, true
+			}
 			if !ok {
 				return nil, errWeightType(r.name, cols.Weight, parquetTypeName(w))
 			}
@@ -590,6 +596,40 @@ func parquetWeightType(c *parquet.Column) (valKind, bool) {
 		}
 	}
 	return 0, false
+}
+
+// isFloat16 says whether top-level column c is FIXED_LEN_BYTE_ARRAY(2)
+// annotated FLOAT16 (as Arrow writes float16). parquet-go's column type does
+// not carry that annotation, so it is read from the file's schema elements.
+func isFloat16(pf *parquet.File, c *parquet.Column) bool {
+	typ := c.Type()
+	if !c.Leaf() || c.Repeated() || typ.Kind() != parquet.FixedLenByteArray || typ.Length() != 2 {
+		return false
+	}
+	schema := pf.Metadata().Schema
+	if len(schema) == 0 {
+		return false
+	}
+	// The elements are the schema tree depth first; the root's children are
+	// the top-level columns, each followed by its subtree.
+	for i, children := 1, int(schema[0].NumChildren.V); children > 0 && i < len(schema); children-- {
+		el := &schema[i]
+		if el.Name == c.Name() {
+			_, half := el.LogicalType.Value.(*format.Float16Type)
+			return half
+		}
+		i += subtreeSize(schema, i)
+	}
+	return false
+}
+
+// subtreeSize counts the schema elements of the subtree at schema[i].
+func subtreeSize(schema []format.SchemaElement, i int) int {
+	n := 1
+	for k := int(schema[i].NumChildren.V); k > 0 && i+n < len(schema); k-- {
+		n += subtreeSize(schema, i+n)
+	}
+	return n
 }
 
 // logicalOf is the logical type annotation of typ (converted types mapped to

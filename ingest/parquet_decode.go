@@ -9,6 +9,7 @@ import (
 	"math/bits"
 	"unsafe"
 
+	"github.com/apache/arrow/go/v17/arrow/float16"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
@@ -251,6 +252,15 @@ func (r *pqReader) pageValues(c *pqColumn, grp *pqGroup, st *pqChunkState, sd *p
 			return pqFixed[float32](dst, raw, dict, idx, dictionary, def, c.maxDef)
 		case valDouble:
 			return pqFixed[float64](dst, raw, dict, idx, dictionary, def, c.maxDef)
+		case valHalf:
+			// The halves' bits land in dst as numbers (exactly: they are
+			// below 2^16), then become the values they encode.
+			if err := pqFixed[uint16](dst, raw, dict, idx, dictionary, def, c.maxDef); err != nil {
+				return err
+			}
+			for i, b := range dst {
+				dst[i] = float64(float16.FromBits(uint16(b)).Float32())
+			}
 		}
 		return nil
 	}
@@ -589,7 +599,7 @@ func (w *pqWindow) header(proto *thrift.CompactProtocol, h *format.PageHeader) e
 }
 
 type pqNumber interface {
-	~int32 | ~int64 | ~uint32 | ~uint64 | ~float32 | ~float64
+	~uint16 | ~int32 | ~int64 | ~uint32 | ~uint64 | ~float32 | ~float64
 }
 
 // castSlice views b as a slice of T.

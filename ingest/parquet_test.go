@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/decimal128"
+	"github.com/apache/arrow/go/v17/arrow/float16"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	pq "github.com/apache/arrow/go/v17/parquet"
 	pqcompress "github.com/apache/arrow/go/v17/parquet/compress"
@@ -96,6 +97,8 @@ func pqAppend(t testing.TB, b array.Builder, v any) {
 		b.Append(v.(uint32))
 	case *array.Uint64Builder:
 		b.Append(v.(uint64))
+	case *array.Float16Builder:
+		b.Append(v.(float16.Num))
 	case *array.Float32Builder:
 		b.Append(v.(float32))
 	case *array.Float64Builder:
@@ -190,6 +193,8 @@ func pqRandom(rng *rand.Rand, typ arrow.DataType, pool int) any {
 		return uint32(spread)
 	case arrow.UINT64:
 		return spread
+	case arrow.FLOAT16:
+		return float16.New(float32(int64(spread)>>54) / 4)
 	case arrow.FLOAT32:
 		return float32(int64(spread)>>40) / 8
 	case arrow.FLOAT64:
@@ -344,6 +349,8 @@ func weightOf(v any) float64 {
 		return float64(v)
 	case float32:
 		return float64(v)
+	case float16.Num:
+		return float64(v.Float32())
 	case float64:
 		return v
 	}
@@ -506,6 +513,7 @@ var pqWeightTypes = []arrow.DataType{
 	arrow.PrimitiveTypes.Int64,
 	arrow.PrimitiveTypes.Float32,
 	arrow.PrimitiveTypes.Float64,
+	arrow.FixedWidthTypes.Float16,
 }
 
 // TestParquetMatrix reads every key type written with every codec, with and
