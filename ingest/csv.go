@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/apache/arrow/go/v17/arrow"
 
@@ -114,6 +115,19 @@ func (c *csvCollector) add(rec []string, si, di, wi int, row, line int64) error 
 		}
 		return &usererr.Error{Kind: usererr.Input, File: c.name, Column: col, Row: row, Line: line,
 			Problem: "empty (null) vertex key", Fix: "fill in the key or pass --skip-invalid to drop such rows"}
+	}
+	if !utf8.ValidString(s) || !utf8.ValidString(d) {
+		col, key := c.cols.Src, s
+		if utf8.ValidString(s) {
+			col, key = c.cols.Dst, d
+		}
+		if c.skip {
+			c.skipped.Add(skipBadUTF8, 1)
+			return nil
+		}
+		return &usererr.Error{Kind: usererr.Input, File: c.name, Column: col, Row: row, Line: line,
+			Problem: fmt.Sprintf("vertex key %q is not valid UTF-8", key),
+			Fix:     "convert the file to UTF-8 (iconv -f latin1 -t utf-8, say), or pass --skip-invalid to drop such rows"}
 	}
 	w := 1.0
 	if wi >= 0 {

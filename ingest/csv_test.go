@@ -23,3 +23,23 @@ func TestCSVMissingColumnControlChars(t *testing.T) {
 		userErr(t, err, "edges.csv", tc.want)
 	}
 }
+
+// String keys must be UTF-8 (the vertex column is Arrow utf8); a Latin-1
+// key fails naming its row and line, and --skip-invalid drops its row.
+func TestCSVKeysNotUTF8(t *testing.T) {
+	data := []byte("src,dst\nanna,bob\nbob,Jos\xe9\ncarl,anna\n")
+	_, err := readCSVBytes(data, Options{})
+	ue := userErr(t, err, "edges.csv", `column "dst", line 3: vertex key "Jos\xe9" is not valid UTF-8; convert the file to UTF-8`)
+	if ue.Row != 1 || ue.Line != 3 {
+		t.Errorf("row %d, line %d; want 1, 3", ue.Row, ue.Line)
+	}
+	tbl, err := readCSVBytes(data, Options{SkipInvalid: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Release()
+	sameEdges(t, tableEdges(t, tbl), []arEdge{{row: 0, src: "anna", dst: "bob"}, {row: 2, src: "carl", dst: "anna"}})
+	if tbl.Skipped[skipBadUTF8] != 1 || tbl.Skipped.Total() != 1 {
+		t.Errorf("skipped %v", tbl.Skipped)
+	}
+}

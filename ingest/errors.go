@@ -65,3 +65,7 @@ func errNullWeight(file, column string, row int64) error {
 // Reasons recorded in EdgeTable.Skipped.
 func skipNullKey(column string) string    { return fmt.Sprintf("null key in column %q", column) }
 func skipNullWeight(column string) string { return fmt.Sprintf("null weight in column %q", column) }
+
+// skipBadUTF8 is the reason recorded for text and CSV rows dropped because a
+// string key is not valid UTF-8.
+const skipBadUTF8 = "vertex key not valid UTF-8"

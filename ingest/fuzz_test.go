@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
@@ -243,6 +244,16 @@ func fzToken(s string) string {
 // fzQuoteToken is fzToken quoted.
 func fzQuoteToken(s string) string { return strconv.Quote(fzToken(s)) }
 
+// fzFirstBadUTF8 is the index of the first key that is not valid UTF-8, or -1.
+func fzFirstBadUTF8(keys ...string) int {
+	for k, key := range keys {
+		if !utf8.ValidString(key) {
+			return k
+		}
+	}
+	return -1
+}
+
 // fzOptions are the options every input is read with.
 var fzOptions = []struct {
 	name             string
@@ -367,6 +378,20 @@ func fzTextRef(data []byte, readWeight, skip bool) *fzWant {
 				}
 				w.skipped++
 				skipped[i] = true
+				continue
+			}
+		}
+		// A key that is not UTF-8 is not an integer either, so the keys
+		// are strings, which must be UTF-8.
+		for k, f := range l.fields[:2] {
+			if !utf8.ValidString(f) {
+				if !skip {
+					w.fail(l.line, int64(i), txtColumn[k], fmt.Sprintf("vertex key %s is not valid UTF-8", fzQuoteToken(f)))
+					return w
+				}
+				w.skipped++
+				skipped[i] = true
+				break
 			}
 		}
 	}
@@ -760,6 +785,14 @@ func fzCSVRef(data []byte, readWeight, skip bool) *fzWant {
 			}
 			if !skip {
 				w.fail(int64(line), row, c, "empty (null) vertex key")
+				return w
+			}
+			w.skipped++
+			continue
+		}
+		if k := fzFirstBadUTF8(rec[si], rec[di]); k >= 0 {
+			if !skip {
+				w.fail(int64(line), row, []string{"src", "dst"}[k], fmt.Sprintf("vertex key %q is not valid UTF-8", []string{rec[si], rec[di]}[k]))
 				return w
 			}
 			w.skipped++

@@ -213,9 +213,17 @@ func (s Skips) String() string {
 	})
 	parts := make([]string, len(reasons))
 	for i, r := range reasons {
-		parts[i] = fmt.Sprintf("%d rows: %s", s[r], r)
+		parts[i] = fmt.Sprintf("%s: %s", Rows(s[r]), r)
 	}
 	return strings.Join(parts, "; ")
+}
+
+// Rows is "1 row" or "n rows".
+func Rows(n int64) string {
+	if n == 1 {
+		return "1 row"
+	}
+	return fmt.Sprintf("%d rows", n)
 }
 
 // Columns names the edge columns and says which to read.

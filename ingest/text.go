@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"sync/atomic"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -78,6 +79,7 @@ const (
 	txtErrWeight              // a weight that is not a number
 	txtErrIndex               // mtx: an index that is not an integer
 	txtErrRange               // mtx: an index out of range
+	txtErrUTF8                // a string key that is not valid UTF-8
 )
 
 // txtBlock is a block of input lines and what parsing it gave.
@@ -91,6 +93,7 @@ type txtBlock struct {
 	nfLine   int // its line within the block
 	err      *txtError
 	skipped  int64 // lines dropped for bad weights
+	badUTF8  int64 // lines dropped for keys that are not UTF-8
 	// The chunk's columns; rowsOf maps positions to rows relative to the
 	// block's first row where lines were dropped or entries mirrored.
 	src, dst   []int64
@@ -488,6 +491,22 @@ func (cfg *txtConfig) parseBlock(b *txtBlock, mode int) {
 		if ints {
 			src[n], dst[n] = sv, dv
 		} else {
+			// String keys become Arrow utf8, which other readers (pyarrow,
+			// DuckDB) refuse unless it is valid UTF-8.
+			if k := txtBadUTF8(data, fs, fe); k >= 0 {
+				if !cfg.opts.SkipInvalid {
+					b.fail(txtErrUTF8, line, rows, nf, txtColumn[k], data[fs[k]:fe[k]])
+					return
+				}
+				b.badUTF8++
+				if rowsOf == nil {
+					rowsOf = txtRows(n, capN)
+				}
+				rows++
+				line++
+				p++ // the newline, if any
+				continue
+			}
 			sData = append(sData, data[fs[0]:fe[0]]...)
 			dData = append(dData, data[fs[1]:fe[1]]...)
 			sOff[n+1] = int64(len(sData))
@@ -515,6 +534,17 @@ func (cfg *txtConfig) parseBlock(b *txtBlock, mode int) {
 		line++
 		p++ // the newline, if any
 	}
+}
+
+// txtBadUTF8 is the index of the first key field (src, dst) that is not
+// valid UTF-8, or -1.
+func txtBadUTF8(data []byte, fs, fe [3]int) int {
+	for k := 0; k < 2; k++ {
+		if !utf8.Valid(data[fs[k]:fe[k]]) {
+			return k
+		}
+	}
+	return -1
 }
 
 // fail records the block's error.
@@ -626,6 +656,10 @@ func (cfg *txtConfig) lineError(e *txtError, line, row int64) error {
 		}
 		return usererr.AtLine(cfg.name, line, fmt.Sprintf("%s index %q is not an integer", what, e.token),
 			"a coordinate entry is: row column [value], with 1-based integer indices")
+	case txtErrUTF8:
+		return &usererr.Error{Kind: usererr.Input, File: cfg.name, Column: e.column, Row: row, Line: line,
+			Problem: fmt.Sprintf("vertex key %q is not valid UTF-8", e.token),
+			Fix:     "convert the file to UTF-8 (iconv -f latin1 -t utf-8, say), or pass --skip-invalid to drop such lines"}
 	case txtErrRange:
 		what, limit := "row", cfg.rows
 		if e.column == "dst" {
@@ -656,7 +690,7 @@ func (cfg *txtConfig) assemble(blocks []txtBlock, strKeys bool) *EdgeTable {
 		}
 	}
 	t.HasWeight = cfg.opts.Columns.ReadWeight && want == 3
-	var row, skipped int64
+	var row, skipped, badUTF8 int64
 	lines := &lineMap{}
 	firstLine := cfg.firstLine
 	for i := range blocks {
@@ -670,6 +704,7 @@ func (cfg *txtConfig) assemble(blocks []txtBlock, strKeys bool) *EdgeTable {
 		}
 		b.frees = nil
 		skipped += b.skipped
+		badUTF8 += b.badUTF8
 		if b.n > 0 {
 			ch := Chunk{FirstRow: row}
 			if strKeys {
@@ -695,6 +730,9 @@ func (cfg *txtConfig) assemble(blocks []txtBlock, strKeys bool) *EdgeTable {
 	t.lines = lines
 	if skipped > 0 {
 		t.Skipped.Add(skipBadWeight(cfg.opts.Columns.Weight), skipped)
+	}
+	if badUTF8 > 0 {
+		t.Skipped.Add(skipBadUTF8, badUTF8)
 	}
 	return t
 }

@@ -409,3 +409,23 @@ func BenchmarkReadText(b *testing.B) {
 		tbl.Release()
 	}
 }
+
+// String keys must be UTF-8, as in CSV; the error names the line, and
+// --skip-invalid drops it.
+func TestTextKeysNotUTF8(t *testing.T) {
+	txtSmallBlocks(t, 40)
+	data := []byte("# names\nanna bob\n\xffoo anna\nbob carl\n")
+	_, err := readTextBytes(data, Options{})
+	ue := userErr(t, err, "edges.txt", `column "src", line 3: vertex key "\xffoo" is not valid UTF-8`)
+	if ue.Line != 3 {
+		t.Errorf("line %d, want 3", ue.Line)
+	}
+	tbl, err := readTextBytes(data, Options{SkipInvalid: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Release()
+	if tbl.NumEdges() != 2 || tbl.Skipped[skipBadUTF8] != 1 || tbl.Skipped.Total() != 1 {
+		t.Errorf("%d edges, skipped %v", tbl.NumEdges(), tbl.Skipped)
+	}
+}
