@@ -473,7 +473,7 @@ func TestBuildWeightRuleRow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `1 rows: negative weight -4 (shortest paths need weights >= 0) in column "cost"; 1 rows: weight is NaN in column "cost"`
+	want := `1 row: negative weight -4 (shortest paths need weights >= 0) in column "cost"; 1 row: weight is NaN in column "cost"`
 	if g.Stats.Skipped.String() != want || g.Stats.InputEdges != 3 || g.NumVertices() != 3 {
 		t.Fatalf("skipped %q, %d edges, %d vertices", g.Stats.Skipped, g.Stats.InputEdges, g.NumVertices())
 	}

@@ -138,7 +138,7 @@ func runAction(c *cli.Context, e *env) error {
 	}
 	defer rep.Release()
 	if rep.RowsSkipped > 0 {
-		fmt.Fprintf(e.stderr, "gpipe: skipped %d invalid rows (%s)\n", rep.RowsSkipped, ingest.Skips(rep.Skipped))
+		fmt.Fprintf(e.stderr, "gpipe: skipped %s (%s)\n", invalidRows(rep.RowsSkipped), ingest.Skips(rep.Skipped))
 	}
 	for _, w := range rep.Warnings {
 		fmt.Fprintf(e.stderr, "gpipe: warning: %s\n", w)
@@ -156,6 +156,14 @@ func runAction(c *cli.Context, e *env) error {
 }
 
 // isTerminal says whether w is a terminal (a character device).
+// invalidRows is "1 invalid row" or "n invalid rows".
+func invalidRows(n int64) string {
+	if n == 1 {
+		return "1 invalid row"
+	}
+	return fmt.Sprintf("%d invalid rows", n)
+}
+
 func isTerminal(w any) bool {
 	f, ok := w.(*os.File)
 	if !ok {
