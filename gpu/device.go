@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/gpipe/gpipe/internal/bytesize"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
@@ -120,7 +121,7 @@ type Device struct {
 
 func (d *Device) String() string {
 	return fmt.Sprintf("GPU %d: %s (sm_%d%d, %d SMs, %s)", d.Ordinal, d.Name,
-		d.ComputeMajor, d.ComputeMinor, d.SMs, FormatBytes(d.TotalMemory))
+		d.ComputeMajor, d.ComputeMinor, d.SMs, bytesize.Format(d.TotalMemory))
 }
 
 // Supported says, as a usererr.Backend error, why gpipe's kernels cannot run
@@ -380,6 +381,6 @@ func memoryFits(need, free int64, name string) error {
 		return nil
 	}
 	return usererr.New(usererr.Backend,
-		fmt.Sprintf("the graph needs %s on the GPU but %s has %s free", FormatBytes(need), name, FormatBytes(free)),
+		fmt.Sprintf("the graph needs %s on the GPU but %s has %s free", bytesize.Format(need), name, bytesize.Format(free)),
 		fixNoGPU)
 }

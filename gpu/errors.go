@@ -154,19 +154,3 @@ func backendError(problem, fix string, cause error) error {
 	e.Err = cause
 	return e
 }
-
-// FormatBytes writes a byte count for people: "512 B", "3.0 KiB", "12.3 GiB".
-func FormatBytes(n int64) string {
-	const unit = 1024
-	if n < unit && n > -unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	v := float64(n)
-	for _, u := range []string{"KiB", "MiB", "GiB", "TiB"} {
-		v /= unit
-		if v < unit && v > -unit || u == "TiB" {
-			return fmt.Sprintf("%.1f %s", v, u)
-		}
-	}
-	return fmt.Sprintf("%d B", n)
-}

@@ -24,6 +24,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/gpipe/gpipe/internal/alloc"
+	"github.com/gpipe/gpipe/internal/bytesize"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
@@ -143,7 +144,7 @@ func TestDeviceAttributes(t *testing.T) {
 	}
 	free, total, err := c.MemInfo()
 	must(t, err)
-	t.Logf("%s: %s free of %s", d.Name, FormatBytes(free), FormatBytes(total))
+	t.Logf("%s: %s free of %s", d.Name, bytesize.Format(free), bytesize.Format(total))
 	if free <= 0 || free > total || total != d.TotalMemory {
 		t.Errorf("MemInfo free %d total %d, TotalMemory %d", free, total, d.TotalMemory)
 	}
@@ -206,7 +207,7 @@ func TestAllocFree(t *testing.T) {
 		t.Fatalf("Alloc(1 PiB) = %v", err)
 	}
 	cudaError(t, err, "CUDA_ERROR_OUT_OF_MEMORY")
-	if !strings.Contains(err.Error(), c.Device().Name) || !strings.Contains(err.Error(), "1024.0 TiB") {
+	if !strings.Contains(err.Error(), c.Device().Name) || !strings.Contains(err.Error(), "1024 TiB") {
 		t.Errorf("out-of-memory error %q does not name the GPU and size", err)
 	}
 	t.Log(err)

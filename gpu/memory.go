@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/gpipe/gpipe/internal/alloc"
+	"github.com/gpipe/gpipe/internal/bytesize"
 )
 
 // cuMemHostAlloc flags (cuda.h).
@@ -53,7 +54,7 @@ func (c *Context) Alloc(bytes int64) (*DeviceBuffer, error) {
 		if IsCode(err, CodeOutOfMemory) {
 			free, _, _ := c.MemInfo()
 			return nil, backendError(fmt.Sprintf("out of GPU memory: cannot allocate %s on %s (%s free)",
-				FormatBytes(bytes), c.dev.Name, FormatBytes(free)), fixNoGPU, err)
+				bytesize.Format(bytes), c.dev.Name, bytesize.Format(free)), fixNoGPU, err)
 		}
 		return nil, err
 	}
@@ -317,7 +318,7 @@ func (c *Context) hostAlloc(n int) (unsafe.Pointer, error) {
 		hostAllocPortable|hostAllocDeviceMap)
 	if err != nil {
 		if IsCode(err, CodeOutOfMemory) {
-			return nil, backendError(fmt.Sprintf("cannot pin %s of host memory for the GPU", FormatBytes(int64(n))),
+			return nil, backendError(fmt.Sprintf("cannot pin %s of host memory for the GPU", bytesize.Format(int64(n))),
 				"lower the memory in use (fewer or smaller row groups at a time), or "+fixNoGPU, err)
 		}
 		return nil, err

@@ -6,6 +6,8 @@ import (
 	"unsafe"
 
 	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/gpipe/gpipe/internal/bytesize"
 )
 
 // Size classes of the small-allocation pool: powers of two from 64 B to
@@ -362,7 +364,7 @@ func (a *PinnedAllocator) Close() error {
 		n, bytes := len(a.live), a.stats.InUse
 		a.mu.Unlock()
 		a.release(drop)
-		return fmt.Errorf("gpu: PinnedAllocator closed with %d buffers (%s) in use", n, FormatBytes(bytes))
+		return fmt.Errorf("gpu: PinnedAllocator closed with %d buffers (%s) in use", n, bytesize.Format(bytes))
 	}
 	slabs := a.slabs
 	a.slabs = nil

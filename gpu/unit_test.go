@@ -74,20 +74,6 @@ func TestMemoryFitsMessage(t *testing.T) {
 	}
 }
 
-func TestFormatBytes(t *testing.T) {
-	for _, c := range []struct {
-		n    int64
-		want string
-	}{
-		{0, "0 B"}, {1023, "1023 B"}, {1024, "1.0 KiB"}, {1536, "1.5 KiB"},
-		{256 << 20, "256.0 MiB"}, {80 << 30, "80.0 GiB"}, {3 << 40, "3.0 TiB"}, {5000 << 40, "5000.0 TiB"},
-	} {
-		if got := FormatBytes(c.n); got != c.want {
-			t.Errorf("FormatBytes(%d) = %q, want %q", c.n, got, c.want)
-		}
-	}
-}
-
 func TestErrorText(t *testing.T) {
 	e := &Error{Op: "cuMemAlloc_v2", Code: CodeOutOfMemory, Name: "CUDA_ERROR_OUT_OF_MEMORY", Desc: "out of memory"}
 	if got, want := e.Error(), "cuMemAlloc_v2: CUDA_ERROR_OUT_OF_MEMORY (out of memory)"; got != want {

@@ -1,12 +1,15 @@
 package ingest
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 
 	"github.com/apache/arrow/go/v17/arrow"
 
+	"github.com/gpipe/gpipe/internal/bytesize"
 	"github.com/gpipe/gpipe/internal/par"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
@@ -46,7 +49,21 @@ func (k Kronecker) Generate(ctx context.Context) (*EdgeTable, error) {
 		return nil, usererr.Newf(usererr.Usage, "kronecker probabilities a=%v b=%v c=%v must be positive and sum below 1", k.A, k.B, k.C)
 	}
 	n := int64(1) << k.Scale
+	const maxEdges = 1 << 62 // the byte counts below stay within int64
+	if int64(k.EdgeFactor) > maxEdges>>k.Scale {
+		return nil, usererr.Newf(usererr.Usage, "kronecker scale %d with edge factor %d is more than 2^62 edges; choose a smaller edge factor", k.Scale, k.EdgeFactor)
+	}
 	m := n * int64(k.EdgeFactor)
+	// Refuse a graph whose columns cannot fit in this machine's memory
+	// rather than let the allocation kill the process.
+	need := m*16 + n*8
+	if k.Weighted {
+		need += m * 8
+	}
+	if total := physicalMemory(); total > 0 && need > total {
+		return nil, usererr.Newf(usererr.Usage, "kronecker scale %d, edge factor %d: %d edges need %s for their columns alone, more than this machine's %s of memory; choose a smaller scale or edge factor",
+			k.Scale, k.EdgeFactor, m, bytesize.Format(need), bytesize.Format(total))
+	}
 	perm := k.permutation(n)
 
 	// One uint64 draw decides a level: its high half picks the row bit, its
@@ -130,4 +147,22 @@ func (k Kronecker) permutation(n int64) []int64 {
 		perm[i], perm[j] = perm[j], perm[i]
 	}
 	return perm
+}
+
+// physicalMemory is the machine's memory in bytes (MemTotal of
+// /proc/meminfo), or 0 where that cannot be read.
+func physicalMemory() int64 {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var kb int64
+		if n, _ := fmt.Sscanf(sc.Text(), "MemTotal: %d kB", &kb); n == 1 {
+			return kb << 10
+		}
+	}
+	return 0
 }

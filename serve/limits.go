@@ -11,6 +11,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/gpipe/gpipe/internal/bytesize"
 )
 
 // budget is the server's memory limit: the bytes held by stored graphs and
@@ -29,7 +31,7 @@ func (b *budget) reserve(n int64) error {
 	if b.max > 0 && b.used+n > b.max {
 		return status.Errorf(codes.ResourceExhausted,
 			"the server's memory limit (--max-memory-bytes %s) is reached: %s held, %s more needed; drop a graph or raise the limit",
-			FormatBytes(b.max), FormatBytes(b.used), FormatBytes(n))
+			bytesize.Format(b.max), bytesize.Format(b.used), bytesize.Format(n))
 	}
 	b.used += n
 	return nil
@@ -101,18 +103,4 @@ var byteUnits = map[string]float64{
 	"m": 1 << 20, "mb": 1e6, "mib": 1 << 20,
 	"g": 1 << 30, "gb": 1e9, "gib": 1 << 30,
 	"t": 1 << 40, "tb": 1e12, "tib": 1 << 40,
-}
-
-// FormatBytes writes a byte count for people: 1.5 GiB, 312 KiB, 17 B.
-func FormatBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 4; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.3g %ciB", float64(n)/float64(div), "KMGTP"[exp])
 }

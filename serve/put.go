@@ -16,6 +16,7 @@ import (
 	"github.com/gpipe/gpipe"
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/internal/bytesize"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
 )
@@ -127,7 +128,7 @@ func (s *service) receive(ctx context.Context, rdr *flight.Reader, name string, 
 		if max := s.cfg.MaxUploadBytes; max > 0 && n > max {
 			return nil, held, status.Errorf(codes.ResourceExhausted,
 				"%s: the upload is over the server's limit of %s per upload (--max-upload-bytes) at record batch %d (%d rows, %s); nothing was stored: send fewer edges, or ask for a higher limit",
-				name, FormatBytes(max), batches-1, a.Rows(), FormatBytes(n))
+				name, bytesize.Format(max), batches-1, a.Rows(), bytesize.Format(n))
 		}
 		if err := s.mem.reserve(n - held); err != nil {
 			return nil, held, err

@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gpipe/gpipe/gpu"
+	"github.com/gpipe/gpipe/internal/bytesize"
 )
 
 func devicesCommand(e *env) *cli.Command {
@@ -35,14 +36,14 @@ func devicesCommand(e *env) *cli.Command {
 			for _, d := range info.Devices {
 				free := "?"
 				if f, _, err := d.MemInfo(); err == nil {
-					free = gpu.FormatBytes(f)
+					free = bytesize.Format(f)
 				}
 				usable := "yes"
 				if err := d.Supported(); err != nil {
 					usable = "no: " + err.Error()
 				}
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", d.Ordinal, d.Name, d.ComputeCapability(), d.SMs,
-					gpu.FormatBytes(d.TotalMemory), free, gpu.FormatBytes(int64(d.L2CacheSize)), usable)
+					bytesize.Format(d.TotalMemory), free, bytesize.Format(int64(d.L2CacheSize)), usable)
 			}
 			return tw.Flush()
 		},

@@ -354,3 +354,21 @@ func TestOutputReplaced(t *testing.T) {
 	}
 	fails(t, dir, nil, 2, []string{"no-such-dir/o.csv", "directory"}, "run", "--input", "e.txt", "--op", "cc", "--output", "no-such-dir/o.csv")
 }
+
+// A graph too large for the machine's memory, or for int64 counts, is
+// refused with one line before anything is allocated (it panicked or ran out
+// of memory with a goroutine dump).
+func TestGenTooLarge(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fails(t, dir, nil, 2, []string{"edge factor 9999999999999", "choose a smaller scale or edge factor"},
+		"gen", "kronecker", "--scale", "8", "--edge-factor", "9999999999999", "--output", "g.parquet")
+	fails(t, dir, nil, 2, []string{"kronecker scale 31, edge factor 1048576", "of memory", "choose a smaller"},
+		"gen", "kronecker", "--scale", "31", "--edge-factor", "1048576", "--output", "g.parquet")
+	fails(t, dir, nil, 2, []string{"more than 2^62 edges"},
+		"gen", "kronecker", "--scale", "31", "--edge-factor", "4294967296", "--output", "g.parquet")
+	fails(t, dir, nil, 2, []string{"edge factor 99999999999"}, "bench", "--gen", "kronecker:8:99999999999", "--op", "bfs")
+	if _, err := os.Stat(filepath.Join(dir, "g.parquet")); err == nil {
+		t.Error("a refused gen left an output file")
+	}
+}
