@@ -21,6 +21,7 @@ func (BFS) Spec() Spec {
 		Name:        "bfs",
 		Summary:     "breadth-first search: hop distance and BFS-tree parent of every vertex reachable from the source",
 		NeedsSource: true,
+		Params:      []string{ParamSource},
 		// The bottom-up steps read in-edges.
 		NeedsIn: true,
 		Columns: []ColumnSpec{

@@ -82,7 +82,7 @@ func CheckGPUParams(op Operator, p Params) error {
 			"use one of "+strings.Join(g.gpuStrategies(), ", ")+" (or auto)")
 	}
 	if p.VWarp != 0 && (p.VWarp < 1 || p.VWarp > 32 || p.VWarp&(p.VWarp-1) != 0) {
-		return usererr.Newf(usererr.Usage, "virtual warp size %d is not 1, 2, 4, 8, 16 or 32", p.VWarp)
+		return usererr.Newf(usererr.Usage, "vwarp (the virtual warp size) %d is not 1, 2, 4, 8, 16 or 32", p.VWarp)
 	}
 	if p.DeferOutliers < -1 {
 		return usererr.Newf(usererr.Usage, "defer-outliers %d must be a degree > 0, 0 for the default (%d) or -1 for off",

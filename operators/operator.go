@@ -76,6 +76,9 @@ type Spec struct {
 	// NeedsIn says the operator reads the in-edge layout (for a directed
 	// graph, the build should make it eagerly).
 	NeedsIn bool
+	// Params names the parameters the operator takes (Params' JSON names;
+	// those of the GPU strategies come on top where it has a GPU kernel).
+	Params  []string
 	Columns []ColumnSpec
 }
 

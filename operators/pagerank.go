@@ -32,6 +32,7 @@ func (PageRank) Spec() Spec {
 		Name:    "pagerank",
 		Summary: "PageRank (networkx definition: dangling rank spread evenly), pulled over the in-edges",
 		NeedsIn: true,
+		Params:  []string{ParamTolerance, ParamMaxIterations, ParamDamping},
 		Columns: []ColumnSpec{
 			{Name: "rank", Type: Float64Column, Doc: "the vertex's PageRank; the ranks sum to 1"},
 		},

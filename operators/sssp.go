@@ -28,6 +28,7 @@ func (SSSP) Spec() Spec {
 		NeedsSource: true,
 		Weighted:    true,
 		Weights:     convert.NonNegativeWeights,
+		Params:      []string{ParamSource, ParamDelta},
 		Columns: []ColumnSpec{
 			{Name: "distance", Type: Float64Column, Doc: "sum of the weights on a shortest path from the source (0 for the source); null when unreachable"},
 			{Name: "parent", Type: VertexColumn, Doc: "the vertex before this one on a shortest path (the source for itself); null when unreachable"},

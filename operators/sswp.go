@@ -25,6 +25,7 @@ func (SSWP) Spec() Spec {
 		NeedsSource: true,
 		Weighted:    true,
 		Weights:     convert.FiniteWeights,
+		Params:      []string{ParamSource, ParamDelta},
 		Columns: []ColumnSpec{
 			{Name: "width", Type: Float64Column, Doc: "the largest minimum edge weight over paths from the source (+Inf for the source); null when unreachable"},
 		},

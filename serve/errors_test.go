@@ -173,6 +173,18 @@ func TestBadInputs(t *testing.T) {
 			_, err := get(ctx, c, map[string]any{"graph": "good", "op": "pagerank", "damping": 2})
 			return err
 		}, codes.InvalidArgument, []string{"damping 2 must be between 0 and 1"}},
+		{"parameter of another operator", func() error {
+			_, err := get(ctx, c, map[string]any{"graph": "good", "op": "cc", "source": 1})
+			return err
+		}, codes.InvalidArgument, []string{`"source" does not apply to operator cc`}},
+		{"zero that would mean the default", func() error {
+			_, err := get(ctx, c, map[string]any{"graph": "good", "op": "pagerank", "max_iterations": 0})
+			return err
+		}, codes.InvalidArgument, []string{`"max_iterations" 0 is not valid`}},
+		{"exchange parameter of another operator", func() error {
+			_, err := exchange(ctx, c, cmdDescriptor(map[string]any{"op": "cc", "tolerance": 1e-3}), good[0].Schema(), good)
+			return err
+		}, codes.InvalidArgument, []string{`"tolerance" does not apply to operator cc`}},
 		{"no operator", func() error { _, err := get(ctx, c, map[string]any{"graph": "good"}); return err },
 			codes.InvalidArgument, []string{"names no operator"}},
 		{"no graph", func() error { _, err := get(ctx, c, map[string]any{"op": "cc"}); return err },

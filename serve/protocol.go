@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -85,6 +86,7 @@ type query struct {
 	// most the server's --batch-rows).
 	BatchRows int `json:"batch_rows,omitempty"`
 	operators.Params
+	set []string // the parameters the JSON named
 }
 
 func (q *query) graphName() *string { return &q.Graph }
@@ -97,11 +99,12 @@ type exchangeOptions struct {
 	Source    keyText `json:"source,omitempty"`
 	BatchRows int     `json:"batch_rows,omitempty"`
 	operators.Params
+	set []string // the parameters the JSON named
 }
 
 // query is the operator part of an exchange.
 func (o *exchangeOptions) query() query {
-	return query{Graph: o.Graph, Op: o.Op, Source: o.Source, BatchRows: o.BatchRows, Params: o.Params}
+	return query{Graph: o.Graph, Op: o.Op, Source: o.Source, BatchRows: o.BatchRows, Params: o.Params, set: o.set}
 }
 
 // keyText is a vertex key as text: a JSON string, or a JSON integer (so that
@@ -137,6 +140,9 @@ func (q *query) prepare() (operators.Operator, error) {
 	q.Params.Source = string(q.Source)
 	op, err := operators.Lookup(q.Op)
 	if err != nil {
+		return nil, err
+	}
+	if err := operators.CheckSet(op, q.Params, q.set, func(name string) string { return strconv.Quote(name) }); err != nil {
 		return nil, err
 	}
 	if err := op.Prepare(&q.Params); err != nil {
@@ -194,8 +200,27 @@ func decodeJSON(what string, b []byte, v any, fix string) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return usererr.New(usererr.Usage, fmt.Sprintf("%s has more after its JSON object", what), fix)
 	}
+	if ps, ok := v.(paramSetter); ok {
+		var fields map[string]json.RawMessage
+		_ = json.Unmarshal(b, &fields) // it decoded above
+		var set []string
+		for _, name := range operators.ParamNames() {
+			if _, ok := fields[name]; ok {
+				set = append(set, name)
+			}
+		}
+		ps.setParams(set)
+	}
 	return nil
 }
+
+// paramSetter is a request that carries operator parameters and records
+// which ones its JSON named, so that prepare can refuse those that do not
+// apply to its operator rather than ignore them.
+type paramSetter interface{ setParams(names []string) }
+
+func (q *query) setParams(names []string)           { q.set = names }
+func (o *exchangeOptions) setParams(names []string) { o.set = names }
 
 // jsonKind names a Go kind as JSON does.
 func jsonKind(kind string) string {

@@ -12,6 +12,7 @@ import (
 	"github.com/gpipe/gpipe"
 	"github.com/gpipe/gpipe/ingest"
 	"github.com/gpipe/gpipe/internal/usererr"
+	"github.com/gpipe/gpipe/operators"
 )
 
 func benchCommand(e *env) *cli.Command {
@@ -43,6 +44,18 @@ func benchCommand(e *env) *cli.Command {
 			if c.String("op") == "" {
 				return usererr.New(usererr.Usage, "--op is required", "see 'gpipe bench --help'")
 			}
+			params, err := paramsFor(c, c.String("op"))
+			if err != nil {
+				return err
+			}
+			if c.IsSet("sources") {
+				if c.Int("sources") < 1 {
+					return usererr.Newf(usererr.Usage, "--sources %d must be at least 1", c.Int("sources"))
+				}
+				if o, _ := operators.Lookup(c.String("op")); !o.Spec().NeedsSource {
+					return usererr.New(usererr.Usage, fmt.Sprintf("--sources does not apply to operator %s (it takes no source)", c.String("op")), "leave it out")
+				}
+			}
 			var profile io.Writer
 			if path := c.String("cpuprofile"); path != "" {
 				f, err := os.Create(path)
@@ -66,7 +79,7 @@ func benchCommand(e *env) *cli.Command {
 					Stdin:      e.stdin,
 					Stage:      progress.Stage(c.String("input") + c.String("gen")),
 				},
-				Op: c.String("op"), Params: paramsFrom(c), Backend: c.String("backend"),
+				Op: c.String("op"), Params: params, Backend: c.String("backend"),
 				Trials: c.Int("trials"), Sources: c.Int("sources"), Seed: c.Uint64("seed"),
 				Stage: progress.Stage(""), CPUProfile: profile,
 			})

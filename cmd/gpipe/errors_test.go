@@ -124,9 +124,10 @@ func TestNegativeWeight(t *testing.T) {
 				t.Errorf("distance of 8 is %v, want 100 (the edge 7 -> 8 dropped)", d)
 			}
 			if in == "e.parquet" {
-				for _, op := range []string{"bfs", "sswp", "cc"} {
+				for _, op := range []string{"bfs", "sswp"} {
 					ok(t, dir, nil, "run", "--input", in, "--op", op, "--source", "0", "--output", op+".csv")
 				}
+				ok(t, dir, nil, "run", "--input", in, "--op", "cc", "--output", "cc.csv")
 			}
 		})
 	}
@@ -275,4 +276,35 @@ func TestUsageErrors(t *testing.T) {
 			t.Errorf("gpipe %s: stdout %q, want nothing", strings.Join(c.args, " "), r.stdout)
 		}
 	}
+}
+
+// An operator flag given to an operator that does not take it is refused,
+// not ignored, and so is a 0 that would silently stand for the default.
+func TestParamsThatDoNotApply(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "e.txt"), []byte("1 2\n2 3\n"))
+	run := []string{"run", "--input", "e.txt", "--output", "o.csv"}
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--op", "pagerank", "--source", "1"}, []string{"--source does not apply to operator pagerank", "--tolerance, --max-iterations, --damping"}},
+		{[]string{"--op", "cc", "--source", "1"}, []string{"--source does not apply to operator cc (it takes no parameters)"}},
+		{[]string{"--op", "bfs", "--source", "1", "--damping", "0.5"}, []string{"--damping does not apply to operator bfs"}},
+		{[]string{"--op", "sssp", "--source", "1", "--max-iterations", "3"}, []string{"--max-iterations does not apply to operator sssp", "--delta"}},
+		{[]string{"--op", "cc", "--vwarp", "8"}, []string{"--vwarp does not apply to operator cc"}},
+		{[]string{"--op", "pagerank", "--max-iterations", "0"}, []string{"--max-iterations 0 is not valid"}},
+		{[]string{"--op", "pagerank", "--tolerance", "0"}, []string{"--tolerance 0 is not valid"}},
+		{[]string{"--op", "pagerank", "--damping", "0"}, []string{"--damping 0 is not valid"}},
+		{[]string{"--op", "bfs", "--source", "1", "--vwarp", "3"}, []string{"vwarp", "3 is not 1, 2, 4, 8, 16 or 32"}},
+	} {
+		fails(t, dir, nil, 2, c.want, append(run, c.args...)...)
+	}
+	fails(t, dir, nil, 2, []string{"--sources does not apply to operator pagerank"}, "bench", "--input", "e.txt", "--op", "pagerank", "--sources", "2")
+	fails(t, dir, nil, 2, []string{"--sources 0 must be at least 1"}, "bench", "--input", "e.txt", "--op", "bfs", "--sources", "0")
+	// What applies is taken: GPU flags for pagerank (ignored on the CPU),
+	// and --delta 0, which means "choose from the weights".
+	ok(t, dir, nil, append(run, "--op", "pagerank", "--vwarp", "8", "--damping", "0.5")...)
+	ok(t, dir, nil, append(run, "--op", "sssp", "--source", "1", "--delta", "0")...)
 }

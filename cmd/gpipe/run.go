@@ -86,6 +86,25 @@ func paramFlags() []cli.Flag {
 	}
 }
 
+// paramsFor reads the operator parameters and checks that each one given
+// applies to the operator op: a flag meant for another operator, or a 0 that
+// would silently mean "the default", is refused rather than ignored.
+func paramsFor(c *cli.Context, op string) (operators.Params, error) {
+	p := paramsFrom(c)
+	o, err := operators.Lookup(op)
+	if err != nil {
+		return p, err
+	}
+	var set []string
+	for _, f := range append(paramFlags(), &cli.StringFlag{Name: "source"}) {
+		if name := f.Names()[0]; c.IsSet(name) {
+			set = append(set, strings.ReplaceAll(name, "-", "_"))
+		}
+	}
+	flag := func(param string) string { return "--" + strings.ReplaceAll(param, "_", "-") }
+	return p, operators.CheckSet(o, p, set, flag)
+}
+
 func paramsFrom(c *cli.Context) operators.Params {
 	return operators.Params{
 		Source:        c.String("source"),
@@ -110,13 +129,17 @@ func runAction(c *cli.Context, e *env) error {
 			return usererr.New(usererr.Usage, fmt.Sprintf("--%s is required", name), "see 'gpipe run --help'")
 		}
 	}
+	params, err := paramsFor(c, c.String("op"))
+	if err != nil {
+		return err
+	}
 	progress := newProgress(e.stderr)
 	defer progress.Stop()
 	job := gpipe.Job{
 		Input:   c.String("input"),
 		Output:  c.String("output"),
 		Op:      c.String("op"),
-		Params:  paramsFrom(c),
+		Params:  params,
 		Backend: c.String("backend"),
 		Load: gpipe.LoadOptions{
 			Columns: ingest.Columns{
