@@ -71,6 +71,11 @@ type Graph struct {
 // Load reads the edge table at input ("-" for an Arrow IPC stream on
 // opts.Stdin) and builds its graph.
 func Load(ctx context.Context, input string, opts LoadOptions) (*Graph, error) {
+	if cols := opts.Columns.WithDefaults(); cols.Src == cols.Dst {
+		// Every edge would be a self loop, and dropped.
+		return nil, usererr.New(usererr.Usage, fmt.Sprintf("%q is named as both the source and the destination column", cols.Src),
+			"name two different columns with --src-col and --dst-col")
+	}
 	stage(opts, "read")
 	start := time.Now()
 	t, err := ingest.Open(ctx, input, opts.Stdin, ingest.Options{

@@ -2,10 +2,13 @@ package gpipe
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
 	"github.com/gpipe/gpipe/sink"
 )
@@ -91,6 +94,9 @@ func RunJob(ctx context.Context, job Job) (*Report, error) {
 		if err := sink.Check(job.Output, job.Sink); err != nil {
 			return nil, err
 		}
+		if err := checkNotInput(job.Input, job.Output); err != nil {
+			return nil, err
+		}
 	}
 	spec := op.Spec()
 	job.Load.Columns.ReadWeight = spec.Weighted
@@ -164,4 +170,22 @@ func RunJob(ctx context.Context, job Job) (*Report, error) {
 	rep.Timings.Total = time.Since(start).Seconds()
 	rep.release, kept = release, true
 	return rep, nil
+}
+
+// checkNotInput refuses an output that is the input file itself (by any
+// path or link): the result would replace the edges it was computed from.
+func checkNotInput(input, output string) error {
+	if input == "-" || output == "-" {
+		return nil
+	}
+	in, err := os.Stat(input)
+	if err != nil {
+		return nil // reading the input reports it
+	}
+	out, err := os.Stat(output)
+	if err != nil || !os.SameFile(in, out) {
+		return nil
+	}
+	return usererr.New(usererr.Usage, fmt.Sprintf("--output %s is the input file; writing it would replace the edges", output),
+		"write the result to another file")
 }

@@ -128,6 +128,9 @@ func TestBadInputs(t *testing.T) {
 		{"contradicting put options", func() error {
 			return putRec(pathDescriptor("bad", map[string]any{"weight": "w", "unweighted": true}), good[0])
 		}, codes.InvalidArgument, []string{`weight column "w"`, "unweighted"}},
+		{"one column as source and destination", func() error {
+			return putRec(pathDescriptor("bad", map[string]any{"dst": "src"}), good[0])
+		}, codes.InvalidArgument, []string{`"src" as both the source and the destination column`}},
 		{"bad graph name", func() error { return putRec(pathDescriptor("a/b", nil), good[0]) },
 			codes.InvalidArgument, []string{`graph name "a/b"`}},
 		{"two-element path", func() error {

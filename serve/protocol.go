@@ -51,6 +51,11 @@ func (o *edgeOptions) check() error {
 		return usererr.New(usererr.Usage, fmt.Sprintf("the options name a weight column %q but ask for an unweighted graph", o.Weight),
 			`drop "weight" or "unweighted"`)
 	}
+	cols := ingest.Columns{Src: o.Src, Dst: o.Dst, Weight: o.Weight}.WithDefaults()
+	if cols.Src == cols.Dst {
+		return usererr.New(usererr.Usage, fmt.Sprintf("the options name %q as both the source and the destination column", cols.Src),
+			`name two different columns in "src" and "dst"`)
+	}
 	return nil
 }
 

@@ -308,3 +308,23 @@ func TestParamsThatDoNotApply(t *testing.T) {
 	ok(t, dir, nil, append(run, "--op", "pagerank", "--vwarp", "8", "--damping", "0.5")...)
 	ok(t, dir, nil, append(run, "--op", "sssp", "--source", "1", "--delta", "0")...)
 }
+
+// Options that would destroy the input or silently empty the graph are
+// refused before anything is read or written.
+func TestRefusedOptions(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	edges := []byte("src,dst\n1,2\n2,3\n")
+	writeFile(t, filepath.Join(dir, "e.csv"), edges)
+	if err := os.Symlink("e.csv", filepath.Join(dir, "link.csv")); err != nil {
+		t.Fatal(err)
+	}
+	fails(t, dir, nil, 2, []string{"--output e.csv is the input file"}, "run", "--input", "e.csv", "--op", "cc", "--output", "e.csv")
+	fails(t, dir, nil, 2, []string{"--output link.csv is the input file"}, "run", "--input", "e.csv", "--op", "cc", "--output", "link.csv")
+	fails(t, dir, nil, 2, []string{`"src" is named as both the source and the destination column`},
+		"run", "--input", "e.csv", "--op", "cc", "--dst-col", "src")
+	fails(t, dir, nil, 2, []string{"--weight-col does not apply to operator cc"}, "run", "--input", "e.csv", "--op", "cc", "--weight-col", "w")
+	if b, _ := os.ReadFile(filepath.Join(dir, "e.csv")); string(b) != string(edges) {
+		t.Errorf("the input changed:\n%s", b)
+	}
+}

@@ -102,7 +102,13 @@ func paramsFor(c *cli.Context, op string) (operators.Params, error) {
 		}
 	}
 	flag := func(param string) string { return "--" + strings.ReplaceAll(param, "_", "-") }
-	return p, operators.CheckSet(o, p, set, flag)
+	if err := operators.CheckSet(o, p, set, flag); err != nil {
+		return p, err
+	}
+	if c.IsSet("weight-col") && !o.Spec().Weighted {
+		return p, usererr.New(usererr.Usage, fmt.Sprintf("--weight-col does not apply to operator %s, which does not use edge weights", op), "leave it out")
+	}
+	return p, nil
 }
 
 func paramsFrom(c *cli.Context) operators.Params {
