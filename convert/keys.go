@@ -2,9 +2,11 @@ package convert
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -93,8 +95,12 @@ func (k *VertexKeys) Find(what, text string) (uint32, error) {
 			Fix:     "pick a key that appears in the src or dst column"}
 	}
 	badKey := func(err error) error {
+		why := "it is not an integer"
+		if errors.Is(err, strconv.ErrRange) {
+			why = "it is out of the type's range"
+		}
 		return &usererr.Error{Kind: usererr.Usage, Row: -1,
-			Problem: fmt.Sprintf("%s key %q is not a valid %s key: %v", what, text, k.Type, err),
+			Problem: fmt.Sprintf("%s key %q is not a valid %s key: %s", what, text, k.Type, why),
 			Fix:     fmt.Sprintf("give the key as it appears in the input's %s columns", k.Type)}
 	}
 	var i int
@@ -113,13 +119,13 @@ func (k *VertexKeys) Find(what, text string) (uint32, error) {
 		}
 		i, ok = search(k.Int64, v)
 	case ingest.KeyUint32:
-		v, err := strconv.ParseUint(text, 10, 32)
+		v, err := strconv.ParseUint(strings.TrimPrefix(text, "+"), 10, 32)
 		if err != nil {
 			return 0, badKey(err)
 		}
 		i, ok = search(k.Uint32, uint32(v))
 	case ingest.KeyUint64:
-		v, err := strconv.ParseUint(text, 10, 64)
+		v, err := strconv.ParseUint(strings.TrimPrefix(text, "+"), 10, 64)
 		if err != nil {
 			return 0, badKey(err)
 		}

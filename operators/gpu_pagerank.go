@@ -193,6 +193,7 @@ func (PageRank) runGPU(ctx context.Context, b *GPU, in Input) (*Result, error) {
 		return nil, err
 	}
 	if !converged {
+		res.NotConverged = true
 		res.Warnings = append(res.Warnings, notConverged(res.Iterations, change[0], p.Tolerance))
 	}
 	res.Columns = []Column{{Name: "rank", Type: Float64Column, Float64: ranks}}

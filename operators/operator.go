@@ -98,6 +98,9 @@ type Result struct {
 	Strategy string // the algorithm or GPU strategy that ran
 	// Iterations is PageRank's iteration count, BFS's number of levels.
 	Iterations int
+	// NotConverged says PageRank stopped at its iteration limit before the
+	// change fell below the tolerance.
+	NotConverged bool
 	// Compute is the time the computation took, as the backend measured it
 	// (wall clock on the CPU; CUDA events on the GPU).
 	Compute time.Duration

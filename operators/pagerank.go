@@ -125,6 +125,7 @@ func (PageRank) RunCPU(ctx context.Context, in Input) (*Result, error) {
 	}
 	res.Compute = time.Since(start)
 	if !converged {
+		res.NotConverged = true
 		res.Warnings = append(res.Warnings, fmt.Sprintf(
 			"pagerank did not converge in %d iterations: the last iteration changed the ranks by %g (L1), above the tolerance %g; the ranks are returned as they are (raise max_iterations or the tolerance)",
 			res.Iterations, change, p.Tolerance))

@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/apache/arrow/go/v17/arrow"
 
@@ -363,8 +364,11 @@ func (w *writer) createError(err error, fix string) error {
 // ioError is the error for a failed write, flush, sync or rename.
 func (w *writer) ioError(err error) error {
 	fix := "check that the directory exists and is writable and that the disk has space"
-	if w.file == nil {
+	switch {
+	case w.file == nil || errors.Is(err, syscall.EPIPE):
 		fix = "check that the program reading the output is still running"
+	case errors.Is(err, syscall.ENOSPC):
+		fix = "free some space on the disk, or write elsewhere"
 	}
 	return &usererr.Error{Kind: usererr.Internal, File: w.display, Row: -1,
 		Problem: "cannot write: " + causeText(err), Fix: fix, Err: err}

@@ -733,7 +733,7 @@ func TestDiskFull(t *testing.T) {
 			t.Fatalf("%s: writing to /dev/full succeeded", format)
 		}
 		msg := err.Error()
-		for _, want := range []string{"/dev/full", "no space left on device", "check that"} {
+		for _, want := range []string{"/dev/full", "no space left on device", "free some space"} {
 			if !strings.Contains(msg, want) {
 				t.Errorf("%s: error %q lacks %q", format, msg, want)
 			}

@@ -328,3 +328,35 @@ func TestRefusedOptions(t *testing.T) {
 		t.Errorf("the input changed:\n%s", b)
 	}
 }
+
+// The summary says when PageRank stopped short, and keeps long keys from
+// widening every row of the preview.
+func TestSummaryText(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	long := strings.Repeat("k", 5000)
+	writeFile(t, filepath.Join(dir, "e.txt"), []byte("a b\nb c\nc "+long+"\n"))
+	r := ok(t, dir, nil, "run", "--input", "e.txt", "--op", "pagerank", "--max-iterations", "1")
+	if !strings.Contains(r.stdout, "stopped after 1 iterations without converging") || strings.Contains(r.stdout, "converged after") {
+		t.Errorf("summary does not say pagerank stopped short:\n%s", r.stdout)
+	}
+	if len(r.stdout) > 2000 || !strings.Contains(r.stdout, strings.Repeat("k", 39)+"…") {
+		t.Errorf("summary of %d bytes does not shorten the long key:\n%.500s", len(r.stdout), r.stdout)
+	}
+	r = ok(t, dir, nil, "run", "--input", "e.txt", "--op", "pagerank")
+	if !strings.Contains(r.stdout, "converged after") {
+		t.Errorf("summary:\n%s", r.stdout)
+	}
+}
+
+// Write errors say what to do about them.
+func TestRunDiskFull(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "e.txt"), []byte("1 2\n"))
+	fails(t, dir, nil, 1, []string{"/dev/full", "no space left on device", "free some space"},
+		"run", "--input", "e.txt", "--op", "cc", "--output", "/dev/full", "--output-format", "csv")
+}

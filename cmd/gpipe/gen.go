@@ -15,6 +15,13 @@ func genCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:  "gen",
 		Usage: "generate a synthetic edge table",
+		// Reached only without a known generator.
+		Action: func(c *cli.Context) error {
+			if c.NArg() == 0 {
+				return usererr.New(usererr.Usage, "name a generator: gpipe gen kronecker ...", "see 'gpipe gen kronecker --help'")
+			}
+			return usererr.New(usererr.Usage, fmt.Sprintf("unknown generator %q", c.Args().First()), "gpipe gen has one generator, kronecker; see 'gpipe gen kronecker --help'")
+		},
 		Subcommands: []*cli.Command{{
 			Name:      "kronecker",
 			Usage:     "a Graph 500 Kronecker graph (A=0.57 B=0.19 C=0.19, vertex labels randomly permuted)",

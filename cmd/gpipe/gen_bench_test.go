@@ -376,3 +376,10 @@ func TestGenTooLarge(t *testing.T) {
 		t.Error("a refused gen left an output file")
 	}
 }
+
+func TestGenUnknownGenerator(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fails(t, dir, nil, 2, []string{`unknown generator "erdos"`, "kronecker"}, "gen", "erdos", "--scale", "3", "--output", "g.parquet")
+	fails(t, dir, nil, 2, []string{"name a generator"}, "gen")
+}

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/gpipe/gpipe"
 	"github.com/gpipe/gpipe/convert"
@@ -29,7 +30,11 @@ func printSummary(w io.Writer, rep *gpipe.Report) {
 	case "pagerank":
 		rank := res.Column("rank").Float64
 		sort.SliceStable(rows, func(i, j int) bool { return rank[rows[i]] > rank[rows[j]] })
-		fmt.Fprintf(w, "converged after %d iterations; highest ranks:\n", rep.Iterations)
+		if res.NotConverged {
+			fmt.Fprintf(w, "stopped after %d iterations without converging; highest ranks:\n", rep.Iterations)
+		} else {
+			fmt.Fprintf(w, "converged after %d iterations; highest ranks:\n", rep.Iterations)
+		}
 	case "cc":
 		comp := res.Column("component").Vertex
 		sizes := map[uint32]int{}
@@ -58,7 +63,7 @@ func printSummary(w io.Writer, rep *gpipe.Report) {
 	}
 	fmt.Fprintln(tw)
 	for _, v := range rows {
-		fmt.Fprint(tw, res.Graph.Keys.Format(v))
+		fmt.Fprint(tw, summaryKey(res.Graph.Keys.Format(v)))
 		for _, c := range res.Columns {
 			fmt.Fprintf(tw, "\t%s", cell(res.Graph.Keys, c, v))
 		}
@@ -88,7 +93,18 @@ func cell(keys *convert.VertexKeys, c operators.Column, v uint32) string {
 		if c.Vertex[v] == convert.NoVertex {
 			return ""
 		}
-		return keys.Format(c.Vertex[v])
+		return summaryKey(keys.Format(c.Vertex[v]))
 	}
 	return ""
+}
+
+// summaryKey shortens a long key for the preview table, which pads every
+// row to its widest cell; the output file has the keys whole.
+func summaryKey(key string) string {
+	const width = 40
+	if utf8.RuneCountInString(key) <= width {
+		return key
+	}
+	r := []rune(key)
+	return string(r[:width-1]) + "…"
 }
