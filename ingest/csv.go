@@ -1,13 +1,14 @@
 package ingest
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -29,7 +30,16 @@ const csvChunkRows = 1 << 20
 
 func readCSV(ctx context.Context, name string, r io.Reader, opts Options) (*EdgeTable, error) {
 	cols := opts.Columns.WithDefaults()
-	cr := csv.NewReader(r)
+	// The byte order mark goes before the parser sees it: it would make a
+	// quoted first field `\ufeff"src"`, a bare quote.
+	br := bufio.NewReaderSize(r, 64<<10)
+	head, _ := br.Peek(sniffLen)
+	skip, err := textStart(name, "CSV text", head)
+	if err != nil {
+		return nil, err
+	}
+	_, _ = br.Discard(skip)
+	cr := csv.NewReader(br)
 	cr.ReuseRecord = true
 	cr.FieldsPerRecord = 0
 	header, err := cr.Read()
@@ -41,9 +51,6 @@ func readCSV(ctx context.Context, name string, r io.Reader, opts Options) (*Edge
 		return nil, csvError(name, err)
 	}
 	header = append([]string(nil), header...)
-	if len(header) > 0 {
-		header[0] = string(bytes.TrimPrefix([]byte(header[0]), []byte("\ufeff")))
-	}
 	find := func(want string) int {
 		for i, h := range header {
 			if h == want {
@@ -53,6 +60,10 @@ func readCSV(ctx context.Context, name string, r io.Reader, opts Options) (*Edge
 		return -1
 	}
 	si, di, wi := find(cols.Src), find(cols.Dst), -1
+	if si < 0 && looksBinary(strings.Join(header, ",")) {
+		return nil, usererr.InFile(name, fmt.Sprintf("the file does not look like CSV text: its first line holds binary data (%s)", echo(strings.Join(header, ","))),
+			"check the path, or name the input's format with --input-format")
+	}
 	if si < 0 {
 		return nil, errMissingColumn(name, cols.Src, "source", "--src-col", header)
 	}

@@ -2,9 +2,7 @@ package ingest
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/gpipe/gpipe/internal/usererr"
 )
@@ -13,20 +11,26 @@ import (
 
 // errMissingColumn reports a column that is not in the input. role is
 // "source", "destination" or "weight"; flag the option that names it.
-// The columns are listed as named, but for names with characters that are
-// not printable (a CR or a vertical tab in a CSV header), which are quoted
-// so that the message stays one line.
 func errMissingColumn(file, name, role, flag string, available []string) error {
-	names := make([]string, len(available))
-	for i, a := range available {
-		names[i] = a
-		if strings.IndexFunc(a, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
-			names[i] = strconv.Quote(a)
-		}
-	}
-	return usererr.InFile(file,
-		fmt.Sprintf("no %s column %q (columns: %s)", role, name, strings.Join(names, ", ")),
+	return usererr.InFile(file, fmt.Sprintf("no %s column %q (columns: %s)", role, name, listColumns(available)),
 		fmt.Sprintf("name the %s column with %s", role, flag))
+}
+
+// maxListed is the most column names a message lists.
+const maxListed = 20
+
+// listColumns lists column names for a message: each as echo shows it (so
+// that the message stays one line and short), and at most maxListed.
+func listColumns(available []string) string {
+	names := make([]string, 0, min(len(available), maxListed+1))
+	for i, a := range available {
+		if i == maxListed {
+			names = append(names, fmt.Sprintf("... %d in all", len(available)))
+			break
+		}
+		names = append(names, echo(a))
+	}
+	return strings.Join(names, ", ")
 }
 
 // errKeyType reports a key column whose type cannot hold vertex keys.

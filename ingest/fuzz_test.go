@@ -347,11 +347,31 @@ func fzTinyBlocks(t *testing.T, n int) {
 	t.Cleanup(func() { txtBlockSize, txtMinBlock = bs, mb })
 }
 
+// fzStart does what the text readers do with an input's first bytes (as
+// TestUTF8BOM, TestWideText and TestBinaryAsText check): it returns data
+// without a UTF-8 byte order mark, or false having recorded the error.
+func fzStart(w *fzWant, data []byte, what string) ([]byte, bool) {
+	skip, err := textStart("x", what, data[:min(len(data), sniffLen)])
+	if err != nil {
+		var ue *usererr.Error
+		if !errors.As(err, &ue) {
+			panic(err)
+		}
+		w.fail(0, -1, "", ue.Problem)
+		return nil, false
+	}
+	return data[skip:], true
+}
+
 // ---- Edge lists ----
 
 // fzTextRef reads an edge list the slow, obvious way.
 func fzTextRef(data []byte, readWeight, skip bool) *fzWant {
 	w := &fzWant{keyType: KeyInt64}
+	data, ok := fzStart(w, data, "a text edge list")
+	if !ok {
+		return w
+	}
 	lines := refTextLines(data, 1)
 	skipped := make(map[int]bool)
 	want, wantLine := 0, int64(0)
@@ -434,6 +454,9 @@ var fzTextSeeds = []string{
 	"1 2 1e400\n2 3 nan\n3 4 -inf\n4 5 0x1p-3\n",
 	"  1 2  \n\t3 4\t\n1 2 # trailing\n",
 	"1 2\n3 4",
+	"\ufeff1 2\n2 3\n",
+	"\xfe\xff\x001\x00 \x002\x00\n",
+	"\x1f\x8b\b\x00\x00\x00\x00\x00\x00\x03",
 }
 
 func FuzzText(f *testing.F) {
@@ -488,6 +511,10 @@ func FuzzText(f *testing.F) {
 // fzMTXRef reads a Matrix Market file the slow, obvious way.
 func fzMTXRef(data []byte, readWeight, skip bool) *fzWant {
 	w := &fzWant{keyType: KeyInt64}
+	data, ok := fzStart(w, data, "a Matrix Market file")
+	if !ok {
+		return w
+	}
 	// Lines as the file has them, without their '\n'; a final '\n' ends
 	// the last line rather than starting an empty one.
 	text := string(data)
@@ -656,6 +683,7 @@ var fzMTXSeeds = []string{
 	"%%MatrixMarket matrix coordinate integer skew-symmetric\n3 3 2\n2 1 5\n3 2 -7\n",
 	"%%MatrixMarket matrix coordinate real general\n2 2 3\n1 1 1\n",
 	"%%MatrixMarket matrix coordinate real general\n2 2 1\n1 1 1\n2 2 2\n",
+	"\ufeff%%MatrixMarket matrix coordinate real general\n2 2 1\n1 2 1\n",
 	"%%MatrixMarket matrix coordinate real general\n2 2 1\n3 1 1\n",
 	"1 2 3\n1 2 1\n",
 	"%%MatrixMarket matrix array real general\n2 2\n1\n2\n3\n4\n",
@@ -727,6 +755,10 @@ func FuzzMatrixMarket(f *testing.F) {
 // fzCSVRef reads a CSV edge table record by record with encoding/csv.
 func fzCSVRef(data []byte, readWeight, skip bool) *fzWant {
 	w := &fzWant{keyType: KeyInt64}
+	data, ok := fzStart(w, data, "CSV text")
+	if !ok {
+		return w
+	}
 	r := csv.NewReader(bytes.NewReader(data))
 	parseErr := func(err error) {
 		var pe *csv.ParseError
@@ -745,7 +777,6 @@ func fzCSVRef(data []byte, readWeight, skip bool) *fzWant {
 		return w
 	}
 	header = append([]string(nil), header...)
-	header[0] = strings.TrimPrefix(header[0], "\ufeff")
 	col := func(name string) int {
 		for i, h := range header {
 			if h == name {
@@ -759,6 +790,9 @@ func fzCSVRef(data []byte, readWeight, skip bool) *fzWant {
 		wi = col("weight")
 	}
 	switch {
+	case si < 0 && looksBinary(strings.Join(header, ",")):
+		w.fail(0, -1, "", "does not look like CSV text")
+		return w
 	case si < 0:
 		w.fail(0, -1, "", `no source column "src"`)
 		return w
@@ -838,6 +872,9 @@ var fzCSVSeeds = []string{
 	"src,dst\n1,2\n2,3\n",
 	"src,dst,weight\n1,2,0.5\n2,3,1e3\n3,1,-4\n",
 	"\ufeffsrc,dst,weight\r\n1,2,1\r\n2,3,2\r\n",
+	"\ufeff\"src\",\"dst\"\n1,2\n",
+	"\xff\xfes\x00r\x00c\x00,\x00d\x00s\x00t\x00\n\x00",
+	"PAR1\x15\x04\x15\xe0\x1a\x15\xf8\x05L\x15\xac\x03\x15\x00\x12\x00\x00(",
 	"id,dst,src,weight,note\n7,b,a,1,x\n8,c,b,2,\"y, z\"\n",
 	"src,dst\n\"a,1\",\"b\"\"q\"\n\"multi\nline\",c\n",
 	"src,dst,weight\n1,,1\n,2,1\n3,4,\n5,6,x\n7,8,9\n",

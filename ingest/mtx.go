@@ -139,7 +139,11 @@ func readMatrixMarket(ctx context.Context, name string, r io.Reader, opts Option
 		return nil, err
 	}
 	defer done()
-	h, err := parseMTXHeader(name, data)
+	skip, err := textStart(name, "a Matrix Market file", data[:min(len(data), sniffLen)])
+	if err != nil {
+		return nil, err
+	}
+	h, err := parseMTXHeader(name, data[skip:])
 	if err != nil {
 		return nil, err
 	}

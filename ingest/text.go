@@ -143,7 +143,11 @@ func readText(ctx context.Context, name string, r io.Reader, opts Options) (*Edg
 		return nil, err
 	}
 	defer done()
-	return parseEdgeLines(ctx, data, txtConfig{name: name, opts: opts, firstLine: 1})
+	skip, err := textStart(name, "a text edge list", data[:min(len(data), sniffLen)])
+	if err != nil {
+		return nil, err
+	}
+	return parseEdgeLines(ctx, data[skip:], txtConfig{name: name, opts: opts, firstLine: 1})
 }
 
 // txtSplit cuts data into blocks at line ends.

@@ -1,0 +1,156 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+// A UTF-8 byte order mark at the start of a text input is dropped: it
+// became part of the first key of an edge list (all keys strings, "\ufeff1"),
+// hid a Matrix Market banner, and, before a quoted CSV header (Excel's "CSV
+// UTF-8"), made the parser fail with a bare quote.
+func TestUTF8BOM(t *testing.T) {
+	bom := "\xef\xbb\xbf"
+	tbl, err := readTextBytes([]byte(bom+"1 2\n2 3\n"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tbl.KeyType != KeyInt64 {
+		t.Errorf("edge list keys are %v, want int64", tbl.KeyType)
+	}
+	sameEdges(t, tableEdges(t, tbl), []arEdge{{row: 0, src: int64(1), dst: int64(2)}, {row: 1, src: int64(2), dst: int64(3)}})
+	tbl.Release()
+
+	tbl, err = readMTXBytes([]byte(bom+"%%MatrixMarket matrix coordinate pattern general\n3 3 2\n1 2\n2 3\n"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameEdges(t, tableEdges(t, tbl), []arEdge{{row: 0, src: int64(1), dst: int64(2)}, {row: 1, src: int64(2), dst: int64(3)}})
+	tbl.Release()
+	// Lines are counted as before: the mark is part of line 1.
+	_, err = readMTXBytes([]byte(bom+"%%MatrixMarket matrix coordinate pattern general\n3 3 1\n1 9\n"), Options{})
+	if ue := userErr(t, err, "m.mtx", "column index 9 is outside 1..3"); ue.Line != 3 {
+		t.Errorf("line %d, want 3", ue.Line)
+	}
+
+	for _, data := range []string{bom + "\"src\",\"dst\"\n1,2\n2,3\n", bom + "src,dst\n1,2\n2,3\n"} {
+		tbl, err = readCSVBytes([]byte(data), Options{})
+		if err != nil {
+			t.Fatalf("%q: %v", data, err)
+		}
+		sameEdges(t, tableEdges(t, tbl), []arEdge{{row: 0, src: int64(1), dst: int64(2)}, {row: 1, src: int64(2), dst: int64(3)}})
+		tbl.Release()
+	}
+}
+
+// A UTF-16 (or UTF-32) text input is refused saying so and how to convert
+// it, rather than as keys that are not UTF-8 with a Latin-1 hint.
+func TestWideText(t *testing.T) {
+	utf16 := func(s string, be bool) []byte {
+		out := []byte{0xFF, 0xFE}
+		if be {
+			out = []byte{0xFE, 0xFF}
+		}
+		for _, c := range []byte(s) {
+			if be {
+				out = append(out, 0, c)
+			} else {
+				out = append(out, c, 0)
+			}
+		}
+		return out
+	}
+	for _, be := range []bool{false, true} {
+		for _, r := range []struct {
+			name string
+			read func([]byte, Options) (*EdgeTable, error)
+			data string
+		}{
+			{"edges.csv", readCSVBytes, "src,dst\n1,2\n"},
+			{"edges.txt", readTextBytes, "1 2\n"},
+			{"m.mtx", readMTXBytes, "%%MatrixMarket matrix coordinate pattern general\n2 2 1\n1 2\n"},
+		} {
+			_, err := r.read(utf16(r.data, be), Options{})
+			ue := userErr(t, err, r.name, "is UTF-16 text", "iconv -f utf-16 -t utf-8")
+			if strings.Contains(err.Error(), "latin1") || ue.Line != 0 {
+				t.Errorf("%s: %v", r.name, err)
+			}
+		}
+	}
+	_, err := readCSVBytes([]byte{0xFF, 0xFE, 0, 0, 's', 0, 0, 0}, Options{})
+	userErr(t, err, "edges.csv", "UTF-32", "iconv -f utf-32 -t utf-8")
+}
+
+// Binary files read as text say what they look like, in a short message
+// (the bytes of a Parquet file's first line, all of it echoed, made a
+// message of 1.5 KB).
+func TestBinaryAsText(t *testing.T) {
+	parquet := append([]byte("PAR1\x15\x04\x15\xe0\x1a\x15\xf8\x05L\x15\xac\x03\x15\x00\x12\x00\x00("), bytes.Repeat([]byte{0xb5, 0x2f, 0x00, ','}, 500)...)
+	gzip := append([]byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3}, bytes.Repeat([]byte("\x00,x\xd6"), 500)...)
+	cases := []struct {
+		data []byte
+		says []string
+	}{
+		{parquet, []string{"looks like a Parquet file", "--input-format parquet"}},
+		{gzip, []string{"looks like a gzip-compressed file", "decompress it"}},
+		{[]byte("ARROW1\x00\x00\xff\xff\xff\xff"), []string{"looks like an Arrow IPC file", "--input-format arrow"}},
+		{[]byte("\xff\xff\xff\xff\x10\x00\x00\x00"), []string{"looks like an Arrow IPC stream", "--input-format arrows"}},
+		{[]byte("\x28\xb5\x2f\xfd\x00"), []string{"zstd-compressed"}},
+		{[]byte("PK\x03\x04\x14\x00"), []string{"ZIP archive", "export the sheet as CSV"}},
+	}
+	for _, tc := range cases {
+		for _, r := range []struct {
+			name, what string
+			read       func([]byte, Options) (*EdgeTable, error)
+		}{
+			{"edges.csv", "not CSV text", readCSVBytes},
+			{"edges.txt", "not a text edge list", readTextBytes},
+			{"m.mtx", "not a Matrix Market file", readMTXBytes},
+		} {
+			_, err := r.read(tc.data, Options{})
+			userErr(t, err, r.name, append([]string{r.what}, tc.says...)...)
+			if len(err.Error()) > 300 {
+				t.Errorf("%s: message of %d bytes: %v", r.name, len(err.Error()), err)
+			}
+		}
+	}
+	// Text that starts like a magic number is text.
+	tbl, err := readTextBytes([]byte("PAR1 PAR2\nBZh9 x\n"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl.Release()
+	// Another binary file: its header is echoed short, and said not to be text.
+	junk := append([]byte("\x01\x02\x00\x00"), bytes.Repeat([]byte("\x00\xf0x"), 2000)...)
+	_, err = readCSVBytes(junk, Options{})
+	userErr(t, err, "edges.csv", `the file does not look like CSV text: its first line holds binary data ("\x01\x02\x00\x00\x00\xf0x`, `"...)`, "--input-format")
+	if len(err.Error()) > 400 {
+		t.Errorf("message of %d bytes: %v", len(err.Error()), err)
+	}
+}
+
+// Column lists in messages are short: long names cut, many names cut.
+func TestListColumns(t *testing.T) {
+	long := strings.Repeat("c", 1000)
+	got := listColumns([]string{"src", long, "a\tb", "ключ"})
+	want := `src, "` + strings.Repeat("c", echoLen) + `"..., "a\tb", ключ`
+	if got != want {
+		t.Errorf("got %s\nwant %s", got, want)
+	}
+	var many []string
+	for i := 0; i < 1000; i++ {
+		many = append(many, "c")
+	}
+	if got := listColumns(many); got != strings.Repeat("c, ", maxListed)+"... 1000 in all" {
+		t.Errorf("got %s", got)
+	}
+	// Through the CSV reader, a 10 MB header line.
+	data := []byte("src,dst," + strings.Repeat("c", 10<<20) + "\n1,2,3\n")
+	_, err := readCSV(context.Background(), "h.csv", bytes.NewReader(data), Options{Columns: Columns{Src: "x"}})
+	userErr(t, err, "h.csv", `no source column "x" (columns: src, dst, "ccc`)
+	if len(err.Error()) > 200 {
+		t.Errorf("message of %d bytes", len(err.Error()))
+	}
+}
