@@ -48,7 +48,7 @@ func readCSV(ctx context.Context, name string, r io.Reader, opts Options) (*Edge
 			fmt.Sprintf("write a header such as %q", cols.Src+","+cols.Dst))
 	}
 	if err != nil {
-		return nil, csvError(name, err)
+		return nil, csvError(name, err, cr)
 	}
 	header = append([]string(nil), header...)
 	find := func(want string) int {
@@ -90,7 +90,7 @@ func readCSV(ctx context.Context, name string, r io.Reader, opts Options) (*Edge
 			break
 		}
 		if err != nil {
-			return nil, csvError(name, err)
+			return nil, csvError(name, err, cr)
 		}
 		line, _ := cr.FieldPos(0)
 		if err := c.add(rec, si, di, wi, row, int64(line)); err != nil {
@@ -233,15 +233,31 @@ func subStrings(s *Strings, lo, hi int) *Strings {
 }
 
 // csvError turns a parse error of encoding/csv into a one-line user error.
-func csvError(name string, err error) error {
+// A quote that is not closed makes the lines after it part of its field, so
+// that the parser fails lines later, or at the end of the file: the error
+// names the line where the record (and so the quoted field) starts. cr is
+// read on to tell the end of the file.
+func csvError(name string, err error, cr *csv.Reader) error {
 	var pe *csv.ParseError
 	if errors.As(err, &pe) {
+		line, problem := pe.Line, "malformed CSV: "+pe.Err.Error()
 		fix := "fix the line; fields that hold commas or quotes must be quoted"
-		if errors.Is(pe.Err, csv.ErrFieldCount) {
+		switch {
+		case errors.Is(pe.Err, csv.ErrFieldCount):
 			fix = "every line needs as many fields as the header"
+		case errors.Is(pe.Err, csv.ErrQuote):
+			fix = `close the quote; a quote inside a quoted field is written twice ("")`
+			if pe.StartLine == pe.Line {
+				break
+			}
+			line = pe.StartLine
+			if _, next := cr.Read(); next == io.EOF {
+				problem = fmt.Sprintf("malformed CSV: a quoted field that starts on this line is never closed (it runs to the end of the file, line %d)", pe.Line)
+			} else {
+				problem = fmt.Sprintf("malformed CSV: a quoted field that starts on this line is not closed where it should be (it runs on to line %d, where %s)", pe.Line, pe.Err)
+			}
 		}
-		return &usererr.Error{Kind: usererr.Input, File: name, Row: -1, Line: int64(pe.Line),
-			Problem: "malformed CSV: " + pe.Err.Error(), Fix: fix}
+		return &usererr.Error{Kind: usererr.Input, File: name, Row: -1, Line: int64(line), Problem: problem, Fix: fix}
 	}
 	return usererr.InFile(name, "cannot read: "+err.Error(), "")
 }

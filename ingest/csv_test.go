@@ -43,3 +43,24 @@ func TestCSVKeysNotUTF8(t *testing.T) {
 		t.Errorf("skipped %v", tbl.Skipped)
 	}
 }
+
+// A quote that is not closed is named on the line where its field starts,
+// not on the line where the parser gave up (the last line of the file).
+func TestCSVUnbalancedQuote(t *testing.T) {
+	for _, tc := range []struct {
+		data string
+		line int64
+		says string
+	}{
+		{"src,dst\n1,2\n\"2,3\n4,5\n", 3, "line 3: malformed CSV: a quoted field that starts on this line is never closed (it runs to the end of the file, line 4)"},
+		{"src,dst\n1,2\n\"2,3\n4,5\n6,7\n8,9", 3, "line 3: malformed CSV: a quoted field that starts on this line is never closed (it runs to the end of the file, line 6)"},
+		{"src,dst\n1,2\n\"2,3\n4,\"5\"\n6,7\n", 3, "line 3: malformed CSV: a quoted field that starts on this line is not closed where it should be (it runs on to line 4, where extraneous"},
+		{"src,dst\n1,2\n\"2\"x,3\n4,5\n", 3, `line 3: malformed CSV: extraneous or missing " in quoted-field`},
+		{"src,dst\n1,2\n2,3\n\"4,5\n", 4, "line 4: malformed CSV"},
+	} {
+		_, err := readCSVBytes([]byte(tc.data), Options{})
+		if ue := userErr(t, err, "edges.csv", tc.says, "close the quote"); ue.Line != tc.line {
+			t.Errorf("%q: line %d, want %d", tc.data, ue.Line, tc.line)
+		}
+	}
+}

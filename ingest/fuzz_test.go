@@ -765,6 +765,11 @@ func fzCSVRef(data []byte, readWeight, skip bool) *fzWant {
 		if !errors.As(err, &pe) {
 			panic(err)
 		}
+		// An unbalanced quote is named where its record starts.
+		if errors.Is(pe.Err, csv.ErrQuote) {
+			w.fail(int64(pe.StartLine), -1, "", "malformed CSV: ")
+			return
+		}
 		w.fail(int64(pe.Line), -1, "", "malformed CSV: "+pe.Err.Error())
 	}
 	header, err := r.Read()
@@ -882,6 +887,8 @@ var fzCSVSeeds = []string{
 	"src,dst\n1\n",
 	"a,b\n1,2\n",
 	"src,dst\n1,2\n\"unterminated,3\n",
+	"src,dst\n1,2\n\"2,3\n4,5\n",
+	"src,dst\n1,2\n\"2,3\n4,\"5\"\n6,7\n",
 	"src,dst\n9223372036854775807,-9223372036854775808\n9223372036854775808,1\n",
 	"src,dst,weight\n1,2,1e400\n2,3,NaN\n3,4,-Inf\n",
 	"src,dst\n01,+2\n\n",
