@@ -646,9 +646,19 @@ func fzMTXRef(data []byte, readWeight, skip bool) *fzWant {
 		var wv float64
 		if w.hasWeight {
 			v, ok := fzFloat(l.fields[2])
+			says := fmt.Sprintf("weight %s is not a number", fzQuoteToken(l.fields[2]))
+			if field == "integer" {
+				// An integer matrix's values must be int64s.
+				x, err := strconv.ParseInt(l.fields[2], 10, 64)
+				v, ok = float64(x), err == nil
+				says = fmt.Sprintf("value %s is not an integer", fzQuoteToken(l.fields[2]))
+				if errors.Is(err, strconv.ErrRange) {
+					says = fmt.Sprintf("value %s is too large for an integer", fzToken(l.fields[2]))
+				}
+			}
 			if !ok {
 				if !skip {
-					w.fail(l.line, int64(k), "weight", fmt.Sprintf("weight %s is not a number", fzQuoteToken(l.fields[2])))
+					w.fail(l.line, int64(k), "weight", says)
 					return w
 				}
 				w.skipped++
@@ -668,8 +678,8 @@ func fzMTXRef(data []byte, readWeight, skip bool) *fzWant {
 	w.rows = int64(len(entries))
 	switch {
 	case w.rows < nnz:
-		// The line after the last: where the next entry should be.
-		w.fail(bodyLine+int64(bytes.Count(body, []byte{'\n'})), -1, "",
+		// The file's last line.
+		w.fail(int64(len(lines)), -1, "",
 			fmt.Sprintf("the file ends after %d of the %d entries its size line (line %d) announces", w.rows, nnz, sizeLine))
 	case w.rows > nnz:
 		w.fail(entries[nnz].line, -1, "", fmt.Sprintf("entry %d is beyond the %d entries the size line (line %d) announces", nnz+1, nnz, sizeLine))
@@ -690,6 +700,12 @@ var fzMTXSeeds = []string{
 	"%%MatrixMarket matrix coordinate pattern general\r\n2 3 2\r\n1 3\r\n2 1\r\n",
 	"%%MatrixMarket matrix coordinate real symmetric\n2 3 1\n1 1 1\n",
 	"%%MatrixMarket matrix coordinate real general\n2 2 1\n1 2 x\n",
+	"%%MatrixMarket matrix coordinate integer general\n3 3 3\n1 2 1.5\n2 3 99999999999999999999999\n3 1 -7\n",
+	"%%MatrixMarket matrix coordinate integer symmetric\n3 3 2\n1 2 +007\n2 3 1e3\n",
+	"%%MatrixMarket matrix coordinate real general\n3 3 5\n1 2 1\n2 3 1\n",
+	"%%MatrixMarket matrix coordinate real general\n3 3 5\n1 2 1\n% c\n\n",
+	"%%MatrixMarket matrix coordinate real general\n3 3 5\n1 2 1",
+	"%%MatrixMarket matrix coordinate real general\n3 3 5",
 	"%%MatrixMarket matrix coordinate real general\n2 2 1\n1 2 3 4 5\n",
 	"%%MatrixMarket matrix coordinate real general\n\n%\n",
 	"%%MatrixMarket matrix coordinate pattern general\n9223372036854775807 9223372036854775807 1\n9223372036854775807 1\n",

@@ -148,9 +148,11 @@ func readMatrixMarket(ctx context.Context, name string, r io.Reader, opts Option
 		return nil, err
 	}
 	cfg := txtConfig{name: name, opts: opts, mtx: true, fields: 3, rows: h.rows, cols: h.cols, firstLine: h.bodyLine}
-	switch {
-	case h.field == "pattern":
+	switch h.field {
+	case "pattern":
 		cfg.fields = 2
+	case "integer":
+		cfg.intValues = true
 	}
 	switch h.symmetry {
 	case "symmetric":
@@ -165,7 +167,11 @@ func readMatrixMarket(ctx context.Context, name string, r io.Reader, opts Option
 	if t.RowsRead != h.nnz {
 		t.Release()
 		if t.RowsRead < h.nnz {
-			end := h.bodyLine + int64(bytes.Count(h.body, []byte{'\n'}))
+			// The file's last line: the size line's, or the body's.
+			end := h.bodyLine - 1 + int64(bytes.Count(h.body, []byte{'\n'}))
+			if len(h.body) > 0 && h.body[len(h.body)-1] != '\n' {
+				end++
+			}
 			return nil, usererr.AtLine(name, end, fmt.Sprintf("the file ends after %d of the %d entries its size line (line %d) announces", t.RowsRead, h.nnz, h.sizeLine),
 				"the file is cut short; download or copy it again (or fix the size line)")
 		}

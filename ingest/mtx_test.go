@@ -3,6 +3,7 @@ package ingest
 import (
 	"bytes"
 	"context"
+	"strings"
 	"testing"
 )
 
@@ -34,4 +35,63 @@ func TestMatrixMarketEntryFields(t *testing.T) {
 			t.Errorf("%q: line %d, want %d", tc.data, ue.Line, tc.line)
 		}
 	}
+}
+
+// A file with fewer entries than its size line announces is named at its
+// last line (it named the line after the end of the file).
+func TestMatrixMarketFewerEntries(t *testing.T) {
+	const head = "%%MatrixMarket matrix coordinate real general\n3 3 5\n"
+	for _, tc := range []struct {
+		data string
+		line int64
+	}{
+		{head + "1 2 1\n2 3 1\n", 4},
+		{head + "1 2 1\n2 3 1", 4},
+		{head + "1 2 1\n2 3 1\n% trailing comment\n\n", 6},
+		{head, 2},
+		{"%%MatrixMarket matrix coordinate real general\n3 3 5", 2},
+	} {
+		_, err := readMTXBytes([]byte(tc.data), Options{})
+		if ue := userErr(t, err, "m.mtx", "the file ends after", "entries its size line (line 2) announces"); ue.Line != tc.line {
+			t.Errorf("%q: line %d, want %d", tc.data, ue.Line, tc.line)
+		}
+	}
+}
+
+// The values of an integer matrix must be integers (1.5 and 10^23 were read
+// as weights); a real matrix's are read as before.
+func TestMatrixMarketIntegerValues(t *testing.T) {
+	const head = "%%MatrixMarket matrix coordinate integer general\n3 3 2\n"
+	read := Options{Columns: Columns{ReadWeight: true}}
+	for _, tc := range []struct{ entry, says string }{
+		{"2 3 1.5", `column "weight", line 4: value "1.5" is not an integer, as the banner's field type integer says`},
+		{"2 3 99999999999999999999999", `line 4: value 99999999999999999999999 is too large for an integer`},
+		{"2 3 " + strings.Repeat("9", 100), `line 4: value ` + strings.Repeat("9", 60) + `... is too large`},
+		{"2 3 1e3", `value "1e3" is not an integer`},
+		{"2 3 x", `value "x" is not an integer`},
+	} {
+		_, err := readMTXBytes([]byte(head+"1 2 3\n"+tc.entry+"\n"), read)
+		if ue := userErr(t, err, "m.mtx", tc.says, "make the banner's field type real"); ue.Line != 4 || ue.Row != 1 {
+			t.Errorf("%q: line %d, row %d; want 4, 1", tc.entry, ue.Line, ue.Row)
+		}
+		// --skip-invalid drops the entry, as for a weight that is not a number.
+		tbl, err := readMTXBytes([]byte(head+"1 2 3\n"+tc.entry+"\n"), Options{Columns: Columns{ReadWeight: true}, SkipInvalid: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameEdges(t, tableEdges(t, tbl), []arEdge{{row: 0, src: int64(1), dst: int64(2), w: 3}})
+		tbl.Release()
+	}
+	tbl, err := readMTXBytes([]byte(head+"1 2 +007\n2 3 -9223372036854775808\n"), read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameEdges(t, tableEdges(t, tbl), []arEdge{{row: 0, src: int64(1), dst: int64(2), w: 7}, {row: 1, src: int64(2), dst: int64(3), w: -9223372036854775808}})
+	tbl.Release()
+	tbl, err = readMTXBytes([]byte("%%MatrixMarket matrix coordinate real general\n3 3 1\n1 2 1.5\n"), read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameEdges(t, tableEdges(t, tbl), []arEdge{{row: 0, src: int64(1), dst: int64(2), w: 1.5}})
+	tbl.Release()
 }

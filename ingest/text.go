@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"unicode/utf8"
 	"unsafe"
@@ -58,6 +59,9 @@ type txtConfig struct {
 	fields     int
 	rows, cols int64
 	mirror     int
+	// intValues: the values (weights) must be integers (a Matrix Market
+	// integer matrix).
+	intValues bool
 	// firstLine is the line number of the input's first byte.
 	firstLine int64
 }
@@ -80,6 +84,7 @@ const (
 	txtErrIndex               // mtx: an index that is not an integer
 	txtErrRange               // mtx: an index out of range
 	txtErrUTF8                // a string key that is not valid UTF-8
+	txtErrInteger             // mtx: a value of an integer matrix that is not an integer
 )
 
 // txtBlock is a block of input lines and what parsing it gave.
@@ -371,6 +376,7 @@ func (cfg *txtConfig) parseBlock(b *txtBlock, mode int) {
 	var w []float64
 	var rowsOf []int64
 	readWeight := cfg.opts.Columns.ReadWeight
+	intValues := cfg.intValues
 	ints, mtx, mirror := mode == txtInts, cfg.mtx, cfg.mirror
 	wantFields := cfg.fields
 	n, rows, line, p := 0, 0, 0, 0
@@ -476,10 +482,17 @@ func (cfg *txtConfig) parseBlock(b *txtBlock, mode int) {
 			if w == nil {
 				w = txtAlloc[float64](a, b, capN)
 			}
-			var ok bool
-			if wv, ok = txtFloat(data[fs[2]:fe[2]]); !ok {
+			ok, kind := false, txtErrWeight
+			if intValues {
+				var v int64
+				v, _, ok = txtInt(data, fs[2])
+				wv, kind = float64(v), txtErrInteger
+			} else {
+				wv, ok = txtFloat(data[fs[2]:fe[2]])
+			}
+			if !ok {
 				if !cfg.opts.SkipInvalid {
-					b.fail(txtErrWeight, line, rows, nf, "weight", data[fs[2]:fe[2]])
+					b.fail(kind, line, rows, nf, "weight", data[fs[2]:fe[2]])
 					return
 				}
 				b.skipped++
@@ -653,6 +666,18 @@ func (cfg *txtConfig) lineError(e *txtError, line, row int64) error {
 		return &usererr.Error{Kind: usererr.Input, File: cfg.name, Column: e.column, Row: row, Line: line,
 			Problem: fmt.Sprintf("weight %q is not a number", e.token),
 			Fix:     "write weights as decimal numbers, or pass --skip-invalid to drop such lines"}
+	case txtErrInteger:
+		problem := fmt.Sprintf("value %q is not an integer, as the banner's field type integer says it must be", e.token)
+		// The token is cut at 60 characters: all digits, it was too large.
+		digits := strings.TrimSuffix(e.token, "...")
+		if len(digits) > 0 && (digits[0] == '+' || digits[0] == '-') {
+			digits = digits[1:]
+		}
+		if digits != "" && strings.Trim(digits, "0123456789") == "" {
+			problem = fmt.Sprintf("value %s is too large for an integer (the banner's field type is integer)", e.token)
+		}
+		return &usererr.Error{Kind: usererr.Input, File: cfg.name, Column: e.column, Row: row, Line: line, Problem: problem,
+			Fix: "write the value as an integer, or make the banner's field type real; or pass --skip-invalid to drop such entries"}
 	case txtErrIndex:
 		what := "row"
 		if e.column == "dst" {
