@@ -30,6 +30,10 @@ type Kronecker struct {
 	Weighted bool
 }
 
+// kroneckerWeightSeed sets the weights' random streams apart from the
+// edges'.
+const kroneckerWeightSeed = 0x77656967687473 // "weights"
+
 // kroneckerChunk is the number of edges drawn from one seeded stream, so that
 // the graph is the same whatever the number of cores.
 const kroneckerChunk = 1 << 16
@@ -86,6 +90,9 @@ func (k Kronecker) Generate(ctx context.Context) (*EdgeTable, error) {
 				return
 			}
 			rng := rand.New(rand.NewPCG(k.Seed, uint64(c)+1))
+			// Weights come from a stream of their own, so that --weighted
+			// adds weights to the same edges instead of drawing others.
+			wrng := rand.New(rand.NewPCG(k.Seed^kroneckerWeightSeed, uint64(c)+1))
 			first := int64(c) * kroneckerChunk
 			last := min(first+kroneckerChunk, m)
 			for e := first; e < last; e++ {
@@ -107,7 +114,7 @@ func (k Kronecker) Generate(ctx context.Context) (*EdgeTable, error) {
 				}
 				src[e], dst[e] = perm[i], perm[j]
 				if weight != nil {
-					weight[e] = float64(1 + rng.IntN(255))
+					weight[e] = float64(1 + wrng.IntN(255))
 				}
 			}
 		}

@@ -119,6 +119,13 @@ func TestGenKronecker(t *testing.T) {
 	if len(distinct) < 100 {
 		t.Errorf("only %d distinct weights in 1024 rows", len(distinct))
 	}
+	// ...on the edges the same seed gives without --weighted.
+	gen("s7.parquet", "--seed", "7")
+	for i, r := range readGenerated(t, filepath.Join(dir, "s7.parquet"), "") {
+		if f := strings.Fields(wrows[i]); r != f[0]+" "+f[1] {
+			t.Fatalf("row %d: %q weighted, %q without weights: --weighted changed the edges", i, wrows[i], r)
+		}
+	}
 
 	// The generated graph runs, and the answers match the reference.
 	var es []edge
