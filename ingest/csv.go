@@ -70,6 +70,9 @@ func readCSV(ctx context.Context, name string, r io.Reader, opts Options) (*Edge
 	if di < 0 {
 		return nil, errMissingColumn(name, cols.Dst, "destination", "--dst-col", header)
 	}
+	if err := checkUnique(name, cols, header); err != nil {
+		return nil, err
+	}
 	if cols.ReadWeight {
 		wi = find(cols.Weight)
 		if wi < 0 && cols.WeightExplicit {

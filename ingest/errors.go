@@ -16,6 +16,15 @@ func errMissingColumn(file, name, role, flag string, available []string) error {
 		fmt.Sprintf("name the %s column with %s", role, flag))
 }
 
+// errDuplicateColumn reports an edge column whose name n columns of the
+// input have, so that which one is meant is not clear. flag is the option
+// that names it.
+func errDuplicateColumn(file, name, role, flag string, n int, available []string) error {
+	return &usererr.Error{Kind: usererr.Input, File: file, Column: name, Row: -1,
+		Problem: fmt.Sprintf("%d columns are named %q, so the %s column is ambiguous (columns: %s)", n, name, role, listColumns(available)),
+		Fix:     fmt.Sprintf("rename one of them, or name another %s column with %s", role, flag)}
+}
+
 // maxListed is the most column names a message lists.
 const maxListed = 20
 
@@ -31,6 +40,33 @@ func listColumns(available []string) string {
 		names = append(names, echo(a))
 	}
 	return strings.Join(names, ", ")
+}
+
+// checkUnique reports an edge column (src, dst, and weight when read) whose
+// name more than one of the input's columns has.
+func checkUnique(file string, cols Columns, names []string) error {
+	for _, c := range []struct{ name, role, flag string }{
+		{cols.Src, "source", "--src-col"}, {cols.Dst, "destination", "--dst-col"}, {cols.Weight, "weight", "--weight-col"},
+	} {
+		if c.role == "weight" && !cols.ReadWeight {
+			continue
+		}
+		if n := countNames(names, c.name); n > 1 {
+			return errDuplicateColumn(file, c.name, c.role, c.flag, n, names)
+		}
+	}
+	return nil
+}
+
+// countNames is how many of names are name.
+func countNames(names []string, name string) int {
+	n := 0
+	for _, x := range names {
+		if x == name {
+			n++
+		}
+	}
+	return n
 }
 
 // errKeyType reports a key column whose type cannot hold vertex keys.

@@ -821,6 +821,19 @@ func fzCSVRef(data []byte, readWeight, skip bool) *fzWant {
 		w.fail(0, -1, "", `no destination column "dst"`)
 		return w
 	}
+	// An edge column's name must be one column's.
+	for _, c := range []string{"src", "dst", "weight"} {
+		n := 0
+		for _, h := range header {
+			if h == c {
+				n++
+			}
+		}
+		if n > 1 && (c != "weight" || readWeight) {
+			w.fail(0, -1, c, fmt.Sprintf("%d columns are named %q", n, c))
+			return w
+		}
+	}
 	w.hasWeight = wi >= 0
 	for row := int64(0); ; row++ {
 		rec, err := r.Read()

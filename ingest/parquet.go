@@ -279,6 +279,9 @@ func (r *pqReader) read(pf *parquet.File) (*EdgeTable, error) {
 	if dst == nil {
 		return nil, errMissingColumn(r.name, cols.Dst, "destination", "--dst-col", names)
 	}
+	if err := checkUnique(r.name, cols, names); err != nil {
+		return nil, err
+	}
 	srcKey, srcKind, ok := parquetKeyType(src)
 	if !ok {
 		return nil, errKeyType(r.name, cols.Src, parquetTypeName(src))

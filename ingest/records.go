@@ -250,6 +250,9 @@ func resolveColumns(name string, schema *arrow.Schema, cols Columns) (recColumns
 	if rc.idx[recDst] < 0 {
 		return rc, errMissingColumn(name, cols.Dst, "destination", "--dst-col", names)
 	}
+	if err := checkUnique(name, cols, names); err != nil {
+		return rc, err
+	}
 	st, dt := fields[rc.idx[recSrc]].Type, fields[rc.idx[recDst]].Type
 	sk, dk := recKeyType(st), recKeyType(dt)
 	if sk == 0 {

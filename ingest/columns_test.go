@@ -1,0 +1,102 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+)
+
+// An edge column whose name two columns have is ambiguous: the readers took
+// the first silently. Other columns may share a name.
+func TestDuplicateColumns(t *testing.T) {
+	weighted := Options{Columns: Columns{ReadWeight: true}}
+	for _, tc := range []struct {
+		names []string
+		opts  Options
+		says  string // "" for no error
+	}{
+		{[]string{"src", "dst", "weight", "weight"}, weighted, `column "weight": 2 columns are named "weight", so the weight column is ambiguous (columns: src, dst, weight, weight); rename one of them, or name another weight column with --weight-col`},
+		{[]string{"src", "dst", "src"}, Options{}, `column "src": 2 columns are named "src", so the source column is ambiguous (columns: src, dst, src); rename one of them, or name another source column with --src-col`},
+		{[]string{"dst", "src", "dst", "dst"}, Options{}, `column "dst": 3 columns are named "dst", so the destination column is ambiguous`},
+		{[]string{"a", "b", "a"}, Options{Columns: Columns{Src: "a", Dst: "b"}}, `2 columns are named "a"`},
+		// The weight column is not read: its name does not matter.
+		{[]string{"src", "dst", "weight", "weight"}, Options{}, ""},
+		{[]string{"src", "dst", "x", "x"}, weighted, ""},
+	} {
+		check := func(format string, tbl *EdgeTable, err error) {
+			t.Helper()
+			if tc.says == "" {
+				if err != nil {
+					t.Errorf("%s %v: %v", format, tc.names, err)
+					return
+				}
+				tbl.Release()
+				return
+			}
+			if err == nil {
+				tbl.Release()
+				t.Errorf("%s %v: no error", format, tc.names)
+				return
+			}
+			userErr(t, err, "", tc.says)
+		}
+		// CSV.
+		var csvData bytes.Buffer
+		for i, n := range tc.names {
+			if i > 0 {
+				csvData.WriteByte(',')
+			}
+			csvData.WriteString(n)
+		}
+		csvData.WriteString("\n")
+		for i := range tc.names {
+			if i > 0 {
+				csvData.WriteByte(',')
+			}
+			csvData.WriteString("1")
+		}
+		csvData.WriteString("\n")
+		tbl, err := readCSVBytes(csvData.Bytes(), tc.opts)
+		check("csv", tbl, err)
+
+		// Arrow IPC file and stream, and Parquet, of int64 columns.
+		mem := memory.NewGoAllocator()
+		fields := make([]arrow.Field, len(tc.names))
+		arrs := make([]arrow.Array, len(tc.names))
+		for i, n := range tc.names {
+			fields[i] = arrow.Field{Name: n, Type: arrow.PrimitiveTypes.Int64}
+			b := array.NewInt64Builder(mem)
+			b.AppendValues([]int64{1, 2}, nil)
+			arrs[i] = b.NewArray()
+			b.Release()
+		}
+		schema := arrow.NewSchema(fields, nil)
+		rec := array.NewRecord(schema, arrs, 2)
+		dir := t.TempDir()
+		path := filepath.Join(dir, "e.arrow")
+		arWriteFile(t, path, schema, []arrow.Record{rec})
+		tbl, err = Open(context.Background(), path, nil, tc.opts)
+		check("arrow", tbl, err)
+		tbl, err = ReadArrowStream(context.Background(), "e.arrows", bytes.NewReader(arStream(t, schema, []arrow.Record{rec})), tc.opts)
+		check("arrows", tbl, err)
+		a, err := NewAppender("flight", schema, tc.opts)
+		if err == nil {
+			a.Release()
+		}
+		check("appender", &EdgeTable{}, err)
+		at := array.NewTableFromRecords(schema, []arrow.Record{rec})
+		path = pqWriteFile(t, dir, "e.parquet", at, pqDefaultWrite)
+		at.Release()
+		tbl, err = Open(context.Background(), path, nil, tc.opts)
+		check("parquet", tbl, err)
+		rec.Release()
+		for _, a := range arrs {
+			a.Release()
+		}
+	}
+}
