@@ -1,7 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -35,7 +40,7 @@ func genCommand(e *env) *cli.Command {
 				&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random seed"},
 				&cli.BoolFlag{Name: "weighted", Usage: "add a weight column"},
 				&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "edge table `PATH` (\"-\": Arrow IPC stream on stdout)"},
-				&cli.StringFlag{Name: "output-format", Usage: "override the extension: parquet, arrow, arrows, csv"},
+				&cli.StringFlag{Name: "output-format", Usage: "override the extension: parquet, arrow, arrows, csv, text (an edge list: src dst [weight] lines)"},
 			},
 			Action: func(c *cli.Context) error {
 				if !c.IsSet("scale") || c.String("output") == "" {
@@ -61,8 +66,20 @@ func genCommand(e *env) *cli.Command {
 	}
 }
 
-// writeTable writes an edge table through the sink, record by record.
+// writeTable writes an edge table through the sink, record by record, or
+// as a whitespace edge list.
 func writeTable(c *cli.Context, e *env, t *ingest.EdgeTable) error {
+	out, format := c.String("output"), c.String("output-format")
+	if sep, ok := edgeListSeparator(out, format); ok {
+		if out == "-" {
+			w := bufio.NewWriterSize(e.stdout, 1<<20)
+			if err := writeEdgeLines(c, w, t, sep); err != nil {
+				return err
+			}
+			return w.Flush()
+		}
+		return writeEdgeList(c, out, t, sep)
+	}
 	w, err := sink.Create(c.String("output"), t.Schema(), sink.Options{Format: c.String("output-format"), Stdout: e.stdout})
 	if err != nil {
 		return err
@@ -80,4 +97,77 @@ func writeTable(c *cli.Context, e *env, t *ingest.EdgeTable) error {
 		}
 	}
 	return w.Close()
+}
+
+// edgeListSeparator says whether out (or format) is a whitespace edge list,
+// and the separator its fields get: a tab for .tsv, else a space.
+func edgeListSeparator(out, format string) (byte, bool) {
+	if format != "" {
+		return ' ', format == ingest.FormatText
+	}
+	switch ext := strings.ToLower(filepath.Ext(out)); ext {
+	case ".tsv":
+		return '\t', true
+	case ".txt", ".el", ".wel", ".edges", ".snap":
+		return ' ', true
+	}
+	return 0, false
+}
+
+// writeEdgeList writes t as "src dst [weight]" lines, as SNAP and the GAP
+// benchmark suite read them (its .el and .wel), so that one generated graph
+// can be run by both. Like the sink, it writes a temporary file beside out
+// and renames it when complete.
+func writeEdgeList(c *cli.Context, out string, t *ingest.EdgeTable, sep byte) error {
+	f, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".*.tmp")
+	if err != nil {
+		return usererr.New(usererr.Usage, fmt.Sprintf("cannot create %s: %v", out, err), "check that the directory exists and is writable")
+	}
+	fail := func(err error) error {
+		f.Close()
+		os.Remove(f.Name())
+		if usererr.KindOf(err) != usererr.Internal || c.Context.Err() != nil {
+			return err
+		}
+		return usererr.New(usererr.Internal, fmt.Sprintf("cannot write %s: %v", out, err), "check that the disk has space")
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	if err := writeEdgeLines(c, w, t, sep); err != nil {
+		return fail(err)
+	}
+	if err := w.Flush(); err != nil {
+		return fail(err)
+	}
+	if err := f.Close(); err != nil {
+		return fail(err)
+	}
+	if err := os.Rename(f.Name(), out); err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
+// writeEdgeLines writes t's edges (int64 keys, as the generator makes
+// them) to w, one "src dst [weight]" line each.
+func writeEdgeLines(c *cli.Context, w *bufio.Writer, t *ingest.EdgeTable, sep byte) error {
+	var line []byte
+	for _, ch := range t.Chunks {
+		if err := c.Context.Err(); err != nil {
+			return err
+		}
+		for i, s := range ch.Src.Int64 {
+			line = strconv.AppendInt(line[:0], s, 10)
+			line = append(line, sep)
+			line = strconv.AppendInt(line, ch.Dst.Int64[i], 10)
+			if ch.Weight != nil {
+				line = append(line, sep)
+				line = strconv.AppendFloat(line, ch.Weight[i], 'g', -1, 64)
+			}
+			line = append(line, '\n')
+			if _, err := w.Write(line); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

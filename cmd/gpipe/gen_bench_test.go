@@ -119,6 +119,48 @@ func TestGenKronecker(t *testing.T) {
 	if len(distinct) < 100 {
 		t.Errorf("only %d distinct weights in 1024 rows", len(distinct))
 	}
+	// Edge lists, as GAP reads them (.el, .wel) and with tabs (.tsv), hold
+	// the same rows, and read back as the same graph.
+	gen("w.wel", "--weighted", "--seed", "7")
+	gen("k.el")
+	gen("k.tsv")
+	r = gen("-", "--output-format", "text")
+	for name, text := range map[string]string{"w.wel": "", "k.el": "", "k.tsv": "", "-": r.stdout} {
+		if name != "-" {
+			b, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			text = string(b)
+		}
+		want := rows
+		if name == "w.wel" {
+			want = wrows
+		}
+		lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+		if len(lines) != len(want) {
+			t.Fatalf("%s: %d lines, want %d", name, len(lines), len(want))
+		}
+		for i, l := range lines {
+			if name == "k.tsv" {
+				l = strings.ReplaceAll(l, "\t", " ")
+			}
+			if l != want[i] {
+				t.Fatalf("%s line %d: %q, want %q", name, i+1, l, want[i])
+			}
+		}
+	}
+	ok(t, dir, nil, "run", "--input", "k.el", "--op", "pagerank", "--output", "pr-el.parquet")
+	checkPageRank(t, readOutput(t, filepath.Join(dir, "pr-el.parquet")), newRef(func() []edge {
+		var es []edge
+		for _, r := range rows {
+			var s, d int64
+			fmt.Sscan(r, &s, &d)
+			es = append(es, edge{src: s, dst: d})
+		}
+		return es
+	}(), false, false, true), 0.85)
+
 	// ...on the edges the same seed gives without --weighted.
 	gen("s7.parquet", "--seed", "7")
 	for i, r := range readGenerated(t, filepath.Join(dir, "s7.parquet"), "") {
