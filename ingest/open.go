@@ -60,6 +60,11 @@ func Open(ctx context.Context, path string, stdin io.Reader, opts Options) (*Edg
 		}
 	}
 	opts.Columns = opts.Columns.WithDefaults()
+	if path != "-" {
+		if st, err := os.Stat(path); err == nil && st.IsDir() {
+			return nil, errDirectory(path, format)
+		}
+	}
 	if path == "-" {
 		if format != FormatArrowStream {
 			return nil, usererr.InFile("-", fmt.Sprintf("standard input is read as an Arrow IPC stream, not %s", format), "")
@@ -88,4 +93,27 @@ func Open(ctx context.Context, path string, stdin io.Reader, opts Options) (*Edg
 	}
 	return nil, usererr.New(usererr.Usage, fmt.Sprintf("unknown input format %q", format),
 		"use parquet, arrow, arrows, csv, text or mtx")
+}
+
+// formatNames are the formats as messages name them.
+var formatNames = map[string]string{
+	FormatParquet:     "a Parquet file",
+	FormatArrowFile:   "an Arrow IPC file",
+	FormatArrowStream: "an Arrow IPC stream",
+	FormatCSV:         "a CSV file",
+	FormatText:        "an edge list",
+	FormatMTX:         "a Matrix Market file",
+}
+
+// errDirectory reports an input that is a directory.
+func errDirectory(path, format string) error {
+	what := formatNames[format]
+	if what == "" {
+		what = "a file"
+	}
+	fix := "name a file in it: gpipe reads one file"
+	if format == FormatParquet {
+		fix = "name a file in it: gpipe reads one file, not a directory of part files (as Spark writes); merge them into one first"
+	}
+	return usererr.InFile(path, "is a directory, not "+what, fix)
 }

@@ -3,8 +3,12 @@ package ingest
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpipe/gpipe/internal/usererr"
 )
 
 // A UTF-8 byte order mark at the start of a text input is dropped: it
@@ -152,5 +156,24 @@ func TestListColumns(t *testing.T) {
 	userErr(t, err, "h.csv", `no source column "x" (columns: src, dst, "ccc`)
 	if len(err.Error()) > 200 {
 		t.Errorf("message of %d bytes", len(err.Error()))
+	}
+}
+
+// A directory given as the input says so, whatever its format (read as an
+// Arrow IPC stream it was "the input is empty").
+func TestDirectoryInput(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"d.csv", "d.txt", "d.mtx", "d.parquet", "d.arrow", "d.arrows"} {
+		path := filepath.Join(dir, name)
+		if err := os.Mkdir(path, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, format := range []string{"", FormatParquet, FormatArrowFile, FormatArrowStream, FormatCSV, FormatText, FormatMTX} {
+			_, err := Open(context.Background(), path, nil, Options{Format: format})
+			ue := userErr(t, err, path, ": is a directory, not ", "; name a file in it")
+			if ue.Kind != usererr.Input {
+				t.Errorf("%s as %q: kind %v", name, format, ue.Kind)
+			}
+		}
 	}
 }
