@@ -67,8 +67,8 @@ type Timings struct {
 	Read    float64 `json:"read_s"`
 	Build   float64 `json:"build_s"`
 	Compute float64 `json:"compute_s"`
-	// Transfer is the time copying the graph to the GPU took (gpu only).
-	Transfer float64 `json:"transfer_s,omitempty"`
+	// Transfer is the time copying the graph to the GPU took (0 on the CPU).
+	Transfer float64 `json:"transfer_s"`
 	Write    float64 `json:"write_s"`
 	Total    float64 `json:"total_s"`
 }

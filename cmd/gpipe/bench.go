@@ -48,6 +48,9 @@ func benchCommand(e *env) *cli.Command {
 			if err != nil {
 				return err
 			}
+			if err := checkColumnFlags(c); err != nil {
+				return err
+			}
 			if c.IsSet("sources") {
 				if c.Int("sources") < 1 {
 					return usererr.Newf(usererr.Usage, "--sources %d must be at least 1", c.Int("sources"))

@@ -324,6 +324,10 @@ func TestRefusedOptions(t *testing.T) {
 	fails(t, dir, nil, 2, []string{`"src" is named as both the source and the destination column`},
 		"run", "--input", "e.csv", "--op", "cc", "--dst-col", "src")
 	fails(t, dir, nil, 2, []string{"--weight-col does not apply to operator cc"}, "run", "--input", "e.csv", "--op", "cc", "--weight-col", "w")
+	writeFile(t, filepath.Join(dir, "e.txt"), []byte("1 2 0.5\n"))
+	fails(t, dir, nil, 2, []string{"--src-col does not apply to e.txt", "by position"}, "run", "--input", "e.txt", "--op", "cc", "--src-col", "a")
+	fails(t, dir, nil, 2, []string{"--weight-col does not apply to e.txt"}, "run", "--input", "e.txt", "--op", "sssp", "--source", "1", "--weight-col", "w")
+	fails(t, dir, nil, 2, []string{"--dst-col does not apply"}, "bench", "--input", "e.txt", "--op", "cc", "--dst-col", "b")
 	if b, _ := os.ReadFile(filepath.Join(dir, "e.csv")); string(b) != string(edges) {
 		t.Errorf("the input changed:\n%s", b)
 	}

@@ -111,6 +111,25 @@ func paramsFor(c *cli.Context, op string) (operators.Params, error) {
 	return p, nil
 }
 
+// checkColumnFlags refuses column names for inputs whose columns have none:
+// edge lists and Matrix Market files are src dst [weight] by position.
+func checkColumnFlags(c *cli.Context) error {
+	format := c.String("input-format")
+	if format == "" {
+		format, _ = ingest.FormatOf(c.String("input"))
+	}
+	if format != ingest.FormatText && format != ingest.FormatMTX {
+		return nil
+	}
+	for _, name := range []string{"src-col", "dst-col", "weight-col"} {
+		if c.IsSet(name) {
+			return usererr.New(usererr.Usage, fmt.Sprintf("--%s does not apply to %s: its fields have no names (src dst [weight], by position)", name, c.String("input")),
+				"leave it out")
+		}
+	}
+	return nil
+}
+
 func paramsFrom(c *cli.Context) operators.Params {
 	return operators.Params{
 		Source:        c.String("source"),
@@ -137,6 +156,9 @@ func runAction(c *cli.Context, e *env) error {
 	}
 	params, err := paramsFor(c, c.String("op"))
 	if err != nil {
+		return err
+	}
+	if err := checkColumnFlags(c); err != nil {
 		return err
 	}
 	progress := newProgress(e.stderr)
