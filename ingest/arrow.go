@@ -141,7 +141,7 @@ func readMappedArrow(ctx context.Context, path string, m *mappedFile, opts Optio
 		}
 		rec, err := arrowRecordAt(fr, i)
 		if err != nil {
-			return nil, usererr.InFile(path, fmt.Sprintf("cannot read record batch %d: %s", i, arrowCause(err)), fixArrowIncomplete)
+			return nil, usererr.InFile(path, errBatch("the Arrow IPC file", i, err), fixArrowIncomplete)
 		}
 		err = a.Append(rec)
 		rec.Release()
@@ -291,7 +291,7 @@ func ReadArrowStream(ctx context.Context, name string, r io.Reader, opts Options
 			"check that the producer wrote an Arrow IPC stream, or name the input's format with --input-format")
 	}
 	defer rdr.Release()
-	return ReadRecords(ctx, name, rdr, opts)
+	return readRecords(ctx, name, "the Arrow IPC stream", rdr, opts)
 }
 
 func newStreamReader(r io.Reader, opts Options) (rdr *ipc.Reader, err error) {

@@ -837,7 +837,27 @@ func TestArrowStreamErrors(t *testing.T) {
 	data := arStream(t, schema, recs)
 	for _, cut := range []int{len(data) - 9, len(data) / 2} {
 		_, err := ReadArrowStream(context.Background(), "in.arrows", bytes.NewReader(data[:cut]), Options{})
-		userErr(t, err, "in.arrows", "cannot read record batch")
+		userErr(t, err, "in.arrows", "the Arrow IPC stream is corrupt or truncated at record batch", "(the input ends inside the batch)")
+	}
+	// Damaged batches (testdata/corrupt: a stream of 3 rows with a
+	// buffer's length, or the batch's, set to 1000): arrow's reader panics
+	// or reports its internals; the message says neither.
+	for _, tc := range []struct{ file, says string }{
+		{"buffer-length.arrows", "the Arrow IPC stream is corrupt or truncated at record batch 0 (its buffers do not match its header)"},
+		{"batch-length.arrows", "the Arrow IPC stream is corrupt or truncated at record batch 0 ("},
+	} {
+		f, err := os.Open(filepath.Join("testdata", "corrupt", tc.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = ReadArrowStream(context.Background(), tc.file, f, Options{})
+		f.Close()
+		userErr(t, err, tc.file, tc.says, "re-export it")
+		for _, internal := range []string{"runtime error", "unknown error", "arrow/", "slice bounds"} {
+			if strings.Contains(err.Error(), internal) {
+				t.Errorf("%s: error says %q: %v", tc.file, internal, err)
+			}
+		}
 	}
 	_, err := ReadArrowStream(context.Background(), "in.arrows", bytes.NewReader(data[:200]), Options{})
 	userErr(t, err, "in.arrows", "cannot read the Arrow IPC stream's schema")
