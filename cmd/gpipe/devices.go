@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"text/tabwriter"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/gpipe/gpipe/gpu"
 	"github.com/gpipe/gpipe/internal/bytesize"
+	"github.com/gpipe/gpipe/internal/usererr"
 )
 
 func devicesCommand(e *env) *cli.Command {
@@ -19,6 +21,15 @@ func devicesCommand(e *env) *cli.Command {
 		Action: func(c *cli.Context) error {
 			info, err := gpu.Available()
 			if err != nil {
+				// Say it as a listing would, not as a job that needs a GPU.
+				var ue *usererr.Error
+				if errors.As(err, &ue) {
+					err = &usererr.Error{Kind: ue.Kind, Row: -1, Problem: "no usable GPU: " + ue.Problem,
+						Fix: "gpipe run and bench use the CPU where there is none"}
+				}
+				if c.Bool("json") {
+					json.NewEncoder(e.stdout).Encode(map[string]any{"driver_version": "", "devices": []gpu.Attributes{}, "error": err.Error()})
+				}
 				return err
 			}
 			if c.Bool("json") {

@@ -342,15 +342,24 @@ func TestBenchInput(t *testing.T) {
 }
 
 // Without a GPU, devices says why, on one line, and exits 4 (backend not
-// available), printing nothing on stdout.
+// available); with --json, stdout has the same as a JSON object.
 func TestDevicesWithoutGPU(t *testing.T) {
 	t.Parallel()
+	if os.Getenv("GPIPE_REQUIRE_GPU") != "" {
+		t.Skip("a GPU machine")
+	}
 	dir := t.TempDir()
-	for _, args := range [][]string{{"devices"}, {"devices", "--json"}} {
-		r := fails(t, dir, nil, 4, []string{"NVIDIA driver", "libcuda.so.1", "--backend cpu"}, args...)
-		if r.stdout != "" {
-			t.Errorf("gpipe %s: stdout %q", strings.Join(args, " "), r.stdout)
-		}
+	want := []string{"no usable GPU", "NVIDIA driver", "libcuda.so.1", "use the CPU"}
+	if r := fails(t, dir, nil, 4, want, "devices"); r.stdout != "" {
+		t.Errorf("gpipe devices: stdout %q", r.stdout)
+	}
+	r := fails(t, dir, nil, 4, want, "devices", "--json")
+	var got struct {
+		Devices []any  `json:"devices"`
+		Error   string `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || got.Devices == nil || len(got.Devices) != 0 || !strings.Contains(got.Error, "no usable GPU") {
+		t.Errorf("gpipe devices --json: stdout %q (%v)", r.stdout, err)
 	}
 }
 
