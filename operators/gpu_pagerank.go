@@ -202,6 +202,6 @@ func (PageRank) runGPU(ctx context.Context, b *GPU, in Input) (*Result, error) {
 
 // notConverged is the warning for ranks returned before they converged.
 func notConverged(iterations int, change, tolerance float64) string {
-	return fmt.Sprintf("pagerank did not converge in %d iterations: the last iteration changed the ranks by %g (L1), above the tolerance %g; the ranks are returned as they are (raise max_iterations or the tolerance)",
+	return fmt.Sprintf("pagerank did not converge in %d iterations: the last iteration changed the ranks by %g (L1), above the tolerance %g; the ranks are returned as they are (raise the iteration limit or the tolerance)",
 		iterations, change, tolerance)
 }

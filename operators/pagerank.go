@@ -56,7 +56,7 @@ func (PageRank) Prepare(p *Params) error {
 			"pass a damping factor such as 0.85")
 	}
 	if !(p.Tolerance > 0) || math.IsInf(p.Tolerance, 1) {
-		return usererr.New(usererr.Usage, fmt.Sprintf("operator pagerank: tolerance %v must be a positive number", p.Tolerance),
+		return usererr.New(usererr.Usage, fmt.Sprintf("operator pagerank: tolerance %v must be a positive finite number", p.Tolerance),
 			"pass a tolerance such as 1e-9")
 	}
 	if p.MaxIterations < 1 {
@@ -127,7 +127,7 @@ func (PageRank) RunCPU(ctx context.Context, in Input) (*Result, error) {
 	if !converged {
 		res.NotConverged = true
 		res.Warnings = append(res.Warnings, fmt.Sprintf(
-			"pagerank did not converge in %d iterations: the last iteration changed the ranks by %g (L1), above the tolerance %g; the ranks are returned as they are (raise max_iterations or the tolerance)",
+			"pagerank did not converge in %d iterations: the last iteration changed the ranks by %g (L1), above the tolerance %g; the ranks are returned as they are (raise the iteration limit or the tolerance)",
 			res.Iterations, change, p.Tolerance))
 	}
 	res.Columns = []Column{{Name: "rank", Type: Float64Column, Float64: x}}

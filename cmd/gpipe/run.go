@@ -74,15 +74,15 @@ func runCommand(e *env) *cli.Command {
 // paramFlags are the operator parameters, named as in operators.Params.
 func paramFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.Float64Flag{Name: "tolerance", Usage: "pagerank: stop when the L1 change is below this (default 1e-9)"},
-		&cli.IntFlag{Name: "max-iterations", Usage: "pagerank: most iterations (default 1000)"},
-		&cli.Float64Flag{Name: "damping", Usage: "pagerank: damping factor (default 0.85)"},
-		&cli.Float64Flag{Name: "delta", Usage: "sssp, sswp: Δ-stepping bucket width (default: chosen from the weights)"},
-		&cli.StringFlag{Name: "strategy", Usage: "GPU strategy (default: chosen from the graph)"},
-		&cli.IntFlag{Name: "vwarp", Usage: "GPU virtual warp size K: 1, 2, 4, 8, 16 or 32 (default: from the average degree)"},
-		&cli.Int64Flag{Name: "defer-outliers", Usage: "GPU: defer vertices with more edges than this to whole blocks (default 1024; -1: off)"},
+		&cli.Float64Flag{Name: "tolerance", Usage: "pagerank: stop when the L1 change is below this", DefaultText: "1e-9"},
+		&cli.IntFlag{Name: "max-iterations", Usage: "pagerank: most iterations", DefaultText: "1000"},
+		&cli.Float64Flag{Name: "damping", Usage: "pagerank: damping factor", DefaultText: "0.85"},
+		&cli.Float64Flag{Name: "delta", Usage: "sssp, sswp: Δ-stepping bucket width; 0 chooses", DefaultText: "chosen from the weights"},
+		&cli.StringFlag{Name: "strategy", Usage: "GPU strategy: vwc (virtual warp-centric) or auto", DefaultText: "auto"},
+		&cli.IntFlag{Name: "vwarp", Usage: "GPU virtual warp size K: 1, 2, 4, 8, 16 or 32; 0 chooses", DefaultText: "from the average degree"},
+		&cli.Int64Flag{Name: "defer-outliers", Usage: "GPU: defer vertices with more edges than this to whole blocks; -1: off, 0: default", DefaultText: "1024"},
 		&cli.BoolFlag{Name: "dynamic", Usage: "GPU: warps take chunks of vertices from a global counter"},
-		&cli.IntFlag{Name: "chunk-size", Usage: "GPU: vertices a warp takes at a time with --dynamic"},
+		&cli.IntFlag{Name: "chunk-size", Usage: "GPU: vertices a warp takes at a time with --dynamic; 0 chooses", DefaultText: "chosen"},
 	}
 }
 
