@@ -291,7 +291,7 @@ func TestBadInputs(t *testing.T) {
 	// One log line per call, with its status.
 	logs := ts.logs.String()
 	for _, line := range []string{
-		`msg=rpc method=DoGet graph=good op=bogus rows=0 duration=`,
+		`msg=rpc method=DoGet graph=good op=bogus rows=0 duration_s=`,
 		`status=InvalidArgument peer=127.0.0.1:`,
 		`error="unknown operator \"bogus\"`,
 		`method=DoPut graph=big op="" rows=0 rows_in=`,

@@ -82,7 +82,7 @@ type resultMeta struct {
 	Warnings   []string `json:"warnings,omitempty"`
 	// An exchange's upload: rows read and skipped.
 	InputRows   int64 `json:"input_rows,omitempty"`
-	SkippedRows int64 `json:"skipped_rows,omitempty"`
+	SkippedRows int64 `json:"skipped_rows"`
 }
 
 // MetadataKey is the result schema's metadata key whose value is a JSON

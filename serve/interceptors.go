@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"log/slog"
+	"math"
 	"path"
 	"runtime/debug"
 	"strings"
@@ -91,7 +92,7 @@ func (s *service) finish(ctx context.Context, method string, c *callLog, start t
 		attrs = append(attrs, "rows_in", c.rowsIn)
 	}
 	attrs = append(attrs,
-		"duration", time.Since(start).Round(time.Microsecond),
+		"duration_s", math.Round(time.Since(start).Seconds()*1e6)/1e6,
 		"status", st.Code().String())
 	if p, ok := peer.FromContext(ctx); ok {
 		attrs = append(attrs, "peer", p.Addr.String())

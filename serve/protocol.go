@@ -297,6 +297,9 @@ func checkName(name string) error {
 	for i, r := range name {
 		ok := unicode.IsLetter(r) || unicode.IsDigit(r) || i > 0 && strings.ContainsRune("._-:", r)
 		if !ok {
+			if i == 0 && strings.ContainsRune("._-:", r) {
+				return usererr.New(usererr.Usage, fmt.Sprintf("graph name %q starts with %q", name, r), fix)
+			}
 			return usererr.New(usererr.Usage, fmt.Sprintf("graph name %q has the character %q", name, r), fix)
 		}
 	}

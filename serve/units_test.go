@@ -38,6 +38,11 @@ func TestCheckName(t *testing.T) {
 			t.Errorf("checkName(%q): no error", bad)
 		}
 	}
+	for name, want := range map[string]string{"-bad name": `starts with '-'`, "a b": `has the character ' '`} {
+		if err := checkName(name); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("checkName(%q): %v, want it to say %s", name, err, want)
+		}
+	}
 }
 
 // TestPanicIsInternal checks that a handler's panic becomes an Internal

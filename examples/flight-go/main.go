@@ -86,7 +86,22 @@ func run(addr, input, caFile string, top int) error {
 	}
 	printTop(rec, "rank", top)
 
-	// 3. The catalog, then drop.
+	// 3. Exchange: edges in, results out in one call; the server keeps
+	// nothing. The descriptor's command holds the upload options and the
+	// query.
+	again, err := ingest.Open(ctx, input, nil, ingest.Options{})
+	if err != nil {
+		return err
+	}
+	defer again.Release()
+	comps, err := exchange(ctx, client, `{"op": "cc", "undirected": true}`, again.RecordReader())
+	if err != nil {
+		return fmt.Errorf("exchange: %w", err)
+	}
+	fmt.Printf("exchange cc: %d vertices, %d components\n", comps.NumRows(), countDistinct(comps, "component"))
+	comps.Release()
+
+	// 4. The catalog, then drop.
 	flights, err := client.ListFlights(ctx, &flight.Criteria{})
 	if err != nil {
 		return err
@@ -153,12 +168,37 @@ func put(ctx context.Context, client flight.Client, desc *flight.FlightDescripto
 	return info, json.Unmarshal(res.AppMetadata, &info)
 }
 
+// exchange sends rdr's edges with the options and query in cmd, and returns
+// the result batches as one table.
+func exchange(ctx context.Context, client flight.Client, cmd string, rdr array.RecordReader) (arrow.Table, error) {
+	defer rdr.Release()
+	stream, err := client.DoExchange(ctx)
+	if err != nil {
+		return nil, err
+	}
+	w := flight.NewRecordWriter(stream, ipc.WithSchema(rdr.Schema()))
+	w.SetFlightDescriptor(&flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: []byte(cmd)})
+	for rdr.Next() {
+		if err := w.Write(rdr.Record()); err != nil {
+			break // the reason comes with the reads below
+		}
+	}
+	w.Close()
+	stream.CloseSend()
+	return readTable(stream)
+}
+
 // get runs a query and returns its result batches as one table.
 func get(ctx context.Context, client flight.Client, ticket string) (arrow.Table, error) {
 	stream, err := client.DoGet(ctx, &flight.Ticket{Ticket: []byte(ticket)})
 	if err != nil {
 		return nil, err
 	}
+	return readTable(stream)
+}
+
+// readTable reads a result stream's batches into one table.
+func readTable(stream flight.DataStreamReader) (arrow.Table, error) {
 	rdr, err := flight.NewRecordReader(stream)
 	if err != nil {
 		return nil, err
@@ -205,4 +245,15 @@ func printTop(t arrow.Table, column string, top int) {
 	for _, r := range rows[:min(top, len(rows))] {
 		fmt.Printf("%s\t%.6f\n", r.vertex, r.value)
 	}
+}
+
+// countDistinct counts the distinct values of a column.
+func countDistinct(t arrow.Table, column string) int {
+	seen := map[string]bool{}
+	for _, c := range t.Column(t.Schema().FieldIndices(column)[0]).Data().Chunks() {
+		for i := 0; i < c.Len(); i++ {
+			seen[c.ValueStr(i)] = true
+		}
+	}
+	return len(seen)
 }
