@@ -226,6 +226,10 @@ func applyWeightRule(ctx context.Context, t *ingest.EdgeTable, spans []span, opt
 					e := usererr.AtRow(t.Name, t.Columns.Weight, s.c.Row(j), weightProblem(w, opts.Weights),
 						"fix the weight or pass --skip-invalid to drop such rows")
 					e.Line = t.LineOf(e.Row)
+					if note, fix := t.MirrorOf(s.c, j); note != "" {
+						// An edge the input did not write, but implied.
+						e.Problem, e.Fix = e.Problem+" for "+note, fix
+					}
 					return nil, 0, e
 				}
 			}

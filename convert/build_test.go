@@ -502,6 +502,29 @@ func TestBuildWeightRuleLine(t *testing.T) {
 	}
 }
 
+// TestBuildWeightRuleMirror checks that a weight error on the mirror of a
+// skew-symmetric Matrix Market entry says so: the line holds 5, the
+// message's -5 is the mirror's (it said "line 3: negative weight -5").
+func TestBuildWeightRuleMirror(t *testing.T) {
+	const data = "%%MatrixMarket matrix coordinate real skew-symmetric\n3 3 2\n2 1 5\n3 2 1\n"
+	path := filepath.Join(t.TempDir(), "m.mtx")
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tab, err := ingest.Open(context.Background(), path, nil, ingest.Options{Columns: ingest.Columns{ReadWeight: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tab.Release()
+	_, err = Build(context.Background(), tab, BuildOptions{Weighted: true, Weights: NonNegativeWeights})
+	var ue *usererr.Error
+	if !errors.As(err, &ue) || ue.Line != 3 || ue.Row != 0 ||
+		!strings.Contains(err.Error(), `m.mtx: column "weight", line 3: negative weight -5 (shortest paths need weights >= 0) for the skew-symmetric mirror of the entry 2 1 5; `) ||
+		!strings.Contains(ue.Fix, "make the banner's symmetry general") {
+		t.Fatalf("error %v (%+v), want one at line 3 naming the mirror", err, ue)
+	}
+}
+
 func TestBuildTooManyVertices(t *testing.T) {
 	defer func(old int64) { maxVertices = old }(maxVertices)
 	maxVertices = 20

@@ -164,6 +164,7 @@ func readMatrixMarket(ctx context.Context, name string, r io.Reader, opts Option
 	if err != nil {
 		return nil, err
 	}
+	t.mirror = cfg.mirror
 	if t.RowsRead != h.nnz {
 		t.Release()
 		if t.RowsRead < h.nnz {

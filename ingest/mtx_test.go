@@ -95,3 +95,39 @@ func TestMatrixMarketIntegerValues(t *testing.T) {
 	sameEdges(t, tableEdges(t, tbl), []arEdge{{row: 0, src: int64(1), dst: int64(2), w: 1.5}})
 	tbl.Release()
 }
+
+// MirrorOf tells the edges a symmetric or skew-symmetric file implies from
+// those it holds, and names the entry they mirror.
+func TestMatrixMarketMirrorOf(t *testing.T) {
+	for _, tc := range []struct {
+		sym  string
+		want []string
+	}{
+		// Edges: 2→1, its mirror, 3→2, its mirror, 3→3 (a diagonal entry
+		// has no mirror); for general, 2→1, 3→2, 3→3.
+		{"skew-symmetric", []string{"", "the skew-symmetric mirror of the entry 2 1 5", "", "the skew-symmetric mirror of the entry 3 2 -1.5", ""}},
+		{"symmetric", []string{"", "the symmetric mirror of the entry 2 1 5", "", "the symmetric mirror of the entry 3 2 -1.5", ""}},
+		{"general", []string{"", "", ""}},
+	} {
+		data := "%%MatrixMarket matrix coordinate real " + tc.sym + "\n3 3 3\n2 1 5\n% c\n3 2 -1.5\n3 3 7\n"
+		tbl, err := readMTXBytes([]byte(data), Options{Columns: Columns{ReadWeight: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for ci := range tbl.Chunks {
+			c := &tbl.Chunks[ci]
+			for j := 0; j < c.Len() && len(got) < len(tc.want); j++ {
+				note, fix := tbl.MirrorOf(c, j)
+				if (note == "") != (fix == "") {
+					t.Errorf("%s: edge %d: note %q, fix %q", tc.sym, j, note, fix)
+				}
+				got = append(got, note)
+			}
+		}
+		if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+			t.Errorf("%s: got %q, want %q", tc.sym, got, tc.want)
+		}
+		tbl.Release()
+	}
+}

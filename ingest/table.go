@@ -7,6 +7,7 @@ package ingest
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -128,6 +129,31 @@ type EdgeTable struct {
 	KeyArrowType arrow.DataType
 	release      []func()
 	lines        *lineMap // text inputs: rows to lines
+	// mirror is 1 for a symmetric and -1 for a skew-symmetric Matrix
+	// Market input, whose off-diagonal entries give two edges each: the
+	// entry, then its mirror, of the same row.
+	mirror int
+}
+
+// MirrorOf says whether edge j of chunk c is one the input did not write:
+// the mirror of an entry of a symmetric or skew-symmetric Matrix Market
+// file. Then it names the entry it mirrors, for messages ("the
+// skew-symmetric mirror of the entry 2 1 5", which the input row's line
+// holds), and what to do where the mirror's weight is refused; else it
+// returns "", "".
+func (t *EdgeTable) MirrorOf(c *Chunk, j int) (note, fix string) {
+	if t.mirror == 0 || c.Rows == nil || j <= 0 || j >= c.Len() || c.Rows[j] != c.Rows[j-1] || c.Src.Int64 == nil {
+		return "", ""
+	}
+	entry := fmt.Sprintf("%d %d", c.Src.Int64[j-1], c.Dst.Int64[j-1])
+	if c.Weight != nil {
+		entry += " " + strconv.FormatFloat(c.Weight[j-1], 'g', -1, 64)
+	}
+	if t.mirror < 0 {
+		return "the skew-symmetric mirror of the entry " + entry,
+			"a skew-symmetric matrix's mirrored values have the opposite sign; to read only the entries as written, make the banner's symmetry general, or pass --skip-invalid to drop such edges"
+	}
+	return "the symmetric mirror of the entry " + entry, "fix the weight or pass --skip-invalid to drop such rows"
 }
 
 // LineOf is the 1-based line of input row `row` in a text input (edge list,
