@@ -50,4 +50,4 @@ fuzz:
 	$(GO) test ./ingest -run XXX -fuzz FuzzCSV -fuzztime 30s
 
 clean:
-	rm -rf bin .gpu-bundle
+	rm -rf bin .gpu-bundle .gpu-bundle.tgz

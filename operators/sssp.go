@@ -130,7 +130,7 @@ func (SSSP) RunCPU(ctx context.Context, in Input) (*Result, error) {
 		}
 	})
 	return &Result{
-		Op: "sssp", Backend: "cpu", Strategy: fmt.Sprintf("delta-stepping (delta=%g)", delta),
+		Op: "sssp", Backend: "cpu", Strategy: fmt.Sprintf("delta-stepping (delta=%.4g)", delta),
 		Iterations: phases,
 		Compute:    time.Since(start),
 		Columns: []Column{

@@ -82,7 +82,7 @@ func (SSWP) RunCPU(ctx context.Context, in Input) (*Result, error) {
 		}
 	})
 	return &Result{
-		Op: "sswp", Backend: "cpu", Strategy: fmt.Sprintf("delta-stepping (delta=%g)", delta),
+		Op: "sswp", Backend: "cpu", Strategy: fmt.Sprintf("delta-stepping (delta=%.4g)", delta),
 		Iterations: phases,
 		Compute:    time.Since(start),
 		Columns:    []Column{{Name: "width", Type: Float64Column, Float64: width}},

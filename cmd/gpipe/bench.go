@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpipe/gpipe"
 	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/internal/bytesize"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
 )
@@ -28,7 +29,7 @@ func benchCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "edge table `PATH` (also GAP's .el/.wel edge lists)"},
 			&cli.StringFlag{Name: "gen", Usage: "generate the graph: kronecker:SCALE[:EDGEFACTOR] (edge factor 16 by default)"},
 			&cli.StringFlag{Name: "op", Usage: "operator"},
-			&cli.StringFlag{Name: "backend", Value: "cpu", Usage: "cpu or gpu"},
+			&cli.StringFlag{Name: "backend", Value: "cpu", Usage: "cpu, gpu or auto (the GPU when one is usable and the graph fits)"},
 			&cli.IntFlag{Name: "trials", Value: 16, Usage: "timed runs"},
 			&cli.IntFlag{Name: "sources", Usage: "distinct random sources the trials cycle through (default: one per trial)"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the generator and of the sources"},
@@ -104,8 +105,8 @@ func printBench(e *env, rep *gpipe.BenchReport) {
 	fmt.Fprintf(tw, "graph\t%s: %d vertices, %d edges (%d input edges)\n", rep.Input, rep.Vertices, rep.Edges, rep.InputEdges)
 	fmt.Fprintf(tw, "read, build\t%.3f s, %.3f s\n", rep.ReadS, rep.BuildS)
 	if rep.PeakRSSBytes > 0 {
-		fmt.Fprintf(tw, "memory\tpeak %.0f MiB after building (%.1f bytes/input edge); input columns %.0f MiB, layout %.0f MiB\n",
-			float64(rep.PeakRSSBytes)/(1<<20), rep.BytesPerEdge, float64(rep.InputBytes)/(1<<20), float64(rep.LayoutBytes)/(1<<20))
+		fmt.Fprintf(tw, "memory\tpeak %s after building (%.1f bytes/input edge); input columns %s, layout %s\n",
+			bytesize.Format(rep.PeakRSSBytes), rep.BytesPerEdge, bytesize.Format(rep.InputBytes), bytesize.Format(rep.LayoutBytes))
 	}
 	fmt.Fprintf(tw, "operator\t%s on %s (%s)\n", rep.Op, rep.Backend, rep.Strategy)
 	fmt.Fprintf(tw, "trials\t%d: median %.3f ms, min %.3f ms\n", len(rep.TrialsS), rep.MedianS*1e3, rep.MinS*1e3)

@@ -341,7 +341,7 @@ func TestSummaryText(t *testing.T) {
 	long := strings.Repeat("k", 5000)
 	writeFile(t, filepath.Join(dir, "e.txt"), []byte("a b\nb c\nc "+long+"\n"))
 	r := ok(t, dir, nil, "run", "--input", "e.txt", "--op", "pagerank", "--max-iterations", "1")
-	if !strings.Contains(r.stdout, "stopped after 1 iterations without converging") || strings.Contains(r.stdout, "converged after") {
+	if !strings.Contains(r.stdout, "stopped after 1 iteration without converging") || strings.Contains(r.stdout, "converged after") {
 		t.Errorf("summary does not say pagerank stopped short:\n%s", r.stdout)
 	}
 	if len(r.stdout) > 2000 || !strings.Contains(r.stdout, strings.Repeat("k", 39)+"…") {

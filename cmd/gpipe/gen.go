@@ -46,6 +46,9 @@ func genCommand(e *env) *cli.Command {
 				if !c.IsSet("scale") || c.String("output") == "" {
 					return usererr.New(usererr.Usage, "--scale and --output are required", "see 'gpipe gen kronecker --help'")
 				}
+				if err := checkNotTerminal(e, c.String("output"), c.String("output-format")); err != nil {
+					return err
+				}
 				start := time.Now()
 				t, err := ingest.Kronecker{
 					Scale: c.Int("scale"), EdgeFactor: c.Int("edge-factor"), Seed: c.Uint64("seed"), Weighted: c.Bool("weighted"),

@@ -161,6 +161,9 @@ func runAction(c *cli.Context, e *env) error {
 	if err := checkColumnFlags(c); err != nil {
 		return err
 	}
+	if err := checkNotTerminal(e, c.String("output"), c.String("output-format")); err != nil {
+		return err
+	}
 	progress := newProgress(e.stderr)
 	defer progress.Stop()
 	job := gpipe.Job{
@@ -213,6 +216,28 @@ func invalidRows(n int64) string {
 		return "1 invalid row"
 	}
 	return fmt.Sprintf("%d invalid rows", n)
+}
+
+// checkNotTerminal refuses to send a binary format to standard output when
+// that is a terminal, as gzip and zstd do: it would fill the screen with
+// bytes no one can read, and may upset the terminal.
+func checkNotTerminal(e *env, output, format string) error {
+	if output != "-" || !isTerminal(e.stdout) {
+		return nil
+	}
+	if format == "" {
+		format = sink.FormatArrowStream
+	}
+	if format == sink.FormatCSV || format == ingest.FormatText {
+		return nil
+	}
+	names := map[string]string{sink.FormatArrowStream: "an Arrow IPC stream", sink.FormatArrowFile: "an Arrow IPC file", sink.FormatParquet: "Parquet"}
+	what, ok := names[format]
+	if !ok {
+		what = format
+	}
+	return usererr.New(usererr.Usage, fmt.Sprintf("standard output is a terminal; refusing to write %s to it", what),
+		"redirect it (> out.arrows, | next-tool), pass --output FILE, or --output-format csv to read it")
 }
 
 func isTerminal(w any) bool {

@@ -20,8 +20,9 @@ const summaryRows = 10
 // printSummary prints what a job found, for a run without --output.
 func printSummary(w io.Writer, rep *gpipe.Report) {
 	res := rep.Result
-	fmt.Fprintf(w, "%s on %s: %d vertices, %d edges (from %d rows); %s backend (%s), %.3g s compute\n",
-		rep.Op, rep.Input, rep.Vertices, rep.Edges, rep.RowsRead, rep.Backend, rep.Strategy, rep.Timings.Compute)
+	fmt.Fprintf(w, "%s on %s: %s, %s (from %s); %s backend (%s), %.3g s compute\n",
+		rep.Op, rep.Input, count(rep.Vertices, "vertex", "vertices"), count(rep.Edges, "edge", "edges"), count(rep.RowsRead, "row", "rows"),
+		rep.Backend, rep.Strategy, rep.Timings.Compute)
 	rows := make([]uint32, res.Graph.NumVertices())
 	for i := range rows {
 		rows[i] = uint32(i)
@@ -31,9 +32,9 @@ func printSummary(w io.Writer, rep *gpipe.Report) {
 		rank := res.Column("rank").Float64
 		sort.SliceStable(rows, func(i, j int) bool { return rank[rows[i]] > rank[rows[j]] })
 		if res.NotConverged {
-			fmt.Fprintf(w, "stopped after %d iterations without converging; highest ranks:\n", rep.Iterations)
+			fmt.Fprintf(w, "stopped after %s without converging; highest ranks:\n", count(rep.Iterations, "iteration", "iterations"))
 		} else {
-			fmt.Fprintf(w, "converged after %d iterations; highest ranks:\n", rep.Iterations)
+			fmt.Fprintf(w, "converged after %s; highest ranks:\n", count(rep.Iterations, "iteration", "iterations"))
 		}
 	case "cc":
 		comp := res.Column("component").Vertex
@@ -45,11 +46,11 @@ func printSummary(w io.Writer, rep *gpipe.Report) {
 		for _, s := range sizes {
 			largest = max(largest, s)
 		}
-		fmt.Fprintf(w, "%d components; the largest has %d vertices\n", len(sizes), largest)
+		fmt.Fprintf(w, "%s; the largest has %s\n", count(len(sizes), "component", "components"), count(largest, "vertex", "vertices"))
 	default:
-		fmt.Fprintf(w, "reached %d of %d vertices", rep.Vertices-rep.Unreached, rep.Vertices)
+		fmt.Fprintf(w, "reached %d of %s", rep.Vertices-rep.Unreached, count(rep.Vertices, "vertex", "vertices"))
 		if rep.Op == "bfs" {
-			fmt.Fprintf(w, " in %d levels", rep.Iterations)
+			fmt.Fprintf(w, " in %s", count(rep.Iterations, "level", "levels"))
 		}
 		fmt.Fprintln(w)
 	}
@@ -71,7 +72,7 @@ func printSummary(w io.Writer, rep *gpipe.Report) {
 	}
 	tw.Flush()
 	if n := res.Graph.NumVertices(); n > summaryRows {
-		fmt.Fprintf(w, "… %d more rows; pass --output FILE for all of them\n", n-summaryRows)
+		fmt.Fprintf(w, "… %s more; pass --output FILE for all of them\n", count(n-summaryRows, "row", "rows"))
 	}
 }
 
@@ -107,4 +108,12 @@ func summaryKey(key string) string {
 	}
 	r := []rune(key)
 	return string(r[:width-1]) + "…"
+}
+
+// count is "1 edge" or "n edges".
+func count[N int | int64](n N, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
