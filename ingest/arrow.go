@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/endian"
@@ -269,29 +270,84 @@ func ReadArrowStream(ctx context.Context, name string, r io.Reader, opts Options
 	}
 	br := bufio.NewReaderSize(r, 256<<10)
 	head, _ := br.Peek(8)
-	switch {
-	case len(head) == 0:
+	// What the first read brought besides, to tell what the input is when
+	// it is not a stream, without waiting for more.
+	head, _ = br.Peek(max(len(head), min(br.Buffered(), 1024)))
+	if len(head) == 0 {
 		return nil, usererr.InFile(name, "the input is empty, not an Arrow IPC stream", "check that the producer wrote an Arrow IPC stream")
-	case bytes.HasPrefix(head, arrowMagic):
-		fix := "name it .arrow or pass --input-format arrow"
-		if name == "-" {
-			fix = "save it to a file and read that: an Arrow IPC file cannot be read from standard input"
-		}
-		return nil, usererr.InFile(name, "the input is an Arrow IPC file, not an Arrow IPC stream", fix)
-	case bytes.HasPrefix(head, []byte("PAR1")):
-		return nil, usererr.InFile(name, "the input is a Parquet file, not an Arrow IPC stream", "name it .parquet or pass --input-format parquet")
 	}
-	rdr, err := newStreamReader(br, opts)
-	if err != nil {
-		if len(head) >= 4 && binary.LittleEndian.Uint32(head) == 0xFFFFFFFF {
+	if bytes.HasPrefix(head, []byte{0xFF, 0xFF, 0xFF, 0xFF}) {
+		// A stream (since Arrow 0.15): its schema message follows.
+		rdr, err := newStreamReader(br, opts)
+		if err != nil {
 			return nil, usererr.InFile(name, "cannot read the Arrow IPC stream's schema ("+arrowCause(err)+")",
 				"the stream is damaged or was cut short; check its producer")
 		}
+		defer rdr.Release()
+		return readRecords(ctx, name, "the Arrow IPC stream", rdr, opts)
+	}
+	if what, format := sniffNotStream(head); what != "" {
+		fix := "pass --input-format " + format
+		switch {
+		case format == "":
+			fix = "check that the producer wrote an Arrow IPC stream"
+		case name != "-":
+			fix = fmt.Sprintf("name it %s or pass --input-format %s", formatExt[format], format)
+		}
+		if kind, f := looksLike(head); kind != "" && format == "" {
+			fix = f
+		}
+		return nil, usererr.InFile(name, "the input is not an Arrow IPC stream: it looks like "+what, fix)
+	}
+	rdr, err := newStreamReader(br, opts)
+	if err != nil {
 		return nil, usererr.InFile(name, "not an Arrow IPC stream ("+arrowCause(err)+")",
 			"check that the producer wrote an Arrow IPC stream, or name the input's format with --input-format")
 	}
 	defer rdr.Release()
 	return readRecords(ctx, name, "the Arrow IPC stream", rdr, opts)
+}
+
+// formatExt is the extension of each format's files, for messages.
+var formatExt = map[string]string{
+	FormatParquet: ".parquet", FormatArrowFile: ".arrow", FormatArrowStream: ".arrows",
+	FormatCSV: ".csv", FormatText: ".txt", FormatMTX: ".mtx",
+}
+
+// sniffNotStream says what an input that is not an Arrow IPC stream looks
+// like from its first bytes, and the format to read it as ("" when gpipe
+// reads no such format): a Parquet or Arrow IPC file, compressed data, CSV,
+// a Matrix Market file or an edge list. It returns "", "" for inputs it
+// cannot tell (a stream written before Arrow 0.15 starts without a marker).
+func sniffNotStream(head []byte) (what, format string) {
+	switch kind, _ := looksLike(head); {
+	case bytes.HasPrefix(head, []byte("PAR1")):
+		return "a Parquet file", FormatParquet
+	case bytes.HasPrefix(head, arrowMagic):
+		return "an Arrow IPC file", FormatArrowFile
+	case kind != "":
+		return kind, ""
+	}
+	text := bytes.TrimPrefix(head, utf8BOM)
+	if len(head) == 1024 {
+		// Cut, maybe inside a character.
+		for k := 0; k < 3 && len(text) > 0 && !utf8.Valid(text); k++ {
+			text = text[:len(text)-1]
+		}
+	}
+	if len(text) == 0 || !utf8.Valid(text) || bytes.ContainsFunc(text, func(r rune) bool {
+		return r < 0x20 && r != '\t' && r != '\n' && r != '\r' || r == 0x7F
+	}) {
+		return "", ""
+	}
+	first, _, _ := bytes.Cut(text, []byte("\n"))
+	switch {
+	case len(first) >= 14 && strings.EqualFold(string(first[:14]), "%%MatrixMarket"):
+		return "a Matrix Market file", FormatMTX
+	case bytes.IndexByte(first, ',') >= 0:
+		return "CSV text", FormatCSV
+	}
+	return "text (an edge list?)", FormatText
 }
 
 func newStreamReader(r io.Reader, opts Options) (rdr *ipc.Reader, err error) {

@@ -15,9 +15,13 @@ import (
 
 // mappedFile is a file mapped read-only into memory.
 type mappedFile struct {
-	data []byte
-	once sync.Once
+	data     []byte
+	once     sync.Once
+	inMemory bool // data is Go memory (inMemory), not a mapping
 }
+
+// inMemory is data, read already, as a mappedFile.
+func inMemory(data []byte) *mappedFile { return &mappedFile{data: data, inMemory: true} }
 
 // mapFile maps the whole of f, named path in messages.
 func mapFile(path string, f *os.File) (*mappedFile, error) {
@@ -45,7 +49,7 @@ func mapFile(path string, f *os.File) (*mappedFile, error) {
 // close unmaps the file; later calls do nothing.
 func (m *mappedFile) close() {
 	m.once.Do(func() {
-		if m.data != nil {
+		if m.data != nil && !m.inMemory {
 			_ = unix.Munmap(m.data)
 			m.data = nil
 		}

@@ -15,6 +15,9 @@ type mappedFile struct {
 	data []byte
 }
 
+// inMemory is data, read already, as a mappedFile.
+func inMemory(data []byte) *mappedFile { return &mappedFile{data: data} }
+
 // mapFile reads the whole of f, named path in messages.
 func mapFile(path string, f *os.File) (*mappedFile, error) {
 	st, err := f.Stat()

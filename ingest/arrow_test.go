@@ -866,8 +866,13 @@ func TestArrowStreamErrors(t *testing.T) {
 		want string
 	}{
 		{nil, "empty"},
-		{[]byte("ARROW1\x00\x00rest"), "Arrow IPC file, not an Arrow IPC stream"},
-		{[]byte("src dst\n1 2\n"), "not an Arrow IPC stream"},
+		{[]byte("ARROW1\x00\x00rest"), "not an Arrow IPC stream: it looks like an Arrow IPC file; pass --input-format arrow"},
+		{[]byte("src dst\n1 2\n"), "not an Arrow IPC stream: it looks like text (an edge list?); pass --input-format text"},
+		{[]byte("\xef\xbb\xbf\"src\",\"dst\"\n1,2\n"), "not an Arrow IPC stream: it looks like CSV text; pass --input-format csv"},
+		{[]byte("%%matrixmarket matrix coordinate real general\n"), "it looks like a Matrix Market file; pass --input-format mtx"},
+		{[]byte("PAR1\x15\x04"), "it looks like a Parquet file; pass --input-format parquet"},
+		{[]byte{0x1f, 0x8b, 8, 0}, "it looks like a gzip-compressed file; decompress it first"},
+		{[]byte("\x10\x00\x00\x00\x00\x00"), "not an Arrow IPC stream ("},
 		{data[:6], "cannot read the Arrow IPC stream's schema"},
 	} {
 		_, err := ReadArrowStream(context.Background(), "-", bytes.NewReader(tc.data), Options{})

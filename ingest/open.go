@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -50,7 +51,8 @@ func FormatOf(path string) (string, error) {
 }
 
 // Open reads the edge table at path in the format its extension (or
-// opts.Format) names. For "-" it reads an Arrow IPC stream from stdin.
+// opts.Format) names. For "-" it reads stdin (os.Stdin when nil): an Arrow
+// IPC stream, or the format opts.Format names.
 func Open(ctx context.Context, path string, stdin io.Reader, opts Options) (*EdgeTable, error) {
 	format := opts.Format
 	if format == "" {
@@ -66,10 +68,7 @@ func Open(ctx context.Context, path string, stdin io.Reader, opts Options) (*Edg
 		}
 	}
 	if path == "-" {
-		if format != FormatArrowStream {
-			return nil, usererr.InFile("-", fmt.Sprintf("standard input is read as an Arrow IPC stream, not %s", format), "")
-		}
-		return ReadArrowStream(ctx, "-", stdin, opts)
+		return openStdin(ctx, stdin, format, opts)
 	}
 	if format == FormatArrowFile {
 		return readArrowFile(ctx, path, opts)
@@ -93,6 +92,57 @@ func Open(ctx context.Context, path string, stdin io.Reader, opts Options) (*Edg
 	}
 	return nil, usererr.New(usererr.Usage, fmt.Sprintf("unknown input format %q", format),
 		"use parquet, arrow, arrows, csv, text or mtx")
+}
+
+// openStdin reads standard input in the given format. An Arrow IPC stream
+// and CSV are read as they arrive; the other formats need the whole input
+// (Parquet and Arrow IPC files are read from their ends, edge lists in
+// parallel blocks), which is read into memory first, unless stdin is a
+// regular file (< file), which is read as a file is.
+func openStdin(ctx context.Context, stdin io.Reader, format string, opts Options) (*EdgeTable, error) {
+	const name = "-"
+	if stdin == nil {
+		stdin = os.Stdin
+	}
+	switch format {
+	case FormatArrowStream:
+		return ReadArrowStream(ctx, name, stdin, opts)
+	case FormatCSV:
+		return readCSV(ctx, name, stdin, opts)
+	case FormatText:
+		return readText(ctx, name, stdin, opts)
+	case FormatMTX:
+		return readMatrixMarket(ctx, name, stdin, opts)
+	case FormatParquet, FormatArrowFile:
+	default:
+		return nil, usererr.New(usererr.Usage, fmt.Sprintf("unknown input format %q", format),
+			"use parquet, arrow, arrows, csv, text or mtx")
+	}
+	if f, ok := stdin.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			if format == FormatParquet {
+				return readParquetAt(ctx, name, f, st.Size(), opts)
+			}
+			m, err := mapFile(name, f)
+			if err != nil {
+				return nil, err
+			}
+			t, err := readMappedArrow(ctx, name, m, opts)
+			if err != nil {
+				m.close()
+				return nil, err
+			}
+			return t, nil
+		}
+	}
+	data, err := io.ReadAll(stdin)
+	if err != nil {
+		return nil, usererr.InFile(name, "cannot read standard input: "+err.Error(), "")
+	}
+	if format == FormatParquet {
+		return readParquetAt(ctx, name, bytes.NewReader(data), int64(len(data)), opts)
+	}
+	return readMappedArrow(ctx, name, inMemory(data), opts)
 }
 
 // formatNames are the formats as messages name them.

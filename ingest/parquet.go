@@ -171,7 +171,15 @@ func readParquet(ctx context.Context, name string, f *os.File, opts Options) (*E
 	if st.IsDir() {
 		return nil, usererr.InFile(name, "is a directory, not a Parquet file", "name a file")
 	}
-	size := st.Size()
+	return readParquetAt(ctx, name, f, st.Size(), opts)
+}
+
+// readParquetAt reads the Parquet file of size bytes that f reads.
+func readParquetAt(ctx context.Context, name string, f io.ReaderAt, size int64, opts Options) (*EdgeTable, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	opts.Columns = opts.Columns.WithDefaults()
 	if err := checkParquetFrame(name, f, size); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,131 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+)
+
+// Standard input is read in the format --input-format names (it was always
+// an Arrow IPC stream, and other formats were refused): from a pipe, from
+// a regular file (< file), and from any io.Reader.
+func TestStdinFormats(t *testing.T) {
+	dir := t.TempDir()
+	want := []arEdge{{row: 0, src: int64(1), dst: int64(2), w: 0.5}, {row: 1, src: int64(2), dst: int64(3), w: 1.5}}
+
+	mem := memory.NewGoAllocator()
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "src", Type: arrow.PrimitiveTypes.Int64}, {Name: "dst", Type: arrow.PrimitiveTypes.Int64}, {Name: "weight", Type: arrow.PrimitiveTypes.Float64},
+	}, nil)
+	b := array.NewRecordBuilder(mem, schema)
+	b.Field(0).(*array.Int64Builder).AppendValues([]int64{1, 2}, nil)
+	b.Field(1).(*array.Int64Builder).AppendValues([]int64{2, 3}, nil)
+	b.Field(2).(*array.Float64Builder).AppendValues([]float64{0.5, 1.5}, nil)
+	rec := b.NewRecord()
+	b.Release()
+	defer rec.Release()
+	arrowPath := filepath.Join(dir, "e.arrow")
+	arWriteFile(t, arrowPath, schema, []arrow.Record{rec})
+	tbl := array.NewTableFromRecords(schema, []arrow.Record{rec})
+	pqPath := pqWriteFile(t, dir, "e.parquet", tbl, pqDefaultWrite)
+	tbl.Release()
+	fileBytes := func(path string) []byte {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	inputs := map[string][]byte{
+		FormatArrowStream: arStream(t, schema, []arrow.Record{rec}),
+		FormatArrowFile:   fileBytes(arrowPath),
+		FormatParquet:     fileBytes(pqPath),
+		FormatCSV:         []byte("\xef\xbb\xbf\"src\",\"dst\",\"weight\"\n1,2,0.5\n2,3,1.5\n"),
+		FormatText:        []byte("# comment\n1 2 0.5\n2 3 1.5\n"),
+		FormatMTX:         []byte("%%MatrixMarket matrix coordinate real general\n3 3 2\n1 2 0.5\n2 3 1.5\n"),
+	}
+	opts := func(format string) Options {
+		return Options{Format: format, Columns: Columns{ReadWeight: true}}
+	}
+	for format, data := range inputs {
+		check := func(how string, tbl *EdgeTable, err error) {
+			t.Helper()
+			if err != nil {
+				t.Fatalf("%s from %s: %v", format, how, err)
+			}
+			if tbl.Name != "-" {
+				t.Errorf("%s from %s: name %q", format, how, tbl.Name)
+			}
+			sameEdges(t, tableEdges(t, tbl), want)
+			tbl.Release()
+		}
+		tbl, err := Open(context.Background(), "-", bytes.NewReader(data), opts(format))
+		check("a bytes.Reader", tbl, err)
+
+		path := filepath.Join(dir, "in-"+format)
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tbl, err = Open(context.Background(), "-", f, opts(format))
+		check("a regular file", tbl, err)
+		f.Close()
+
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			_, _ = pw.Write(data)
+			pw.Close()
+		}()
+		tbl, err = Open(context.Background(), "-", pr, opts(format))
+		check("a pipe", tbl, err)
+		pr.Close()
+	}
+
+	// Read as a stream (no --input-format), each other format says what it
+	// looks like and which --input-format reads it.
+	for format, says := range map[string]string{
+		FormatCSV:       "-: the input is not an Arrow IPC stream: it looks like CSV text; pass --input-format csv",
+		FormatParquet:   "-: the input is not an Arrow IPC stream: it looks like a Parquet file; pass --input-format parquet",
+		FormatArrowFile: "-: the input is not an Arrow IPC stream: it looks like an Arrow IPC file; pass --input-format arrow",
+		FormatMTX:       "-: the input is not an Arrow IPC stream: it looks like a Matrix Market file; pass --input-format mtx",
+		FormatText:      "-: the input is not an Arrow IPC stream: it looks like text (an edge list?); pass --input-format text",
+	} {
+		_, err := Open(context.Background(), "-", io.MultiReader(bytes.NewReader(inputs[format])), Options{})
+		userErr(t, err, "-", says)
+	}
+	// A file named .arrows says how to name it.
+	path := filepath.Join(dir, "e.arrows")
+	if err := os.WriteFile(path, inputs[FormatCSV], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(context.Background(), path, nil, Options{})
+	userErr(t, err, path, "it looks like CSV text; name it .csv or pass --input-format csv")
+
+	// An empty standard input is an error, as an empty file is (an empty
+	// edge list is an empty graph).
+	for format := range inputs {
+		tbl, err := Open(context.Background(), "-", bytes.NewReader(nil), Options{Format: format})
+		if format == FormatText {
+			if err != nil || tbl.NumEdges() != 0 {
+				t.Errorf("empty edge list: %v", err)
+			}
+			continue
+		}
+		userErr(t, err, "-")
+	}
+	_, err = Open(context.Background(), "-", bytes.NewReader(nil), Options{Format: "xml"})
+	userErr(t, err, "", `unknown input format "xml"`)
+}
