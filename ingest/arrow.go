@@ -89,6 +89,9 @@ func readMappedArrow(ctx context.Context, path string, m *mappedFile, opts Optio
 		if len(data) < len(arrowMagic) && bytes.HasPrefix(arrowMagic, data) {
 			return nil, usererr.InFile(path, fmt.Sprintf("the file is truncated: %d bytes, too short for an Arrow IPC file", len(data)), fixArrowIncomplete)
 		}
+		if err := errLooksLike(path, "an Arrow IPC file", data[:min(len(data), 1024)]); err != nil {
+			return nil, err
+		}
 		return nil, usererr.InFile(path, "the file is "+what, fix)
 	}
 	if len(data) < 2*8+4 || !bytes.HasSuffix(data, arrowMagic) {

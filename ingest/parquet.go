@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -198,10 +199,14 @@ func checkParquetFrame(name string, r io.ReaderAt, size int64) error {
 	if size == 0 {
 		return usererr.InFile(name, "the file is empty, not a Parquet file", "check the path, or re-export the file")
 	}
-	head := make([]byte, min(size, 4))
+	head := make([]byte, min(size, 1024))
 	if _, err := r.ReadAt(head, 0); err != nil && err != io.EOF {
 		return usererr.InFile(name, "cannot read: "+err.Error(), "check the path")
 	}
+	if err := errLooksLike(name, "a Parquet file", head); err != nil && !bytes.HasPrefix(head, []byte("PAR")) && !bytes.HasPrefix([]byte("PAR1"), head) {
+		return err
+	}
+	head = head[:min(len(head), 4)]
 	switch {
 	case string(head) == "PARE":
 		return errParquetEncrypted(name)

@@ -136,3 +136,24 @@ func looksBinary(s string) bool {
 	}
 	return len(s) >= 16 && bad*8 > len(s)
 }
+
+// errLooksLike is the error for an input that is not want (as "a Parquet
+// file") but, from its first bytes, looks like another format; nil when
+// head does not tell.
+func errLooksLike(name, want string, head []byte) error {
+	what, format := sniffNotStream(head)
+	if what == "" && bytes.HasPrefix(head, []byte{0xFF, 0xFF, 0xFF, 0xFF}) {
+		what, format = "an Arrow IPC stream", FormatArrowStream
+	}
+	if what == "" {
+		return nil
+	}
+	_, fix := looksLike(head)
+	if format != "" {
+		fix = fmt.Sprintf("name it %s or pass --input-format %s", formatExt[format], format)
+		if name == "-" {
+			fix = "pass --input-format " + format
+		}
+	}
+	return usererr.InFile(name, fmt.Sprintf("not %s: it looks like %s", want, what), fix)
+}

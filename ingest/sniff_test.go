@@ -177,3 +177,34 @@ func TestDirectoryInput(t *testing.T) {
 		}
 	}
 }
+
+// A file read as Parquet or as an Arrow IPC file that is another format
+// says which, and how to read it.
+func TestNotParquetOrArrowFile(t *testing.T) {
+	dir := t.TempDir()
+	inputs := map[string]string{
+		"csv":    "src,dst\n1,2\n",
+		"mtx":    "%%MatrixMarket matrix coordinate pattern general\n2 2 1\n1 2\n",
+		"arrows": "\xff\xff\xff\xff\x10\x00\x00\x00\x00\x00\x0a\x00",
+		"arrow":  "ARROW1\x00\x00\xff\xff\xff\xff",
+		"gz":     "\x1f\x8b\x08\x00\x00\x00\x00\x00",
+	}
+	for _, tc := range []struct{ in, as, says string }{
+		{"csv", FormatParquet, "not a Parquet file: it looks like CSV text; name it .csv or pass --input-format csv"},
+		{"mtx", FormatParquet, "not a Parquet file: it looks like a Matrix Market file; name it .mtx or pass --input-format mtx"},
+		{"arrows", FormatParquet, "not a Parquet file: it looks like an Arrow IPC stream; name it .arrows or pass --input-format arrows"},
+		{"arrow", FormatParquet, "not a Parquet file: it looks like an Arrow IPC file; name it .arrow or pass --input-format arrow"},
+		{"gz", FormatParquet, "not a Parquet file: it looks like a gzip-compressed file; decompress it first"},
+		{"csv", FormatArrowFile, "not an Arrow IPC file: it looks like CSV text; name it .csv or pass --input-format csv"},
+		{"gz", FormatArrowFile, "not an Arrow IPC file: it looks like a gzip-compressed file; decompress it first"},
+	} {
+		path := filepath.Join(dir, "in."+tc.in)
+		if err := os.WriteFile(path, []byte(inputs[tc.in]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Open(context.Background(), path, nil, Options{Format: tc.as})
+		userErr(t, err, path, tc.says)
+		_, err = Open(context.Background(), "-", strings.NewReader(inputs[tc.in]), Options{Format: tc.as})
+		userErr(t, err, "-", strings.Split(tc.says, ";")[0])
+	}
+}
