@@ -140,7 +140,7 @@ func (c *csvCollector) add(rec []string, si, di, wi int, row, line int64) error 
 			return nil
 		}
 		return &usererr.Error{Kind: usererr.Input, File: c.name, Column: col, Row: row, Line: line,
-			Problem: fmt.Sprintf("vertex key %q is not valid UTF-8", key),
+			Problem: fmt.Sprintf("vertex key %s is not valid UTF-8", quoteToken(key)),
 			Fix:     "convert the file to UTF-8 (iconv -f latin1 -t utf-8, say), or pass --skip-invalid to drop such rows"}
 	}
 	w := 1.0
@@ -161,7 +161,7 @@ func (c *csvCollector) add(rec []string, si, di, wi int, row, line int64) error 
 				return nil
 			}
 			return &usererr.Error{Kind: usererr.Input, File: c.name, Column: c.cols.Weight, Row: row, Line: line,
-				Problem: fmt.Sprintf("weight %q is not a number", f), Fix: "fix the value or pass --skip-invalid to drop such rows"}
+				Problem: fmt.Sprintf("weight %s is not a number", quoteToken(f)), Fix: "fix the value or pass --skip-invalid to drop such rows"}
 		}
 		w = v
 	}

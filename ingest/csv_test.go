@@ -3,6 +3,7 @@ package ingest
 import (
 	"bytes"
 	"context"
+	"strings"
 	"testing"
 )
 
@@ -62,5 +63,22 @@ func TestCSVUnbalancedQuote(t *testing.T) {
 		if ue := userErr(t, err, "edges.csv", tc.says, "close the quote"); ue.Line != tc.line {
 			t.Errorf("%q: line %d, want %d", tc.data, ue.Line, tc.line)
 		}
+	}
+}
+
+// A field echoed in a message is cut to 60 bytes (a 100 KB weight made a
+// message of 100 KB).
+func TestCSVLongFieldsEchoedShort(t *testing.T) {
+	long := strings.Repeat("x", 100000)
+	_, err := readCSVBytes([]byte("src,dst,weight\n1,2,"+long+"\n"), Options{Columns: Columns{ReadWeight: true}})
+	userErr(t, err, "edges.csv", `weight "`+strings.Repeat("x", 60)+`..." is not a number`)
+	_, err = readCSVBytes([]byte("src,dst\n1,"+strings.Repeat("\xe9", 100000)+"\n"), Options{})
+	userErr(t, err, "edges.csv", `vertex key "`+strings.Repeat(`\xe9`, 60)+`..." is not valid UTF-8`)
+	_, err = readMTXBytes([]byte("%%MatrixMarket matrix coordinate "+long+" general\n"), Options{})
+	userErr(t, err, "m.mtx", `unknown Matrix Market field type "`+strings.Repeat("x", 60)+`..."`)
+	_, err = readMTXBytes([]byte("%%MatrixMarket matrix coordinate real general\n1 1 "+long+"\n"), Options{})
+	userErr(t, err, "m.mtx", `entry count "`+strings.Repeat("x", 60)+`..." is not a count`)
+	if len(err.Error()) > 300 {
+		t.Errorf("message of %d bytes", len(err.Error()))
 	}
 }

@@ -591,7 +591,7 @@ func fzMTXRef(data []byte, readWeight, skip bool) *fzWant {
 	for i, s := range size {
 		v, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || v < 0 {
-			w.fail(sizeLine, -1, "", fmt.Sprintf("%q is not a count", s))
+			w.fail(sizeLine, -1, "", fmt.Sprintf("%s is not a count", fzQuoteToken(s)))
 			return w
 		}
 		dims[i] = v
@@ -860,7 +860,7 @@ func fzCSVRef(data []byte, readWeight, skip bool) *fzWant {
 		}
 		if k := fzFirstBadUTF8(rec[si], rec[di]); k >= 0 {
 			if !skip {
-				w.fail(int64(line), row, []string{"src", "dst"}[k], fmt.Sprintf("vertex key %q is not valid UTF-8", []string{rec[si], rec[di]}[k]))
+				w.fail(int64(line), row, []string{"src", "dst"}[k], fmt.Sprintf("vertex key %s is not valid UTF-8", fzQuoteToken([]string{rec[si], rec[di]}[k])))
 				return w
 			}
 			w.skipped++
@@ -875,7 +875,7 @@ func fzCSVRef(data []byte, readWeight, skip bool) *fzWant {
 				w.fail(int64(line), row, "weight", "empty (null) weight")
 				return w
 			case !ok && !skip:
-				w.fail(int64(line), row, "weight", fmt.Sprintf("weight %q is not a number", f))
+				w.fail(int64(line), row, "weight", fmt.Sprintf("weight %s is not a number", fzQuoteToken(f)))
 				return w
 			case !ok:
 				w.skipped++

@@ -109,6 +109,16 @@ func echo(s string) string {
 	return q
 }
 
+// quoteToken is a token of the input quoted (Go syntax) for a message: its
+// first echoLen bytes, and "..." inside the quotes where it was longer, as
+// the edge list parser cuts its tokens.
+func quoteToken(s string) string {
+	if len(s) > echoLen {
+		s = s[:echoLen] + "..."
+	}
+	return strconv.Quote(s)
+}
+
 // hasNonPrint says whether s has a character that is not printable.
 func hasNonPrint(s string) bool {
 	for _, r := range s {
