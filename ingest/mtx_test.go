@@ -71,7 +71,7 @@ func TestMatrixMarketIntegerValues(t *testing.T) {
 		{"2 3 x", `value "x" is not an integer`},
 	} {
 		_, err := readMTXBytes([]byte(head+"1 2 3\n"+tc.entry+"\n"), read)
-		if ue := userErr(t, err, "m.mtx", tc.says, "make the banner's field type real"); ue.Line != 4 || ue.Row != 1 {
+		if ue := userErr(t, err, "m.mtx", tc.says, "make the banner's field type real", "--skip-invalid"); ue.Line != 4 || ue.Row != 1 {
 			t.Errorf("%q: line %d, row %d; want 4, 1", tc.entry, ue.Line, ue.Row)
 		}
 		// --skip-invalid drops the entry, as for a weight that is not a number.

@@ -668,16 +668,17 @@ func (cfg *txtConfig) lineError(e *txtError, line, row int64) error {
 			Fix:     "write weights as decimal numbers, or pass --skip-invalid to drop such lines"}
 	case txtErrInteger:
 		problem := fmt.Sprintf("value %q is not an integer, as the banner's field type integer says it must be", e.token)
+		fix := "write the value as an integer, or make the banner's field type real; or pass --skip-invalid to drop such entries"
 		// The token is cut at 60 characters: all digits, it was too large.
 		digits := strings.TrimSuffix(e.token, "...")
 		if len(digits) > 0 && (digits[0] == '+' || digits[0] == '-') {
 			digits = digits[1:]
 		}
 		if digits != "" && strings.Trim(digits, "0123456789") == "" {
-			problem = fmt.Sprintf("value %s is too large for an integer (the banner's field type is integer)", e.token)
+			problem = fmt.Sprintf("value %s is too large for an integer (the banner's field type is integer: at most 19 digits)", e.token)
+			fix = "make the banner's field type real, or pass --skip-invalid to drop such entries"
 		}
-		return &usererr.Error{Kind: usererr.Input, File: cfg.name, Column: e.column, Row: row, Line: line, Problem: problem,
-			Fix: "write the value as an integer, or make the banner's field type real; or pass --skip-invalid to drop such entries"}
+		return &usererr.Error{Kind: usererr.Input, File: cfg.name, Column: e.column, Row: row, Line: line, Problem: problem, Fix: fix}
 	case txtErrIndex:
 		what := "row"
 		if e.column == "dst" {
