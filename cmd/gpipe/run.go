@@ -36,13 +36,15 @@ Operators and their columns:
    sswp      width (float64): the widest-path bottleneck from the source,
              +Inf for the source itself
 
-Formats, by extension: .parquet, .arrow/.feather (Arrow IPC file), .arrows
-   (Arrow IPC stream), .csv; input also .txt/.el/.wel/.tsv (whitespace edge
-   lists, # and % comments) and .mtx (Matrix Market). "-" is an Arrow IPC
-   stream on stdin or stdout.
+Formats, by extension: .parquet/.pq, .arrow/.feather/.ipc (Arrow IPC file),
+   .arrows (Arrow IPC stream), .csv; input also .txt/.el/.wel/.tsv/.edges/.snap
+   (whitespace edge lists, # and % comments) and .mtx (Matrix Market). "-" is
+   stdin or stdout: an Arrow IPC stream, or the format --input-format or
+   --output-format names.
 
-Exit codes: 0 success, 1 internal error, 2 bad flags or parameters, 3 bad
-   input data or an unknown source key, 4 backend unavailable, 130 interrupted.`
+Exit codes: 0 success, 1 internal error or a failed write (full disk), 2 bad
+   flags or parameters, 3 bad input data or an unknown source key, 4 backend
+   unavailable, 130 interrupted.`
 
 func runCommand(e *env) *cli.Command {
 	return &cli.Command{
@@ -53,7 +55,7 @@ func runCommand(e *env) *cli.Command {
 			"   gpipe run --input edges.parquet --op bfs --source 42 --output out.parquet\n" +
 			"   gpipe run --input - --op pagerank --output - < edges.arrows | next-tool\n\n" + semantics,
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "edge table `PATH` (\"-\": Arrow IPC stream on stdin)"},
+			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "edge table `PATH` (\"-\": stdin, an Arrow IPC stream unless --input-format says otherwise)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "result `PATH` (\"-\": Arrow IPC stream on stdout); without it, a summary is printed"},
 			&cli.StringFlag{Name: "op", Usage: "operator: " + strings.Join(operators.Names(), ", ")},
 			&cli.StringFlag{Name: "source", Aliases: []string{"s"}, Usage: "start vertex `KEY` for bfs, sssp and sswp, as it appears in the input"},
