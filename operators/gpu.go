@@ -91,10 +91,6 @@ func CheckGPUParams(op Operator, p Params) error {
 	if p.ChunkSize < 0 {
 		return usererr.Newf(usererr.Usage, "chunk size %d must be >= 0 (0 picks one)", p.ChunkSize)
 	}
-	if p.ChunkSize > 0 && !p.Dynamic {
-		return usererr.New(usererr.Usage, fmt.Sprintf("chunk size %d applies only to dynamic workload distribution", p.ChunkSize),
-			"turn dynamic distribution on (--dynamic; in a ticket, \"dynamic\": true), or leave the chunk size out")
-	}
 	return nil
 }
 

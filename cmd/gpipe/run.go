@@ -84,7 +84,7 @@ func paramFlags() []cli.Flag {
 		&cli.IntFlag{Name: "vwarp", Usage: "GPU virtual warp size K: 1, 2, 4, 8, 16 or 32; 0 chooses", DefaultText: "from the average degree"},
 		&cli.Int64Flag{Name: "defer-outliers", Usage: "GPU: defer vertices with more edges than this to whole blocks; -1: off, 0: default", DefaultText: "1024"},
 		&cli.BoolFlag{Name: "dynamic", Usage: "GPU: warps take chunks of vertices from a global counter"},
-		&cli.IntFlag{Name: "chunk-size", Usage: "GPU: vertices a warp takes at a time with --dynamic; 0 chooses", DefaultText: "chosen"},
+		&cli.IntFlag{Name: "chunk-size", Usage: "GPU: vertices a virtual warp takes at a time (with --dynamic, from the counter); 0 chooses", DefaultText: "8 × K"},
 	}
 }
 
