@@ -96,6 +96,7 @@ func readCSV(ctx context.Context, name string, r io.Reader, opts Options) (*Edge
 			return nil, csvError(name, err, cr)
 		}
 		line, _ := cr.FieldPos(0)
+		c.noteLine(row, int64(line))
 		if err := c.add(rec, si, di, wi, row, int64(line)); err != nil {
 			return nil, err
 		}
@@ -114,6 +115,24 @@ type csvCollector struct {
 	w        []float64
 	rows     []int64
 	skipped  Skips
+	lines    lineMap // rows to lines, for errors found after reading
+}
+
+// noteLine records that row starts on line. Rows follow one another a line
+// each; where one starts further down (after a record with quoted line
+// breaks, or blank lines, which encoding/csv passes over) the lines in
+// between are gaps, so that LineOf names the line a later stage's error
+// (a negative weight, say) is on, as the reader's own errors do.
+func (c *csvCollector) noteLine(row, line int64) {
+	m := &c.lines
+	if len(m.blocks) == 0 || row-m.blocks[len(m.blocks)-1].firstRow >= 1<<30 {
+		m.blocks = append(m.blocks, lineBlock{firstRow: row, firstLine: line})
+		return
+	}
+	b := &m.blocks[len(m.blocks)-1]
+	for next := b.firstLine + (row - b.firstRow) + int64(len(b.gaps)); next < line; next++ {
+		b.gaps = append(b.gaps, int32(row-b.firstRow))
+	}
 }
 
 func (c *csvCollector) add(rec []string, si, di, wi int, row, line int64) error {
@@ -185,7 +204,7 @@ func appendString(s *Strings, v string) {
 // table types the keys and cuts the rows into chunks.
 func (c *csvCollector) table(rowsRead int64) *EdgeTable {
 	t := &EdgeTable{Name: c.name, Columns: c.cols, HasWeight: c.weighted, RowsRead: rowsRead, Skipped: c.skipped,
-		KeyType: KeyInt64, KeyArrowType: arrow.PrimitiveTypes.Int64}
+		KeyType: KeyInt64, KeyArrowType: arrow.PrimitiveTypes.Int64, lines: &c.lines}
 	n := c.src.Len()
 	srcInt, okS := parseInts(&c.src)
 	dstInt, okD := parseInts(&c.dst)

@@ -157,7 +157,7 @@ func (t *EdgeTable) MirrorOf(c *Chunk, j int) (note, fix string) {
 }
 
 // LineOf is the 1-based line of input row `row` in a text input (edge list,
-// Matrix Market), so that later stages can name the line a user sees in an
+// Matrix Market, CSV), so that later stages can name the line a user sees in an
 // editor; 0 for other inputs.
 func (t *EdgeTable) LineOf(row int64) int64 {
 	if t.lines == nil {

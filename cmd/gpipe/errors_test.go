@@ -107,13 +107,12 @@ func TestNegativeWeight(t *testing.T) {
 			es[7].w = -2.5 // 7 -> 8
 			tb := table{keyType: arrow.PrimitiveTypes.Int64, weightType: arrow.PrimitiveTypes.Float64, edges: es}
 			writeInput(t, dir, in, tb)
-			// Binary and CSV inputs name the data row, counting from 0;
-			// a text edge list names the line, counting from 1 with its
-			// comment lines (two at the top, one after the third edge).
-			where := `column "weight", row 7`
-			if in == "e.txt" {
-				where = `column "weight", line 11`
-			}
+			// Binary inputs name the data row, counting from 0; text
+			// inputs name the line, counting from 1 with the CSV header
+			// and the edge list's comment lines (two at the top, one after
+			// the third edge).
+			where := map[string]string{"e.parquet": `column "weight", row 7`, "e.arrows": `column "weight", row 7`,
+				"e.csv": `column "weight", line 9`, "e.txt": `column "weight", line 11`}[in]
 			fails(t, dir, nil, 3, []string{in, where, "negative weight -2.5"}, "run", "--input", in, "--op", "sssp", "--source", "0")
 			r := ok(t, dir, nil, "run", "--input", in, "--op", "sssp", "--source", "0", "--skip-invalid", "--output", "o.csv")
 			if !strings.Contains(r.stderr, "skipped 1 invalid row (") {
