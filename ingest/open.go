@@ -78,17 +78,24 @@ func Open(ctx context.Context, path string, stdin io.Reader, opts Options) (*Edg
 		return nil, usererr.InFile(path, "cannot open: "+strings.TrimPrefix(err.Error(), "open "+path+": "), "check the path")
 	}
 	defer f.Close()
-	switch format {
-	case FormatParquet:
+	if format == FormatParquet {
 		return readParquet(ctx, path, f, opts)
+	}
+	return readFrom(ctx, path, f, format, opts)
+}
+
+// readFrom reads r with the reader of a format that needs only an
+// io.Reader (it takes a file, and stdin, as it comes).
+func readFrom(ctx context.Context, name string, r io.Reader, format string, opts Options) (*EdgeTable, error) {
+	switch format {
 	case FormatArrowStream:
-		return ReadArrowStream(ctx, path, f, opts)
+		return ReadArrowStream(ctx, name, r, opts)
 	case FormatCSV:
-		return readCSV(ctx, path, f, opts)
+		return readCSV(ctx, name, r, opts)
 	case FormatText:
-		return readText(ctx, path, f, opts)
+		return readText(ctx, name, r, opts)
 	case FormatMTX:
-		return readMatrixMarket(ctx, path, f, opts)
+		return readMatrixMarket(ctx, name, r, opts)
 	}
 	return nil, usererr.New(usererr.Usage, fmt.Sprintf("unknown input format %q", format),
 		"use parquet, arrow, arrows, csv, text or mtx")
@@ -104,19 +111,8 @@ func openStdin(ctx context.Context, stdin io.Reader, format string, opts Options
 	if stdin == nil {
 		stdin = os.Stdin
 	}
-	switch format {
-	case FormatArrowStream:
-		return ReadArrowStream(ctx, name, stdin, opts)
-	case FormatCSV:
-		return readCSV(ctx, name, stdin, opts)
-	case FormatText:
-		return readText(ctx, name, stdin, opts)
-	case FormatMTX:
-		return readMatrixMarket(ctx, name, stdin, opts)
-	case FormatParquet, FormatArrowFile:
-	default:
-		return nil, usererr.New(usererr.Usage, fmt.Sprintf("unknown input format %q", format),
-			"use parquet, arrow, arrows, csv, text or mtx")
+	if format != FormatParquet && format != FormatArrowFile {
+		return readFrom(ctx, name, stdin, format, opts)
 	}
 	if f, ok := stdin.(*os.File); ok {
 		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
