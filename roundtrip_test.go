@@ -98,21 +98,6 @@ func (ks keySet) compare(a, b string) int {
 	return strings.Compare(a, b)
 }
 
-// keyArrowType is the Arrow type of a key set's plain column.
-func (ks keySet) arrowType() arrow.DataType {
-	switch ks.kind {
-	case ingest.KeyInt32:
-		return arrow.PrimitiveTypes.Int32
-	case ingest.KeyInt64:
-		return arrow.PrimitiveTypes.Int64
-	case ingest.KeyUint32:
-		return arrow.PrimitiveTypes.Uint32
-	case ingest.KeyUint64:
-		return arrow.PrimitiveTypes.Uint64
-	}
-	return arrow.BinaryTypes.String
-}
-
 // ---------------------------------------------------------------------------
 // The reference.
 
@@ -542,11 +527,11 @@ func rtInputs(t testing.TB, dir string, edges []rtEdge) []rtInput {
 	for _, ks := range []keySet{ksInt64, ksString} {
 		p := filepath.Join(dir, ks.name+".csv")
 		writeCSVEdges(t, p, ks, edges)
-		ins = append(ins, rtInput{name: ks.name + ".csv", path: p, ks: ks, vertex: ks.arrowType()})
+		ins = append(ins, rtInput{name: ks.name + ".csv", path: p, ks: ks, vertex: ks.kind.ArrowType()})
 		for _, f := range []struct{ ext, sep string }{{".txt", " "}, {".el", "\t"}, {".tsv", "\t"}} {
 			p := filepath.Join(dir, ks.name+f.ext)
 			writeTextEdges(t, p, ks, edges, f.sep)
-			ins = append(ins, rtInput{name: ks.name + f.ext, path: p, ks: ks, vertex: ks.arrowType()})
+			ins = append(ins, rtInput{name: ks.name + f.ext, path: p, ks: ks, vertex: ks.kind.ArrowType()})
 		}
 	}
 	p := filepath.Join(dir, "graph.mtx")

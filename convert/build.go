@@ -119,17 +119,7 @@ func keyArrowType(t *ingest.EdgeTable) arrow.DataType {
 		}
 		return dt
 	}
-	switch t.KeyType {
-	case ingest.KeyInt32:
-		return arrow.PrimitiveTypes.Int32
-	case ingest.KeyInt64:
-		return arrow.PrimitiveTypes.Int64
-	case ingest.KeyUint32:
-		return arrow.PrimitiveTypes.Uint32
-	case ingest.KeyUint64:
-		return arrow.PrimitiveTypes.Uint64
-	}
-	return arrow.BinaryTypes.String
+	return t.KeyType.ArrowType()
 }
 
 // spanLen is the most edges in a span: the unit of work of the loops over

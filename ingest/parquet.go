@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/deprecated"
 	"github.com/parquet-go/parquet-go/format"
@@ -336,7 +335,7 @@ func (r *pqReader) read(pf *parquet.File) (*EdgeTable, error) {
 		Name:         r.name,
 		Columns:      cols,
 		KeyType:      srcKey,
-		KeyArrowType: keyArrowType(srcKey),
+		KeyArrowType: srcKey.ArrowType(),
 		HasWeight:    len(r.cols) > 2,
 		RowsRead:     total,
 		Skipped:      Skips{},
@@ -514,21 +513,6 @@ func (r *pqReader) errPage(c *pqColumn, g int, row int, cause any) error {
 	return &usererr.Error{Kind: usererr.Input, File: r.name, Column: c.name, Row: grp.first + int64(row),
 		Problem: fmt.Sprintf("cannot decode the Parquet data of row group %d (%v)", g, cause),
 		Fix:     fixParquetIncomplete}
-}
-
-// keyArrowType is the Arrow type of keys of type k.
-func keyArrowType(k KeyType) arrow.DataType {
-	switch k {
-	case KeyInt32:
-		return arrow.PrimitiveTypes.Int32
-	case KeyInt64:
-		return arrow.PrimitiveTypes.Int64
-	case KeyUint32:
-		return arrow.PrimitiveTypes.Uint32
-	case KeyUint64:
-		return arrow.PrimitiveTypes.Uint64
-	}
-	return arrow.BinaryTypes.String
 }
 
 // parquetKeyType says whether a top-level column can hold vertex keys, and

@@ -366,8 +366,8 @@ func (c *pqCase) check(t *testing.T, tbl *EdgeTable, opts Options, wantKey KeyTy
 	if tbl.KeyType != wantKey {
 		t.Fatalf("KeyType %v, want %v", tbl.KeyType, wantKey)
 	}
-	if !arrow.TypeEqual(tbl.KeyArrowType, keyArrowType(wantKey)) {
-		t.Fatalf("KeyArrowType %v, want %v", tbl.KeyArrowType, keyArrowType(wantKey))
+	if !arrow.TypeEqual(tbl.KeyArrowType, wantKey.ArrowType()) {
+		t.Fatalf("KeyArrowType %v, want %v", tbl.KeyArrowType, wantKey.ArrowType())
 	}
 	if tbl.HasWeight != readWeight {
 		t.Fatalf("HasWeight %v, want %v", tbl.HasWeight, readWeight)

@@ -41,6 +41,21 @@ func (t KeyType) String() string {
 	return fmt.Sprintf("KeyType(%d)", int(t))
 }
 
+// ArrowType is the plain Arrow type of keys of this type (utf8 for strings).
+func (t KeyType) ArrowType() arrow.DataType {
+	switch t {
+	case KeyInt32:
+		return arrow.PrimitiveTypes.Int32
+	case KeyInt64:
+		return arrow.PrimitiveTypes.Int64
+	case KeyUint32:
+		return arrow.PrimitiveTypes.Uint32
+	case KeyUint64:
+		return arrow.PrimitiveTypes.Uint64
+	}
+	return arrow.BinaryTypes.String
+}
+
 // Keys is one chunk's vertex keys. Exactly one field is set, the one that
 // matches the table's KeyType. Slices may alias memory the table does not own
 // (a memory-mapped file); they are valid until EdgeTable.Release.
