@@ -489,21 +489,27 @@ func FuzzText(f *testing.F) {
 			fzRoundTrip(t, "round trip "+o.name, edges, tbl.KeyType, tbl.Skipped.Total() == 0, back, err)
 			tbl.Release()
 		}
-		// Cut into blocks of a few bytes: the same outcome.
-		for _, n := range []int{1, 3 + len(data)%13} {
-			fzTinyBlocks(t, n)
-			for _, o := range fzOptions[:2] {
-				want := fzTextRef(data, o.readWeight, o.skip)
-				opts := Options{Columns: Columns{ReadWeight: o.readWeight}, SkipInvalid: o.skip}
-				what := fmt.Sprintf("blocks of %d, %s", n, o.name)
-				if tbl := fzRead(t, what, path, want, func(opts Options) (*EdgeTable, error) {
-					return readText(context.Background(), path, bytes.NewReader(data), opts)
-				}, opts); tbl != nil {
-					tbl.Release()
-				}
+		fzInTinyBlocks(t, path, data, fzTextRef, readText)
+	})
+}
+
+// fzInTinyBlocks reads data again cut into blocks of a few bytes, which
+// must give the outcome ref says, as whole blocks do.
+func fzInTinyBlocks(t *testing.T, path string, data []byte, ref func([]byte, bool, bool) *fzWant,
+	read func(context.Context, string, io.Reader, Options) (*EdgeTable, error)) {
+	for _, n := range []int{1, 3 + len(data)%13} {
+		fzTinyBlocks(t, n)
+		for _, o := range fzOptions[:2] {
+			want := ref(data, o.readWeight, o.skip)
+			opts := Options{Columns: Columns{ReadWeight: o.readWeight}, SkipInvalid: o.skip}
+			what := fmt.Sprintf("blocks of %d, %s", n, o.name)
+			if tbl := fzRead(t, what, path, want, func(opts Options) (*EdgeTable, error) {
+				return read(context.Background(), path, bytes.NewReader(data), opts)
+			}, opts); tbl != nil {
+				tbl.Release()
 			}
 		}
-	})
+	}
 }
 
 // ---- Matrix Market ----
@@ -750,19 +756,7 @@ func FuzzMatrixMarket(f *testing.F) {
 			fzRoundTrip(t, "round trip "+o.name, edges, KeyInt64, true, back, err)
 			tbl.Release()
 		}
-		for _, n := range []int{1, 3 + len(data)%13} {
-			fzTinyBlocks(t, n)
-			for _, o := range fzOptions[:2] {
-				want := fzMTXRef(data, o.readWeight, o.skip)
-				opts := Options{Columns: Columns{ReadWeight: o.readWeight}, SkipInvalid: o.skip}
-				what := fmt.Sprintf("blocks of %d, %s", n, o.name)
-				if tbl := fzRead(t, what, path, want, func(opts Options) (*EdgeTable, error) {
-					return readMatrixMarket(context.Background(), path, bytes.NewReader(data), opts)
-				}, opts); tbl != nil {
-					tbl.Release()
-				}
-			}
-		}
+		fzInTinyBlocks(t, path, data, fzMTXRef, readMatrixMarket)
 	})
 }
 
