@@ -482,11 +482,12 @@ func TestBuildWeightRuleRow(t *testing.T) {
 	}
 }
 
-// TestBuildWeightRuleLine checks that a weight error in a text input names
-// the line a user sees in an editor, comments and blank lines counted.
-func TestBuildWeightRuleLine(t *testing.T) {
-	const data = "# a SNAP-style header\n1 2 1\n\n% comment\n2 3 -3\n"
-	path := filepath.Join(t.TempDir(), "e.txt")
+// buildFileNonNegative writes data to a file called name, reads it with its
+// weights and builds it under the non-negative weight rule; it returns the
+// file's path and the build's error.
+func buildFileNonNegative(t *testing.T, name, data string) (string, error) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -496,6 +497,13 @@ func TestBuildWeightRuleLine(t *testing.T) {
 	}
 	defer tab.Release()
 	_, err = Build(context.Background(), tab, BuildOptions{Weighted: true, Weights: NonNegativeWeights})
+	return path, err
+}
+
+// TestBuildWeightRuleLine checks that a weight error in a text input names
+// the line a user sees in an editor, comments and blank lines counted.
+func TestBuildWeightRuleLine(t *testing.T) {
+	path, err := buildFileNonNegative(t, "e.txt", "# a SNAP-style header\n1 2 1\n\n% comment\n2 3 -3\n")
 	var ue *usererr.Error
 	if !errors.As(err, &ue) || ue.Line != 5 || ue.Row != 1 || !strings.Contains(err.Error(), `e.txt: column "weight", line 5: negative weight -3`) || ue.File != path {
 		t.Fatalf("error %v (%+v), want one at line 5", err, ue)
@@ -506,17 +514,7 @@ func TestBuildWeightRuleLine(t *testing.T) {
 // skew-symmetric Matrix Market entry says so: the line holds 5, the
 // message's -5 is the mirror's (it said "line 3: negative weight -5").
 func TestBuildWeightRuleMirror(t *testing.T) {
-	const data = "%%MatrixMarket matrix coordinate real skew-symmetric\n3 3 2\n2 1 5\n3 2 1\n"
-	path := filepath.Join(t.TempDir(), "m.mtx")
-	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	tab, err := ingest.Open(context.Background(), path, nil, ingest.Options{Columns: ingest.Columns{ReadWeight: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tab.Release()
-	_, err = Build(context.Background(), tab, BuildOptions{Weighted: true, Weights: NonNegativeWeights})
+	_, err := buildFileNonNegative(t, "m.mtx", "%%MatrixMarket matrix coordinate real skew-symmetric\n3 3 2\n2 1 5\n3 2 1\n")
 	var ue *usererr.Error
 	if !errors.As(err, &ue) || ue.Line != 3 || ue.Row != 0 ||
 		!strings.Contains(err.Error(), `m.mtx: column "weight", line 3: negative weight -5 (shortest paths need weights >= 0) for the skew-symmetric mirror of the entry 2 1 5; `) ||
