@@ -15,6 +15,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -31,8 +33,27 @@ const (
 	PageRankVWC = "pagerank_vwc"
 )
 
-// PTX is the PTX text of the module called name.
+// PTXDirEnv names a directory whose NAME.ptx files replace the embedded
+// ones. It is for kernel work on a GPU machine without Go: PTX compiled
+// there by `make kernels` runs in binaries built here, before it is
+// committed (docs/gpu.md).
+const PTXDirEnv = "GPIPE_PTX_DIR"
+
+// PTX is the PTX text of the module called name: the embedded one, or the
+// one in $GPIPE_PTX_DIR when that is set.
 func PTX(name string) (string, error) {
+	if dir := os.Getenv(PTXDirEnv); dir != "" {
+		b, err := os.ReadFile(filepath.Join(dir, name+".ptx"))
+		if err != nil {
+			return "", fmt.Errorf("kernels: %s=%s: %w", PTXDirEnv, dir, err)
+		}
+		return string(b), nil
+	}
+	return embedded(name)
+}
+
+// embedded is the PTX of module name that the build embedded.
+func embedded(name string) (string, error) {
 	b, err := ptx.ReadFile(name + ".ptx")
 	if err != nil {
 		return "", fmt.Errorf("kernels: no module %q", name)

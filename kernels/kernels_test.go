@@ -15,7 +15,7 @@ func TestPTXIsFresh(t *testing.T) {
 	}
 	for _, cu := range cus {
 		name := strings.TrimSuffix(cu, ".cu")
-		text, err := PTX(name)
+		text, err := embedded(name)
 		if err != nil {
 			t.Errorf("%s has no generated PTX: run `make kernels` (docs/gpu.md)", cu)
 			continue

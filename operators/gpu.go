@@ -200,23 +200,20 @@ func (k *launchable) launch(s *gpu.Stream, args ...any) error {
 	return gpu.Launch(k.fn, gpu.Dim(k.grid), gpu.Dim(blockSize), 0, s, args...)
 }
 
-// deviceGraph holds the device copies of a graph's layouts, each uploaded on
-// first use.
+// deviceGraph holds the device copies of a graph's layouts, each part
+// uploaded on first use.
 type deviceGraph struct {
-	mu                  sync.Mutex
-	outOffsets, outTgts *gpu.DeviceBuffer
-	inOffsets, inSrcs   *gpu.DeviceBuffer
-	bytes               int64
+	mu    sync.Mutex
+	parts map[layout]*gpu.DeviceBuffer
+	bytes int64
 }
 
 func (dg *deviceGraph) free() {
 	dg.mu.Lock()
 	defer dg.mu.Unlock()
-	for _, buf := range []**gpu.DeviceBuffer{&dg.outOffsets, &dg.outTgts, &dg.inOffsets, &dg.inSrcs} {
-		if *buf != nil {
-			(*buf).Free()
-			*buf = nil
-		}
+	for part, buf := range dg.parts {
+		buf.Free()
+		delete(dg.parts, part)
 	}
 	dg.bytes = 0
 }
@@ -234,14 +231,16 @@ func (b *GPU) resident(g *convert.Graph) int64 {
 	return dg.bytes
 }
 
-// layout names the parts of a graph a kernel reads.
+// layout names one array of a graph's layouts that kernels read.
 type layout int
 
 const (
 	outOffsets layout = iota
 	outTargets
+	outWeights
 	inOffsets
 	inSources
+	inWeights
 )
 
 // of is the part of g that holds part: for an undirected graph the in-edge
@@ -255,8 +254,47 @@ func (part layout) of(g *convert.Graph) layout {
 		return outOffsets
 	case inSources:
 		return outTargets
+	case inWeights:
+		return outWeights
 	}
 	return part
+}
+
+// host is the host array the part is copied from, building the in-edge
+// layout if need be.
+func (part layout) host(g *convert.Graph) []byte {
+	switch part {
+	case outOffsets:
+		return alloc.Bytes(g.Out.Offsets)
+	case outTargets:
+		return alloc.Bytes(g.Out.Targets)
+	case outWeights:
+		return alloc.Bytes(g.Out.Weights)
+	case inOffsets:
+		return alloc.Bytes(g.In().Offsets)
+	case inSources:
+		return alloc.Bytes(g.In().Targets)
+	case inWeights:
+		return alloc.Bytes(g.In().Weights)
+	}
+	panic(fmt.Sprintf("operators: no host array for layout part %d", part))
+}
+
+// bytes is the device memory the part takes, without building it.
+func (part layout) bytes(g *convert.Graph) int64 {
+	n, m := int64(g.NumVertices()), g.NumEdges()
+	switch part {
+	case outOffsets, inOffsets:
+		return (n + 1) * 8
+	case outTargets, inSources:
+		return m * 4
+	case outWeights, inWeights:
+		if !g.Weighted {
+			return 0
+		}
+		return m * 8
+	}
+	panic(fmt.Sprintf("operators: no size for layout part %d", part))
 }
 
 // layouts returns the device copies of the parts of g that a run needs,
@@ -266,7 +304,7 @@ func (b *GPU) layouts(g *convert.Graph, s *gpu.Stream, parts ...layout) ([]*gpu.
 	b.mu.Lock()
 	dg := b.graphs[g]
 	if dg == nil {
-		dg = &deviceGraph{}
+		dg = &deviceGraph{parts: map[layout]*gpu.DeviceBuffer{}}
 		b.graphs[g] = dg
 	}
 	b.mu.Unlock()
@@ -278,19 +316,8 @@ func (b *GPU) layouts(g *convert.Graph, s *gpu.Stream, parts ...layout) ([]*gpu.
 	bufs := make([]*gpu.DeviceBuffer, len(parts))
 	for i, part := range parts {
 		part = part.of(g)
-		var slot **gpu.DeviceBuffer
-		var host []byte
-		switch part {
-		case outOffsets:
-			slot, host = &dg.outOffsets, alloc.Bytes(g.Out.Offsets)
-		case outTargets:
-			slot, host = &dg.outTgts, alloc.Bytes(g.Out.Targets)
-		case inOffsets:
-			slot, host = &dg.inOffsets, alloc.Bytes(g.In().Offsets)
-		case inSources:
-			slot, host = &dg.inSrcs, alloc.Bytes(g.In().Targets)
-		}
-		if *slot == nil {
+		if dg.parts[part] == nil {
+			host := part.host(g)
 			buf, err := b.ctx.Alloc(max(int64(len(host)), 8))
 			if err != nil {
 				return nil, 0, err
@@ -299,11 +326,11 @@ func (b *GPU) layouts(g *convert.Graph, s *gpu.Stream, parts ...layout) ([]*gpu.
 				buf.Free()
 				return nil, 0, err
 			}
-			*slot = buf
+			dg.parts[part] = buf
 			dg.bytes += buf.Size()
 			copied = true
 		}
-		bufs[i] = *slot
+		bufs[i] = dg.parts[part]
 	}
 	if !copied {
 		return bufs, 0, nil
@@ -480,19 +507,12 @@ const outlierSegment = 4096
 // layoutBytes is the device memory of the given parts of g's layouts.
 func layoutBytes(g *convert.Graph, parts ...layout) int64 {
 	var b int64
-	n := int64(g.NumVertices())
 	seen := map[layout]bool{}
 	for _, part := range parts {
 		part = part.of(g)
-		if seen[part] {
-			continue
-		}
-		seen[part] = true
-		switch part {
-		case outOffsets, inOffsets:
-			b += (n + 1) * 8
-		case outTargets, inSources:
-			b += g.NumEdges() * 4
+		if !seen[part] {
+			seen[part] = true
+			b += part.bytes(g)
 		}
 	}
 	return b
