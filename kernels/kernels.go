@@ -29,8 +29,10 @@ var sources embed.FS
 
 // Module names, one per .cu file.
 const (
-	BFSVWC      = "bfs_vwc"
-	PageRankVWC = "pagerank_vwc"
+	BFSVWC        = "bfs_vwc"
+	BFSEnterprise = "bfs_enterprise"
+	BFS4K         = "bfs_4k"
+	PageRankVWC   = "pagerank_vwc"
 )
 
 // PTXDirEnv names a directory whose NAME.ptx files replace the embedded

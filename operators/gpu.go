@@ -81,6 +81,10 @@ func CheckGPUParams(op Operator, p Params) error {
 		return usererr.New(usererr.Usage, fmt.Sprintf("operator %s has no GPU strategy %q", op.Spec().Name, p.Strategy),
 			"use one of "+strings.Join(g.gpuStrategies(), ", ")+" (or auto)")
 	}
+	if vwcOptionsSet(p) && p.Strategy != "" && p.Strategy != "auto" && p.Strategy != "vwc" {
+		return usererr.New(usererr.Usage, fmt.Sprintf("vwarp, defer-outliers, dynamic and chunk-size tune the vwc strategy, not %s", p.Strategy),
+			"leave them out, or use --strategy vwc (they select it when no strategy is given)")
+	}
 	if p.VWarp != 0 && (p.VWarp < 1 || p.VWarp > 32 || p.VWarp&(p.VWarp-1) != 0) {
 		return usererr.Newf(usererr.Usage, "vwarp (the virtual warp size) %d is not 1, 2, 4, 8, 16 or 32", p.VWarp)
 	}
@@ -92,6 +96,12 @@ func CheckGPUParams(op Operator, p Params) error {
 		return usererr.Newf(usererr.Usage, "chunk size %d must be >= 0 (0 picks one)", p.ChunkSize)
 	}
 	return nil
+}
+
+// vwcOptionsSet says whether p sets any of the virtual warp-centric
+// options (PPoPP'11 §3), which only the vwc strategies take.
+func vwcOptionsSet(p Params) bool {
+	return p.VWarp != 0 || p.DeferOutliers != 0 || p.Dynamic || p.ChunkSize != 0
 }
 
 // Run runs op on the GPU, or says why it cannot.
@@ -200,12 +210,26 @@ func (k *launchable) launch(s *gpu.Stream, args ...any) error {
 	return gpu.Launch(k.fn, gpu.Dim(k.grid), gpu.Dim(blockSize), 0, s, args...)
 }
 
+// launchFor queues k on s with enough blocks for work items of which each
+// block takes perBlock, at most its full grid (the kernels loop over the
+// rest). perBlock 0 asks for the full grid.
+func (k *launchable) launchFor(s *gpu.Stream, items, perBlock int64, args ...any) error {
+	blocks := int64(k.grid)
+	if perBlock > 0 {
+		blocks = min((items+perBlock-1)/perBlock, blocks)
+	}
+	return gpu.Launch(k.fn, gpu.Dim(uint32(max(blocks, 1))), gpu.Dim(blockSize), 0, s, args...)
+}
+
 // deviceGraph holds the device copies of a graph's layouts, each part
 // uploaded on first use.
 type deviceGraph struct {
 	mu    sync.Mutex
 	parts map[layout]*gpu.DeviceBuffer
 	bytes int64
+	// bfsLevels is the most levels a BFS on the graph has run: auto's
+	// estimate of its diameter.
+	bfsLevels int
 }
 
 func (dg *deviceGraph) free() {
@@ -216,6 +240,35 @@ func (dg *deviceGraph) free() {
 		delete(dg.parts, part)
 	}
 	dg.bytes = 0
+}
+
+// seenLevels is the most levels a BFS on g has run on this GPU (0: none
+// ran yet).
+func (b *GPU) seenLevels(g *convert.Graph) int {
+	dg := b.deviceGraph(g)
+	dg.mu.Lock()
+	defer dg.mu.Unlock()
+	return dg.bfsLevels
+}
+
+// noteLevels records that a BFS on g ran levels levels.
+func (b *GPU) noteLevels(g *convert.Graph, levels int) {
+	dg := b.deviceGraph(g)
+	dg.mu.Lock()
+	dg.bfsLevels = max(dg.bfsLevels, levels)
+	dg.mu.Unlock()
+}
+
+// deviceGraph is g's entry in the cache, made on first use.
+func (b *GPU) deviceGraph(g *convert.Graph) *deviceGraph {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	dg := b.graphs[g]
+	if dg == nil {
+		dg = &deviceGraph{parts: map[layout]*gpu.DeviceBuffer{}}
+		b.graphs[g] = dg
+	}
+	return dg
 }
 
 // resident is the device memory g's copies hold already.
@@ -301,14 +354,7 @@ func (part layout) bytes(g *convert.Graph) int64 {
 // copying those not on the device yet, and the time the copies took. For an
 // undirected graph the in-edge parts are the out-edge ones.
 func (b *GPU) layouts(g *convert.Graph, s *gpu.Stream, parts ...layout) ([]*gpu.DeviceBuffer, time.Duration, error) {
-	b.mu.Lock()
-	dg := b.graphs[g]
-	if dg == nil {
-		dg = &deviceGraph{parts: map[layout]*gpu.DeviceBuffer{}}
-		b.graphs[g] = dg
-	}
-	b.mu.Unlock()
-
+	dg := b.deviceGraph(g)
 	dg.mu.Lock()
 	defer dg.mu.Unlock()
 	start := time.Now()

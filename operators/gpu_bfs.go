@@ -3,24 +3,71 @@ package operators
 import (
 	"context"
 	"fmt"
+	"os"
+	"time"
 
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/gpu"
 	"github.com/gpipe/gpipe/kernels"
 )
 
-// BFS on the GPU: level-synchronous top-down over a status array, virtual
-// warp-centric (kernels/bfs_vwc.cu).
+// BFS on the GPU has three strategies: enterprise (direction-optimizing,
+// gpu_bfs_enterprise.go), bfs4k (frontier queues with per-level technique
+// choice and a single-block kernel for small frontiers, gpu_bfs_4k.go) and
+// vwc (level-synchronous top-down over the status array, virtual warp-
+// centric, below). auto chooses from the graph's degree statistics.
 
-func (BFS) gpuStrategies() []string { return []string{"vwc"} }
+func (BFS) gpuStrategies() []string { return []string{"enterprise", "bfs4k", "vwc"} }
 
 func (BFS) gpuBytes(g *convert.Graph, p Params) int64 {
+	if name, _ := chooseBFS(g, p, 0); name != "auto" {
+		return bfsBytes(g, p, name)
+	}
+	return max(bfsBytes(g, p, "enterprise"), bfsBytes(g, p, "bfs4k"))
+}
+
+// bfsBytes is the device memory a search with the named strategy takes.
+func bfsBytes(g *convert.Graph, p Params, strategy string) int64 {
 	n := int64(g.NumVertices())
+	switch strategy {
+	case "enterprise":
+		_, hubs := enterpriseHubs(g.Degrees())
+		return layoutBytes(g, outOffsets, outTargets, inOffsets, inSources) + 8*n + 2*classes*4*n + 2*(hubs+1)*4 + 2*entStatsBytes + 2*4*((n+31)/32)
+	case "bfs4k":
+		return layoutBytes(g, outOffsets, outTargets) + 8*n + 2*4*b4kCapacity(n) + b4kSegmentBytes(g) + b4kStatsBytes
+	}
 	return layoutBytes(g, outOffsets, outTargets) + n*8 + bfsFlagsBytes + outlierQueueBytes(&g.Out, outlierDegree(p))
 }
 
-// The flags buffer: the dynamic work counter (8 bytes), "discovered" (4),
-// the outlier queue's length (4).
+// highDiameterLevels is the depth from which a graph counts as one of high
+// diameter: levels beyond the few of a small-world graph (Graph 500
+// Kronecker graphs have under 10), each paying a host round trip outside
+// bfs4k's single-block kernel.
+const highDiameterLevels = 64
+
+// chooseBFS is the strategy p asks for, or auto's choice from the degree
+// statistics and seenLevels, the most levels an earlier search on the graph
+// ran (0 when none did: the estimate of the diameter), with the reason. It
+// says "auto" when the choice depends on seenLevels and none is known yet.
+func chooseBFS(g *convert.Graph, p Params, seenLevels int) (name, reason string) {
+	switch {
+	case p.Strategy != "" && p.Strategy != "auto":
+		return p.Strategy, "asked for"
+	case vwcOptionsSet(p):
+		return "vwc", "virtual warp-centric options given"
+	}
+	d := g.Degrees()
+	switch {
+	case seenLevels > highDiameterLevels:
+		return "bfs4k", fmt.Sprintf("an earlier search on this graph ran %d levels: a high diameter, and bfs4k runs small levels in one block without returning to the host", seenLevels)
+	case d.Average < 8 && d.Max <= 64:
+		return "bfs4k", fmt.Sprintf("low degrees (average %.1f, max %d) suggest a high diameter: bfs4k runs small levels in one block without returning to the host", d.Average, d.Max)
+	}
+	return "enterprise", fmt.Sprintf("degrees average %.1f, max %d: a small-world graph, where direction-optimizing enterprise skips most edges once the frontier explodes", d.Average, d.Max)
+}
+
+// The vwc flags buffer: the dynamic work counter (8 bytes), "discovered"
+// (4), the outlier queue's length (4).
 const (
 	bfsFlagsBytes     = 16
 	bfsCounterAt      = 0
@@ -42,6 +89,27 @@ func (BFS) runGPU(ctx context.Context, b *GPU, in Input) (*Result, error) {
 	if err := checkSource("bfs", in); err != nil {
 		return nil, err
 	}
+	name, reason := chooseBFS(in.Graph, in.Params, b.seenLevels(in.Graph))
+	var r *Result
+	var err error
+	switch name {
+	case "enterprise":
+		r, err = runEnterprise(ctx, b, in)
+	case "bfs4k":
+		r, err = runBFS4K(ctx, b, in)
+	default:
+		r, err = runBFSVWC(ctx, b, in)
+	}
+	if r != nil {
+		r.StrategyReason = reason
+		b.noteLevels(in.Graph, r.Iterations)
+	}
+	return r, err
+}
+
+// runBFSVWC is BFS with the virtual warp-centric kernels of
+// kernels/bfs_vwc.cu.
+func runBFSVWC(ctx context.Context, b *GPU, in Input) (*Result, error) {
 	g := in.Graph
 	n := g.NumVertices()
 	cfg := vwcConfigFor(in.Params, &g.Out)
@@ -130,6 +198,12 @@ func (BFS) runGPU(ctx context.Context, b *GPU, in Input) (*Result, error) {
 		return nil, err
 	}
 
+	return bfsResult(b, s, depthBuf, parentBuf, cfg.String(), levels, compute, transfer)
+}
+
+// bfsResult downloads a search's depths and parents into a Result.
+func bfsResult(b *GPU, s *gpu.Stream, depthBuf, parentBuf *gpu.DeviceBuffer, strategy string, levels int, compute, transfer time.Duration) (*Result, error) {
+	n := gpu.Len[int32](depthBuf)
 	depth := make([]int32, n)
 	parent := make([]uint32, n)
 	poisonHost(b, depth, -7)
@@ -141,11 +215,38 @@ func (BFS) runGPU(ctx context.Context, b *GPU, in Input) (*Result, error) {
 		return nil, err
 	}
 	return &Result{
-		Op: "bfs", Backend: "gpu", Strategy: cfg.String(),
+		Op: "bfs", Backend: "gpu", Strategy: strategy,
 		Iterations: levels, Compute: compute, Transfer: transfer,
 		Columns: []Column{
 			{Name: "depth", Type: Int32Column, Int32: depth},
 			{Name: "parent", Type: VertexColumn, Vertex: parent},
 		},
 	}, nil
+}
+
+// bfsTraceEnv names the environment variable that makes the GPU BFS
+// strategies print each level, with the host time since the previous one,
+// to stderr: where a search's time goes (docs/gpu.md).
+const bfsTraceEnv = "GPIPE_BFS_TRACE"
+
+// levelTrace prints the levels of one search when bfsTraceEnv is set.
+type levelTrace struct {
+	strategy string
+	last     time.Time
+}
+
+func newLevelTrace(strategy string) *levelTrace {
+	if os.Getenv(bfsTraceEnv) == "" {
+		return nil
+	}
+	return &levelTrace{strategy: strategy, last: time.Now()}
+}
+
+func (t *levelTrace) level(format string, args ...any) {
+	if t == nil {
+		return
+	}
+	now := time.Now()
+	fmt.Fprintf(os.Stderr, "%s: %s (%.1f µs)\n", t.strategy, fmt.Sprintf(format, args...), float64(now.Sub(t.last).Nanoseconds())/1e3)
+	t.last = now
 }

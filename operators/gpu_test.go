@@ -212,7 +212,8 @@ func TestGPUConcurrentRuns(t *testing.T) {
 }
 
 func TestCheckGPUParams(t *testing.T) {
-	for _, p := range []Params{{VWarp: 3}, {VWarp: 64}, {Strategy: "nope"}, {DeferOutliers: -2}, {ChunkSize: -2}} {
+	for _, p := range []Params{{VWarp: 3}, {VWarp: 64}, {Strategy: "nope"}, {DeferOutliers: -2}, {ChunkSize: -2},
+		{Strategy: "enterprise", VWarp: 8}, {Strategy: "bfs4k", Dynamic: true}} {
 		if err := CheckGPUParams(BFS{}, p); usererr.KindOf(err) != usererr.Usage {
 			t.Errorf("%+v: %v, want a Usage error", p, err)
 		}

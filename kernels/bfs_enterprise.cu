@@ -1,0 +1,248 @@
+// Breadth-first search after Enterprise (SC'15 §4): direction-optimizing,
+// over frontier queues built from the status array.
+//
+// The status array is depth[]: GPIPE_UNVISITED, or the vertex's level. The
+// host runs one level at a time:
+//
+//   top-down   the frontier (depth == level) is in four queues by out-degree
+//              (§4.2): ent_td_thread, ent_td_warp, ent_td_block and
+//              ent_td_grid expand them concurrently, on four streams, and
+//              set depth = level + 1 and parent of the unvisited neighbours.
+//              Writes race only between threads writing the same depth and
+//              a parent from the same level, so any winner leaves a valid
+//              tree (§2.1) and no atomics are needed.
+//   queues     ent_queue scans the status array (§4.1) in one pass: each
+//              warp reads 32 consecutive entries (coalesced), and a ballot
+//              per class is the prefix sum that places the matches (the
+//              binary prefix sum of BFS-4K §5.1), one atomic per warp and
+//              class reserving their run. A warp's run is in vertex order,
+//              which is what the paper's direction-switching workflow is
+//              for: the next level's warps read consecutive rows of the
+//              in-edge layout. (The paper gives each thread a contiguous run
+//              of the status array instead: strided across the warp, 2.4×
+//              slower to scan by its own measurement; BENCHMARKS.md has
+//              ours.) The same pass writes the frontier as a bitmap.
+//   bottom-up  the queue holds the unvisited vertices; ent_bu_thread (fewer
+//              than 32 in-edges) and ent_bu_warp (the rest) look for an
+//              in-neighbour in the frontier, first in the block's hub cache
+//              (§4.3), then in the frontier bitmap (a 32nd of the status
+//              array's bytes, so it stays in the caches), stop at the first,
+//              and append the vertices still unvisited to the next queue
+//              (the bottom-up workflow: a shrinking subset, no scan).
+//
+// The host switches to bottom-up when the share of hub vertices in the
+// frontier, γ = F_h / T_h, exceeds 30% (§4.3), and back to top-down when a
+// bottom-up level finds few vertices (below n/24, Beamer's β); the paper
+// never switches back, but on graphs with many unreachable vertices each
+// bottom-up level would scan all of their edges again.
+#include "frontier.cuh"
+
+// What a level leaves for the host, which reads it after each level.
+struct LevelStats {
+    unsigned count[CLASSES];  // the next queue, per class
+    unsigned hubs;            // F_h: hub vertices in the next top-down frontier
+    unsigned found;           // vertices a bottom-up level visited
+    unsigned hub_list;        // entries of the next hub list
+    unsigned pad;
+    unsigned long long edges;  // edges of the next queue's vertices
+};
+
+// Large frontier vertices (256 to 65,535 edges) are split into segments of
+// LARGE_SEGMENT edges, a block each, so that a few large vertices keep many
+// blocks busy rather than one each.
+#define LARGE_SEGMENT 2048
+#define LARGE_SEGMENTS 32  // 65,536 / LARGE_SEGMENT
+
+// Marks the source: depth 0, its own parent. depth and parent start as all
+// ones (GPIPE_UNVISITED, GPIPE_NO_VERTEX) by a memset; the host puts the
+// source in its queue.
+extern "C" __global__ void ent_init(int* depth, vid_t* parent, vid_t source, vid_t* queue_slot)
+{
+    depth[source] = 0;
+    parent[source] = source;
+    *queue_slot = source;
+}
+
+// Visits w from u at the given level if w is unvisited.
+__device__ __forceinline__ void visit(int* __restrict__ depth, vid_t* __restrict__ parent, vid_t w, vid_t u, int level)
+{
+    if (depth[w] == GPIPE_UNVISITED) {
+        depth[w] = level + 1;
+        parent[w] = u;
+    }
+}
+
+// Small frontier vertices (fewer than 32 edges): a thread each.
+extern "C" __global__ void __launch_bounds__(256) ent_td_thread(
+    const eid_t* __restrict__ offsets, const vid_t* __restrict__ targets, int* __restrict__ depth,
+    vid_t* __restrict__ parent, const vid_t* __restrict__ queue, unsigned count, int level)
+{
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x) {
+        vid_t u = queue[i];
+        eid_t last = offsets[u + 1];
+        for (eid_t e = offsets[u]; e < last; e++) visit(depth, parent, targets[e], u, level);
+    }
+}
+
+// Middle frontier vertices (32 to 255 edges): a warp each.
+extern "C" __global__ void __launch_bounds__(256) ent_td_warp(
+    const eid_t* __restrict__ offsets, const vid_t* __restrict__ targets, int* __restrict__ depth,
+    vid_t* __restrict__ parent, const vid_t* __restrict__ queue, unsigned count, int level)
+{
+    unsigned warps = gridDim.x * (blockDim.x >> 5);
+    for (unsigned i = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < count; i += warps) {
+        vid_t u = queue[i];
+        eid_t last = offsets[u + 1];
+        for (eid_t e = offsets[u] + lane_id(); e < last; e += 32) visit(depth, parent, targets[e], u, level);
+    }
+}
+
+// Large frontier vertices (256 to 65,535 edges): a block per segment, the
+// blocks taking (vertex, segment) pairs; the segments past a vertex's last
+// edge are empty.
+extern "C" __global__ void __launch_bounds__(256) ent_td_block(
+    const eid_t* __restrict__ offsets, const vid_t* __restrict__ targets, int* __restrict__ depth,
+    vid_t* __restrict__ parent, const vid_t* __restrict__ queue, unsigned count, int level)
+{
+    unsigned long long pairs = (unsigned long long)count * LARGE_SEGMENTS;
+    for (unsigned long long p = blockIdx.x; p < pairs; p += gridDim.x) {
+        vid_t u = queue[p / LARGE_SEGMENTS];
+        eid_t first = offsets[u] + (eid_t)(p % LARGE_SEGMENTS) * LARGE_SEGMENT;
+        eid_t last = min(first + LARGE_SEGMENT, offsets[u + 1]);
+        for (eid_t e = first + threadIdx.x; e < last; e += blockDim.x) visit(depth, parent, targets[e], u, level);
+    }
+}
+
+// Extreme frontier vertices (65,536 edges or more): the whole grid each.
+extern "C" __global__ void __launch_bounds__(256) ent_td_grid(
+    const eid_t* __restrict__ offsets, const vid_t* __restrict__ targets, int* __restrict__ depth,
+    vid_t* __restrict__ parent, const vid_t* __restrict__ queue, unsigned count, int level)
+{
+    eid_t stride = (eid_t)gridDim.x * blockDim.x;
+    for (unsigned i = 0; i < count; i++) {
+        vid_t u = queue[i];
+        eid_t last = offsets[u + 1];
+        for (eid_t e = offsets[u] + (eid_t)blockIdx.x * blockDim.x + threadIdx.x; e < last; e += stride)
+            visit(depth, parent, targets[e], u, level);
+    }
+}
+
+// Builds the queues of the vertices whose depth is want, by the degree class
+// class_offsets gives them (out-degree for a top-down frontier, in-degree
+// for the bottom-up queue), into queues[class * cap ...] with the counts and
+// edges in stats. With hub_degree > 0 it also counts the hub vertices among
+// them (out-degree above hub_degree) and lists them in hubs for the next
+// level's hub cache; with bits, it writes them as a bitmap too.
+extern "C" __global__ void __launch_bounds__(256) ent_queue(
+    const eid_t* __restrict__ class_offsets, const eid_t* __restrict__ out_offsets,
+    const int* __restrict__ depth, long long n, int want,
+    vid_t* __restrict__ queues, long long cap, LevelStats* stats,
+    long long hub_degree, vid_t* __restrict__ hubs, unsigned* __restrict__ bits)
+{
+    unsigned long long edges = 0;
+    unsigned hub_count = 0;
+    // Blocks start at multiples of 256, so each warp's 32 vertices are one
+    // word of the bitmap.
+    for (long long base = (long long)blockIdx.x * blockDim.x; base < n; base += (long long)gridDim.x * blockDim.x) {
+        long long v = base + threadIdx.x;
+        bool match = v < n && depth[v] == want;
+        eid_t degree = match ? class_offsets[v + 1] - class_offsets[v] : 0;
+        int c = degree_class(degree);
+#pragma unroll
+        for (int k = 0; k < CLASSES; k++) warp_append(match && c == k, (vid_t)v, queues + k * cap, &stats->count[k], ~0u);
+        bool hub = match && hub_degree > 0 && out_offsets[v + 1] - out_offsets[v] > hub_degree;
+        warp_append(hub, (vid_t)v, hubs, &stats->hub_list, ~0u);
+        unsigned word = __ballot_sync(FULL_MASK, match);
+        if (bits && lane_id() == 0 && v < n) bits[v >> 5] = word;
+        edges += degree;
+        hub_count += hub;
+    }
+    warp_add(edges, &stats->edges);
+    warp_add(hub_count, &stats->hubs);
+}
+
+// Bottom-up for unvisited vertices with fewer than 32 in-edges: a thread
+// each. A vertex with an in-neighbour in the frontier (bits) is visited and
+// joins the next frontier (next_bits); the others go to the next queue.
+// Visited hubs go to the next hub list.
+extern "C" __global__ void __launch_bounds__(256) ent_bu_thread(
+    const eid_t* __restrict__ in_offsets, const vid_t* __restrict__ in_sources,
+    const eid_t* __restrict__ out_offsets, int* __restrict__ depth, vid_t* __restrict__ parent,
+    const vid_t* __restrict__ queue, unsigned count, int level,
+    const vid_t* __restrict__ hubs, const unsigned* hub_count, const unsigned* __restrict__ bits,
+    vid_t* __restrict__ next_queue, unsigned* next_count, LevelStats* stats,
+    long long hub_degree, vid_t* __restrict__ next_hubs, unsigned* __restrict__ next_bits)
+{
+    __shared__ vid_t cache[HUB_CACHE_SLOTS];
+    hub_cache_load(cache, hubs, *hub_count);
+    unsigned found = 0;
+    for (unsigned base = blockIdx.x * blockDim.x; base < count; base += gridDim.x * blockDim.x) {
+        unsigned i = base + threadIdx.x;
+        bool active = i < count, visited = false;
+        vid_t v = active ? queue[i] : 0;
+        if (active) {
+            eid_t last = in_offsets[v + 1];
+            for (eid_t e = in_offsets[v]; e < last; e++) {
+                vid_t u = in_sources[e];
+                if (hub_cached(cache, u) || in_bitmap(bits, u)) {
+                    depth[v] = level + 1;
+                    parent[v] = u;
+                    atomicOr(&next_bits[v >> 5], 1u << (v & 31));
+                    visited = true;
+                    break;
+                }
+            }
+        }
+        found += visited;
+        warp_append(active && !visited, v, next_queue, next_count, ~0u);
+        warp_append(visited && hub_degree > 0 && out_offsets[v + 1] - out_offsets[v] > hub_degree, v, next_hubs,
+                    &stats->hub_list, ~0u);
+    }
+    warp_add(found, &stats->found);
+}
+
+// Bottom-up for unvisited vertices with 32 in-edges or more: a warp each,
+// 32 in-neighbours at a time, stopping at the first round with a hit.
+extern "C" __global__ void __launch_bounds__(256) ent_bu_warp(
+    const eid_t* __restrict__ in_offsets, const vid_t* __restrict__ in_sources,
+    const eid_t* __restrict__ out_offsets, int* __restrict__ depth, vid_t* __restrict__ parent,
+    const vid_t* __restrict__ queue, unsigned count, int level,
+    const vid_t* __restrict__ hubs, const unsigned* hub_count, const unsigned* __restrict__ bits,
+    vid_t* __restrict__ next_queue, unsigned* next_count, LevelStats* stats,
+    long long hub_degree, vid_t* __restrict__ next_hubs, unsigned* __restrict__ next_bits)
+{
+    __shared__ vid_t cache[HUB_CACHE_SLOTS];
+    hub_cache_load(cache, hubs, *hub_count);
+    unsigned found = 0;
+    unsigned warps = gridDim.x * (blockDim.x >> 5);
+    for (unsigned i = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < count; i += warps) {
+        vid_t v = queue[i];
+        eid_t first = in_offsets[v], last = in_offsets[v + 1];
+        bool visited = false;
+        for (eid_t round = first; round < last; round += 32) {
+            eid_t e = round + lane_id();
+            vid_t u = e < last ? in_sources[e] : GPIPE_NO_VERTEX;
+            unsigned hit = __ballot_sync(FULL_MASK, e < last && (hub_cached(cache, u) || in_bitmap(bits, u)));
+            if (hit) {
+                vid_t p = __shfl_sync(FULL_MASK, u, __ffs(hit) - 1);
+                if (lane_id() == 0) {
+                    depth[v] = level + 1;
+                    parent[v] = p;
+                    atomicOr(&next_bits[v >> 5], 1u << (v & 31));
+                }
+                visited = true;
+                break;
+            }
+        }
+        if (lane_id() == 0) {
+            if (visited) {
+                found++;
+                if (hub_degree > 0 && out_offsets[v + 1] - out_offsets[v] > hub_degree)
+                    next_hubs[atomicAdd(&stats->hub_list, 1u)] = v;
+            } else {
+                next_queue[atomicAdd(next_count, 1u)] = v;
+            }
+        }
+    }
+    warp_add(found, &stats->found);
+}

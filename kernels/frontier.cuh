@@ -1,0 +1,125 @@
+// Device pieces of the frontier-based traversals (Enterprise, BFS-4K):
+// shuffle prefix sums, appends to a global queue that cost one atomic per
+// warp or block and write consecutive addresses, the degree classes, and the
+// hub-vertex cache.
+#pragma once
+
+#include "common.cuh"
+
+#define FULL_MASK 0xffffffffu
+
+__device__ __forceinline__ unsigned lane_id() { return threadIdx.x & 31u; }
+
+// The lanes below this one, as a mask.
+__device__ __forceinline__ unsigned lanes_below() { return (1u << lane_id()) - 1u; }
+
+// Exclusive prefix sum of x over the warp, with shuffles in log2(32) steps
+// (BFS-4K §5.1, Fig. 3); total gets the warp's sum. Every lane must call it.
+template <typename T>
+__device__ __forceinline__ T warp_exclusive_sum(T x, T& total) {
+    T v = x;
+#pragma unroll
+    for (int i = 1; i < 32; i <<= 1) {
+        T n = __shfl_up_sync(FULL_MASK, v, i);
+        if (lane_id() >= (unsigned)i) v += n;
+    }
+    total = __shfl_sync(FULL_MASK, v, 31);
+    return v - x;
+}
+
+// Exclusive prefix sum of x over the block (the second level of BFS-4K's
+// two-level sum); total gets the block's sum. scratch holds 33 values: one
+// per warp (up to 32) and the total. Every thread must call it; it
+// synchronizes the block.
+template <typename T>
+__device__ __forceinline__ T block_exclusive_sum(T x, T* scratch, T& total) {
+    T warp_total;
+    T within = warp_exclusive_sum(x, warp_total);
+    unsigned warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+    if (lane_id() == 31) scratch[warp] = warp_total;
+    __syncthreads();
+    if (warp == 0) {
+        T w = lane_id() < warps ? scratch[lane_id()] : T(0);
+        T all;
+        T before = warp_exclusive_sum(w, all);
+        if (lane_id() < warps) scratch[lane_id()] = before;
+        if (lane_id() == 0) scratch[32] = all;
+    }
+    __syncthreads();
+    T result = scratch[warp] + within;
+    total = scratch[32];
+    __syncthreads();
+    return result;
+}
+
+// Appends v to queue where keep is set, for every lane of the warp at once:
+// the warp reserves its run with one atomic (the binary prefix sum of
+// BFS-4K §5.1: ballot and popc), and the lanes write consecutive slots, so
+// the writes coalesce (§5.6). Slots at cap or beyond are counted but not
+// written: a count above cap tells the host the queue overflowed. Every lane
+// must call it.
+__device__ __forceinline__ void warp_append(bool keep, vid_t v, vid_t* queue, unsigned* count, unsigned cap) {
+    unsigned mask = __ballot_sync(FULL_MASK, keep);
+    if (mask == 0) return;
+    unsigned base = 0;
+    if (lane_id() == __ffs(mask) - 1) base = atomicAdd(count, (unsigned)__popc(mask));
+    base = __shfl_sync(FULL_MASK, base, __ffs(mask) - 1);
+    unsigned at = base + __popc(mask & lanes_below());
+    if (keep && at < cap) queue[at] = v;
+}
+
+// The sum of x over the warp, added to *total by one lane. Every lane must
+// call it.
+__device__ __forceinline__ void warp_add(unsigned long long x, unsigned long long* total) {
+#pragma unroll
+    for (int i = 16; i > 0; i >>= 1) x += __shfl_xor_sync(FULL_MASK, x, i);
+    if (lane_id() == 0 && x != 0) atomicAdd(total, x);
+}
+
+__device__ __forceinline__ void warp_add(unsigned x, unsigned* total) {
+    x = __reduce_add_sync(FULL_MASK, x);
+    if (lane_id() == 0 && x != 0) atomicAdd(total, x);
+}
+
+// Enterprise's frontier classes by out-degree (§4.2): fewer than 32 edges
+// (a thread each), 32 to 255 (a warp), 256 to 65,535 (a block), and more (the
+// whole grid).
+#define CLASS_SMALL 0
+#define CLASS_MIDDLE 1
+#define CLASS_LARGE 2
+#define CLASS_EXTREME 3
+#define CLASSES 4
+
+__device__ __forceinline__ int degree_class(eid_t degree) {
+    return degree < 32 ? CLASS_SMALL : degree < 256 ? CLASS_MIDDLE : degree < 65536 ? CLASS_LARGE : CLASS_EXTREME;
+}
+
+// The hub-vertex cache of Enterprise §4.3: a hash table in shared memory
+// holding hub vertices of the current frontier, HC[hash(id)] = id. A hit is
+// exact (the slot holds that id, so the vertex is in the frontier); a miss
+// says nothing and the status array is read instead.
+#define HUB_CACHE_SLOTS 2048
+
+__device__ __forceinline__ unsigned hub_slot(vid_t v) {
+    return (v * 2654435761u) >> (32 - 11);  // Fibonacci hashing to 2^11 slots
+}
+
+// Fills the block's cache from the list of frontier hubs. Every thread must
+// call it; it synchronizes the block.
+__device__ __forceinline__ void hub_cache_load(vid_t* cache, const vid_t* hubs, unsigned count) {
+    for (unsigned i = threadIdx.x; i < HUB_CACHE_SLOTS; i += blockDim.x) cache[i] = GPIPE_NO_VERTEX;
+    __syncthreads();
+    count = min(count, (unsigned)HUB_CACHE_SLOTS * 4);
+    for (unsigned i = threadIdx.x; i < count; i += blockDim.x) {
+        vid_t h = hubs[i];
+        cache[hub_slot(h)] = h;
+    }
+    __syncthreads();
+}
+
+__device__ __forceinline__ bool hub_cached(const vid_t* cache, vid_t v) { return cache[hub_slot(v)] == v; }
+
+// A frontier as a bitmap, one bit per vertex: what a bottom-up step asks of
+// each in-neighbour ("is it in the frontier?") in a 32nd of the bytes of
+// the status array, so that far more of it stays in the caches.
+__device__ __forceinline__ bool in_bitmap(const unsigned* bits, vid_t v) { return (bits[v >> 5] >> (v & 31)) & 1u; }

@@ -1,0 +1,285 @@
+package operators
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/gpipe/gpipe/convert"
+	"github.com/gpipe/gpipe/gpu"
+	"github.com/gpipe/gpipe/kernels"
+)
+
+// BFS after BFS-4K (§5-6; kernels/bfs_4k.cu): top-down over a frontier
+// queue. While the frontier is small one block runs level after level on
+// its own (§5.5); otherwise each level is one multi-block launch whose
+// technique the host picks from the frontier's size: edge-discover (§5.4)
+// for a frontier smaller than half the resident threads, else virtual warps
+// of K lanes with K from the frontier size (§5.2). Vertices of very high
+// degree go to a hub kernel after each level (in place of §5.3's dynamic
+// parallelism; docs/gpu.md).
+
+// FrontierStats in kernels/bfs_4k.cu, padded to 32 bytes.
+const (
+	b4kStatsBytes    = 32
+	b4kNextCountAt   = 0
+	b4kHubSegmentsAt = 4
+	b4kNextEdgesAt   = 8
+	b4kLevelAt       = 16
+	b4kDoneAt        = 20
+)
+
+type b4kStats struct {
+	nextCount uint32
+	nextEdges uint64
+	level     int32
+	done      bool
+}
+
+func parseB4KStats(b []byte) b4kStats {
+	return b4kStats{
+		nextCount: binary.LittleEndian.Uint32(b[b4kNextCountAt:]),
+		nextEdges: binary.LittleEndian.Uint64(b[b4kNextEdgesAt:]),
+		level:     int32(binary.LittleEndian.Uint32(b[b4kLevelAt:])),
+		done:      binary.LittleEndian.Uint32(b[b4kDoneAt:]) != 0,
+	}
+}
+
+// The single-block kernel's geometry and limits (SINGLE_* in
+// kernels/bfs_4k.cu): it takes a frontier of at most b4kSingleCapacity
+// vertices and b4kSingleEdges edges.
+const (
+	b4kSingleThreads  = 1024
+	b4kSingleCapacity = 5120
+	b4kSingleEdges    = 32768
+	b4kDupSlots       = 2048
+	// SINGLE_SHARED: the duplicate filter, two frontiers (vertex, first
+	// edge, degree) and the prefix sums of the degrees.
+	b4kSingleShared = b4kDupSlots*8 + 2*b4kSingleCapacity*(8+4+4) + (b4kSingleCapacity+1)*4
+)
+
+// b4kHubDegree is the degree above which a frontier vertex's edges go to
+// the hub kernel in segments of b4kHubSegment edges (HUB_SEGMENT), rather
+// than to one virtual warp or a few lanes of edge-discover. BFS-4K's K_2
+// picks the highest-degree 0.15% of the vertices; a fixed degree does the
+// same job without a per-level selection, as vwc's deferred outliers do.
+const (
+	b4kHubDegree  = 1024
+	b4kHubSegment = 4096
+)
+
+// b4kCapacity is the room of each frontier queue: every vertex once, plus
+// as many duplicates (the filter of §6 misses some across blocks). A level
+// that overflows is rebuilt from the status array.
+// Counts are 32-bit on the device.
+func b4kCapacity(n int64) int64 { return min(2*n+1, 1<<32-1) }
+
+// b4kSegmentBytes is the room of the hub segment queue: at most one
+// segment per b4kHubDegree edges and one per b4kHubSegment edges.
+func b4kSegmentBytes(g *convert.Graph) int64 {
+	m := g.NumEdges()
+	return (m/b4kHubDegree + m/b4kHubSegment + 1) * 8
+}
+
+type b4kKernels struct {
+	init, ed, hubs, single, rebuild *launchable
+	vw                              map[int]*launchable // by K: 4, 8, 16, 32
+}
+
+func (b *GPU) b4kKernels() (*b4kKernels, error) {
+	k := &b4kKernels{vw: map[int]*launchable{}}
+	for _, e := range []struct {
+		name string
+		to   **launchable
+	}{{"b4k_init", &k.init}, {"b4k_ed", &k.ed}, {"b4k_hubs", &k.hubs}, {"b4k_single", &k.single}, {"b4k_rebuild", &k.rebuild}} {
+		var err error
+		if *e.to, err = b.kernel(kernels.BFS4K, e.name); err != nil {
+			return nil, err
+		}
+	}
+	for _, K := range []int{4, 8, 16, 32} {
+		vw, err := b.kernel(kernels.BFS4K, fmt.Sprintf("b4k_vw_k%d", K))
+		if err != nil {
+			return nil, err
+		}
+		k.vw[K] = vw
+	}
+	if err := k.single.fn.SetMaxDynamicSharedMemory(b4kSingleShared); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// b4kWarpWidth is §5.2's dynamic virtual warp width for a frontier of
+// count vertices: the largest power of two K with K·count at most the
+// resident threads, in [4, 32] (K_1 = 4, as the paper sets it).
+func b4kWarpWidth(resident, count int64) int {
+	k := 4
+	for k < 32 && int64(2*k)*count <= resident {
+		k *= 2
+	}
+	return k
+}
+
+// b4kTestCapacity, when positive, is the frontier room the kernels are
+// told of (the buffers keep their size), so that tests reach the overflow
+// and rebuild path.
+var b4kTestCapacity int64
+
+// b4kRan counts what a search ran, for Result.Strategy.
+type b4kRan struct {
+	singleLaunches, singleLevels, edgeLevels, warpLevels, rebuilt int
+}
+
+func (r b4kRan) String() string {
+	s := fmt.Sprintf("bfs4k (%d levels in %d single-block launches, %d edge-discover and %d virtual-warp levels",
+		r.singleLevels, r.singleLaunches, r.edgeLevels, r.warpLevels)
+	if r.rebuilt > 0 {
+		s += fmt.Sprintf(", %d frontiers rebuilt", r.rebuilt)
+	}
+	return s + ")"
+}
+
+func runBFS4K(ctx context.Context, b *GPU, in Input) (*Result, error) {
+	g := in.Graph
+	n := int64(g.NumVertices())
+	k, err := b.b4kKernels()
+	if err != nil {
+		return nil, err
+	}
+	s, err := b.ctx.NewStream()
+	if err != nil {
+		return nil, err
+	}
+	defer s.Destroy()
+	parts, transfer, err := b.layouts(g, s, outOffsets, outTargets)
+	if err != nil {
+		return nil, err
+	}
+	off, tgt := parts[0], parts[1]
+	capacity := b4kCapacity(n)
+	queueCap := capacity
+	if b4kTestCapacity > 0 {
+		queueCap = b4kTestCapacity
+	}
+	bufs, free, err := b.buffers(4*n, 4*n, 4*capacity, 4*capacity, b4kSegmentBytes(g), b4kStatsBytes)
+	if err != nil {
+		return nil, err
+	}
+	defer free()
+	depth, parent, segments, stats := bufs[0], bufs[1], bufs[4], bufs[5]
+	frontier := [2]*gpu.DeviceBuffer{bufs[2], bufs[3]}
+	if err := b.poison(s, bufs...); err != nil {
+		return nil, err
+	}
+	host, err := newCounters(b.ctx, b4kStatsBytes)
+	if err != nil {
+		return nil, err
+	}
+	defer host.free()
+	attrs := b.Device().Attributes
+	resident := int64(attrs.SMs) * int64(attrs.MaxThreadsPerSM)
+	// read waits for the level and returns what it left in stats.
+	read := func() (b4kStats, error) {
+		raw, err := host.read(s, stats)
+		if err != nil {
+			return b4kStats{}, err
+		}
+		return parseB4KStats(raw), nil
+	}
+
+	t, err := newTimer(b.ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	defer t.destroy()
+	if err := depth.Memset8(s, 0xff); err != nil {
+		return nil, err
+	}
+	if err := parent.Memset8(s, 0xff); err != nil {
+		return nil, err
+	}
+	if err := gpu.Launch(k.init.fn, gpu.Dim(1), gpu.Dim(1), 0, s, depth, parent, in.Source, frontier[0]); err != nil {
+		return nil, err
+	}
+	cur, count, edges, level := 0, int64(1), uint64(g.Out.Degree(in.Source)), int32(0)
+	var ran b4kRan
+	trace := newLevelTrace("bfs4k")
+	for count > 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		next := cur ^ 1
+		if err := stats.Memset8(s, 0); err != nil {
+			return nil, err
+		}
+		single := count <= b4kSingleCapacity && edges <= b4kSingleEdges
+		if single {
+			err = gpu.Launch(k.single.fn, gpu.Dim(1), gpu.Dim(b4kSingleThreads), b4kSingleShared, s,
+				off, tgt, depth, parent, frontier[cur], uint32(count), level, frontier[next], uint32(queueCap), stats)
+		} else {
+			err = b4kLevel(k, s, resident, off, tgt, depth, parent, frontier[cur], count, level,
+				frontier[next], queueCap, stats, segments, &ran)
+		}
+		if err != nil {
+			return nil, err
+		}
+		st, err := read()
+		if err != nil {
+			return nil, err
+		}
+		trace.level("level %d, frontier %d (%d edges), single-block %v: next %d (%d edges), level %d", level, count, edges, single, st.nextCount, st.nextEdges, st.level)
+		if single {
+			ran.singleLaunches++
+			ran.singleLevels += int(st.level - level)
+			level = st.level
+		} else {
+			level++
+		}
+		if int64(st.nextCount) > queueCap {
+			ran.rebuilt++
+			if st, err = b4kRebuild(k, s, off, depth, n, level, frontier[next], stats, read); err != nil {
+				return nil, err
+			}
+		}
+		cur, count, edges = next, int64(st.nextCount), st.nextEdges
+	}
+	compute, err := t.elapsed(s)
+	if err != nil {
+		return nil, err
+	}
+	// level is now one past the deepest level reached: the number of levels.
+	return bfsResult(b, s, depth, parent, ran.String(), int(level), compute, transfer)
+}
+
+// b4kLevel queues one multi-block level: edge-discover or virtual warps,
+// then the hub segments the level deferred.
+func b4kLevel(k *b4kKernels, s *gpu.Stream, resident int64, off, tgt, depth, parent, frontier *gpu.DeviceBuffer,
+	count int64, level int32, next *gpu.DeviceBuffer, capacity int64, stats, segments *gpu.DeviceBuffer, ran *b4kRan) error {
+	expand, perBlock := k.ed, int64(blockSize) // a warp per 32 vertices
+	if count >= resident/2 {
+		K := b4kWarpWidth(resident, count)
+		expand, perBlock = k.vw[K], int64(blockSize/K) // a virtual warp per vertex
+		ran.warpLevels++
+	} else {
+		ran.edgeLevels++
+	}
+	if err := expand.launchFor(s, count, perBlock, off, tgt, depth, parent, frontier, uint32(count), level,
+		next, uint32(capacity), stats, int64(b4kHubDegree), segments); err != nil {
+		return err
+	}
+	return k.hubs.launch(s, off, tgt, depth, parent, level, segments, next, uint32(capacity), stats)
+}
+
+// b4kRebuild replaces an overflowed frontier by the vertices at level in
+// the status array.
+func b4kRebuild(k *b4kKernels, s *gpu.Stream, off, depth *gpu.DeviceBuffer, n int64, level int32,
+	next, stats *gpu.DeviceBuffer, read func() (b4kStats, error)) (b4kStats, error) {
+	if err := stats.Memset8(s, 0); err != nil {
+		return b4kStats{}, err
+	}
+	if err := k.rebuild.launchFor(s, n, blockSize, off, depth, n, level, next, stats); err != nil {
+		return b4kStats{}, err
+	}
+	return read()
+}

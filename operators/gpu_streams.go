@@ -1,0 +1,111 @@
+package operators
+
+import (
+	"github.com/gpipe/gpipe/gpu"
+)
+
+// streamFan runs kernels concurrently on several streams after what a main
+// stream has queued, and makes the main stream wait for all of them: the
+// fork and join of Enterprise's concurrent class kernels (§4.2).
+type streamFan struct {
+	streams []*gpu.Stream // streams[0] is the main stream, not owned
+	fork    *gpu.Event
+	joins   []*gpu.Event
+}
+
+// newStreamFan adds width-1 streams beside main.
+func newStreamFan(c *gpu.Context, main *gpu.Stream, width int) (f *streamFan, err error) {
+	f = &streamFan{streams: []*gpu.Stream{main}}
+	defer func() {
+		if err != nil {
+			f.destroy()
+		}
+	}()
+	if f.fork, err = c.NewMarker(); err != nil {
+		return nil, err
+	}
+	for i := 1; i < width; i++ {
+		s, err := c.NewStream()
+		if err != nil {
+			return nil, err
+		}
+		f.streams = append(f.streams, s)
+		e, err := c.NewMarker()
+		if err != nil {
+			return nil, err
+		}
+		f.joins = append(f.joins, e)
+	}
+	return f, nil
+}
+
+// stream is the i-th stream; 0 is the main one.
+func (f *streamFan) stream(i int) *gpu.Stream { return f.streams[i] }
+
+// begin makes every side stream wait for the main stream's work so far.
+func (f *streamFan) begin() error {
+	if err := f.fork.Record(f.streams[0]); err != nil {
+		return err
+	}
+	for _, s := range f.streams[1:] {
+		if err := s.WaitEvent(f.fork); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// end makes the main stream wait for every side stream's work so far.
+func (f *streamFan) end() error {
+	for i, s := range f.streams[1:] {
+		if err := f.joins[i].Record(s); err != nil {
+			return err
+		}
+		if err := f.streams[0].WaitEvent(f.joins[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (f *streamFan) destroy() {
+	for _, s := range f.streams[1:] {
+		s.Destroy()
+	}
+	for _, e := range f.joins {
+		e.Destroy()
+	}
+	if f.fork != nil {
+		f.fork.Destroy()
+	}
+}
+
+// counters is a block of device counters that kernels leave for the host,
+// and a pinned host copy to read them into without a pageable copy's
+// overhead at every level.
+type counters struct {
+	host *gpu.HostBuffer
+}
+
+func newCounters(c *gpu.Context, bytes int) (*counters, error) {
+	h, err := c.AllocHost(bytes)
+	if err != nil {
+		return nil, err
+	}
+	return &counters{host: h}, nil
+}
+
+// read waits for s and returns the contents of dev (at most the host
+// copy's size).
+func (c *counters) read(s *gpu.Stream, dev *gpu.DeviceBuffer) ([]byte, error) {
+	b := c.host.Bytes()[:dev.Size()]
+	if err := dev.CopyToHost(s, b); err != nil {
+		return nil, err
+	}
+	if err := s.Synchronize(); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+func (c *counters) free() { c.host.Free() }
