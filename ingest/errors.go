@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gpipe/gpipe/internal/echo"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
@@ -28,7 +29,7 @@ func errDuplicateColumn(file, name, role, flag string, n int, available []string
 // maxListed is the most column names a message lists.
 const maxListed = 20
 
-// listColumns lists column names for a message: each as echo shows it (so
+// listColumns lists column names for a message: each as echo.Text shows it (so
 // that the message stays one line and short), and at most maxListed.
 func listColumns(available []string) string {
 	names := make([]string, 0, min(len(available), maxListed+1))
@@ -37,7 +38,7 @@ func listColumns(available []string) string {
 			names = append(names, fmt.Sprintf("... %d in all", len(available)))
 			break
 		}
-		names = append(names, echo(a))
+		names = append(names, echo.Text(a))
 	}
 	return strings.Join(names, ", ")
 }

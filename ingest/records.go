@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/float16"
 
 	"github.com/gpipe/gpipe/internal/alloc"
+	"github.com/gpipe/gpipe/internal/echo"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
@@ -1063,5 +1064,5 @@ func errBatch(what string, i int, err error) string {
 	case strings.Contains(s, "EOF"):
 		return problem + " (the input ends inside the batch)"
 	}
-	return problem + " (" + echo(s) + ")"
+	return problem + " (" + echo.Text(s) + ")"
 }
