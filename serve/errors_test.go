@@ -133,6 +133,8 @@ func TestBadInputs(t *testing.T) {
 		}, codes.InvalidArgument, []string{`"src" as both the source and the destination column`}},
 		{"bad graph name", func() error { return putRec(pathDescriptor("a/b", nil), good[0]) },
 			codes.InvalidArgument, []string{`graph name "a/b"`}},
+		{"non-ASCII graph name", func() error { return putRec(pathDescriptor("oké", nil), good[0]) },
+			codes.InvalidArgument, []string{`graph name "oké" has the character 'é'`, "ASCII letters, digits and . _ - :"}},
 		{"two-element path", func() error {
 			return putRec(&flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{"a", "b"}}, good[0])
 		}, codes.InvalidArgument, []string{"one element"}},

@@ -8,11 +8,12 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"unicode"
+	"unicode/utf8"
 
 	"github.com/apache/arrow/go/v17/arrow/flight"
 
 	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/internal/echo"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
 )
@@ -283,27 +284,45 @@ func readDescriptor(d *flight.FlightDescriptor, call string, req named, fix stri
 // maxNameLen bounds graph names, which appear in logs and messages.
 const maxNameLen = 128
 
-// checkName says whether name can name a graph: 1 to 128 letters, digits
-// and . _ - :, starting with a letter or digit, so that names are safe in
-// logs and messages.
+// nameRule is the graph name rule, as messages say it.
+const nameRule = "a graph name is 1 to 128 ASCII letters, digits and . _ - :, starting with a letter or digit"
+
+// checkName says whether name can name a graph: 1 to 128 ASCII letters,
+// digits and . _ - :, starting with a letter or digit, so that names are
+// safe in logs, messages and file names, and look the same to every
+// client. (Letters and digits of other scripts are refused: "é" can be
+// written in two ways that look alike, and "٣" is not 3.) A name that
+// breaks the rule is refused before any lookup, so the message says the
+// rule rather than that no such graph exists.
 func checkName(name string) error {
-	const fix = "use letters, digits and . _ - : (up to 128, starting with a letter or digit)"
 	if name == "" {
 		return usererr.New(usererr.Usage, "the graph has no name", `put with the descriptor path ["NAME"] or a command {"graph": "NAME", ...}`)
 	}
 	if len(name) > maxNameLen {
-		return usererr.New(usererr.Usage, fmt.Sprintf("graph name %.20q... is longer than %d bytes", name, maxNameLen), fix)
+		return usererr.New(usererr.Usage, fmt.Sprintf("graph name %s is longer than %d bytes", echo.Quote(name), maxNameLen), nameRule)
 	}
 	for i, r := range name {
-		ok := unicode.IsLetter(r) || unicode.IsDigit(r) || i > 0 && strings.ContainsRune("._-:", r)
-		if !ok {
-			if i == 0 && strings.ContainsRune("._-:", r) {
-				return usererr.New(usererr.Usage, fmt.Sprintf("graph name %q starts with %q", name, r), fix)
-			}
-			return usererr.New(usererr.Usage, fmt.Sprintf("graph name %q has the character %q", name, r), fix)
+		switch {
+		case isASCIIAlnum(r), i > 0 && strings.ContainsRune("._-:", r):
+			continue
+		case i == 0 && strings.ContainsRune("._-:", r):
+			return usererr.New(usererr.Usage, fmt.Sprintf("graph name %q starts with %q", name, r), nameRule)
+		case invalidUTF8At(name, i):
+			return usererr.New(usererr.Usage, fmt.Sprintf("graph name %q has the byte %#x, which is not UTF-8 text", name, name[i]), nameRule)
 		}
+		return usererr.New(usererr.Usage, fmt.Sprintf("graph name %q has the character %q", name, r), nameRule)
 	}
 	return nil
+}
+
+// invalidUTF8At says whether s[i:] starts with a byte that is not UTF-8.
+func invalidUTF8At(s string, i int) bool {
+	r, size := utf8.DecodeRuneInString(s[i:])
+	return r == utf8.RuneError && size == 1
+}
+
+func isASCIIAlnum(r rune) bool {
+	return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
 }
 
 const (
