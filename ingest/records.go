@@ -392,7 +392,7 @@ func (a *Appender) Append(rec arrow.Record) error {
 				}
 			}
 			if i < 0 {
-				return usererr.InFile(a.name, fmt.Sprintf("record batch %d has no column %q, which the schema announced", a.batches, a.cols.names[role]),
+				return usererr.InFile(a.name, fmt.Sprintf("record batch %d has no column %s, which the schema announced", a.batches, echo.Quote(a.cols.names[role])),
 					"send batches of one schema")
 			}
 			if got := rs.Field(i).Type; !arrow.TypeEqual(got, a.cols.types[role]) {

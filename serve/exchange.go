@@ -22,13 +22,14 @@ func (s *service) DoExchange(stream flight.FlightService_DoExchangeServer) error
 	}
 	defer rdr.Release()
 	var opts exchangeOptions
-	if err := readDescriptor(desc, "DoExchange", &opts, exchangeFix); err != nil {
+	err = readDescriptor(desc, "DoExchange", &opts, exchangeFix)
+	call.names(opts.Graph, opts.Op)
+	if err != nil {
 		return err
 	}
 	if err := opts.check(); err != nil {
 		return err
 	}
-	call.graph, call.op = opts.Graph, opts.Op
 	label := "exchange"
 	if opts.Graph != "" {
 		if err := checkName(opts.Graph); err != nil {

@@ -25,7 +25,7 @@ func (s *service) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetSer
 	ctx := stream.Context()
 	call := logOf(ctx)
 	q, err := parseTicket(tkt.GetTicket())
-	call.graph, call.op = q.Graph, q.Op
+	call.names(q.Graph, q.Op)
 	if err != nil {
 		return err
 	}

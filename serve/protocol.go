@@ -49,12 +49,12 @@ func (o *edgeOptions) graphName() *string { return &o.Graph }
 // check refuses options that contradict each other.
 func (o *edgeOptions) check() error {
 	if o.Weight != "" && o.Unweighted {
-		return usererr.New(usererr.Usage, fmt.Sprintf("the options name a weight column %q but ask for an unweighted graph", o.Weight),
+		return usererr.New(usererr.Usage, fmt.Sprintf("the options name a weight column %s but ask for an unweighted graph", echo.Quote(o.Weight)),
 			`drop "weight" or "unweighted"`)
 	}
 	cols := ingest.Columns{Src: o.Src, Dst: o.Dst, Weight: o.Weight}.WithDefaults()
 	if cols.Src == cols.Dst {
-		return usererr.New(usererr.Usage, fmt.Sprintf("the options name %q as both the source and the destination column", cols.Src),
+		return usererr.New(usererr.Usage, fmt.Sprintf("the options name %s as both the source and the destination column", echo.Quote(cols.Src)),
 			`name two different columns in "src" and "dst"`)
 	}
 	return nil
@@ -131,7 +131,7 @@ func (k *keyText) UnmarshalJSON(b []byte) error {
 	case len(b) > 0 && (b[0] == '-' || b[0] >= '0' && b[0] <= '9'):
 		*k = keyText(b)
 	default:
-		return fmt.Errorf("source must be a string or an integer, not %s", b)
+		return fmt.Errorf("source must be a string or an integer, not %s", echo.Prefix(string(b)))
 	}
 	return nil
 }
@@ -179,7 +179,7 @@ func parseTicket(b []byte) (query, error) {
 	if q.Graph == "" {
 		return q, usererr.New(usererr.Usage, "the ticket names no graph", ticketExample)
 	}
-	return q, nil
+	return q, checkName(q.Graph)
 }
 
 const ticketExample = `send a JSON object such as {"graph": "web", "op": "bfs", "source": "42"}`
@@ -189,19 +189,21 @@ const ticketExample = `send a JSON object such as {"graph": "web", "op": "bfs", 
 func decodeJSON(what string, b []byte, v any, fix string) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	bad := func(err error) error {
-		msg := strings.TrimPrefix(err.Error(), "json: ")
-		return usererr.New(usererr.Usage, fmt.Sprintf("cannot read %s: %s", what, msg), fix)
-	}
 	if err := dec.Decode(v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
 			// Field is the Go path ("Params.damping"); the client knows the
-			// last part, the JSON name.
+			// last part, the JSON name. Value may hold the number sent.
 			field := te.Field[strings.LastIndex(te.Field, ".")+1:]
-			return usererr.New(usererr.Usage, fmt.Sprintf("%s: field %q must be a JSON %s, not %s", what, field, jsonKind(te.Type.Kind().String()), te.Value), fix)
+			return usererr.New(usererr.Usage, fmt.Sprintf("%s: field %s must be a JSON %s, not %s",
+				what, echo.Quote(field), jsonKind(te.Type.Kind().String()), echo.Prefix(te.Value)), fix)
 		}
-		return bad(err)
+		msg := strings.TrimPrefix(err.Error(), "json: ")
+		// encoding/json writes an unknown field's name as it came, whole.
+		if field, ok := strings.CutPrefix(msg, "unknown field "); ok {
+			msg = "unknown field " + echo.Quote(strings.TrimSuffix(strings.TrimPrefix(field, `"`), `"`))
+		}
+		return usererr.New(usererr.Usage, fmt.Sprintf("cannot read %s: %s", what, msg), fix)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return usererr.New(usererr.Usage, fmt.Sprintf("%s has more after its JSON object", what), fix)
@@ -256,7 +258,7 @@ func readDescriptor(d *flight.FlightDescriptor, call string, req named, fix stri
 	switch d.Type {
 	case flight.DescriptorPATH:
 		if len(d.Path) != 1 {
-			return usererr.New(usererr.Usage, fmt.Sprintf("the descriptor path %q must be one element, the graph's name", d.Path), fix)
+			return usererr.New(usererr.Usage, fmt.Sprintf("the descriptor path has %d elements; it must have one element, the graph's name", len(d.Path)), fix)
 		}
 		if len(d.Cmd) > 0 {
 			if err := decodeJSON("the descriptor's command", d.Cmd, req, fix); err != nil {
@@ -265,7 +267,7 @@ func readDescriptor(d *flight.FlightDescriptor, call string, req named, fix stri
 		}
 		name := req.graphName()
 		if *name != "" && *name != d.Path[0] {
-			return usererr.New(usererr.Usage, fmt.Sprintf("the descriptor's path names graph %q but its command names %q", d.Path[0], *name), fix)
+			return usererr.New(usererr.Usage, fmt.Sprintf("the descriptor's path names graph %s but its command names %s", echo.Quote(d.Path[0]), echo.Quote(*name)), fix)
 		}
 		*name = d.Path[0]
 	case flight.DescriptorCMD:

@@ -35,14 +35,15 @@ func (s *service) DoPut(stream flight.FlightService_DoPutServer) error {
 	}
 	defer rdr.Release()
 	var opts putOptions
-	if err := readDescriptor(desc, "DoPut", &opts, putFix); err != nil {
+	err = readDescriptor(desc, "DoPut", &opts, putFix)
+	name := opts.Graph
+	call.names(name, "")
+	if err != nil {
 		return err
 	}
 	if err := opts.check(); err != nil {
 		return err
 	}
-	name := opts.Graph
-	call.graph = name
 	if err := checkName(name); err != nil {
 		return err
 	}

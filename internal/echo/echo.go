@@ -18,17 +18,7 @@ const Len = 60
 // syntax) when it holds characters that are not printable or was cut, with
 // "..." after the quotes where it was cut.
 func Text(s string) string {
-	cut := false
-	if utf8.RuneCountInString(s) > Len {
-		n := 0
-		for i := range s {
-			if n == Len {
-				s, cut = s[:i], true
-				break
-			}
-			n++
-		}
-	}
+	s, cut := prefix(s)
 	if !cut && utf8.ValidString(s) && !hasNonPrint(s) {
 		return s
 	}
@@ -37,6 +27,28 @@ func Text(s string) string {
 		q += "..."
 	}
 	return q
+}
+
+// Prefix is s cut to its first Len characters, with "..." where it was
+// cut, unquoted: for a writer that quotes by itself, as a log handler does.
+func Prefix(s string) string {
+	s, cut := prefix(s)
+	if cut {
+		s += "..."
+	}
+	return s
+}
+
+// prefix is s's first Len characters, and whether that is less than s.
+func prefix(s string) (string, bool) {
+	n := 0
+	for i := range s {
+		if n == Len {
+			return s[:i], true
+		}
+		n++
+	}
+	return s, false
 }
 
 // Quote is s quoted (Go syntax) for a message: its first Len bytes, and
