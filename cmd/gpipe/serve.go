@@ -78,6 +78,9 @@ func serveAction(c *cli.Context, e *env) error {
 	if cfg.Token == "" && !isLoopback(lis.Addr()) {
 		log.Warn("listening beyond loopback without --token-file: anyone who can reach the port can upload and query")
 	}
+	if n := len(cfg.Token); n > 0 && n < minTokenBytes {
+		log.Warn(fmt.Sprintf("the bearer token is %d bytes: a token under %d bytes can be guessed; put 16 bytes or more in --token-file, such as the output of 'openssl rand -hex 32'", n, minTokenBytes))
+	}
 	if cfg.Token != "" && !srv.TLS() && !isLoopback(lis.Addr()) {
 		log.Warn("the bearer token travels in clear text: pass --tls-cert and --tls-key")
 	}
@@ -159,6 +162,11 @@ func byteFlag(c *cli.Context, name string) (int64, error) {
 	}
 	return n, nil
 }
+
+// minTokenBytes is the shortest bearer token the server takes without a
+// warning: a shorter one (a word, a PIN) can be guessed by a client that
+// tries many; 16 random bytes cannot.
+const minTokenBytes = 16
 
 // readToken reads the bearer token from file.
 func readToken(file string) (string, error) {
