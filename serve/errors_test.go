@@ -284,7 +284,7 @@ func TestBadInputs(t *testing.T) {
 	// The graph limit: good, renamed, big, neg are 4.
 	err = putRec(pathDescriptor("fifth", nil), good[0])
 	wantCode(t, err, codes.ResourceExhausted, "a fifth graph")
-	wantMessage(t, err, "limit of 4 graphs", "--max-graphs")
+	wantMessage(t, err, "4 of 4 graph slots taken (--max-graphs): 4 stored graphs; drop a graph")
 	doAction(t, c, "drop", "neg")
 	if err := putRec(pathDescriptor("fifth", nil), good[0]); err != nil {
 		t.Errorf("put after a drop: %v", err)

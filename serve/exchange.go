@@ -16,7 +16,7 @@ import (
 func (s *service) DoExchange(stream flight.FlightService_DoExchangeServer) error {
 	ctx := stream.Context()
 	call := logOf(ctx)
-	rdr, desc, err := openUpload(stream, "the exchange")
+	rdr, desc, err := s.openUpload(stream, "the exchange")
 	if err != nil {
 		return err
 	}

@@ -352,9 +352,10 @@ func (d *descriptorStream) Recv() (*flight.FlightData, error) {
 }
 
 // openUpload starts reading an upload's record batches and returns its
-// descriptor with the reader.
-func openUpload(stream flight.DataStreamReader, call string) (*flight.Reader, *flight.FlightDescriptor, error) {
-	ds := &descriptorStream{DataStreamReader: stream}
+// descriptor with the reader. The reader gives up on a client that sends
+// nothing for the upload idle timeout.
+func (s *service) openUpload(stream flight.DataStreamReader, call string) (*flight.Reader, *flight.FlightDescriptor, error) {
+	ds := &descriptorStream{DataStreamReader: &idleRecv{DataStreamReader: stream, d: s.cfg.UploadIdleTimeout}}
 	rdr, err := flight.NewRecordReader(ds)
 	if err != nil {
 		return nil, nil, readError(call, err)

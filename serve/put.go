@@ -29,7 +29,7 @@ func (s *service) DoPut(stream flight.FlightService_DoPutServer) error {
 	ctx := stream.Context()
 	call := logOf(ctx)
 	start := time.Now()
-	rdr, desc, err := openUpload(stream, "the upload")
+	rdr, desc, err := s.openUpload(stream, "the upload")
 	if err != nil {
 		return err
 	}

@@ -102,3 +102,19 @@ func TestShortTokenWarns(t *testing.T) {
 		t.Errorf("a 64-byte token: exit %d, log:\n%s", code, logs)
 	}
 }
+
+// TestServeIdleTimeoutFlags checks the idle timeout flags: taken (0 for no
+// limit), shown in the start line, and refused when negative.
+func TestServeIdleTimeoutFlags(t *testing.T) {
+	code, logs := serveUntilListening(t, "--upload-idle-timeout", "90s", "--result-idle-timeout", "0")
+	if code != 0 || !strings.Contains(logs, "upload_idle_timeout=1m30s result_idle_timeout=0s") {
+		t.Errorf("exit %d, log:\n%s", code, logs)
+	}
+	code, logs = serveUntilListening(t)
+	if code != 0 || !strings.Contains(logs, "upload_idle_timeout=2m0s result_idle_timeout=2m0s") {
+		t.Errorf("the defaults: exit %d, log:\n%s", code, logs)
+	}
+	for _, flag := range []string{"--upload-idle-timeout", "--result-idle-timeout"} {
+		fails(t, t.TempDir(), nil, 2, []string{flag, "must not be negative"}, "serve", flag, "-5s")
+	}
+}
