@@ -90,8 +90,10 @@ func (r *registry) reserve(name string, replace bool) error {
 	case r.graphs[name] != nil && !replace:
 		return status.Errorf(codes.AlreadyExists, "graph %q exists; drop it first, or put with \"replace\": true", name)
 	}
-	if taken := r.count(); r.max > 0 && r.graphs[name] == nil && taken >= r.max {
-		return errSlotsTaken(r.max, len(r.graphs), taken-len(r.graphs))
+	if r.max > 0 && r.graphs[name] == nil {
+		if taken := r.count(); taken >= r.max {
+			return errSlotsTaken(r.max, len(r.graphs), taken-len(r.graphs))
+		}
 	}
 	r.pending[name] = true
 	return nil
