@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/internal/echo"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
@@ -91,7 +92,7 @@ func (k *VertexKeys) Format(id uint32) string {
 func (k *VertexKeys) Find(what, text string) (uint32, error) {
 	notFound := func() error {
 		return &usererr.Error{Kind: usererr.NotFound, Row: -1,
-			Problem: fmt.Sprintf("%s key %q is not a vertex of the graph (no edge has it as an endpoint)", what, text),
+			Problem: fmt.Sprintf("%s key %s is not a vertex of the graph (no edge has it as an endpoint)", what, echo.Quote(text)),
 			Fix:     "pick a key that appears in the src or dst column"}
 	}
 	badKey := func(err error) error {
@@ -100,7 +101,7 @@ func (k *VertexKeys) Find(what, text string) (uint32, error) {
 			why = "it is out of the type's range"
 		}
 		return &usererr.Error{Kind: usererr.Usage, Row: -1,
-			Problem: fmt.Sprintf("%s key %q is not a valid %s key: %s", what, text, k.Type, why),
+			Problem: fmt.Sprintf("%s key %s is not a valid %s key: %s", what, echo.Quote(text), k.Type, why),
 			Fix:     fmt.Sprintf("give the key as it appears in the input's %s columns", k.Type)}
 	}
 	var i int

@@ -13,6 +13,7 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 
+	"github.com/gpipe/gpipe/internal/echo"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
@@ -61,7 +62,7 @@ func readCSV(ctx context.Context, name string, r io.Reader, opts Options) (*Edge
 	}
 	si, di, wi := find(cols.Src), find(cols.Dst), -1
 	if si < 0 && looksBinary(strings.Join(header, ",")) {
-		return nil, usererr.InFile(name, fmt.Sprintf("the file does not look like CSV text: its first line holds binary data (%s)", echo(strings.Join(header, ","))),
+		return nil, usererr.InFile(name, fmt.Sprintf("the file does not look like CSV text: its first line holds binary data (%s)", echo.Text(strings.Join(header, ","))),
 			"check the path, or name the input's format with --input-format")
 	}
 	if si < 0 {
@@ -159,7 +160,7 @@ func (c *csvCollector) add(rec []string, si, di, wi int, row, line int64) error 
 			return nil
 		}
 		return &usererr.Error{Kind: usererr.Input, File: c.name, Column: col, Row: row, Line: line,
-			Problem: fmt.Sprintf("vertex key %s is not valid UTF-8", quoteToken(key)),
+			Problem: fmt.Sprintf("vertex key %s is not valid UTF-8", echo.Quote(key)),
 			Fix:     "convert the file to UTF-8 (iconv -f latin1 -t utf-8, say), or pass --skip-invalid to drop such rows"}
 	}
 	w := 1.0
@@ -180,7 +181,7 @@ func (c *csvCollector) add(rec []string, si, di, wi int, row, line int64) error 
 				return nil
 			}
 			return &usererr.Error{Kind: usererr.Input, File: c.name, Column: c.cols.Weight, Row: row, Line: line,
-				Problem: fmt.Sprintf("weight %s is not a number", quoteToken(f)), Fix: "fix the value or pass --skip-invalid to drop such rows"}
+				Problem: fmt.Sprintf("weight %s is not a number", echo.Quote(f)), Fix: "fix the value or pass --skip-invalid to drop such rows"}
 		}
 		w = v
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gpipe/gpipe/internal/echo"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
@@ -12,7 +13,7 @@ import (
 // errMissingColumn reports a column that is not in the input. role is
 // "source", "destination" or "weight"; flag the option that names it.
 func errMissingColumn(file, name, role, flag string, available []string) error {
-	return usererr.InFile(file, fmt.Sprintf("no %s column %q (columns: %s)", role, name, listColumns(available)),
+	return usererr.InFile(file, fmt.Sprintf("no %s column %s (columns: %s)", role, echo.Quote(name), listColumns(available)),
 		fmt.Sprintf("name the %s column with %s", role, flag))
 }
 
@@ -21,14 +22,14 @@ func errMissingColumn(file, name, role, flag string, available []string) error {
 // that names it.
 func errDuplicateColumn(file, name, role, flag string, n int, available []string) error {
 	return &usererr.Error{Kind: usererr.Input, File: file, Column: name, Row: -1,
-		Problem: fmt.Sprintf("%d columns are named %q, so the %s column is ambiguous (columns: %s)", n, name, role, listColumns(available)),
+		Problem: fmt.Sprintf("%d columns are named %s, so the %s column is ambiguous (columns: %s)", n, echo.Quote(name), role, listColumns(available)),
 		Fix:     fmt.Sprintf("rename one of them, or name another %s column with %s", role, flag)}
 }
 
 // maxListed is the most column names a message lists.
 const maxListed = 20
 
-// listColumns lists column names for a message: each as echo shows it (so
+// listColumns lists column names for a message: each as echo.Text shows it (so
 // that the message stays one line and short), and at most maxListed.
 func listColumns(available []string) string {
 	names := make([]string, 0, min(len(available), maxListed+1))
@@ -37,7 +38,7 @@ func listColumns(available []string) string {
 			names = append(names, fmt.Sprintf("... %d in all", len(available)))
 			break
 		}
-		names = append(names, echo(a))
+		names = append(names, echo.Text(a))
 	}
 	return strings.Join(names, ", ")
 }
@@ -79,7 +80,7 @@ func errKeyType(file, column, typ string) error {
 // errKeyTypesDiffer reports source and destination columns of different types.
 func errKeyTypesDiffer(file, src, srcType, dst, dstType string) error {
 	return usererr.InFile(file,
-		fmt.Sprintf("source column %q is %s but destination column %q is %s", src, srcType, dst, dstType),
+		fmt.Sprintf("source column %s is %s but destination column %s is %s", echo.Quote(src), srcType, echo.Quote(dst), dstType),
 		"cast both key columns to the same type")
 }
 
@@ -103,8 +104,8 @@ func errNullWeight(file, column string, row int64) error {
 }
 
 // Reasons recorded in EdgeTable.Skipped.
-func skipNullKey(column string) string    { return fmt.Sprintf("null key in column %q", column) }
-func skipNullWeight(column string) string { return fmt.Sprintf("null weight in column %q", column) }
+func skipNullKey(column string) string    { return "null key in column " + echo.Quote(column) }
+func skipNullWeight(column string) string { return "null weight in column " + echo.Quote(column) }
 
 // skipBadUTF8 is the reason recorded for text and CSV rows dropped because a
 // string key is not valid UTF-8.

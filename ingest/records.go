@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/float16"
 
 	"github.com/gpipe/gpipe/internal/alloc"
+	"github.com/gpipe/gpipe/internal/echo"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
@@ -391,7 +392,7 @@ func (a *Appender) Append(rec arrow.Record) error {
 				}
 			}
 			if i < 0 {
-				return usererr.InFile(a.name, fmt.Sprintf("record batch %d has no column %q, which the schema announced", a.batches, a.cols.names[role]),
+				return usererr.InFile(a.name, fmt.Sprintf("record batch %d has no column %s, which the schema announced", a.batches, echo.Quote(a.cols.names[role])),
 					"send batches of one schema")
 			}
 			if got := rs.Field(i).Type; !arrow.TypeEqual(got, a.cols.types[role]) {
@@ -1063,5 +1064,5 @@ func errBatch(what string, i int, err error) string {
 	case strings.Contains(s, "EOF"):
 		return problem + " (the input ends inside the batch)"
 	}
-	return problem + " (" + echo(s) + ")"
+	return problem + " (" + echo.Text(s) + ")"
 }

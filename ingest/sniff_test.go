@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpipe/gpipe/internal/echo"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
@@ -139,7 +140,7 @@ func TestBinaryAsText(t *testing.T) {
 func TestListColumns(t *testing.T) {
 	long := strings.Repeat("c", 1000)
 	got := listColumns([]string{"src", long, "a\tb", "ключ"})
-	want := `src, "` + strings.Repeat("c", echoLen) + `"..., "a\tb", ключ`
+	want := `src, "` + strings.Repeat("c", echo.Len) + `"..., "a\tb", ключ`
 	if got != want {
 		t.Errorf("got %s\nwant %s", got, want)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/gpu"
 	"github.com/gpipe/gpipe/internal/alloc"
+	"github.com/gpipe/gpipe/internal/echo"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/kernels"
 )
@@ -78,7 +79,7 @@ func CheckGPUParams(op Operator, p Params) error {
 		return nil
 	}
 	if p.Strategy != "" && p.Strategy != "auto" && !slices.Contains(g.gpuStrategies(), p.Strategy) {
-		return usererr.New(usererr.Usage, fmt.Sprintf("operator %s has no GPU strategy %q", op.Spec().Name, p.Strategy),
+		return usererr.New(usererr.Usage, fmt.Sprintf("operator %s has no GPU strategy %s", op.Spec().Name, echo.Quote(p.Strategy)),
 			"use one of "+strings.Join(g.gpuStrategies(), ", ")+" (or auto)")
 	}
 	if vwcOptionsSet(p) && p.Strategy != "" && p.Strategy != "auto" && p.Strategy != "vwc" {

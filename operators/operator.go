@@ -6,12 +6,12 @@ package operators
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/gpipe/gpipe/convert"
+	"github.com/gpipe/gpipe/internal/echo"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
@@ -152,7 +152,7 @@ func Lookup(name string) (Operator, error) {
 			return op, nil
 		}
 	}
-	return nil, usererr.New(usererr.Usage, fmt.Sprintf("unknown operator %q", name),
+	return nil, usererr.New(usererr.Usage, "unknown operator "+echo.Quote(name),
 		"use one of "+strings.Join(Names(), ", "))
 }
 

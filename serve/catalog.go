@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/gpipe/gpipe/internal/echo"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
@@ -94,12 +95,14 @@ func (s *service) GetSchema(ctx context.Context, d *flight.FlightDescriptor) (*f
 func (s *service) describedQuery(ctx context.Context, d *flight.FlightDescriptor) (query, error) {
 	var q query
 	err := readDescriptor(d, "GetFlightInfo", &q, infoFix)
-	call := logOf(ctx)
-	call.graph, call.op = q.Graph, q.Op
-	if err == nil && q.Graph == "" {
-		err = usererr.New(usererr.Usage, "the descriptor names no graph", infoFix)
+	logOf(ctx).names(q.Graph, q.Op)
+	switch {
+	case err != nil:
+		return q, err
+	case q.Graph == "":
+		return q, usererr.New(usererr.Usage, "the descriptor names no graph", infoFix)
 	}
-	return q, err
+	return q, checkName(q.Graph)
 }
 
 // querySchema checks a query as DoGet would, short of running it, and
@@ -158,7 +161,7 @@ func (s *service) DoAction(a *flight.Action, stream flight.FlightService_DoActio
 	switch a.GetType() {
 	case "drop":
 		name, err := actionGraph(a.GetBody())
-		call.graph = name
+		call.names(name, "")
 		if err != nil {
 			return err
 		}
@@ -176,7 +179,7 @@ func (s *service) DoAction(a *flight.Action, stream flight.FlightService_DoActio
 	for _, t := range actions {
 		types = append(types, t.Type)
 	}
-	return status.Errorf(codes.InvalidArgument, "unknown action %q; the actions are: %s", a.GetType(), strings.Join(types, ", "))
+	return status.Errorf(codes.InvalidArgument, "unknown action %s; the actions are: %s", echo.Quote(a.GetType()), strings.Join(types, ", "))
 }
 
 // actionGraph reads the graph name of an action's body: the name itself,

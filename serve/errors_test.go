@@ -133,6 +133,8 @@ func TestBadInputs(t *testing.T) {
 		}, codes.InvalidArgument, []string{`"src" as both the source and the destination column`}},
 		{"bad graph name", func() error { return putRec(pathDescriptor("a/b", nil), good[0]) },
 			codes.InvalidArgument, []string{`graph name "a/b"`}},
+		{"non-ASCII graph name", func() error { return putRec(pathDescriptor("oké", nil), good[0]) },
+			codes.InvalidArgument, []string{`graph name "oké" has the character 'é'`, "ASCII letters, digits and . _ - :"}},
 		{"two-element path", func() error {
 			return putRec(&flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{"a", "b"}}, good[0])
 		}, codes.InvalidArgument, []string{"one element"}},
@@ -282,7 +284,7 @@ func TestBadInputs(t *testing.T) {
 	// The graph limit: good, renamed, big, neg are 4.
 	err = putRec(pathDescriptor("fifth", nil), good[0])
 	wantCode(t, err, codes.ResourceExhausted, "a fifth graph")
-	wantMessage(t, err, "limit of 4 graphs", "--max-graphs")
+	wantMessage(t, err, "4 of 4 graph slots taken (--max-graphs): 4 stored graphs; drop a graph")
 	doAction(t, c, "drop", "neg")
 	if err := putRec(pathDescriptor("fifth", nil), good[0]); err != nil {
 		t.Errorf("put after a drop: %v", err)

@@ -16,19 +16,20 @@ import (
 func (s *service) DoExchange(stream flight.FlightService_DoExchangeServer) error {
 	ctx := stream.Context()
 	call := logOf(ctx)
-	rdr, desc, err := openUpload(stream, "the exchange")
+	rdr, desc, err := s.openUpload(stream, "the exchange")
 	if err != nil {
 		return err
 	}
 	defer rdr.Release()
 	var opts exchangeOptions
-	if err := readDescriptor(desc, "DoExchange", &opts, exchangeFix); err != nil {
+	err = readDescriptor(desc, "DoExchange", &opts, exchangeFix)
+	call.names(opts.Graph, opts.Op)
+	if err != nil {
 		return err
 	}
 	if err := opts.check(); err != nil {
 		return err
 	}
-	call.graph, call.op = opts.Graph, opts.Op
 	label := "exchange"
 	if opts.Graph != "" {
 		if err := checkName(opts.Graph); err != nil {

@@ -25,7 +25,7 @@ func (s *service) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetSer
 	ctx := stream.Context()
 	call := logOf(ctx)
 	q, err := parseTicket(tkt.GetTicket())
-	call.graph, call.op = q.Graph, q.Op
+	call.names(q.Graph, q.Op)
 	if err != nil {
 		return err
 	}
@@ -93,7 +93,8 @@ const MetadataKey = "gpipe"
 // sendResult streams res as record batches of at most batchRows rows (the
 // server's limit when 0 or larger). The record's numeric columns share the
 // result's memory and each batch is a slice of the record, so the values
-// are copied only by the IPC writer.
+// are copied only by the IPC writer. It gives up on a client that takes no
+// batch for the result idle timeout.
 func (s *service) sendResult(ctx context.Context, w flight.DataStreamWriter, res *gpipe.Result, batchRows int, meta resultMeta) error {
 	if batchRows <= 0 || batchRows > s.cfg.BatchRows {
 		batchRows = s.cfg.BatchRows
@@ -110,7 +111,7 @@ func (s *service) sendResult(ctx context.Context, w flight.DataStreamWriter, res
 	md := arrow.NewMetadata([]string{MetadataKey}, []string{string(js)})
 	schema := arrow.NewSchema(rec.Schema().Fields(), &md)
 
-	fw := flight.NewRecordWriter(w, ipc.WithSchema(schema))
+	fw := flight.NewRecordWriter(&idleSend{DataStreamWriter: w, d: s.cfg.ResultIdleTimeout}, ipc.WithSchema(schema))
 	defer fw.Close()
 	call := logOf(ctx)
 	n := rec.NumRows()

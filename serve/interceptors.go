@@ -17,6 +17,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+
+	"github.com/gpipe/gpipe/internal/echo"
 )
 
 // Every call goes through one interceptor, unary or stream, which checks
@@ -29,6 +31,15 @@ import (
 type callLog struct {
 	graph, op    string
 	rows, rowsIn int64
+}
+
+// names records the graph and the operator a call names: a valid graph
+// name whole, anything else cut short (a client may send 1 MiB of name).
+func (c *callLog) names(graph, op string) {
+	c.graph, c.op = graph, echo.Prefix(op)
+	if checkName(graph) != nil {
+		c.graph = echo.Prefix(graph)
+	}
 }
 
 type callLogKey struct{}

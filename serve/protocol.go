@@ -8,11 +8,12 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"unicode"
+	"unicode/utf8"
 
 	"github.com/apache/arrow/go/v17/arrow/flight"
 
 	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/internal/echo"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
 )
@@ -48,12 +49,12 @@ func (o *edgeOptions) graphName() *string { return &o.Graph }
 // check refuses options that contradict each other.
 func (o *edgeOptions) check() error {
 	if o.Weight != "" && o.Unweighted {
-		return usererr.New(usererr.Usage, fmt.Sprintf("the options name a weight column %q but ask for an unweighted graph", o.Weight),
+		return usererr.New(usererr.Usage, fmt.Sprintf("the options name a weight column %s but ask for an unweighted graph", echo.Quote(o.Weight)),
 			`drop "weight" or "unweighted"`)
 	}
 	cols := ingest.Columns{Src: o.Src, Dst: o.Dst, Weight: o.Weight}.WithDefaults()
 	if cols.Src == cols.Dst {
-		return usererr.New(usererr.Usage, fmt.Sprintf("the options name %q as both the source and the destination column", cols.Src),
+		return usererr.New(usererr.Usage, fmt.Sprintf("the options name %s as both the source and the destination column", echo.Quote(cols.Src)),
 			`name two different columns in "src" and "dst"`)
 	}
 	return nil
@@ -130,7 +131,7 @@ func (k *keyText) UnmarshalJSON(b []byte) error {
 	case len(b) > 0 && (b[0] == '-' || b[0] >= '0' && b[0] <= '9'):
 		*k = keyText(b)
 	default:
-		return fmt.Errorf("source must be a string or an integer, not %s", b)
+		return fmt.Errorf("source must be a string or an integer, not %s", echo.Prefix(string(b)))
 	}
 	return nil
 }
@@ -178,7 +179,7 @@ func parseTicket(b []byte) (query, error) {
 	if q.Graph == "" {
 		return q, usererr.New(usererr.Usage, "the ticket names no graph", ticketExample)
 	}
-	return q, nil
+	return q, checkName(q.Graph)
 }
 
 const ticketExample = `send a JSON object such as {"graph": "web", "op": "bfs", "source": "42"}`
@@ -188,19 +189,21 @@ const ticketExample = `send a JSON object such as {"graph": "web", "op": "bfs", 
 func decodeJSON(what string, b []byte, v any, fix string) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	bad := func(err error) error {
-		msg := strings.TrimPrefix(err.Error(), "json: ")
-		return usererr.New(usererr.Usage, fmt.Sprintf("cannot read %s: %s", what, msg), fix)
-	}
 	if err := dec.Decode(v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
 			// Field is the Go path ("Params.damping"); the client knows the
-			// last part, the JSON name.
+			// last part, the JSON name. Value may hold the number sent.
 			field := te.Field[strings.LastIndex(te.Field, ".")+1:]
-			return usererr.New(usererr.Usage, fmt.Sprintf("%s: field %q must be a JSON %s, not %s", what, field, jsonKind(te.Type.Kind().String()), te.Value), fix)
+			return usererr.New(usererr.Usage, fmt.Sprintf("%s: field %s must be a JSON %s, not %s",
+				what, echo.Quote(field), jsonKind(te.Type.Kind().String()), echo.Prefix(te.Value)), fix)
 		}
-		return bad(err)
+		msg := strings.TrimPrefix(err.Error(), "json: ")
+		// encoding/json writes an unknown field's name as it came, whole.
+		if field, ok := strings.CutPrefix(msg, "unknown field "); ok {
+			msg = "unknown field " + echo.Quote(strings.TrimSuffix(strings.TrimPrefix(field, `"`), `"`))
+		}
+		return usererr.New(usererr.Usage, fmt.Sprintf("cannot read %s: %s", what, msg), fix)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return usererr.New(usererr.Usage, fmt.Sprintf("%s has more after its JSON object", what), fix)
@@ -255,7 +258,7 @@ func readDescriptor(d *flight.FlightDescriptor, call string, req named, fix stri
 	switch d.Type {
 	case flight.DescriptorPATH:
 		if len(d.Path) != 1 {
-			return usererr.New(usererr.Usage, fmt.Sprintf("the descriptor path %q must be one element, the graph's name", d.Path), fix)
+			return usererr.New(usererr.Usage, fmt.Sprintf("the descriptor path has %d elements; it must have one element, the graph's name", len(d.Path)), fix)
 		}
 		if len(d.Cmd) > 0 {
 			if err := decodeJSON("the descriptor's command", d.Cmd, req, fix); err != nil {
@@ -264,7 +267,7 @@ func readDescriptor(d *flight.FlightDescriptor, call string, req named, fix stri
 		}
 		name := req.graphName()
 		if *name != "" && *name != d.Path[0] {
-			return usererr.New(usererr.Usage, fmt.Sprintf("the descriptor's path names graph %q but its command names %q", d.Path[0], *name), fix)
+			return usererr.New(usererr.Usage, fmt.Sprintf("the descriptor's path names graph %s but its command names %s", echo.Quote(d.Path[0]), echo.Quote(*name)), fix)
 		}
 		*name = d.Path[0]
 	case flight.DescriptorCMD:
@@ -283,27 +286,45 @@ func readDescriptor(d *flight.FlightDescriptor, call string, req named, fix stri
 // maxNameLen bounds graph names, which appear in logs and messages.
 const maxNameLen = 128
 
-// checkName says whether name can name a graph: 1 to 128 letters, digits
-// and . _ - :, starting with a letter or digit, so that names are safe in
-// logs and messages.
+// nameRule is the graph name rule, as messages say it.
+const nameRule = "a graph name is 1 to 128 ASCII letters, digits and . _ - :, starting with a letter or digit"
+
+// checkName says whether name can name a graph: 1 to 128 ASCII letters,
+// digits and . _ - :, starting with a letter or digit, so that names are
+// safe in logs, messages and file names, and look the same to every
+// client. (Letters and digits of other scripts are refused: "é" can be
+// written in two ways that look alike, and "٣" is not 3.) A name that
+// breaks the rule is refused before any lookup, so the message says the
+// rule rather than that no such graph exists.
 func checkName(name string) error {
-	const fix = "use letters, digits and . _ - : (up to 128, starting with a letter or digit)"
 	if name == "" {
 		return usererr.New(usererr.Usage, "the graph has no name", `put with the descriptor path ["NAME"] or a command {"graph": "NAME", ...}`)
 	}
 	if len(name) > maxNameLen {
-		return usererr.New(usererr.Usage, fmt.Sprintf("graph name %.20q... is longer than %d bytes", name, maxNameLen), fix)
+		return usererr.New(usererr.Usage, fmt.Sprintf("graph name %s is longer than %d bytes", echo.Quote(name), maxNameLen), nameRule)
 	}
 	for i, r := range name {
-		ok := unicode.IsLetter(r) || unicode.IsDigit(r) || i > 0 && strings.ContainsRune("._-:", r)
-		if !ok {
-			if i == 0 && strings.ContainsRune("._-:", r) {
-				return usererr.New(usererr.Usage, fmt.Sprintf("graph name %q starts with %q", name, r), fix)
-			}
-			return usererr.New(usererr.Usage, fmt.Sprintf("graph name %q has the character %q", name, r), fix)
+		switch {
+		case isASCIIAlnum(r), i > 0 && strings.ContainsRune("._-:", r):
+			continue
+		case i == 0 && strings.ContainsRune("._-:", r):
+			return usererr.New(usererr.Usage, fmt.Sprintf("graph name %q starts with %q", name, r), nameRule)
+		case invalidUTF8At(name, i):
+			return usererr.New(usererr.Usage, fmt.Sprintf("graph name %q has the byte %#x, which is not UTF-8 text", name, name[i]), nameRule)
 		}
+		return usererr.New(usererr.Usage, fmt.Sprintf("graph name %q has the character %q", name, r), nameRule)
 	}
 	return nil
+}
+
+// invalidUTF8At says whether s[i:] starts with a byte that is not UTF-8.
+func invalidUTF8At(s string, i int) bool {
+	r, size := utf8.DecodeRuneInString(s[i:])
+	return r == utf8.RuneError && size == 1
+}
+
+func isASCIIAlnum(r rune) bool {
+	return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
 }
 
 const (
@@ -331,9 +352,10 @@ func (d *descriptorStream) Recv() (*flight.FlightData, error) {
 }
 
 // openUpload starts reading an upload's record batches and returns its
-// descriptor with the reader.
-func openUpload(stream flight.DataStreamReader, call string) (*flight.Reader, *flight.FlightDescriptor, error) {
-	ds := &descriptorStream{DataStreamReader: stream}
+// descriptor with the reader. The reader gives up on a client that sends
+// nothing for the upload idle timeout.
+func (s *service) openUpload(stream flight.DataStreamReader, call string) (*flight.Reader, *flight.FlightDescriptor, error) {
+	ds := &descriptorStream{DataStreamReader: &idleRecv{DataStreamReader: stream, d: s.cfg.UploadIdleTimeout}}
 	rdr, err := flight.NewRecordReader(ds)
 	if err != nil {
 		return nil, nil, readError(call, err)

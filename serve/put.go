@@ -29,20 +29,21 @@ func (s *service) DoPut(stream flight.FlightService_DoPutServer) error {
 	ctx := stream.Context()
 	call := logOf(ctx)
 	start := time.Now()
-	rdr, desc, err := openUpload(stream, "the upload")
+	rdr, desc, err := s.openUpload(stream, "the upload")
 	if err != nil {
 		return err
 	}
 	defer rdr.Release()
 	var opts putOptions
-	if err := readDescriptor(desc, "DoPut", &opts, putFix); err != nil {
+	err = readDescriptor(desc, "DoPut", &opts, putFix)
+	name := opts.Graph
+	call.names(name, "")
+	if err != nil {
 		return err
 	}
 	if err := opts.check(); err != nil {
 		return err
 	}
-	name := opts.Graph
-	call.graph = name
 	if err := checkName(name); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -89,11 +90,44 @@ func (r *registry) reserve(name string, replace bool) error {
 	case r.graphs[name] != nil && !replace:
 		return status.Errorf(codes.AlreadyExists, "graph %q exists; drop it first, or put with \"replace\": true", name)
 	}
-	if r.max > 0 && r.graphs[name] == nil && r.count() >= r.max {
-		return status.Errorf(codes.ResourceExhausted, "the server holds its limit of %d graphs (--max-graphs); drop one first", r.max)
+	if r.max > 0 && r.graphs[name] == nil {
+		if taken := r.count(); taken >= r.max {
+			return errSlotsTaken(r.max, len(r.graphs), taken-len(r.graphs))
+		}
 	}
 	r.pending[name] = true
 	return nil
+}
+
+// errSlotsTaken says that the --max-graphs slots are all taken, by how many
+// stored graphs and uploads in progress, with the fix that fits: an upload
+// ends by itself (or is abandoned when its client goes quiet); a stored
+// graph takes its slot until it is dropped.
+func errSlotsTaken(max, stored, uploads int) error {
+	var held []string
+	if stored > 0 {
+		held = append(held, plural(stored, "stored graph", "stored graphs"))
+	}
+	if uploads > 0 {
+		held = append(held, plural(uploads, "upload in progress", "uploads in progress"))
+	}
+	fix := "drop a graph, or wait for an upload to end"
+	switch {
+	case uploads == 0:
+		fix = "drop a graph (the drop action) first"
+	case stored == 0:
+		fix = "wait for an upload to end"
+	}
+	return status.Errorf(codes.ResourceExhausted, "%d of %d graph slots taken (--max-graphs): %s; %s, or ask for a higher limit",
+		stored+uploads, max, strings.Join(held, ", "), fix)
+}
+
+// plural is n with its noun: "1 stored graph", "3 stored graphs".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprint(n, " ", many)
 }
 
 // count is the number of names taken: stored graphs and uploads under way.

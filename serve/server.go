@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"time"
 
 	"github.com/apache/arrow/go/v17/arrow/flight"
 	"google.golang.org/grpc"
@@ -54,6 +55,12 @@ type Config struct {
 	// MaxMessageBytes is the largest gRPC message (one record batch) the
 	// server accepts; 0 means DefaultMaxMessageBytes.
 	MaxMessageBytes int
+	// UploadIdleTimeout abandons an upload (DoPut, DoExchange) whose client
+	// sends no message for this long, freeing its memory and its graph
+	// slot. ResultIdleTimeout cancels a result (DoGet, DoExchange) whose
+	// client takes no batch for this long, releasing its graph. 0 means
+	// DefaultIdleTimeout; a negative duration, no limit.
+	UploadIdleTimeout, ResultIdleTimeout time.Duration
 	// Logger gets one line per call; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -63,6 +70,11 @@ const (
 	DefaultConcurrentJobs  = 4
 	DefaultBatchRows       = 64 << 10
 	DefaultMaxMessageBytes = 64 << 20
+	// DefaultIdleTimeout is longer than any pause a working client makes
+	// (reading and sending a 64 MiB batch takes seconds), and short enough
+	// that a stalled client gives its slot, memory and graph back within
+	// minutes.
+	DefaultIdleTimeout = 2 * time.Minute
 )
 
 // Server is a Flight service over the graphs it holds.
@@ -96,6 +108,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxMessageBytes <= 0 {
 		cfg.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if cfg.UploadIdleTimeout == 0 {
+		cfg.UploadIdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.ResultIdleTimeout == 0 {
+		cfg.ResultIdleTimeout = DefaultIdleTimeout
 	}
 	if cfg.MaxUploadBytes < 0 || cfg.MaxMemoryBytes < 0 || cfg.MaxGraphs < 0 {
 		return nil, usererr.New(usererr.Usage, "server limits must not be negative", "use 0 for no limit")

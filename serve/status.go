@@ -27,8 +27,11 @@ func toStatus(ctx context.Context, err error) error {
 	}
 	var ue *usererr.Error
 	if !errors.As(err, &ue) {
-		if st, ok := status.FromError(err); ok {
-			return st.Err()
+		// A status wrapped by a library (the IPC reader and writer wrap
+		// their stream's errors) keeps its own message.
+		var se interface{ GRPCStatus() *status.Status }
+		if errors.As(err, &se) {
+			return se.GRPCStatus().Err()
 		}
 		return status.Error(codes.Internal, oneLine(err.Error()))
 	}

@@ -27,18 +27,40 @@ func TestParseBytes(t *testing.T) {
 	}
 }
 
+// TestCheckName checks the graph name rule of docs/serve.md: 1 to 128
+// ASCII letters, digits and . _ - :, starting with a letter or digit.
+// Letters and digits of other scripts, spaces and control characters are
+// refused, saying the rule.
 func TestCheckName(t *testing.T) {
-	for _, ok := range []string{"web", "a", "roads-2024.v1", "team:graph_1", "grafo-ñ"} {
+	for _, ok := range []string{"web", "a", "7", "roads-2024.v1", "team:graph_1", "Z.", strings.Repeat("a", 128)} {
 		if err := checkName(ok); err != nil {
 			t.Errorf("checkName(%q): %v", ok, err)
 		}
 	}
-	for _, bad := range []string{"", "-x", "a/b", "a b", "x\n", strings.Repeat("a", 129)} {
-		if err := checkName(bad); err == nil {
+	for _, bad := range []string{
+		"", "-x", ".x", "_x", ":x", "a/b", "a b", " a", "x\n", "a\x00b", "a\tb", "a\x7fb",
+		strings.Repeat("a", 129),
+		"oké", "grafo-ñ", "é", "ключ", "图", // letters of other scripts
+		"٣", "a٣", "१२", "５", // digits of other scripts: Arabic-Indic, Devanagari, fullwidth
+		"a\u00a0b", "a\u2028b", "\xff", "\ufffd", // a no-break space, a line separator, a byte that is not UTF-8, U+FFFD
+	} {
+		err := checkName(bad)
+		if err == nil {
 			t.Errorf("checkName(%q): no error", bad)
+			continue
+		}
+		if bad != "" && !strings.Contains(err.Error(), "ASCII letters, digits and . _ - :") {
+			t.Errorf("checkName(%q): %v, want it to say the rule", bad, err)
 		}
 	}
-	for name, want := range map[string]string{"-bad name": `starts with '-'`, "a b": `has the character ' '`} {
+	for name, want := range map[string]string{
+		"-bad name": `starts with '-'`,
+		"a b":       `has the character ' '`,
+		"oké":       `has the character 'é'`,
+		"x\x00":     `has the character '\x00'`,
+		"a\xffb":    `has the byte 0xff, which is not UTF-8`,
+		"a\ufffd":   `has the character '�'`,
+	} {
 		if err := checkName(name); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("checkName(%q): %v, want it to say %s", name, err, want)
 		}

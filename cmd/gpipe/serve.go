@@ -45,6 +45,8 @@ func serveCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: "max-message-bytes", Value: "64MiB", Usage: "largest record batch message accepted, in `BYTES`"},
 			&cli.IntFlag{Name: "batch-rows", Value: serve.DefaultBatchRows, Usage: "most rows in a result batch"},
 			&cli.StringFlag{Name: "backend", Value: "auto", Usage: "auto, cpu or gpu"},
+			&cli.DurationFlag{Name: "upload-idle-timeout", Value: serve.DefaultIdleTimeout, Usage: "abandon an upload whose client sends nothing for this long, freeing its memory and graph slot (0: never)"},
+			&cli.DurationFlag{Name: "result-idle-timeout", Value: serve.DefaultIdleTimeout, Usage: "cancel a query whose client takes no result batch for this long, releasing its graph (0: never)"},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, Usage: "time running calls get to finish on SIGINT/SIGTERM before they are canceled"},
 			&cli.BoolFlag{Name: "log-json", Usage: "log one JSON object per line instead of key=value text"},
 		},
@@ -78,10 +80,14 @@ func serveAction(c *cli.Context, e *env) error {
 	if cfg.Token == "" && !isLoopback(lis.Addr()) {
 		log.Warn("listening beyond loopback without --token-file: anyone who can reach the port can upload and query")
 	}
+	if n := len(cfg.Token); n > 0 && n < minTokenBytes {
+		log.Warn(fmt.Sprintf("the bearer token is %d bytes: a token under %d bytes can be guessed; put 16 bytes or more in --token-file, such as the output of 'openssl rand -hex 32'", n, minTokenBytes))
+	}
 	if cfg.Token != "" && !srv.TLS() && !isLoopback(lis.Addr()) {
 		log.Warn("the bearer token travels in clear text: pass --tls-cert and --tls-key")
 	}
-	log.Info("serving Arrow Flight", "addr", lis.Addr().String(), "tls", srv.TLS(), "auth", cfg.Token != "", "backend", c.String("backend"))
+	log.Info("serving Arrow Flight", "addr", lis.Addr().String(), "tls", srv.TLS(), "auth", cfg.Token != "", "backend", c.String("backend"),
+		"upload_idle_timeout", c.Duration("upload-idle-timeout"), "result_idle_timeout", c.Duration("result-idle-timeout"))
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
@@ -144,6 +150,12 @@ func serveConfig(c *cli.Context) (serve.Config, error) {
 	if cfg.MaxGraphs < 0 || cfg.MaxConcurrentJobs < 1 || cfg.BatchRows < 1 {
 		return cfg, usererr.New(usererr.Usage, "--max-graphs must be >= 0, --max-concurrent-jobs and --batch-rows >= 1", "see 'gpipe serve --help'")
 	}
+	if cfg.UploadIdleTimeout, err = idleFlag(c, "upload-idle-timeout"); err != nil {
+		return cfg, err
+	}
+	if cfg.ResultIdleTimeout, err = idleFlag(c, "result-idle-timeout"); err != nil {
+		return cfg, err
+	}
 	if f := c.String("token-file"); f != "" {
 		if cfg.Token, err = readToken(f); err != nil {
 			return cfg, err
@@ -159,6 +171,24 @@ func byteFlag(c *cli.Context, name string) (int64, error) {
 	}
 	return n, nil
 }
+
+// idleFlag reads an idle timeout flag into serve.Config's terms, where 0 is
+// the default and a negative duration no limit.
+func idleFlag(c *cli.Context, name string) (time.Duration, error) {
+	d := c.Duration(name)
+	switch {
+	case d < 0:
+		return 0, usererr.New(usererr.Usage, fmt.Sprintf("--%s %v must not be negative", name, d), "use 0 for no limit")
+	case d == 0:
+		return -1, nil
+	}
+	return d, nil
+}
+
+// minTokenBytes is the shortest bearer token the server takes without a
+// warning: a shorter one (a word, a PIN) can be guessed by a client that
+// tries many; 16 random bytes cannot.
+const minTokenBytes = 16
 
 // readToken reads the bearer token from file.
 func readToken(file string) (string, error) {

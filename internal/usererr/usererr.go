@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/gpipe/gpipe/internal/echo"
 )
 
 // Kind classifies an error by who can fix it; each kind has its exit code.
@@ -61,7 +63,7 @@ func (e *Error) Error() string {
 		if b.Len() > 0 {
 			b.WriteString(": ")
 		}
-		fmt.Fprintf(&b, "column %q", e.Column)
+		b.WriteString("column " + echo.Quote(e.Column))
 	}
 	if e.Line > 0 {
 		if b.Len() > 0 {

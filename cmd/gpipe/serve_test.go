@@ -1,0 +1,120 @@
+package main_test
+
+import (
+	"bytes"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// lockedBuffer collects a process's output while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// serveUntilListening starts `gpipe serve` with args on a free loopback
+// port, waits until it says it is serving, stops it with SIGTERM, and
+// returns its exit code and what it wrote on stderr (its log).
+func serveUntilListening(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	runs.Add(1)
+	argv := append([]string{"serve", "--addr", "127.0.0.1:0", "--backend", "cpu"}, args...)
+	cmd := exec.Command(gpipeBin, argv...)
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(stderr.String(), "serving Arrow Flight") {
+		select {
+		case err := <-exited:
+			return exitCode(t, err), stderr.String()
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("gpipe serve did not start: %s", stderr.String())
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	return exitCode(t, <-exited), stderr.String()
+}
+
+func exitCode(t *testing.T, err error) int {
+	t.Helper()
+	if err == nil {
+		return 0
+	}
+	ee, ok := err.(*exec.ExitError)
+	if !ok {
+		t.Fatal(err)
+	}
+	return ee.ExitCode()
+}
+
+// TestShortTokenWarns checks that a bearer token under 16 bytes starts the
+// server with a warning in its log (on stderr, text or JSON) that says how
+// to make a good one, and a long token without.
+func TestShortTokenWarns(t *testing.T) {
+	dir := t.TempDir()
+	short := filepath.Join(dir, "short")
+	long := filepath.Join(dir, "long")
+	writeFile(t, short, []byte("abcde\n"))
+	writeFile(t, long, []byte(strings.Repeat("0123456789abcdef", 4)+"\n"))
+	for _, format := range [][]string{nil, {"--log-json"}} {
+		code, logs := serveUntilListening(t, append([]string{"--token-file", short}, format...)...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, logs)
+		}
+		for _, want := range []string{"WARN", "5 bytes", "16 bytes", "openssl rand -hex 32"} {
+			if !strings.Contains(logs, want) {
+				t.Errorf("%v: the log lacks %q:\n%s", format, want, logs)
+			}
+		}
+		if strings.Contains(logs, "abcde") {
+			t.Errorf("the log shows the token:\n%s", logs)
+		}
+	}
+	code, logs := serveUntilListening(t, "--token-file", long)
+	if code != 0 || strings.Contains(logs, "WARN") {
+		t.Errorf("a 64-byte token: exit %d, log:\n%s", code, logs)
+	}
+}
+
+// TestServeIdleTimeoutFlags checks the idle timeout flags: taken (0 for no
+// limit), shown in the start line, and refused when negative.
+func TestServeIdleTimeoutFlags(t *testing.T) {
+	code, logs := serveUntilListening(t, "--upload-idle-timeout", "90s", "--result-idle-timeout", "0")
+	if code != 0 || !strings.Contains(logs, "upload_idle_timeout=1m30s result_idle_timeout=0s") {
+		t.Errorf("exit %d, log:\n%s", code, logs)
+	}
+	code, logs = serveUntilListening(t)
+	if code != 0 || !strings.Contains(logs, "upload_idle_timeout=2m0s result_idle_timeout=2m0s") {
+		t.Errorf("the defaults: exit %d, log:\n%s", code, logs)
+	}
+	for _, flag := range []string{"--upload-idle-timeout", "--result-idle-timeout"} {
+		fails(t, t.TempDir(), nil, 2, []string{flag, "must not be negative"}, "serve", flag, "-5s")
+	}
+}
