@@ -69,12 +69,12 @@ __device__ __forceinline__ void clear_duplicates(unsigned long long* table)
 }
 
 // Visits w from u if it is unvisited, filters duplicates and appends the
-// survivors to next, adding their out-degrees to the next frontier's edges.
-// Every lane of the warp must call it (has_edge says whether this lane has
-// an edge at all).
+// survivors to the next frontier, adding their out-degrees to edges. Every
+// lane of the warp must call it (has_edge says whether this lane has an
+// edge at all).
 __device__ __forceinline__ void visit_and_append(
     bool has_edge, vid_t w, vid_t u, int level, const eid_t* __restrict__ offsets, int* __restrict__ depth,
-    vid_t* __restrict__ parent, unsigned long long* dups, vid_t* __restrict__ next, unsigned cap, FrontierStats* stats)
+    vid_t* __restrict__ parent, unsigned long long* dups, WarpQueue& next, unsigned long long& edges)
 {
     bool fresh = has_edge && depth[w] == GPIPE_UNVISITED;
     if (fresh) {
@@ -83,8 +83,8 @@ __device__ __forceinline__ void visit_and_append(
     }
     bool dup = duplicate(dups, w, fresh);
     bool keep = fresh && !dup;
-    warp_append(keep, w, next, &stats->next_count, cap);
-    warp_add(keep ? (unsigned long long)(offsets[w + 1] - offsets[w]) : 0ull, &stats->next_edges);
+    next.append(keep, w);
+    if (keep) edges += offsets[w + 1] - offsets[w];
 }
 
 // Queues the segments of a hub's edges for b4k_hubs.
@@ -110,7 +110,7 @@ template <int K>
 __device__ __forceinline__ void vw_level(
     const eid_t* __restrict__ offsets, const vid_t* __restrict__ targets, int* __restrict__ depth,
     vid_t* __restrict__ parent, const vid_t* __restrict__ frontier, unsigned count, int level,
-    vid_t* __restrict__ next, unsigned cap, FrontierStats* stats, long long hub_degree, segment_t* segments,
+    WarpQueue& next, unsigned long long& edges, FrontierStats* stats, long long hub_degree, segment_t* segments,
     unsigned long long* dups, unsigned first_warp, unsigned warps)
 {
     const unsigned lane = lane_id() & (K - 1), per_warp = 32 / K;
@@ -134,7 +134,7 @@ __device__ __forceinline__ void vw_level(
             eid_t e = first + r + lane;
             bool has = e < last;
             vid_t w = has ? targets[e] : 0;
-            visit_and_append(has, w, u, level, offsets, depth, parent, dups, next, cap, stats);
+            visit_and_append(has, w, u, level, offsets, depth, parent, dups, next, edges);
         }
     }
 }
@@ -146,10 +146,15 @@ __device__ __forceinline__ void vw_level(
         segment_t* segments)                                                                              \
     {                                                                                                     \
         __shared__ unsigned long long dups[DUP_SLOTS];                                                    \
+        __shared__ vid_t stages[8 * WARP_STAGE];                                                          \
         clear_duplicates(dups);                                                                           \
-        vw_level<K>(offsets, targets, depth, parent, frontier, count, level, next, cap, stats, hub_degree, \
+        WarpQueue q(warp_stage(stages, 0, 1), next, &stats->next_count, cap);                             \
+        unsigned long long edges = 0;                                                                     \
+        vw_level<K>(offsets, targets, depth, parent, frontier, count, level, q, edges, stats, hub_degree,   \
                     segments, dups, (blockIdx.x * blockDim.x + threadIdx.x) >> 5,                         \
                     gridDim.x * (blockDim.x >> 5));                                                       \
+        q.flush();                                                                                        \
+        block_add(edges, &stats->next_edges);                                                             \
     }
 B4K_VW(4)
 B4K_VW(8)
@@ -160,7 +165,7 @@ B4K_VW(32)
 __device__ __forceinline__ void ed_level(
     const eid_t* __restrict__ offsets, const vid_t* __restrict__ targets, int* __restrict__ depth,
     vid_t* __restrict__ parent, const vid_t* __restrict__ frontier, unsigned count, int level,
-    vid_t* __restrict__ next, unsigned cap, FrontierStats* stats, long long hub_degree, segment_t* segments,
+    WarpQueue& next, unsigned long long& edges, FrontierStats* stats, long long hub_degree, segment_t* segments,
     unsigned long long* dups, unsigned first_warp, unsigned warps)
 {
     for (unsigned base = first_warp * 32; base < count; base += warps * 32) {
@@ -192,7 +197,7 @@ __device__ __forceinline__ void ed_level(
             vid_t owner_u = __shfl_sync(FULL_MASK, u, owner);
             bool has = k < total;
             vid_t w = has ? targets[owner_first + (k - owner_start)] : 0;
-            visit_and_append(has, w, owner_u, level, offsets, depth, parent, dups, next, cap, stats);
+            visit_and_append(has, w, owner_u, level, offsets, depth, parent, dups, next, edges);
         }
     }
 }
@@ -202,9 +207,14 @@ extern "C" __global__ void __launch_bounds__(256) b4k_ed(
     unsigned count, int level, vid_t* next, unsigned cap, FrontierStats* stats, long long hub_degree, segment_t* segments)
 {
     __shared__ unsigned long long dups[DUP_SLOTS];
+    __shared__ vid_t stages[8 * WARP_STAGE];
     clear_duplicates(dups);
-    ed_level(offsets, targets, depth, parent, frontier, count, level, next, cap, stats, hub_degree, segments, dups,
+    WarpQueue q(warp_stage(stages, 0, 1), next, &stats->next_count, cap);
+    unsigned long long edges = 0;
+    ed_level(offsets, targets, depth, parent, frontier, count, level, q, edges, stats, hub_degree, segments, dups,
              (blockIdx.x * blockDim.x + threadIdx.x) >> 5, gridDim.x * (blockDim.x >> 5));
+    q.flush();
+    block_add(edges, &stats->next_edges);
 }
 
 // The deferred hubs' edges: one block per segment.
@@ -214,7 +224,10 @@ extern "C" __global__ void __launch_bounds__(256) b4k_hubs(
     unsigned cap, FrontierStats* stats)
 {
     __shared__ unsigned long long dups[DUP_SLOTS];
+    __shared__ vid_t stages[8 * WARP_STAGE];
     clear_duplicates(dups);
+    WarpQueue q(warp_stage(stages, 0, 1), next, &stats->next_count, cap);
+    unsigned long long edges = 0;
     unsigned count = stats->hub_segments;
     for (unsigned i = blockIdx.x; i < count; i += gridDim.x) {
         segment_t s = segments[i];
@@ -226,9 +239,11 @@ extern "C" __global__ void __launch_bounds__(256) b4k_hubs(
             eid_t e = base + threadIdx.x;
             bool has = e < last;
             vid_t w = has ? targets[e] : 0;
-            visit_and_append(has, w, u, level, offsets, depth, parent, dups, next, cap, stats);
+            visit_and_append(has, w, u, level, offsets, depth, parent, dups, q, edges);
         }
     }
+    q.flush();
+    block_add(edges, &stats->next_edges);
 }
 
 // The single-block kernel's limits: it runs while the frontier has at most
@@ -429,10 +444,15 @@ extern "C" __global__ void __launch_bounds__(256) b4k_rebuild(
     const eid_t* __restrict__ offsets, const int* __restrict__ depth, long long n, int level,
     vid_t* __restrict__ next, FrontierStats* stats)
 {
+    __shared__ vid_t stages[8 * WARP_STAGE];
+    WarpQueue q(warp_stage(stages, 0, 1), next, &stats->next_count, ~0u);
+    unsigned long long edges = 0;
     for (long long base = (long long)blockIdx.x * blockDim.x; base < n; base += (long long)gridDim.x * blockDim.x) {
         long long v = base + threadIdx.x;
         bool at_level = v < n && depth[v] == level;
-        warp_append(at_level, (vid_t)v, next, &stats->next_count, ~0u);
-        warp_add(at_level ? (unsigned long long)(offsets[v + 1] - offsets[v]) : 0ull, &stats->next_edges);
+        q.append(at_level, (vid_t)v);
+        if (at_level) edges += offsets[v + 1] - offsets[v];
     }
+    q.flush();
+    block_add(edges, &stats->next_edges);
 }

@@ -22,8 +22,8 @@
 //              of the status array instead: strided across the warp, 2.4×
 //              slower to scan by its own measurement; BENCHMARKS.md has
 //              ours.) The same pass writes the frontier as a bitmap.
-//   bottom-up  the queue holds the unvisited vertices; ent_bu_thread (fewer
-//              than 32 in-edges) and ent_bu_warp (the rest) look for an
+//   bottom-up  the queue holds the unvisited vertices; ent_bu_small (fewer
+//              than 32 in-edges) and ent_bu_wide (the rest) look for an
 //              in-neighbour in the frontier, first in the block's hub cache
 //              (§4.3), then in the frontier bitmap (a 32nd of the status
 //              array's bytes, so it stays in the caches), stop at the first,
@@ -139,6 +139,13 @@ extern "C" __global__ void __launch_bounds__(256) ent_queue(
     vid_t* __restrict__ queues, long long cap, LevelStats* stats,
     long long hub_degree, vid_t* __restrict__ hubs, unsigned* __restrict__ bits)
 {
+    __shared__ vid_t stages[8 * CLASSES * WARP_STAGE];
+    WarpQueue q[CLASSES] = {
+        WarpQueue(warp_stage(stages, 0, CLASSES), queues + 0 * cap, &stats->count[0], ~0u),
+        WarpQueue(warp_stage(stages, 1, CLASSES), queues + 1 * cap, &stats->count[1], ~0u),
+        WarpQueue(warp_stage(stages, 2, CLASSES), queues + 2 * cap, &stats->count[2], ~0u),
+        WarpQueue(warp_stage(stages, 3, CLASSES), queues + 3 * cap, &stats->count[3], ~0u),
+    };
     unsigned long long edges = 0;
     unsigned hub_count = 0;
     // Blocks start at multiples of 256, so each warp's 32 vertices are one
@@ -149,7 +156,8 @@ extern "C" __global__ void __launch_bounds__(256) ent_queue(
         eid_t degree = match ? class_offsets[v + 1] - class_offsets[v] : 0;
         int c = degree_class(degree);
 #pragma unroll
-        for (int k = 0; k < CLASSES; k++) warp_append(match && c == k, (vid_t)v, queues + k * cap, &stats->count[k], ~0u);
+        for (int k = 0; k < CLASSES; k++) q[k].append(match && c == k, (vid_t)v);
+        // Hubs are a few thousand in all: a warp's atomic each costs nothing.
         bool hub = match && hub_degree > 0 && out_offsets[v + 1] - out_offsets[v] > hub_degree;
         warp_append(hub, (vid_t)v, hubs, &stats->hub_list, ~0u);
         unsigned word = __ballot_sync(FULL_MASK, match);
@@ -157,15 +165,19 @@ extern "C" __global__ void __launch_bounds__(256) ent_queue(
         edges += degree;
         hub_count += hub;
     }
-    warp_add(edges, &stats->edges);
-    warp_add(hub_count, &stats->hubs);
+#pragma unroll
+    for (int k = 0; k < CLASSES; k++) q[k].flush();
+    block_add(edges, &stats->edges);
+    block_add(hub_count, &stats->hubs);
 }
 
-// Bottom-up for unvisited vertices with fewer than 32 in-edges: a thread
-// each. A vertex with an in-neighbour in the frontier (bits) is visited and
-// joins the next frontier (next_bits); the others go to the next queue.
-// Visited hubs go to the next hub list.
-extern "C" __global__ void __launch_bounds__(256) ent_bu_thread(
+// Bottom-up for the unvisited vertices of one queue, with groups of K lanes
+// per vertex: the group checks K in-neighbours at a time, first in the
+// block's hub cache, then in the frontier bitmap, and stops at the first
+// round with a hit. A visited vertex joins the next frontier (next_bits),
+// and the hub list when it is a hub; the others go to the next queue.
+template <int K>
+__device__ __forceinline__ void bottom_up(
     const eid_t* __restrict__ in_offsets, const vid_t* __restrict__ in_sources,
     const eid_t* __restrict__ out_offsets, int* __restrict__ depth, vid_t* __restrict__ parent,
     const vid_t* __restrict__ queue, unsigned count, int level,
@@ -174,75 +186,59 @@ extern "C" __global__ void __launch_bounds__(256) ent_bu_thread(
     long long hub_degree, vid_t* __restrict__ next_hubs, unsigned* __restrict__ next_bits)
 {
     __shared__ vid_t cache[HUB_CACHE_SLOTS];
+    __shared__ vid_t stages[8 * WARP_STAGE];
     hub_cache_load(cache, hubs, *hub_count);
+    WarpQueue unvisited(warp_stage(stages, 0, 1), next_queue, next_count, ~0u);
+    VirtualWarp<K> group;
+    const unsigned per_warp = 32 / K, warps = gridDim.x * (blockDim.x >> 5);
     unsigned found = 0;
-    for (unsigned base = blockIdx.x * blockDim.x; base < count; base += gridDim.x * blockDim.x) {
-        unsigned i = base + threadIdx.x;
+    for (unsigned base = ((blockIdx.x * blockDim.x + threadIdx.x) >> 5) * per_warp; base < count; base += warps * per_warp) {
+        unsigned i = base + lane_id() / K;
         bool active = i < count, visited = false;
         vid_t v = active ? queue[i] : 0;
         if (active) {
-            eid_t last = in_offsets[v + 1];
-            for (eid_t e = in_offsets[v]; e < last; e++) {
-                vid_t u = in_sources[e];
-                if (hub_cached(cache, u) || in_bitmap(bits, u)) {
-                    depth[v] = level + 1;
-                    parent[v] = u;
-                    atomicOr(&next_bits[v >> 5], 1u << (v & 31));
+            eid_t first = in_offsets[v], last = in_offsets[v + 1];
+            for (eid_t round = first; round < last; round += K) {
+                eid_t e = round + group.lane;
+                vid_t u = e < last ? in_sources[e] : GPIPE_NO_VERTEX;
+                unsigned hit = group.ballot(e < last && (hub_cached(cache, u) || in_bitmap(bits, u)));
+                if (hit) {
+                    vid_t p = __shfl_sync(group.mask, u, __ffs(hit) - 1, K);
+                    if (group.lane == 0) {
+                        depth[v] = level + 1;
+                        parent[v] = p;
+                        atomicOr(&next_bits[v >> 5], 1u << (v & 31));
+                    }
                     visited = true;
                     break;
                 }
             }
         }
-        found += visited;
-        warp_append(active && !visited, v, next_queue, next_count, ~0u);
-        warp_append(visited && hub_degree > 0 && out_offsets[v + 1] - out_offsets[v] > hub_degree, v, next_hubs,
-                    &stats->hub_list, ~0u);
+        __syncwarp();
+        bool leader = active && group.lane == 0;
+        found += leader && visited;
+        unvisited.append(leader && !visited, v);
+        warp_append(leader && visited && hub_degree > 0 && out_offsets[v + 1] - out_offsets[v] > hub_degree, v,
+                    next_hubs, &stats->hub_list, ~0u);
     }
-    warp_add(found, &stats->found);
+    unvisited.flush();
+    block_add(found, &stats->found);
 }
 
-// Bottom-up for unvisited vertices with 32 in-edges or more: a warp each,
-// 32 in-neighbours at a time, stopping at the first round with a hit.
-extern "C" __global__ void __launch_bounds__(256) ent_bu_warp(
-    const eid_t* __restrict__ in_offsets, const vid_t* __restrict__ in_sources,
-    const eid_t* __restrict__ out_offsets, int* __restrict__ depth, vid_t* __restrict__ parent,
-    const vid_t* __restrict__ queue, unsigned count, int level,
-    const vid_t* __restrict__ hubs, const unsigned* hub_count, const unsigned* __restrict__ bits,
-    vid_t* __restrict__ next_queue, unsigned* next_count, LevelStats* stats,
-    long long hub_degree, vid_t* __restrict__ next_hubs, unsigned* __restrict__ next_bits)
-{
-    __shared__ vid_t cache[HUB_CACHE_SLOTS];
-    hub_cache_load(cache, hubs, *hub_count);
-    unsigned found = 0;
-    unsigned warps = gridDim.x * (blockDim.x >> 5);
-    for (unsigned i = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < count; i += warps) {
-        vid_t v = queue[i];
-        eid_t first = in_offsets[v], last = in_offsets[v + 1];
-        bool visited = false;
-        for (eid_t round = first; round < last; round += 32) {
-            eid_t e = round + lane_id();
-            vid_t u = e < last ? in_sources[e] : GPIPE_NO_VERTEX;
-            unsigned hit = __ballot_sync(FULL_MASK, e < last && (hub_cached(cache, u) || in_bitmap(bits, u)));
-            if (hit) {
-                vid_t p = __shfl_sync(FULL_MASK, u, __ffs(hit) - 1);
-                if (lane_id() == 0) {
-                    depth[v] = level + 1;
-                    parent[v] = p;
-                    atomicOr(&next_bits[v >> 5], 1u << (v & 31));
-                }
-                visited = true;
-                break;
-            }
-        }
-        if (lane_id() == 0) {
-            if (visited) {
-                found++;
-                if (hub_degree > 0 && out_offsets[v + 1] - out_offsets[v] > hub_degree)
-                    next_hubs[atomicAdd(&stats->hub_list, 1u)] = v;
-            } else {
-                next_queue[atomicAdd(next_count, 1u)] = v;
-            }
-        }
+#define BOTTOM_UP(NAME, K)                                                                                      \
+    extern "C" __global__ void __launch_bounds__(256) NAME(                                                     \
+        const eid_t* in_offsets, const vid_t* in_sources, const eid_t* out_offsets, int* depth, vid_t* parent, \
+        const vid_t* queue, unsigned count, int level, const vid_t* hubs, const unsigned* hub_count,           \
+        const unsigned* bits, vid_t* next_queue, unsigned* next_count, LevelStats* stats, long long hub_degree, \
+        vid_t* next_hubs, unsigned* next_bits)                                                                  \
+    {                                                                                                           \
+        bottom_up<K>(in_offsets, in_sources, out_offsets, depth, parent, queue, count, level, hubs, hub_count, \
+                     bits, next_queue, next_count, stats, hub_degree, next_hubs, next_bits);                    \
     }
-    warp_add(found, &stats->found);
-}
+
+// Vertices with fewer than 32 in-edges: groups of 8 lanes, so a vertex's
+// in-neighbours are checked 8 at a time, not one by one while the rest of
+// the warp waits for its longest row.
+BOTTOM_UP(ent_bu_small, 8)
+// Vertices with 32 in-edges or more: a warp each.
+BOTTOM_UP(ent_bu_wide, 32)

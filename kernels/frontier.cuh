@@ -68,17 +68,63 @@ __device__ __forceinline__ void warp_append(bool keep, vid_t v, vid_t* queue, un
     if (keep && at < cap) queue[at] = v;
 }
 
-// The sum of x over the warp, added to *total by one lane. Every lane must
-// call it.
-__device__ __forceinline__ void warp_add(unsigned long long x, unsigned long long* total) {
+// The sum of x over the block, added to *total by one thread: one atomic
+// per block (atomics on one address serialize in L2: one per warp, on a
+// grid of a thousand blocks, cost tens of microseconds a level). Every
+// thread of the block must call it; it synchronizes the block.
+template <typename T>
+__device__ __forceinline__ void block_add(T x, T* total) {
+    __shared__ T sum;
+    if (threadIdx.x == 0) sum = 0;
+    __syncthreads();
 #pragma unroll
     for (int i = 16; i > 0; i >>= 1) x += __shfl_xor_sync(FULL_MASK, x, i);
-    if (lane_id() == 0 && x != 0) atomicAdd(total, x);
+    if (lane_id() == 0 && x != 0) atomicAdd(&sum, x);
+    __syncthreads();
+    if (threadIdx.x == 0 && sum != 0) atomicAdd(total, sum);
 }
 
-__device__ __forceinline__ void warp_add(unsigned x, unsigned* total) {
-    x = __reduce_add_sync(FULL_MASK, x);
-    if (lane_id() == 0 && x != 0) atomicAdd(total, x);
+// WARP_STAGE is the room, in vertices, of a warp's staging area.
+#define WARP_STAGE 128
+
+// WarpQueue stages one warp's appends to a global queue in shared memory
+// and moves them out a stage at a time, with one atomic per flush: a queue
+// that every warp appends to then costs an atomic per WARP_STAGE entries,
+// not one per warp and round. Its runs keep the order of the appends. All
+// lanes of the warp must make every call together.
+struct WarpQueue {
+    vid_t* stage;     // WARP_STAGE slots of shared memory, this warp's own
+    unsigned staged;  // the same in every lane
+    vid_t* queue;
+    unsigned* count;
+    unsigned cap;  // slots at cap or beyond are counted, not written
+
+    __device__ __forceinline__ WarpQueue(vid_t* stage_, vid_t* queue_, unsigned* count_, unsigned cap_)
+        : stage(stage_), staged(0), queue(queue_), count(count_), cap(cap_) {}
+
+    __device__ __forceinline__ void append(bool keep, vid_t v) {
+        unsigned mask = __ballot_sync(FULL_MASK, keep);
+        if (keep) stage[staged + __popc(mask & lanes_below())] = v;
+        staged += __popc(mask);
+        if (staged > WARP_STAGE - 32) flush();
+    }
+
+    __device__ __forceinline__ void flush() {
+        __syncwarp();
+        if (staged == 0) return;
+        unsigned base = 0;
+        if (lane_id() == 0) base = atomicAdd(count, staged);
+        base = __shfl_sync(FULL_MASK, base, 0);
+        for (unsigned i = lane_id(); i < staged; i += 32)
+            if (base + i < cap) queue[base + i] = stage[i];
+        __syncwarp();
+        staged = 0;
+    }
+};
+
+// The staging area of this thread's warp among `stages` areas per warp.
+__device__ __forceinline__ vid_t* warp_stage(vid_t* shared_stages, int which, int stages) {
+    return shared_stages + ((threadIdx.x >> 5) * stages + which) * WARP_STAGE;
 }
 
 // Enterprise's frontier classes by out-degree (§4.2): fewer than 32 edges

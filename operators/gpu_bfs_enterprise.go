@@ -88,7 +88,7 @@ func enterpriseHubs(d convert.DegreeStats) (degree, hubs int64) {
 // enterpriseKernels are the module's kernels, the four top-down ones by
 // class.
 type enterpriseKernels struct {
-	init, queue, buThread, buWarp *launchable
+	init, queue, buSmall, buWide *launchable
 	topDown                       [classes]*launchable
 }
 
@@ -98,7 +98,7 @@ func (b *GPU) enterpriseKernels() (*enterpriseKernels, error) {
 		name string
 		to   **launchable
 	}{
-		{"ent_init", &k.init}, {"ent_queue", &k.queue}, {"ent_bu_thread", &k.buThread}, {"ent_bu_warp", &k.buWarp},
+		{"ent_init", &k.init}, {"ent_queue", &k.queue}, {"ent_bu_small", &k.buSmall}, {"ent_bu_wide", &k.buWide},
 		{"ent_td_thread", &k.topDown[0]}, {"ent_td_warp", &k.topDown[1]}, {"ent_td_block", &k.topDown[2]}, {"ent_td_grid", &k.topDown[3]},
 	} {
 		var err error
@@ -274,9 +274,10 @@ func runEnterprise(ctx context.Context, b *GPU, in Input) (*Result, error) {
 				err = k.topDown[c].launchFor(stream(c), int64(count[c])*tdItems[c], tdPerBlock[c],
 					outOff, outTgt, eb.depth, eb.parent, queue(cur, c), count[c], level)
 			} else {
-				bu, perBlock := k.buWarp, int64(blockSize/32)
+				// Groups of 8 lanes per small vertex, a warp per other one.
+				bu, perBlock := k.buWide, int64(blockSize/32)
 				if c == 0 {
-					bu, perBlock = k.buThread, blockSize
+					bu, perBlock = k.buSmall, blockSize/8
 				}
 				err = bu.launchFor(stream(c), int64(count[c]), perBlock,
 					inOff, inSrc, outOff, eb.depth, eb.parent, queue(cur, c), count[c], level,
