@@ -365,10 +365,10 @@ func (w *writer) createError(err error, fix string) error {
 func (w *writer) ioError(err error) error {
 	fix := "check that the directory exists and is writable and that the disk has space"
 	switch {
+	case errors.Is(err, syscall.ENOSPC): // a file, or standard output redirected to one
+		fix = "free some space on the disk, or write elsewhere"
 	case w.file == nil || errors.Is(err, syscall.EPIPE):
 		fix = "check that the program reading the output is still running"
-	case errors.Is(err, syscall.ENOSPC):
-		fix = "free some space on the disk, or write elsewhere"
 	}
 	return &usererr.Error{Kind: usererr.Internal, File: w.display, Row: -1,
 		Problem: "cannot write: " + causeText(err), Fix: fix, Err: err}

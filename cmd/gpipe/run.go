@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
 
 	"github.com/gpipe/gpipe"
 	"github.com/gpipe/gpipe/ingest"
@@ -211,7 +212,6 @@ func runAction(c *cli.Context, e *env) error {
 	return nil
 }
 
-// isTerminal says whether w is a terminal (a character device).
 // invalidRows is "1 invalid row" or "n invalid rows".
 func invalidRows(n int64) string {
 	if n == 1 {
@@ -242,11 +242,9 @@ func checkNotTerminal(e *env, output, format string) error {
 		"redirect it (> out.arrows, | next-tool), pass --output FILE, or --output-format csv to read it")
 }
 
+// isTerminal says whether w is a terminal. Other character devices
+// (/dev/null, /dev/full) are not: writing to them is what a redirect asks for.
 func isTerminal(w any) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }
