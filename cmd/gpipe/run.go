@@ -20,10 +20,11 @@ const semantics = `Graph semantics:
    Edges are directed unless --undirected, which makes every edge count in both
    directions. Self loops are dropped. Parallel edges are merged into one edge
    with the minimum weight. Weights come from --weight-col (default "weight");
-   where that column is absent every weight is 1. Vertex keys may be int32,
-   int64, uint32, uint64 or string; the output has one row per vertex that
-   appears in any edge, in ascending key order, and its "vertex" column has the
-   input's key type. Unreachable vertices get nulls.
+   where that column is absent every weight is 1; bfs, pagerank and cc use no
+   weights and do not read it. Vertex keys may be int32, int64, uint32, uint64
+   or string; the output has one row per vertex that appears in any edge, in
+   ascending key order, and its "vertex" column has the input's key type.
+   Unreachable vertices get nulls.
 
 Operators and their columns:
    bfs       depth (int32), parent (key); the source is its own parent
@@ -47,6 +48,10 @@ Exit codes: 0 success, 1 internal error or a failed write (full disk), 2 bad
    flags or parameters, 3 bad input data or an unknown source key, 4 backend
    unavailable, 130 interrupted.`
 
+// weightColUsage is --weight-col's help, in run and bench.
+const weightColUsage = "edge weight column, read by sssp and sswp (weight 1 where the default column is absent); " +
+	"the operators that use no weights ignore it"
+
 func runCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:      "run",
@@ -62,7 +67,7 @@ func runCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: "source", Aliases: []string{"s"}, Usage: "start vertex `KEY` for bfs, sssp and sswp, as it appears in the input"},
 			&cli.StringFlag{Name: "src-col", Value: "src", Usage: "source vertex column"},
 			&cli.StringFlag{Name: "dst-col", Value: "dst", Usage: "destination vertex column"},
-			&cli.StringFlag{Name: "weight-col", Value: "weight", Usage: "edge weight column (optional: weight 1 where absent)"},
+			&cli.StringFlag{Name: "weight-col", Value: "weight", Usage: weightColUsage},
 			&cli.BoolFlag{Name: "undirected", Usage: "every edge counts in both directions"},
 			&cli.StringFlag{Name: "backend", Value: "auto", Usage: "auto, cpu or gpu"},
 			&cli.BoolFlag{Name: "skip-invalid", Usage: "drop rows with null keys or invalid weights (counted on stderr) instead of failing"},
@@ -91,7 +96,9 @@ func paramFlags() []cli.Flag {
 
 // paramsFor reads the operator parameters and checks that each one given
 // applies to the operator op: a flag meant for another operator, or a 0 that
-// would silently mean "the default", is refused rather than ignored.
+// would silently mean "the default", is refused rather than ignored. The
+// column flags are not parameters: they describe the table, which a
+// pipeline names once for whatever operator it runs.
 func paramsFor(c *cli.Context, op string) (operators.Params, error) {
 	p := paramsFrom(c)
 	o, err := operators.Lookup(op)
@@ -107,9 +114,6 @@ func paramsFor(c *cli.Context, op string) (operators.Params, error) {
 	flag := func(param string) string { return "--" + strings.ReplaceAll(param, "_", "-") }
 	if err := operators.CheckSet(o, p, set, flag); err != nil {
 		return p, err
-	}
-	if c.IsSet("weight-col") && !o.Spec().Weighted {
-		return p, usererr.New(usererr.Usage, fmt.Sprintf("--weight-col does not apply to operator %s, which does not use edge weights", op), "leave it out")
 	}
 	return p, nil
 }
