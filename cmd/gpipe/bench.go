@@ -41,6 +41,7 @@ func benchCommand(e *env) *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object on stdout"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the timed trials to `FILE` (go tool pprof)"},
 		}, paramFlags()...),
+		Before: e.endOnSecondSignal,
 		Action: func(c *cli.Context) error {
 			if c.String("op") == "" {
 				return usererr.New(usererr.Usage, "--op is required", "see 'gpipe bench --help'")

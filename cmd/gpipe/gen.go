@@ -27,6 +27,7 @@ func genCommand(e *env) *cli.Command {
 			}
 			return usererr.New(usererr.Usage, fmt.Sprintf("unknown generator %q", c.Args().First()), "gpipe gen has one generator, kronecker; see 'gpipe gen kronecker --help'")
 		},
+		Before: e.endOnSecondSignal,
 		Subcommands: []*cli.Command{{
 			Name:      "kronecker",
 			Usage:     "a Graph 500 Kronecker graph (A=0.57 B=0.19 C=0.19, vertex labels randomly permuted)",

@@ -75,6 +75,7 @@ func runCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: "input-format", Usage: "input format, overriding the extension: parquet, arrow, arrows, csv, text, mtx"},
 			&cli.StringFlag{Name: "output-format", Usage: "output format, overriding the extension: parquet, arrow, arrows, csv"},
 		}, paramFlags()...),
+		Before: e.endOnSecondSignal,
 		Action: func(c *cli.Context) error { return runAction(c, e) },
 	}
 }
