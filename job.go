@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/gpipe/gpipe/ingest"
@@ -165,10 +166,7 @@ func RunJob(ctx context.Context, job Job) (*Report, error) {
 	if job.Output != "" {
 		stage(job.Load, "write")
 		writeStart := time.Now()
-		rec := res.Record(memory.DefaultAllocator)
-		err := sink.WriteRecord(ctx, job.Output, rec, job.Sink)
-		rec.Release()
-		if err != nil {
+		if err := writeResult(ctx, res, job.Output, job.Sink, memory.DefaultAllocator); err != nil {
 			return nil, err
 		}
 		rep.Timings.Write = time.Since(writeStart).Seconds()
@@ -176,6 +174,14 @@ func RunJob(ctx context.Context, job Job) (*Report, error) {
 	rep.Timings.Total = time.Since(start).Seconds()
 	rep.release, kept = release, true
 	return rep, nil
+}
+
+// writeResult writes res to output a batch at a time, each batch's columns
+// built from mem as it is written.
+func writeResult(ctx context.Context, res *Result, output string, opts sink.Options, mem memory.Allocator) error {
+	return sink.WriteRows(ctx, output, res.Schema(), int64(res.Graph.NumVertices()), func(lo, hi int64) arrow.Record {
+		return res.Rows(mem, int(lo), int(hi))
+	}, opts)
 }
 
 // weightColumnNotes notes a weight column named for an operator that uses no
