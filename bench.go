@@ -71,6 +71,8 @@ type BenchReport struct {
 	LayoutBytes  int64   `json:"layout_bytes"`
 	PeakRSSBytes int64   `json:"peak_rss_bytes,omitempty"`
 	BytesPerEdge float64 `json:"bytes_per_edge,omitempty"`
+	// Notes are as in Report.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Bench runs a benchmark. Trial times are the operators' own compute times
@@ -124,6 +126,7 @@ func Bench(ctx context.Context, cfg BenchConfig) (*BenchReport, error) {
 		Vertices: g.NumVertices(), Edges: g.NumEdges(), InputEdges: g.Stats.InputEdges,
 		ReadS: g.ReadTime.Seconds(), BuildS: g.BuildTime.Seconds(),
 		InputBytes: inputBytes, LayoutBytes: g.Bytes(), PeakRSSBytes: peak,
+		Notes: weightColumnNotes(spec, cfg.Load.Columns),
 	}
 	if peak > 0 && g.Stats.InputEdges > 0 {
 		rep.BytesPerEdge = float64(peak) / float64(g.Stats.InputEdges)

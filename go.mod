@@ -10,6 +10,7 @@ require (
 	github.com/pierrec/lz4/v4 v4.1.21
 	github.com/urfave/cli/v2 v2.27.7
 	golang.org/x/sys v0.38.0
+	golang.org/x/term v0.37.0
 	google.golang.org/grpc v1.63.2
 )
 

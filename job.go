@@ -6,8 +6,10 @@ import (
 	"os"
 	"time"
 
+	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"github.com/gpipe/gpipe/ingest"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
 	"github.com/gpipe/gpipe/sink"
@@ -48,6 +50,10 @@ type Report struct {
 	Iterations  int              `json:"iterations"`
 	Unreached   int              `json:"unreached,omitempty"`
 	Warnings    []string         `json:"warnings,omitempty"`
+	// Notes say what the job did with what it was given that a reader of
+	// the report might not expect (a weight column it ignored); unlike
+	// warnings they are not printed.
+	Notes []string `json:"notes,omitempty"`
 	// Result is the operator's output, for callers that print a summary.
 	// It and its graph stay valid until Release.
 	Result  *Result `json:"-"`
@@ -99,6 +105,7 @@ func RunJob(ctx context.Context, job Job) (*Report, error) {
 		}
 	}
 	spec := op.Spec()
+	notes := weightColumnNotes(spec, job.Load.Columns)
 	job.Load.Columns.ReadWeight = spec.Weighted
 	job.Load.Weights = spec.Weights
 	job.Load.BuildIn = job.Load.BuildIn || spec.NeedsIn
@@ -149,7 +156,7 @@ func RunJob(ctx context.Context, job Job) (*Report, error) {
 		Vertices: g.NumVertices(), Edges: g.NumEdges(), InputEdges: g.Stats.InputEdges,
 		SelfLoops: g.Stats.SelfLoops, MergedEdges: g.Stats.Merged,
 		Iterations: res.Iterations, Unreached: res.Unreached(), Warnings: res.Warnings,
-		Result: res,
+		Notes: notes, Result: res,
 	}
 	rep.Timings.Read = g.ReadTime.Seconds()
 	rep.Timings.Build = g.BuildTime.Seconds()
@@ -159,10 +166,7 @@ func RunJob(ctx context.Context, job Job) (*Report, error) {
 	if job.Output != "" {
 		stage(job.Load, "write")
 		writeStart := time.Now()
-		rec := res.Record(memory.DefaultAllocator)
-		err := sink.WriteRecord(ctx, job.Output, rec, job.Sink)
-		rec.Release()
-		if err != nil {
+		if err := writeResult(ctx, res, job.Output, job.Sink, memory.DefaultAllocator); err != nil {
 			return nil, err
 		}
 		rep.Timings.Write = time.Since(writeStart).Seconds()
@@ -170,6 +174,26 @@ func RunJob(ctx context.Context, job Job) (*Report, error) {
 	rep.Timings.Total = time.Since(start).Seconds()
 	rep.release, kept = release, true
 	return rep, nil
+}
+
+// writeResult writes res to output a batch at a time, each batch's columns
+// built from mem as it is written.
+func writeResult(ctx context.Context, res *Result, output string, opts sink.Options, mem memory.Allocator) error {
+	return sink.WriteRows(ctx, output, res.Schema(), int64(res.Graph.NumVertices()), func(lo, hi int64) arrow.Record {
+		return res.Rows(mem, int(lo), int(hi))
+	}, opts)
+}
+
+// weightColumnNotes notes a weight column named for an operator that uses no
+// weights. The column names are the table's, named once for every operator
+// of a pipeline, so that is not an error; the column is not read at all, so
+// neither is its absence.
+func weightColumnNotes(spec operators.Spec, cols ingest.Columns) []string {
+	if spec.Weighted || !cols.WeightExplicit {
+		return nil
+	}
+	return []string{fmt.Sprintf("weight column %q ignored by %s, which uses no edge weights (the column was not read)",
+		cols.WithDefaults().Weight, spec.Name)}
 }
 
 // checkNotInput refuses an output that is the input file itself (by any

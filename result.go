@@ -49,19 +49,25 @@ func (r *Result) arrowType(c operators.Column) arrow.DataType {
 // (ascending key order). Numeric columns without nulls share the result's
 // memory; the caller releases the record.
 func (r *Result) Record(mem memory.Allocator) arrow.Record {
-	n := r.Graph.NumVertices()
-	cols := []arrow.Array{r.Graph.Keys.Array(mem, nil)}
+	return r.Rows(mem, 0, r.Graph.NumVertices())
+}
+
+// Rows is the rows of Record for the vertices with ids [lo, hi): what a
+// writer takes a batch at a time, so that the whole table is never built
+// at once (and a canceled write stops between batches).
+func (r *Result) Rows(mem memory.Allocator, lo, hi int) arrow.Record {
+	cols := []arrow.Array{r.Graph.Keys.Range(mem, lo, hi)}
 	for _, c := range r.Columns {
 		switch c.Type {
 		case operators.Int32Column:
-			cols = append(cols, primitive(mem, arrow.PrimitiveTypes.Int32, c.Int32, func(v int32) bool { return v >= 0 }))
+			cols = append(cols, primitive(mem, arrow.PrimitiveTypes.Int32, c.Int32[lo:hi], func(v int32) bool { return v >= 0 }))
 		case operators.Float64Column:
-			cols = append(cols, primitive(mem, arrow.PrimitiveTypes.Float64, c.Float64, func(v float64) bool { return !math.IsNaN(v) }))
+			cols = append(cols, primitive(mem, arrow.PrimitiveTypes.Float64, c.Float64[lo:hi], func(v float64) bool { return !math.IsNaN(v) }))
 		case operators.VertexColumn:
-			cols = append(cols, r.Graph.Keys.Array(mem, c.Vertex))
+			cols = append(cols, r.Graph.Keys.Array(mem, c.Vertex[lo:hi]))
 		}
 	}
-	rec := array.NewRecord(r.Schema(), cols, int64(n))
+	rec := array.NewRecord(r.Schema(), cols, int64(hi-lo))
 	for _, c := range cols {
 		c.Release()
 	}

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -18,6 +19,8 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/internal/par"
+	"github.com/gpipe/gpipe/internal/pollctx"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
@@ -549,6 +552,39 @@ func TestBuildCanceled(t *testing.T) {
 	}
 }
 
+// A build canceled at any of its checks returns the cancellation, never a
+// graph that a step cut short left incomplete: hashed, ranked and string
+// keys, weights, both directions, the in-edges, long rows sorted by all
+// cores, and sorts cut into many blocks.
+func TestBuildCanceledAnywhere(t *testing.T) {
+	defer func(b int64, p int) { testBigRow, psortBlock = b, p }(testBigRow, psortBlock)
+	testBigRow, psortBlock = 256, 1<<10
+	r := rand.New(rand.NewPCG(15, 16))
+	for _, c := range []struct {
+		kt   ingest.KeyType
+		mode keyMode
+	}{{ingest.KeyInt64, sparseKeys}, {ingest.KeyUint32, denseKeys}, {ingest.KeyString, sparseKeys}} {
+		tab := tableOf(r, randomEdges(r, 60000, 40000), c.kt, c.mode, 3)
+		for _, opts := range []BuildOptions{
+			{Weighted: true, Weights: NonNegativeWeights, SkipInvalid: true, BuildIn: true},
+			{Undirected: true},
+		} {
+			count := pollctx.New(0)
+			g, err := Build(count, tab, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g.Release()
+			polls := count.Polls()
+			for at := int64(1); at <= polls; at += max(1, polls/10) {
+				if g, err := Build(pollctx.New(at), tab, opts); !errors.Is(err, context.Canceled) || g != nil {
+					t.Fatalf("%v %+v: canceled at check %d of about %d: graph %v, error %v", c.kt, opts, at, polls, g != nil, err)
+				}
+			}
+		}
+	}
+}
+
 // TestBuildAllocator checks that the layouts come from the allocator and
 // that Release gives all of it back.
 func TestBuildAllocator(t *testing.T) {
@@ -716,21 +752,73 @@ func cellText(a arrow.Array, i int) string {
 
 func TestPsort(t *testing.T) {
 	r := rand.New(rand.NewPCG(19, 20))
-	for _, procs := range []int{2, 3, 7} {
-		old := runtime.GOMAXPROCS(procs)
-		for _, n := range []int{0, 1, 100, 1 << 14, 100003} {
-			xs := make([]uint64, n)
-			for i := range xs {
-				xs[i] = r.Uint64N(uint64(n/3 + 1))
+	defer func(b int) { psortBlock = b }(psortBlock)
+	for _, block := range []int{psortBlock, 1 << 12} { // one block per worker; many, in several rounds
+		psortBlock = block
+		for _, procs := range []int{1, 2, 3, 7} {
+			old := runtime.GOMAXPROCS(procs)
+			for _, n := range []int{0, 1, 100, 1 << 14, 100003} {
+				xs := make([]uint64, n)
+				for i := range xs {
+					xs[i] = r.Uint64N(uint64(n/3 + 1))
+				}
+				want := slices.Clone(xs)
+				slices.Sort(want)
+				if err := psort(context.Background(), xs, slices.Sort[[]uint64], func(a, b uint64) bool { return a < b }); err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(xs, want) {
+					t.Fatalf("block=%d procs=%d n=%d: psort differs", block, procs, n)
+				}
 			}
-			want := slices.Clone(xs)
-			slices.Sort(want)
-			psort(xs, slices.Sort[[]uint64], func(a, b uint64) bool { return a < b })
-			if !slices.Equal(xs, want) {
-				t.Fatalf("procs=%d n=%d: psort differs", procs, n)
-			}
+			runtime.GOMAXPROCS(old)
 		}
-		runtime.GOMAXPROCS(old)
+	}
+}
+
+// psort stops soon after its context is canceled, in the block sorts and in
+// the merges: sorting the distinct keys of a graph with a billion of them
+// takes seconds. Here the context is canceled by the first block sort, and
+// by the first comparison of the merges; blocks are no longer than
+// psortBlock and few more are sorted, and the merges do not get through
+// one round.
+func TestPsortCanceled(t *testing.T) {
+	defer func(b int) { psortBlock = b }(psortBlock)
+	psortBlock = 1 << 10
+	const n = 64 << 10 // 64 blocks, 6 rounds of merges
+	xs := make([]uint64, n)
+	r := rand.New(rand.NewPCG(23, 24))
+	for i := range xs {
+		xs[i] = r.Uint64()
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var blocks, longest atomic.Int64
+	sortBlock := func(b []uint64) {
+		if blocks.Add(1) == 1 {
+			cancel()
+		}
+		if l := int64(len(b)); l > longest.Load() {
+			longest.Store(l) // racy max, but the blocks have one length
+		}
+		slices.Sort(b)
+	}
+	err := psort(ctx, slices.Clone(xs), sortBlock, func(a, b uint64) bool { return a < b })
+	if !errors.Is(err, context.Canceled) || blocks.Load() > int64(2*par.Workers()) || longest.Load() > int64(psortBlock) {
+		t.Errorf("canceled by the first block: %v after %d blocks of up to %d (of %d)", err, blocks.Load(), longest.Load(), psortBlock)
+	}
+
+	ctx, cancel = context.WithCancel(context.Background())
+	var compared atomic.Int64
+	less := func(a, b uint64) bool {
+		if compared.Add(1) == 1 {
+			cancel()
+		}
+		return a < b
+	}
+	err = psort(ctx, slices.Clone(xs), slices.Sort[[]uint64], less)
+	if !errors.Is(err, context.Canceled) || compared.Load() >= n {
+		t.Errorf("canceled by the first comparison: %v after %d comparisons (a round of merges makes about %d)", err, compared.Load(), n)
 	}
 }
 

@@ -92,7 +92,10 @@ func buildCSR(ctx context.Context, n int, ids edgeIDs, spans []span, opts BuildO
 	kept := par.PrefixSum(c.Offsets)
 	if a == nil && kept >= int64(len(tgt))-int64(len(tgt))/8 {
 		// Go memory and little to drop: the scatter arrays become the layout.
-		compactRows(n, start, c.Offsets, tgt, wt)
+		compactRows(ctx, n, start, c.Offsets, tgt, wt)
+		if err := ctx.Err(); err != nil {
+			return CSR{}, err
+		}
 		c.Targets = tgt[:kept:kept]
 		if weighted {
 			c.Weights = wt[:kept:kept]
@@ -131,14 +134,17 @@ func buildCSR(ctx context.Context, n int, ids edgeIDs, spans []span, opts BuildO
 // compactRows moves row u of t (and w) from start[u] to off[u], its length
 // being off[u+1]-off[u] (rows only shrink, so off[u] <= start[u]): first each
 // block of rows to the front of its own range, in parallel, then the blocks
-// into place, in order.
-func compactRows(n int, start, off []int64, t []uint32, w []float64) {
+// into place, in order. Canceled, it stops part done.
+func compactRows(ctx context.Context, n int, start, off []int64, t []uint32, w []float64) {
 	blocks := min(par.Workers(), n)
 	first := func(b int) int { return n * b / blocks }
 	par.For(blocks, 1, func(blo, bhi int) {
 		for b := blo; b < bhi; b++ {
 			to := start[first(b)]
 			for u := first(b); u < first(b+1); u++ {
+				if u%(16*rowGrain) == 0 && ctx.Err() != nil {
+					return
+				}
 				l := off[u+1] - off[u]
 				if from := start[u]; from != to {
 					copy(t[to:to+l], t[from:from+l])
@@ -150,13 +156,19 @@ func compactRows(n int, start, off []int64, t []uint32, w []float64) {
 			}
 		}
 	})
+	// A block moves towards the front, so piece by piece from its start.
+	const piece = 1 << 20
 	for b := 0; b < blocks; b++ {
 		lo, hi := first(b), first(b+1)
 		from, to, l := start[lo], off[lo], off[hi]-off[lo]
-		if from != to {
-			copy(t[to:to+l], t[from:from+l])
+		for k := int64(0); from != to && k < l; k += piece {
+			if ctx.Err() != nil {
+				return
+			}
+			e := min(k+piece, l)
+			copy(t[to+k:to+e], t[from+k:from+e])
 			if w != nil {
-				copy(w[to:to+l], w[from:from+l])
+				copy(w[to+k:to+e], w[from+k:from+e])
 			}
 		}
 	}

@@ -150,17 +150,22 @@ func search[T int32 | int64 | uint32 | uint64](keys []T, v T) (int, bool) {
 // Array is the key column for ids: the key of ids[i] at row i, null where
 // ids[i] is NoVertex. With ids nil it is every vertex's key in id order.
 func (k *VertexKeys) Array(mem memory.Allocator, ids []uint32) arrow.Array {
-	n := k.Len()
-	rows := n
-	if ids != nil {
-		rows = len(ids)
+	if ids == nil {
+		return k.Range(mem, 0, k.Len())
 	}
-	id := func(i int) (uint32, bool) {
-		if ids == nil {
-			return uint32(i), true
-		}
-		return ids[i], ids[i] != NoVertex
-	}
+	return k.array(mem, len(ids), func(i int) (uint32, bool) { return ids[i], ids[i] != NoVertex })
+}
+
+// Range is the key column of the vertices with ids [lo, hi), in id order:
+// a slice of the vertex column, so that a result can be written a batch at
+// a time.
+func (k *VertexKeys) Range(mem memory.Allocator, lo, hi int) arrow.Array {
+	return k.array(mem, hi-lo, func(i int) (uint32, bool) { return uint32(lo + i), true })
+}
+
+// array is the key column of rows rows, row i holding the key of id(i), or
+// null where id says there is none.
+func (k *VertexKeys) array(mem memory.Allocator, rows int, id func(i int) (uint32, bool)) arrow.Array {
 	b := array.NewBuilder(mem, k.ArrowType)
 	defer b.Release()
 	b.Reserve(rows)

@@ -1,28 +1,46 @@
 package convert
 
-import "github.com/gpipe/gpipe/internal/par"
+import (
+	"context"
 
-// psort sorts xs on all cores: one block per worker sorted by sortBlock, then
-// rounds of pairwise merges, each merge cut into pieces by co-ranking so that
+	"github.com/gpipe/gpipe/internal/par"
+)
+
+// psortBlock is the most elements psort gives one call of sortBlock or of
+// merge: the work between two checks for cancellation (some 20 ms for
+// integers, more for strings). A variable so that tests can cut small inputs
+// into many blocks.
+var psortBlock = 1 << 18
+
+// psort sorts xs on all cores: blocks of at most psortBlock elements (at
+// least one per worker) sorted by sortBlock, then rounds of pairwise merges,
+// each merge cut by co-ranking into pieces of at most psortBlock so that
 // every round keeps all cores busy. less must be a strict order consistent
-// with sortBlock's.
-func psort[T any](xs []T, sortBlock func([]T), less func(a, b T) bool) {
+// with sortBlock's. It checks ctx before each block and piece; canceled, it
+// returns ctx.Err() with xs in no particular order.
+func psort[T any](ctx context.Context, xs []T, sortBlock func([]T), less func(a, b T) bool) error {
 	n := len(xs)
 	w := par.Workers()
-	if n < 1<<14 || w == 1 {
+	blocks := max(w, (n+psortBlock-1)/psortBlock)
+	if n < 1<<14 || blocks == 1 {
 		sortBlock(xs)
-		return
+		return ctx.Err()
 	}
-	blocks := w
 	bounds := make([]int, blocks+1)
 	for b := range bounds {
 		bounds[b] = n * b / blocks
 	}
 	par.For(blocks, 1, func(lo, hi int) {
 		for b := lo; b < hi; b++ {
+			if ctx.Err() != nil {
+				return
+			}
 			sortBlock(xs[bounds[b]:bounds[b+1]])
 		}
 	})
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	buf := make([]T, n)
 	from, to := xs, buf
 	for len(bounds) > 2 {
@@ -39,7 +57,7 @@ func psort[T any](xs []T, sortBlock func([]T), less func(a, b T) bool) {
 			mid, hi := bounds[r+1], bounds[r+2]
 			a, b := from[lo:mid], from[mid:hi]
 			total := hi - lo
-			k := max(1, min(w, total/(1<<13)))
+			k := max(1, min(w, total/(1<<13)), (total+psortBlock-1)/psortBlock)
 			prevI, prevJ := 0, 0
 			for p := 1; p <= k; p++ {
 				pos := total * p / k
@@ -52,15 +70,22 @@ func psort[T any](xs []T, sortBlock func([]T), less func(a, b T) bool) {
 		}
 		par.For(len(pieces), 1, func(lo, hi int) {
 			for _, p := range pieces[lo:hi] {
+				if ctx.Err() != nil {
+					return
+				}
 				merge(p.out, p.a, p.b, less)
 			}
 		})
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		bounds = next
 		from, to = to, from
 	}
 	if &from[0] != &xs[0] {
 		copy(xs, from)
 	}
+	return nil
 }
 
 // coRank is how many of the first pos elements of merge(a, b) come from a.

@@ -396,8 +396,7 @@ func renumberHashed[T intKey](ctx context.Context, t *ingest.EdgeTable, spans []
 	if int64(len(distinct)) > maxVertices {
 		return nil, tooManyVertices(t, fmt.Sprint(len(distinct)))
 	}
-	psort(distinct, slices.Sort[[]uint64], func(a, b uint64) bool { return a < b })
-	if err := ctx.Err(); err != nil {
+	if err := psort(ctx, distinct, slices.Sort[[]uint64], func(a, b uint64) bool { return a < b }); err != nil {
 		return nil, err
 	}
 
@@ -405,6 +404,9 @@ func renumberHashed[T intKey](ctx context.Context, t *ingest.EdgeTable, spans []
 	rankOf := make([]uint32, len(tab.slots)+1)
 	keys := make([]T, len(distinct))
 	par.For(len(distinct), 1<<14, func(lo, hi int) {
+		if ctx.Err() != nil {
+			return
+		}
 		for i := lo; i < hi; i++ {
 			rankOf[tab.find(distinct[i])] = uint32(i)
 			keys[i] = unord[T](distinct[i])
@@ -561,9 +563,9 @@ func renumberStrings(ctx context.Context, t *ingest.EdgeTable, spans []span, dro
 			}
 		}
 	})
-	psort(order, func(xs []uint32) { slices.SortFunc(xs, tab.compare) },
+	err := psort(ctx, order, func(xs []uint32) { slices.SortFunc(xs, tab.compare) },
 		func(a, b uint32) bool { return tab.compare(a, b) < 0 })
-	if err := ctx.Err(); err != nil {
+	if err != nil {
 		return nil, err
 	}
 
@@ -571,14 +573,23 @@ func renumberStrings(ctx context.Context, t *ingest.EdgeTable, spans []span, dro
 	keys := &ingest.Strings{Offsets: make([]int64, n+1)}
 	rankOf := make([]uint32, len(tab.slots))
 	par.For(n, 1<<14, func(lo, hi int) {
+		if ctx.Err() != nil {
+			return
+		}
 		for i := lo; i < hi; i++ {
 			keys.Offsets[i] = int64(tab.length(order[i]))
 			rankOf[order[i]] = uint32(i)
 		}
 	})
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	size64 := par.PrefixSum(keys.Offsets)
 	keys.Data = make([]byte, size64)
 	par.For(n, 1<<14, func(lo, hi int) {
+		if ctx.Err() != nil {
+			return
+		}
 		for i := lo; i < hi; i++ {
 			sl := &tab.slots[order[i]]
 			to := keys.Data[keys.Offsets[i]:keys.Offsets[i+1]]

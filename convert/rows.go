@@ -328,6 +328,7 @@ func cleanRows(ctx context.Context, n int, bounds func(u int) (int64, int64), t 
 	})
 	if len(bigRows) > 0 {
 		s := newRowSorter(n, true)
+	bigRows:
 		for _, u := range bigRows {
 			if ctx.Err() != nil {
 				break
@@ -339,13 +340,17 @@ func cleanRows(ctx context.Context, n int, bounds func(u int) (int64, int64), t 
 			case w == nil && s.useMarks(len(row)):
 				k = s.markSort(row)
 			case w == nil:
-				psort(row, slices.Sort[[]uint32], func(a, b uint32) bool { return a < b })
+				if psort(ctx, row, slices.Sort[[]uint32], func(a, b uint32) bool { return a < b }) != nil {
+					break bigRows
+				}
 				k = int64(len(row))
 				if deg != nil {
 					k = dedupe32(row)
 				}
 			default:
-				sortBigTW(row, w[rlo:rhi])
+				if sortBigTW(ctx, row, w[rlo:rhi]) != nil {
+					break bigRows
+				}
 				k = int64(len(row))
 				if deg != nil {
 					k = dedupeMin(row, w[rlo:rhi])
@@ -367,22 +372,27 @@ type tw struct {
 	w float64
 }
 
-// sortBigTW sorts a long weighted row on all cores, through a copy.
-func sortBigTW(t []uint32, w []float64) {
+// sortBigTW sorts a long weighted row on all cores, through a copy; canceled,
+// it returns ctx.Err() with the row as it was.
+func sortBigTW(ctx context.Context, t []uint32, w []float64) error {
 	tmp := make([]tw, len(t))
 	par.For(len(t), 1<<16, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			tmp[i] = tw{t[i], w[i]}
 		}
 	})
-	psort(tmp, func(xs []tw) {
+	err := psort(ctx, tmp, func(xs []tw) {
 		slices.SortFunc(xs, func(a, b tw) int { return int(int64(a.t) - int64(b.t)) })
 	}, func(a, b tw) bool { return a.t < b.t })
+	if err != nil {
+		return err
+	}
 	par.For(len(t), 1<<16, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			t[i], w[i] = tmp[i].t, tmp[i].w
 		}
 	})
+	return nil
 }
 
 // dedupe32 moves the distinct targets of a sorted row to its front and

@@ -106,7 +106,7 @@ func bfsDO(ctx context.Context, out, in *convert.CSR, src uint32) (depth []int32
 			awake := int64(len(queue))
 			for {
 				old := awake
-				awake = bfsBottomUp(in, parent, depth, level, front, curr)
+				awake = bfsBottomUp(ctx, in, parent, depth, level, front, curr)
 				level++
 				levels++
 				front, curr = curr, front
@@ -121,12 +121,16 @@ func bfsDO(ctx context.Context, out, in *convert.CSR, src uint32) (depth []int32
 			scout = 1
 		} else {
 			edgesToCheck -= scout
-			scout = bfsTopDown(out, parent, depth, level, queue, next)
+			scout = bfsTopDown(ctx, out, parent, depth, level, queue, next)
 			level++
 			levels++
 			queue, next.buf = next.buf[:next.tail.Load()], queue[:cap(queue)]
 			next.tail.Store(0)
 		}
+	}
+	// A step cut short by cancellation may have left the frontier empty.
+	if err := ctx.Err(); err != nil {
+		return nil, nil, 0, err
 	}
 	return depth, parent, levels, nil
 }
@@ -155,12 +159,15 @@ func (q *sharedQueue) flush(local []uint32) []uint32 {
 // bfsTopDown visits the out-edges of the frontier queue (at depth level),
 // claims each unvisited target with a compare-and-swap on its parent and
 // queues it in next. It returns the out-degree sum of the vertices it
-// claimed (GAP's scout count).
-func bfsTopDown(out *convert.CSR, parent []uint32, depth []int32, level int32, queue []uint32, next *sharedQueue) int64 {
+// claimed (GAP's scout count). Once ctx is canceled it stops, part done.
+func bfsTopDown(ctx context.Context, out *convert.CSR, parent []uint32, depth []int32, level int32, queue []uint32, next *sharedQueue) int64 {
 	workers := par.Workers()
 	locals := make([][]uint32, workers)
 	scouts := make([]int64, workers)
 	par.ForWorker(len(queue), 64, func(w, lo, hi int) {
+		if ctx.Err() != nil {
+			return
+		}
 		local := locals[w]
 		if local == nil {
 			local = make([]uint32, 0, bfsLocal)
@@ -201,13 +208,17 @@ func topDownRange(offs []int64, targets, parent []uint32, depth []int32, d int32
 // bfsBottomUp gives every unvisited vertex whose in-neighbour is in front
 // (the vertices at depth level) that neighbour as parent, and marks it in
 // next. It returns the number of vertices it visited. Each worker owns whole
-// words of next, so the bitmap needs no atomics.
-func bfsBottomUp(in *convert.CSR, parent []uint32, depth []int32, level int32, front, next bitmap) int64 {
+// words of next, so the bitmap needs no atomics. Once ctx is canceled it
+// stops, part done.
+func bfsBottomUp(ctx context.Context, in *convert.CSR, parent []uint32, depth []int32, level int32, front, next bitmap) int64 {
 	next.clear()
 	n := in.NumVertices()
 	workers := par.Workers()
 	awake := make([]int64, workers*8) // padded against false sharing
 	par.ForWorker(n, 1024, func(w, lo, hi int) {
+		if ctx.Err() != nil {
+			return
+		}
 		awake[w*8] += bottomUpRange(in.Offsets, in.Targets, parent, depth, level+1, front, next, lo, hi)
 	})
 	var total int64

@@ -66,7 +66,8 @@ func (CC) RunCPU(ctx context.Context, in Input) (*Result, error) {
 }
 
 // afforest labels the components of out (plus rev, the in-edges of a
-// directed graph; nil when undirected).
+// directed graph; nil when undirected). Every pass checks ctx between its
+// chunks of vertices.
 func afforest(ctx context.Context, out, rev *convert.CSR) ([]uint32, error) {
 	n := out.NumVertices()
 	comp := make([]uint32, n)
@@ -81,19 +82,25 @@ func afforest(ctx context.Context, out, rev *convert.CSR) ([]uint32, error) {
 			return nil, err
 		}
 		par.For(n, ccGrain, func(lo, hi int) {
+			if ctx.Err() != nil {
+				return
+			}
 			for u := lo; u < hi; u++ {
 				if e := offs[u] + r; e < offs[u+1] {
 					link(uint32(u), targets[e], comp)
 				}
 			}
 		})
-		compress(comp)
+		compress(ctx, comp)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	c := frequentLabel(comp)
 	par.For(n, ccGrain, func(lo, hi int) {
+		if ctx.Err() != nil {
+			return
+		}
 		for u := lo; u < hi; u++ {
 			if atomic.LoadUint32(&comp[u]) == c {
 				continue
@@ -111,7 +118,10 @@ func afforest(ctx context.Context, out, rev *convert.CSR) ([]uint32, error) {
 			}
 		}
 	})
-	compress(comp)
+	compress(ctx, comp)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	return comp, nil
 }
 
@@ -131,9 +141,13 @@ func link(u, v uint32, comp []uint32) {
 	}
 }
 
-// compress points every vertex straight at its tree's root.
-func compress(comp []uint32) {
+// compress points every vertex straight at its tree's root, or some of them
+// once ctx is canceled.
+func compress(ctx context.Context, comp []uint32) {
 	par.For(len(comp), ccGrain, func(lo, hi int) {
+		if ctx.Err() != nil {
+			return
+		}
 		for v := lo; v < hi; v++ {
 			p := atomic.LoadUint32(&comp[v])
 			for {

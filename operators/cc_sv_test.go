@@ -1,6 +1,7 @@
 package operators
 
 import (
+	"context"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -41,7 +42,7 @@ func shiloachVishkin(out *convert.CSR) []uint32 {
 				changed.Store(true)
 			}
 		})
-		compress(comp)
+		compress(context.Background(), comp)
 		if !changed.Load() {
 			return comp
 		}

@@ -102,7 +102,9 @@ func (d *deltaStepper) push(w int, b, cur uint64, v uint32) {
 
 // run processes buckets from the one holding src until all are empty and
 // returns the number of phases.
-// n is the number of vertices.
+// n is the number of vertices. Workers check ctx between their chunks of
+// the frontier and their fused rounds; after a canceled run d holds
+// vertices, so it must not go back to the pool.
 func (d *deltaStepper) run(ctx context.Context, r relaxer, src uint32, n int) (int, error) {
 	cur := r.bucket(src)
 	d.frontier = append(d.frontier[:0], src)
@@ -116,7 +118,7 @@ func (d *deltaStepper) run(ctx context.Context, r relaxer, src uint32, n int) (i
 		frontier := d.frontier
 		c := cur
 		onWorkers(func(w int) {
-			for {
+			for ctx.Err() == nil {
 				i := int(d.cursor.Add(64)) - 64
 				if i >= len(frontier) {
 					break
@@ -124,11 +126,14 @@ func (d *deltaStepper) run(ctx context.Context, r relaxer, src uint32, n int) (i
 				r.relax(d, w, frontier[i:min(i+64, len(frontier))], c)
 			}
 			bs := d.bins[w]
-			for k := bs.size(c); k > 0 && k < fuseLimit; k = bs.size(c) {
+			for k := bs.size(c); k > 0 && k < fuseLimit && ctx.Err() == nil; k = bs.size(c) {
 				r.relax(d, w, bs.take(c), c)
 			}
 			d.next[w], d.hasNext[w] = bs.next(c)
 		})
+		if err := ctx.Err(); err != nil {
+			return phases, err
+		}
 		var ok bool
 		if cur, ok = d.advance(r, cur); !ok {
 			return phases, nil

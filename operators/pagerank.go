@@ -148,6 +148,9 @@ func pageRankPull[C float32 | float64](ctx context.Context, outOffs, inOffs []in
 	dangles := make([]float64, chunks)
 	x0 := 1 / float64(n)
 	par.For(n, prGrain, func(lo, hi int) {
+		if ctx.Err() != nil {
+			return
+		}
 		var dangle float64
 		for v := lo; v < hi; v++ {
 			x[v] = x0
@@ -175,6 +178,9 @@ func pageRankPull[C float32 | float64](ctx context.Context, outOffs, inOffs []in
 		base := d*dangling/nf + (1-d)/nf
 		c, next, x := contrib, nextContrib, x // copies, so that the closure holds the slices themselves
 		par.For(n, prGrain, func(lo, hi int) {
+			if ctx.Err() != nil {
+				return
+			}
 			var errSum, dangle float64
 			for v := lo; v < hi; v++ {
 				ts := sources[inOffs[v]:inOffs[v+1]]
@@ -202,6 +208,10 @@ func pageRankPull[C float32 | float64](ctx context.Context, outOffs, inOffs []in
 			errs[lo/prGrain] = errSum
 			dangles[lo/prGrain] = dangle
 		})
+		// A pass cut short leaves stale sums that could read as converged.
+		if err := ctx.Err(); err != nil {
+			return nil, iterations, false, change, err
+		}
 		contrib, nextContrib = nextContrib, contrib
 		iterations++
 		change = 0

@@ -310,6 +310,9 @@ func deltaStepSSSP(ctx context.Context, c *convert.CSR, src uint32, delta float6
 	// no two chunks write the same parent.
 	par.For(len(chunks), 1, func(lo, hi int) {
 		for _, c := range chunks[lo:hi] {
+			if ctx.Err() != nil {
+				return
+			}
 			for _, x := range c {
 				if bitsView[x.v] == x.d {
 					parent[x.v] = x.u
@@ -317,5 +320,8 @@ func deltaStepSSSP(ctx context.Context, c *convert.CSR, src uint32, delta float6
 			}
 		}
 	})
+	if err := ctx.Err(); err != nil {
+		return nil, nil, 0, err
+	}
 	return dist, parent, phases, nil
 }

@@ -157,18 +157,33 @@ func WriteRecord(ctx context.Context, path string, rec arrow.Record, opts Option
 	if rec == nil {
 		return usererr.New(usererr.Internal, "sink: no record to write", "")
 	}
+	return WriteRows(ctx, path, rec.Schema(), rec.NumRows(), func(lo, hi int64) arrow.Record {
+		return rec.NewSlice(lo, hi)
+	}, opts)
+}
+
+// WriteRows writes a table of the given schema and number of rows to path,
+// making each batch with rows(lo, hi) (the rows [lo, hi), released once
+// written) only when it is written, so that a large table is never built
+// whole and a canceled ctx stops the write between batches. Otherwise it is
+// WriteRecord.
+func WriteRows(ctx context.Context, path string, schema *arrow.Schema, n int64, rows func(lo, hi int64) arrow.Record, opts Options) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	wr, err := Create(path, rec.Schema(), opts)
+	wr, err := Create(path, schema, opts)
 	if err != nil {
 		return err
 	}
 	defer wr.Abort()
 	w := wr.(*writer)
-	n := rec.NumRows()
+	write := func(lo, hi int64) error {
+		rec := rows(lo, hi)
+		defer rec.Release()
+		return w.Write(rec)
+	}
 	if n == 0 {
-		if err := w.Write(rec); err != nil {
+		if err := write(0, 0); err != nil {
 			return err
 		}
 	}
@@ -176,10 +191,7 @@ func WriteRecord(ctx context.Context, path string, rec arrow.Record, opts Option
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		s := rec.NewSlice(off, min(off+w.batch, n))
-		err := w.Write(s)
-		s.Release()
-		if err != nil {
+		if err := write(off, min(off+w.batch, n)); err != nil {
 			return err
 		}
 	}
@@ -365,10 +377,10 @@ func (w *writer) createError(err error, fix string) error {
 func (w *writer) ioError(err error) error {
 	fix := "check that the directory exists and is writable and that the disk has space"
 	switch {
+	case errors.Is(err, syscall.ENOSPC): // a file, or standard output redirected to one
+		fix = "free some space on the disk, or write elsewhere"
 	case w.file == nil || errors.Is(err, syscall.EPIPE):
 		fix = "check that the program reading the output is still running"
-	case errors.Is(err, syscall.ENOSPC):
-		fix = "free some space on the disk, or write elsewhere"
 	}
 	return &usererr.Error{Kind: usererr.Internal, File: w.display, Row: -1,
 		Problem: "cannot write: " + causeText(err), Fix: fix, Err: err}

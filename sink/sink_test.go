@@ -741,6 +741,18 @@ func TestDiskFull(t *testing.T) {
 		if usererr.KindOf(err) != usererr.Internal {
 			t.Errorf("%s: kind %v", format, usererr.KindOf(err))
 		}
+
+		// Standard output on a full disk (> /dev/full) says the same, not
+		// that the reader of a pipe went away.
+		full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = WriteRecord(context.Background(), "-", rec, Options{Format: format, Stdout: full})
+		full.Close()
+		if err == nil || !strings.Contains(err.Error(), "free some space") || strings.Contains(err.Error(), "program reading") {
+			t.Errorf("%s to a full standard output: %v", format, err)
+		}
 	}
 }
 

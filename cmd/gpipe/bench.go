@@ -36,11 +36,12 @@ func benchCommand(e *env) *cli.Command {
 			&cli.BoolFlag{Name: "undirected", Usage: "every edge counts in both directions"},
 			&cli.StringFlag{Name: "src-col", Value: "src", Usage: "source vertex column"},
 			&cli.StringFlag{Name: "dst-col", Value: "dst", Usage: "destination vertex column"},
-			&cli.StringFlag{Name: "weight-col", Value: "weight", Usage: "edge weight column"},
+			&cli.StringFlag{Name: "weight-col", Value: "weight", Usage: weightColUsage},
 			&cli.StringFlag{Name: "input-format", Usage: "input format, overriding the extension"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object on stdout"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the timed trials to `FILE` (go tool pprof)"},
 		}, paramFlags()...),
+		Before: e.endOnSecondSignal,
 		Action: func(c *cli.Context) error {
 			if c.String("op") == "" {
 				return usererr.New(usererr.Usage, "--op is required", "see 'gpipe bench --help'")

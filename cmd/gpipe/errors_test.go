@@ -322,7 +322,6 @@ func TestRefusedOptions(t *testing.T) {
 	fails(t, dir, nil, 2, []string{"--output link.csv is the input file"}, "run", "--input", "e.csv", "--op", "cc", "--output", "link.csv")
 	fails(t, dir, nil, 2, []string{`"src" is named as both the source and the destination column`},
 		"run", "--input", "e.csv", "--op", "cc", "--dst-col", "src")
-	fails(t, dir, nil, 2, []string{"--weight-col does not apply to operator cc"}, "run", "--input", "e.csv", "--op", "cc", "--weight-col", "w")
 	writeFile(t, filepath.Join(dir, "e.txt"), []byte("1 2 0.5\n"))
 	fails(t, dir, nil, 2, []string{"--src-col does not apply to e.txt", "by position"}, "run", "--input", "e.txt", "--op", "cc", "--src-col", "a")
 	fails(t, dir, nil, 2, []string{"--weight-col does not apply to e.txt"}, "run", "--input", "e.txt", "--op", "sssp", "--source", "1", "--weight-col", "w")

@@ -27,6 +27,7 @@ func genCommand(e *env) *cli.Command {
 			}
 			return usererr.New(usererr.Usage, fmt.Sprintf("unknown generator %q", c.Args().First()), "gpipe gen has one generator, kronecker; see 'gpipe gen kronecker --help'")
 		},
+		Before: e.endOnSecondSignal,
 		Subcommands: []*cli.Command{{
 			Name:      "kronecker",
 			Usage:     "a Graph 500 Kronecker graph (A=0.57 B=0.19 C=0.19, vertex labels randomly permuted)",
@@ -87,17 +88,28 @@ func writeTable(c *cli.Context, e *env, t *ingest.EdgeTable) error {
 	if err != nil {
 		return err
 	}
+	defer w.Abort()
 	rdr := t.RecordReader()
 	defer rdr.Release()
 	for rdr.Next() {
-		if err := c.Context.Err(); err != nil {
-			w.Abort()
-			return err
+		rec := rdr.Record()
+		// A chunk is millions of rows: checking between pieces of it keeps
+		// an interrupt prompt. The pieces are the writer's batches or
+		// smaller, so the output is the same.
+		for lo := int64(0); lo < rec.NumRows(); lo += sink.DefaultIPCBatch {
+			if err := c.Context.Err(); err != nil {
+				return err
+			}
+			piece := rec.NewSlice(lo, min(lo+sink.DefaultIPCBatch, rec.NumRows()))
+			err := w.Write(piece)
+			piece.Release()
+			if err != nil {
+				return err
+			}
 		}
-		if err := w.Write(rdr.Record()); err != nil {
-			w.Abort()
-			return err
-		}
+	}
+	if err := c.Context.Err(); err != nil {
+		return err
 	}
 	return w.Close()
 }
@@ -151,14 +163,18 @@ func writeEdgeList(c *cli.Context, out string, t *ingest.EdgeTable, sep byte) er
 }
 
 // writeEdgeLines writes t's edges (int64 keys, as the generator makes
-// them) to w, one "src dst [weight]" line each.
+// them) to w, one "src dst [weight]" line each, checking for cancellation
+// every linesPerCheck lines.
 func writeEdgeLines(c *cli.Context, w *bufio.Writer, t *ingest.EdgeTable, sep byte) error {
+	const linesPerCheck = 1 << 16
 	var line []byte
 	for _, ch := range t.Chunks {
-		if err := c.Context.Err(); err != nil {
-			return err
-		}
 		for i, s := range ch.Src.Int64 {
+			if i%linesPerCheck == 0 {
+				if err := c.Context.Err(); err != nil {
+					return err
+				}
+			}
 			line = strconv.AppendInt(line[:0], s, 10)
 			line = append(line, sep)
 			line = strconv.AppendInt(line, ch.Dst.Int64[i], 10)

@@ -26,7 +26,7 @@ var version = "dev"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr)
+	code := run(ctx, os.Args, &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, releaseSignals: stop})
 	stop()
 	os.Exit(code)
 }
@@ -35,12 +35,28 @@ func main() {
 type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	// releaseSignals gives SIGINT and SIGTERM back their default action
+	// (ending the process); nil where the caller handles no signals.
+	releaseSignals func()
+}
+
+// endOnSecondSignal is the Before of the commands that stop their job on
+// the first SIGINT or SIGTERM, clean up and exit 130: once the first has
+// canceled the context, the signals get their default action back, so that
+// a second one ends the process at once, as a user pressing Ctrl-C twice
+// expects (a stage blocked in a write to a stalled pipe cannot see the
+// first). serve gives a second signal a meaning of its own.
+func (e *env) endOnSecondSignal(c *cli.Context) error {
+	if e.releaseSignals != nil {
+		context.AfterFunc(c.Context, e.releaseSignals)
+	}
+	return nil
 }
 
 // run runs the command line args and returns the exit code. Every error is
 // printed here, once, as one line.
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
+func run(ctx context.Context, args []string, e *env) int {
+	stdout, stderr := e.stdout, e.stderr
 	app := &cli.App{
 		Name:    "gpipe",
 		Usage:   "graph analytics on Arrow and Parquet edge tables, on an NVIDIA GPU or all CPU cores",

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
 
 	"github.com/gpipe/gpipe"
 	"github.com/gpipe/gpipe/ingest"
@@ -19,10 +20,11 @@ const semantics = `Graph semantics:
    Edges are directed unless --undirected, which makes every edge count in both
    directions. Self loops are dropped. Parallel edges are merged into one edge
    with the minimum weight. Weights come from --weight-col (default "weight");
-   where that column is absent every weight is 1. Vertex keys may be int32,
-   int64, uint32, uint64 or string; the output has one row per vertex that
-   appears in any edge, in ascending key order, and its "vertex" column has the
-   input's key type. Unreachable vertices get nulls.
+   where that column is absent every weight is 1; bfs, pagerank and cc use no
+   weights and do not read it. Vertex keys may be int32, int64, uint32, uint64
+   or string; the output has one row per vertex that appears in any edge, in
+   ascending key order, and its "vertex" column has the input's key type.
+   Unreachable vertices get nulls.
 
 Operators and their columns:
    bfs       depth (int32), parent (key); the source is its own parent
@@ -46,6 +48,10 @@ Exit codes: 0 success, 1 internal error or a failed write (full disk), 2 bad
    flags or parameters, 3 bad input data or an unknown source key, 4 backend
    unavailable, 130 interrupted.`
 
+// weightColUsage is --weight-col's help, in run and bench.
+const weightColUsage = "edge weight column, read by sssp and sswp (weight 1 where the default column is absent); " +
+	"the operators that use no weights ignore it"
+
 func runCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:      "run",
@@ -61,7 +67,7 @@ func runCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: "source", Aliases: []string{"s"}, Usage: "start vertex `KEY` for bfs, sssp and sswp, as it appears in the input"},
 			&cli.StringFlag{Name: "src-col", Value: "src", Usage: "source vertex column"},
 			&cli.StringFlag{Name: "dst-col", Value: "dst", Usage: "destination vertex column"},
-			&cli.StringFlag{Name: "weight-col", Value: "weight", Usage: "edge weight column (optional: weight 1 where absent)"},
+			&cli.StringFlag{Name: "weight-col", Value: "weight", Usage: weightColUsage},
 			&cli.BoolFlag{Name: "undirected", Usage: "every edge counts in both directions"},
 			&cli.StringFlag{Name: "backend", Value: "auto", Usage: "auto, cpu or gpu"},
 			&cli.BoolFlag{Name: "skip-invalid", Usage: "drop rows with null keys or invalid weights (counted on stderr) instead of failing"},
@@ -69,6 +75,7 @@ func runCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: "input-format", Usage: "input format, overriding the extension: parquet, arrow, arrows, csv, text, mtx"},
 			&cli.StringFlag{Name: "output-format", Usage: "output format, overriding the extension: parquet, arrow, arrows, csv"},
 		}, paramFlags()...),
+		Before: e.endOnSecondSignal,
 		Action: func(c *cli.Context) error { return runAction(c, e) },
 	}
 }
@@ -90,7 +97,9 @@ func paramFlags() []cli.Flag {
 
 // paramsFor reads the operator parameters and checks that each one given
 // applies to the operator op: a flag meant for another operator, or a 0 that
-// would silently mean "the default", is refused rather than ignored.
+// would silently mean "the default", is refused rather than ignored. The
+// column flags are not parameters: they describe the table, which a
+// pipeline names once for whatever operator it runs.
 func paramsFor(c *cli.Context, op string) (operators.Params, error) {
 	p := paramsFrom(c)
 	o, err := operators.Lookup(op)
@@ -106,9 +115,6 @@ func paramsFor(c *cli.Context, op string) (operators.Params, error) {
 	flag := func(param string) string { return "--" + strings.ReplaceAll(param, "_", "-") }
 	if err := operators.CheckSet(o, p, set, flag); err != nil {
 		return p, err
-	}
-	if c.IsSet("weight-col") && !o.Spec().Weighted {
-		return p, usererr.New(usererr.Usage, fmt.Sprintf("--weight-col does not apply to operator %s, which does not use edge weights", op), "leave it out")
 	}
 	return p, nil
 }
@@ -211,7 +217,6 @@ func runAction(c *cli.Context, e *env) error {
 	return nil
 }
 
-// isTerminal says whether w is a terminal (a character device).
 // invalidRows is "1 invalid row" or "n invalid rows".
 func invalidRows(n int64) string {
 	if n == 1 {
@@ -242,11 +247,9 @@ func checkNotTerminal(e *env, output, format string) error {
 		"redirect it (> out.arrows, | next-tool), pass --output FILE, or --output-format csv to read it")
 }
 
+// isTerminal says whether w is a terminal. Other character devices
+// (/dev/null, /dev/full) are not: writing to them is what a redirect asks for.
 func isTerminal(w any) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }

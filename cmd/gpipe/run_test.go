@@ -420,6 +420,59 @@ func TestColumnFlags(t *testing.T) {
 	}
 }
 
+// A pipeline names its table's columns once, whatever operator it runs: the
+// operators that use no weights take --weight-col and do not read the column
+// (so a null weight, which sssp refuses, does not matter to them), and
+// --json says so. Operator parameters stay refused.
+func TestTableFlagsForEveryOperator(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tb := table{keyType: arrow.PrimitiveTypes.Int64, weightType: arrow.PrimitiveTypes.Float64,
+		srcCol: "from", dstCol: "to", weightCol: "cost", extra: true,
+		edges: []edge{{int64(1), int64(2), 0.5}, {int64(2), int64(3), nil}}}
+	for _, in := range []string{"e.parquet", "e.csv", "e.arrow"} {
+		writeInput(t, dir, in, tb)
+		cols := []string{"--input", in, "--src-col", "from", "--dst-col", "to", "--weight-col", "cost"}
+		for _, op := range []string{"bfs", "pagerank", "cc", "sssp", "sswp"} {
+			args := append([]string{"run"}, cols...)
+			args = append(args, "--op", op, "--output", "o.csv", "--json")
+			if op == "bfs" || op == "sssp" || op == "sswp" {
+				args = append(args, "--source", "1")
+			}
+			if op == "sssp" || op == "sswp" {
+				fails(t, dir, nil, 3, []string{`column "cost"`, "null"}, args...)
+				continue
+			}
+			rep := jobReport(t, ok(t, dir, nil, args...))
+			want := `weight column "cost" ignored by ` + op + `, which uses no edge weights (the column was not read)`
+			if notes, _ := rep["notes"].([]any); len(notes) != 1 || notes[0] != want {
+				t.Errorf("%s %s: notes %v, want [%s]", in, op, rep["notes"], want)
+			}
+			if op == "bfs" {
+				if o := readOutput(t, filepath.Join(dir, "o.csv")); o.rows() != 3 {
+					t.Errorf("%s bfs: %d rows, want 3", in, o.rows())
+				}
+			}
+
+			bench := append([]string{"bench"}, cols...)
+			bench = append(bench, "--op", op, "--trials", "1", "--json")
+			var rep2 map[string]any
+			if err := json.Unmarshal([]byte(ok(t, dir, nil, bench...).stdout), &rep2); err != nil {
+				t.Fatalf("bench --json: %v", err)
+			}
+			if notes, _ := rep2["notes"].([]any); len(notes) != 1 || notes[0] != want {
+				t.Errorf("bench %s %s: notes %v, want [%s]", in, op, rep2["notes"], want)
+			}
+		}
+		// Without --weight-col there is nothing to note.
+		if rep := jobReport(t, ok(t, dir, nil, "run", "--input", in, "--src-col", "from", "--dst-col", "to", "--op", "cc", "--json")); rep["notes"] != nil {
+			t.Errorf("%s cc without --weight-col: notes %v", in, rep["notes"])
+		}
+		fails(t, dir, nil, 2, []string{"--tolerance does not apply to operator bfs"},
+			append(append([]string{"run"}, cols...), "--op", "bfs", "--source", "1", "--tolerance", "1e-3")...)
+	}
+}
+
 func TestFormatOverrides(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -40,7 +40,11 @@ func ForWorker(n, grain int, fn func(worker, lo, hi int)) {
 		workers = chunks
 	}
 	if workers <= 1 {
-		fn(0, 0, n)
+		// Chunk by chunk still, as the doc says: loops check for
+		// cancellation at the start of each chunk.
+		for lo := 0; lo < n; lo += grain {
+			fn(0, lo, min(lo+grain, n))
+		}
 		return
 	}
 	var next atomic.Int64

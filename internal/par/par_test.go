@@ -41,6 +41,19 @@ func TestForWorkerCovers(t *testing.T) {
 	}
 }
 
+// On one core too, fn gets chunks of at most grain, not the whole range in
+// one call: loops check for cancellation at the start of each chunk, and
+// with one call they would check once (GOMAXPROCS is 1 in a container
+// limited to one CPU).
+func TestForWorkerCoversOnOneCore(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for _, n := range []int{0, 1, 7, 1000, 100003} {
+		for _, grain := range []int{0, 1, 64, 4096} {
+			checkCover(t, n, grain)
+		}
+	}
+}
+
 func TestBlocksAndPrefixSum(t *testing.T) {
 	for _, n := range []int{0, 1, 5, 2047, 1 << 16, 100001} {
 		xs := make([]int64, n)
