@@ -310,22 +310,32 @@ __device__ __forceinline__ void single_level(
     }
     unsigned long long added = 0;
     for (unsigned k0 = 0; k0 < per; k0 += SINGLE_BATCH) {
-        vid_t w[SINGLE_BATCH], u[SINGLE_BATCH];
+        // First every edge's place, from shared memory alone, so that the
+        // loads below go out together: no loaded value is looked at before
+        // the last load of its kind has been issued.
+        vid_t u[SINGLE_BATCH];
+        eid_t at[SINGLE_BATCH];
+        bool has[SINGLE_BATCH];
 #pragma unroll
         for (int j = 0; j < SINGLE_BATCH; j++) {
             unsigned k = lo + k0 + j;
-            w[j] = GPIPE_NO_VERTEX;
-            if (k < hi) {
+            has[j] = k < hi;
+            if (has[j]) {
                 while (start[owner + 1] <= k) owner++;
                 u[j] = cur.vertex[owner];
-                w[j] = targets[cur.first[owner] + (k - start[owner])];
+                at[j] = cur.first[owner] + (k - start[owner]);
             }
         }
+        vid_t w[SINGLE_BATCH];
+#pragma unroll
+        for (int j = 0; j < SINGLE_BATCH; j++) w[j] = has[j] ? targets[at[j]] : 0;
+        int d[SINGLE_BATCH];
+#pragma unroll
+        for (int j = 0; j < SINGLE_BATCH; j++) d[j] = has[j] ? depth[w[j]] : 0;
         bool fresh[SINGLE_BATCH];
 #pragma unroll
-        for (int j = 0; j < SINGLE_BATCH; j++) fresh[j] = w[j] != GPIPE_NO_VERTEX && depth[w[j]] == GPIPE_UNVISITED;
-#pragma unroll
         for (int j = 0; j < SINGLE_BATCH; j++) {
+            fresh[j] = has[j] && d[j] == GPIPE_UNVISITED;
             if (fresh[j]) {
                 depth[w[j]] = level + 1;
                 parent[w[j]] = u[j];
@@ -333,19 +343,18 @@ __device__ __forceinline__ void single_level(
             bool dup = duplicate(dups, w[j], fresh[j]);
             fresh[j] = fresh[j] && !dup;
         }
-        eid_t first[SINGLE_BATCH], last[SINGLE_BATCH];
 #pragma unroll
         for (int j = 0; j < SINGLE_BATCH; j++) {
-            first[j] = last[j] = 0;
-            if (fresh[j]) {
-                first[j] = offsets[w[j]];
-                last[j] = offsets[w[j] + 1];
-            }
+            at[j] = 0;
+            if (fresh[j]) at[j] = offsets[w[j]];
         }
+        eid_t last[SINGLE_BATCH];
+#pragma unroll
+        for (int j = 0; j < SINGLE_BATCH; j++) last[j] = fresh[j] ? offsets[w[j] + 1] : 0;
 #pragma unroll
         for (int j = 0; j < SINGLE_BATCH; j++) {
-            single_append(fresh[j], w[j], first[j], (unsigned)(last[j] - first[j]), next, next_count, spill, cap);
-            added += last[j] - first[j];
+            single_append(fresh[j], w[j], at[j], (unsigned)(last[j] - at[j]), next, next_count, spill, cap);
+            added += last[j] - at[j];
         }
     }
 #pragma unroll
