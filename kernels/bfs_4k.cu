@@ -265,51 +265,60 @@ struct SharedFrontier {
     unsigned* degree;
 };
 
-// Appends the lanes' kept vertices to the block's next frontier, or past its
-// end to the spill area in global memory (vertex ids only).
-__device__ __forceinline__ void single_append(bool keep, vid_t w, eid_t first, unsigned degree, SharedFrontier next,
-                                              unsigned* next_count, vid_t* spill, unsigned cap)
+// Appends each thread's kept vertices (the first kept of its batch's slots)
+// to the block's next frontier with one shared atomic per warp (a warp
+// prefix sum of the threads' counts places them), or past its end to the
+// spill area in global memory (vertex ids only). Every lane must call it.
+__device__ __forceinline__ void single_append(const bool (&keep)[SINGLE_BATCH], const vid_t (&w)[SINGLE_BATCH],
+                                              const eid_t (&first)[SINGLE_BATCH], const eid_t (&last)[SINGLE_BATCH],
+                                              SharedFrontier next, unsigned* next_count, vid_t* spill, unsigned cap)
 {
-    unsigned mask = __ballot_sync(FULL_MASK, keep);
-    if (mask == 0) return;
+    unsigned mine = 0;
+#pragma unroll
+    for (int j = 0; j < SINGLE_BATCH; j++) mine += keep[j];
+    unsigned total;
+    unsigned at = warp_exclusive_sum(mine, total);
+    if (total == 0) return;
     unsigned base = 0;
-    if (lane_id() == __ffs(mask) - 1) base = atomicAdd(next_count, (unsigned)__popc(mask));
-    base = __shfl_sync(FULL_MASK, base, __ffs(mask) - 1);
-    if (keep) {
-        unsigned at = base + __popc(mask & lanes_below());
+    if (lane_id() == 0) base = atomicAdd(next_count, total);
+    at += __shfl_sync(FULL_MASK, base, 0);
+#pragma unroll
+    for (int j = 0; j < SINGLE_BATCH; j++) {
+        if (!keep[j]) continue;
         if (at < SINGLE_CAPACITY) {
-            next.vertex[at] = w;
-            next.first[at] = first;
-            next.degree[at] = degree;
+            next.vertex[at] = w[j];
+            next.first[at] = first[j];
+            next.degree[at] = (unsigned)(last[j] - first[j]);
         } else if (at - SINGLE_CAPACITY < cap) {
-            spill[at - SINGLE_CAPACITY] = w;
+            spill[at - SINGLE_CAPACITY] = w[j];
         }
+        at++;
     }
 }
 
 // One level of the single-block kernel, edge-discover style (§5.4): the
 // frontier's edges are numbered by an exclusive prefix sum of the degrees
-// (start), each thread takes a contiguous range of them, finds the vertex
-// of its first edge by binary search and walks on from there.
+// (start), and each thread takes SINGLE_BATCH consecutive edges at a time,
+// finding the vertex of the first by binary search and walking on from
+// there. Warps past the level's edges skip the round, so that a small level
+// costs a few warps' work, not the whole block's.
 __device__ __forceinline__ void single_level(
     const eid_t* __restrict__ offsets, const vid_t* __restrict__ targets, int* __restrict__ depth,
     vid_t* __restrict__ parent, SharedFrontier cur, const unsigned* start, unsigned count, unsigned edges, int level,
     SharedFrontier next, unsigned* next_count, unsigned long long* next_edges, vid_t* spill, unsigned cap,
     unsigned long long* dups)
 {
-    // Every thread runs the same number of batches, so that the warp-wide
-    // appends see all lanes.
-    unsigned per = (edges + SINGLE_THREADS - 1) / SINGLE_THREADS;
-    unsigned lo = min(threadIdx.x * per, edges), hi = min(lo + per, edges);
-    // The owner of edge lo: the last vertex whose start is <= lo.
-    unsigned owner = 0, span = count;
-    while (span > 1) {
-        unsigned half = span / 2;
-        if (start[owner + half] <= lo) owner += half;
-        span -= half;
-    }
     unsigned long long added = 0;
-    for (unsigned k0 = 0; k0 < per; k0 += SINGLE_BATCH) {
+    for (unsigned round = 0; round < edges; round += SINGLE_THREADS * SINGLE_BATCH) {
+        if (round + (threadIdx.x & ~31u) * SINGLE_BATCH >= edges) break;  // the whole warp: nothing left
+        unsigned lo = min(round + threadIdx.x * SINGLE_BATCH, edges), hi = min(lo + SINGLE_BATCH, edges);
+        // The owner of edge lo: the last vertex whose start is <= lo.
+        unsigned owner = 0, span = count;
+        while (span > 1) {
+            unsigned half = span / 2;
+            if (start[owner + half] <= lo) owner += half;
+            span -= half;
+        }
         // First every edge's place, from shared memory alone, so that the
         // loads below go out together: no loaded value is looked at before
         // the last load of its kind has been issued.
@@ -318,7 +327,7 @@ __device__ __forceinline__ void single_level(
         bool has[SINGLE_BATCH];
 #pragma unroll
         for (int j = 0; j < SINGLE_BATCH; j++) {
-            unsigned k = lo + k0 + j;
+            unsigned k = lo + j;
             has[j] = k < hi;
             if (has[j]) {
                 while (start[owner + 1] <= k) owner++;
@@ -344,19 +353,16 @@ __device__ __forceinline__ void single_level(
             fresh[j] = fresh[j] && !dup;
         }
 #pragma unroll
-        for (int j = 0; j < SINGLE_BATCH; j++) {
-            at[j] = 0;
-            if (fresh[j]) at[j] = offsets[w[j]];
-        }
+        for (int j = 0; j < SINGLE_BATCH; j++) at[j] = fresh[j] ? offsets[w[j]] : 0;
         eid_t last[SINGLE_BATCH];
 #pragma unroll
-        for (int j = 0; j < SINGLE_BATCH; j++) last[j] = fresh[j] ? offsets[w[j] + 1] : 0;
-#pragma unroll
         for (int j = 0; j < SINGLE_BATCH; j++) {
-            single_append(fresh[j], w[j], at[j], (unsigned)(last[j] - at[j]), next, next_count, spill, cap);
+            last[j] = fresh[j] ? offsets[w[j] + 1] : 0;
             added += last[j] - at[j];
         }
+        single_append(fresh, w, at, last, next, next_count, spill, cap);
     }
+    // Warps that skipped rounds reach this with the others.
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) added += __shfl_xor_sync(FULL_MASK, added, o);
     if (lane_id() == 0 && added) atomicAdd(next_edges, added);

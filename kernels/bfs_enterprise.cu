@@ -22,8 +22,8 @@
 //              of the status array instead: strided across the warp, 2.4×
 //              slower to scan by its own measurement; BENCHMARKS.md has
 //              ours.) The same pass writes the frontier as a bitmap.
-//   bottom-up  the queue holds the unvisited vertices; ent_bu_small (fewer
-//              than 32 in-edges) and ent_bu_wide (the rest) look for an
+//   bottom-up  the queue holds the unvisited vertices; ent_bu_small,
+//              ent_bu_middle and ent_bu_wide (by in-degree class) look for an
 //              in-neighbour in the frontier, first in the block's hub cache
 //              (§4.3), then in the frontier bitmap (a 32nd of the status
 //              array's bytes, so it stays in the caches), stop at the first,
@@ -236,9 +236,12 @@ __device__ __forceinline__ void bottom_up(
                      bits, next_queue, next_count, stats, hub_degree, next_hubs, next_bits);                    \
     }
 
-// Vertices with fewer than 32 in-edges: groups of 8 lanes, so a vertex's
-// in-neighbours are checked 8 at a time, not one by one while the rest of
-// the warp waits for its longest row.
-BOTTOM_UP(ent_bu_small, 8)
-// Vertices with 32 in-edges or more: a warp each.
+// Vertices with fewer than 32 in-edges: groups of 4 lanes, so that a warp
+// has eight vertices' loads in flight at once, and a vertex's in-neighbours
+// are checked 4 at a time rather than one by one while the rest of the warp
+// waits for its longest row.
+BOTTOM_UP(ent_bu_small, 4)
+// 32 to 255 in-edges: half a warp each.
+BOTTOM_UP(ent_bu_middle, 16)
+// More: a warp each.
 BOTTOM_UP(ent_bu_wide, 32)

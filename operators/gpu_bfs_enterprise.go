@@ -88,8 +88,9 @@ func enterpriseHubs(d convert.DegreeStats) (degree, hubs int64) {
 // enterpriseKernels are the module's kernels, the four top-down ones by
 // class.
 type enterpriseKernels struct {
-	init, queue, buSmall, buWide *launchable
-	topDown                       [classes]*launchable
+	init, queue *launchable
+	topDown     [classes]*launchable
+	bottomUp    [3]*launchable // small, middle, large and extreme
 }
 
 func (b *GPU) enterpriseKernels() (*enterpriseKernels, error) {
@@ -98,7 +99,7 @@ func (b *GPU) enterpriseKernels() (*enterpriseKernels, error) {
 		name string
 		to   **launchable
 	}{
-		{"ent_init", &k.init}, {"ent_queue", &k.queue}, {"ent_bu_small", &k.buSmall}, {"ent_bu_wide", &k.buWide},
+		{"ent_init", &k.init}, {"ent_queue", &k.queue}, {"ent_bu_small", &k.bottomUp[0]}, {"ent_bu_middle", &k.bottomUp[1]}, {"ent_bu_wide", &k.bottomUp[2]},
 		{"ent_td_thread", &k.topDown[0]}, {"ent_td_warp", &k.topDown[1]}, {"ent_td_block", &k.topDown[2]}, {"ent_td_grid", &k.topDown[3]},
 	} {
 		var err error
@@ -117,6 +118,10 @@ var (
 	tdItems    = [classes]int64{1, 1, largeSegments, 1}
 	tdPerBlock = [classes]int64{blockSize, blockSize / 32, 1, 0}
 )
+
+// buPerBlock is how many vertices a block of each bottom-up kernel takes at
+// a time: groups of 4, 16 and 32 lanes.
+var buPerBlock = [3]int64{blockSize / 4, blockSize / 16, blockSize / 32}
 
 // largeSegments is LARGE_SEGMENTS in kernels/bfs_enterprise.cu.
 const largeSegments = 32
@@ -274,11 +279,7 @@ func runEnterprise(ctx context.Context, b *GPU, in Input) (*Result, error) {
 				err = k.topDown[c].launchFor(stream(c), int64(count[c])*tdItems[c], tdPerBlock[c],
 					outOff, outTgt, eb.depth, eb.parent, queue(cur, c), count[c], level)
 			} else {
-				// Groups of 8 lanes per small vertex, a warp per other one.
-				bu, perBlock := k.buWide, int64(blockSize/32)
-				if c == 0 {
-					bu, perBlock = k.buSmall, blockSize/8
-				}
+				bu, perBlock := k.bottomUp[min(c, 2)], buPerBlock[min(c, 2)]
 				err = bu.launchFor(stream(c), int64(count[c]), perBlock,
 					inOff, inSrc, outOff, eb.depth, eb.parent, queue(cur, c), count[c], level,
 					eb.hubs[cur], field(cur, entHubListAt), eb.bits[cur], queue(next, c), field(next, entCountAt+4*int64(c)),
