@@ -3,8 +3,9 @@
 //
 //   b4k_single     one block runs level after level without returning to the
 //                  host while the frontier is small (§5.5): the frontier lives
-//                  in shared memory, levels are separated by __syncthreads,
-//                  and threads are assigned to edges as in edge-discover.
+//                  in shared memory with each vertex's first edge and degree,
+//                  levels are separated by __syncthreads, a thread takes a
+//                  low-degree vertex alone and warps share the wider ones.
 //                  High-diameter graphs (roads, grids) spend nearly all their
 //                  levels here: thousands of levels cost one launch instead
 //                  of thousands, and each a few memory latencies.
@@ -21,15 +22,19 @@
 //                  same blocks, queued by the parent and run right after it
 //                  (docs/gpu.md says why no device-side launch).
 //
-// Every kernel appends the vertices it visits to the next frontier a warp at
-// a time (ballot, popc, one atomic, consecutive slots: the coalesced writes
-// of §5.6), after the duplicate filter of §6: a hash table in shared memory
+// The multi-block kernels append the vertices they visit to the next
+// frontier a warp at a time (ballot, popc, consecutive slots: the coalesced
+// writes of §5.6), staged per warp so that one atomic moves a run, after the
+// duplicate filter of §6: a hash table in shared memory
 // where a visiting thread stores (vertex, thread) and reads it back; a
 // different thread's id for the same vertex means another thread of the
 // block visited it too, and this copy is dropped. Duplicates the filter
 // misses (across blocks) only cost a repeated expansion: depths and parents
 // are those of the status array, whose writes race only between equal values
-// as in kernels/bfs_vwc.cu.
+// as in kernels/bfs_vwc.cu. The single-block kernel claims vertices exactly
+// instead (atomicCAS on the status array): it must keep its frontier within
+// shared memory, and on a grid, where most vertices have two parents, the
+// filter's misses doubled it.
 #include "frontier.cuh"
 
 // What a level leaves for the host.
@@ -250,12 +255,13 @@ extern "C" __global__ void __launch_bounds__(256) b4k_hubs(
 // SINGLE_CAPACITY vertices and SINGLE_EDGES edges, and returns the next
 // frontier to the host (in global memory) when it would exceed either.
 #define SINGLE_THREADS 1024
-#define SINGLE_CAPACITY 5120
+#define SINGLE_CAPACITY 6144
 #define SINGLE_EDGES 32768
-// Edges a thread takes at a time: its loads of the targets, then of their
-// depths, then of the new vertices' offsets go out together, so a level
-// costs a few memory latencies, not one per edge.
-#define SINGLE_BATCH 8
+// A thread takes a frontier vertex of up to SINGLE_NARROW edges alone, 4
+// edges at a time with their loads issued together; wider vertices go to a
+// list that the warps share out afterwards, 32 edges at a time.
+#define SINGLE_NARROW 16
+#define SINGLE_WIDE (SINGLE_EDGES / SINGLE_NARROW)
 
 // A frontier in shared memory: each vertex with its first edge and degree,
 // read when it was visited, so a level starts from the edges.
@@ -265,131 +271,98 @@ struct SharedFrontier {
     unsigned* degree;
 };
 
-// Appends each thread's kept vertices (the first kept of its batch's slots)
-// to the block's next frontier with one shared atomic per warp (a warp
-// prefix sum of the threads' counts places them), or past its end to the
-// spill area in global memory (vertex ids only). Every lane must call it.
-__device__ __forceinline__ void single_append(const bool (&keep)[SINGLE_BATCH], const vid_t (&w)[SINGLE_BATCH],
-                                              const eid_t (&first)[SINGLE_BATCH], const eid_t (&last)[SINGLE_BATCH],
-                                              SharedFrontier next, unsigned* next_count, vid_t* spill, unsigned cap)
+// The level's bookkeeping in shared memory.
+struct SingleLevel {
+    unsigned next_count;
+    unsigned wide_count;
+    unsigned long long next_edges;
+};
+
+// Claims w for the next level if it is unvisited: an exact claim, so that
+// no vertex enters the next frontier twice (a grid's frontier would outgrow
+// the block with duplicates; the claim costs the round trip of the load it
+// replaces).
+__device__ __forceinline__ bool claim(int* depth, vid_t w, int level)
 {
-    unsigned mine = 0;
-#pragma unroll
-    for (int j = 0; j < SINGLE_BATCH; j++) mine += keep[j];
-    unsigned total;
-    unsigned at = warp_exclusive_sum(mine, total);
-    if (total == 0) return;
-    unsigned base = 0;
-    if (lane_id() == 0) base = atomicAdd(next_count, total);
-    at += __shfl_sync(FULL_MASK, base, 0);
-#pragma unroll
-    for (int j = 0; j < SINGLE_BATCH; j++) {
-        if (!keep[j]) continue;
-        if (at < SINGLE_CAPACITY) {
-            next.vertex[at] = w[j];
-            next.first[at] = first[j];
-            next.degree[at] = (unsigned)(last[j] - first[j]);
-        } else if (at - SINGLE_CAPACITY < cap) {
-            spill[at - SINGLE_CAPACITY] = w[j];
-        }
-        at++;
+    return atomicCAS(&depth[w], GPIPE_UNVISITED, level + 1) == GPIPE_UNVISITED;
+}
+
+// Puts a claimed vertex in the next frontier (shared memory, or the spill
+// area in global memory past its capacity) with its first edge and degree.
+__device__ __forceinline__ void single_push(vid_t w, eid_t first, eid_t last, SharedFrontier next,
+                                            SingleLevel* lvl, vid_t* spill, unsigned cap)
+{
+    unsigned at = atomicAdd(&lvl->next_count, 1u);
+    if (at < SINGLE_CAPACITY) {
+        next.vertex[at] = w;
+        next.first[at] = first;
+        next.degree[at] = (unsigned)(last - first);
+    } else if (at - SINGLE_CAPACITY < cap) {
+        spill[at - SINGLE_CAPACITY] = w;
     }
 }
 
-// One level of the single-block kernel, edge-discover style (§5.4): the
-// frontier's edges are numbered by an exclusive prefix sum of the degrees
-// (start), and each thread takes SINGLE_BATCH consecutive edges at a time,
-// finding the vertex of the first by binary search and walking on from
-// there. Warps past the level's edges skip the round, so that a small level
-// costs a few warps' work, not the whole block's.
+// One level of the single-block kernel.
 __device__ __forceinline__ void single_level(
     const eid_t* __restrict__ offsets, const vid_t* __restrict__ targets, int* __restrict__ depth,
-    vid_t* __restrict__ parent, SharedFrontier cur, const unsigned* start, unsigned count, unsigned edges, int level,
-    SharedFrontier next, unsigned* next_count, unsigned long long* next_edges, vid_t* spill, unsigned cap,
-    unsigned long long* dups)
+    vid_t* __restrict__ parent, SharedFrontier cur, unsigned count, int level, SharedFrontier next,
+    SingleLevel* lvl, unsigned* wide, vid_t* spill, unsigned cap)
 {
     unsigned long long added = 0;
-    for (unsigned round = 0; round < edges; round += SINGLE_THREADS * SINGLE_BATCH) {
-        if (round + (threadIdx.x & ~31u) * SINGLE_BATCH >= edges) break;  // the whole warp: nothing left
-        unsigned lo = min(round + threadIdx.x * SINGLE_BATCH, edges), hi = min(lo + SINGLE_BATCH, edges);
-        // The owner of edge lo: the last vertex whose start is <= lo.
-        unsigned owner = 0, span = count;
-        while (span > 1) {
-            unsigned half = span / 2;
-            if (start[owner + half] <= lo) owner += half;
-            span -= half;
+    for (unsigned i = threadIdx.x; i < count; i += SINGLE_THREADS) {
+        vid_t u = cur.vertex[i];
+        eid_t first = cur.first[i];
+        unsigned degree = cur.degree[i];
+        if (degree > SINGLE_NARROW) {
+            wide[atomicAdd(&lvl->wide_count, 1u)] = i;
+            continue;
         }
-        // First every edge's place, from shared memory alone, so that the
-        // loads below go out together: no loaded value is looked at before
-        // the last load of its kind has been issued.
-        vid_t u[SINGLE_BATCH];
-        eid_t at[SINGLE_BATCH];
-        bool has[SINGLE_BATCH];
+        for (unsigned e = 0; e < degree; e += 4) {
+            vid_t w[4];
+            bool won[4];
 #pragma unroll
-        for (int j = 0; j < SINGLE_BATCH; j++) {
-            unsigned k = lo + j;
-            has[j] = k < hi;
-            if (has[j]) {
-                while (start[owner + 1] <= k) owner++;
-                u[j] = cur.vertex[owner];
-                at[j] = cur.first[owner] + (k - start[owner]);
+            for (int j = 0; j < 4; j++) w[j] = e + j < degree ? targets[first + e + j] : GPIPE_NO_VERTEX;
+#pragma unroll
+            for (int j = 0; j < 4; j++) won[j] = w[j] != GPIPE_NO_VERTEX && claim(depth, w[j], level);
+            eid_t lo[4], hi[4];
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                lo[j] = won[j] ? offsets[w[j]] : 0;
+                hi[j] = won[j] ? offsets[w[j] + 1] : 0;
+            }
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                if (!won[j]) continue;
+                parent[w[j]] = u;
+                single_push(w[j], lo[j], hi[j], next, lvl, spill, cap);
+                added += hi[j] - lo[j];
             }
         }
-        vid_t w[SINGLE_BATCH];
-#pragma unroll
-        for (int j = 0; j < SINGLE_BATCH; j++) w[j] = has[j] ? targets[at[j]] : 0;
-        int d[SINGLE_BATCH];
-#pragma unroll
-        for (int j = 0; j < SINGLE_BATCH; j++) d[j] = has[j] ? depth[w[j]] : 0;
-        bool fresh[SINGLE_BATCH];
-#pragma unroll
-        for (int j = 0; j < SINGLE_BATCH; j++) {
-            fresh[j] = has[j] && d[j] == GPIPE_UNVISITED;
-            if (fresh[j]) {
-                depth[w[j]] = level + 1;
-                parent[w[j]] = u[j];
-            }
-            bool dup = duplicate(dups, w[j], fresh[j]);
-            fresh[j] = fresh[j] && !dup;
-        }
-#pragma unroll
-        for (int j = 0; j < SINGLE_BATCH; j++) at[j] = fresh[j] ? offsets[w[j]] : 0;
-        eid_t last[SINGLE_BATCH];
-#pragma unroll
-        for (int j = 0; j < SINGLE_BATCH; j++) {
-            last[j] = fresh[j] ? offsets[w[j] + 1] : 0;
-            added += last[j] - at[j];
-        }
-        single_append(fresh, w, at, last, next, next_count, spill, cap);
     }
-    // Warps that skipped rounds reach this with the others.
+    __syncthreads();
+    // The wide vertices: a warp each, 32 edges at a time.
+    unsigned wides = lvl->wide_count;
+    for (unsigned k = threadIdx.x >> 5; k < wides; k += SINGLE_THREADS / 32) {
+        unsigned i = wide[k];
+        vid_t u = cur.vertex[i];
+        eid_t first = cur.first[i], last = first + cur.degree[i];
+        for (eid_t e = first + lane_id(); e < last; e += 32) {
+            vid_t w = targets[e];
+            if (!claim(depth, w, level)) continue;
+            parent[w] = u;
+            eid_t lo = offsets[w], hi = offsets[w + 1];
+            single_push(w, lo, hi, next, lvl, spill, cap);
+            added += hi - lo;
+        }
+    }
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) added += __shfl_xor_sync(FULL_MASK, added, o);
-    if (lane_id() == 0 && added) atomicAdd(next_edges, added);
+    if (lane_id() == 0 && added) atomicAdd(&lvl->next_edges, added);
 }
 
-// The exclusive prefix sum of the frontier's degrees into start[0..count],
-// returning the total. Every thread must call it.
-__device__ __forceinline__ unsigned single_starts(SharedFrontier cur, unsigned count, unsigned* start, unsigned* scratch)
-{
-    unsigned per = (count + SINGLE_THREADS - 1) / SINGLE_THREADS;
-    unsigned lo = min(threadIdx.x * per, count), hi = min(lo + per, count);
-    unsigned sum = 0;
-    for (unsigned i = lo; i < hi; i++) sum += cur.degree[i];
-    unsigned total;
-    unsigned at = block_exclusive_sum(sum, scratch, total);
-    for (unsigned i = lo; i < hi; i++) {
-        start[i] = at;
-        at += cur.degree[i];
-    }
-    if (threadIdx.x == 0) start[count] = total;
-    __syncthreads();
-    return total;
-}
-
-// The single-block kernel's dynamic shared memory, in bytes: the duplicate
-// filter, two frontiers and the prefix sums.
-#define SINGLE_SHARED (DUP_SLOTS * 8 + 2 * SINGLE_CAPACITY * (8 + 4 + 4) + (SINGLE_CAPACITY + 1) * 4)
+// The single-block kernel's dynamic shared memory, in bytes: two frontiers
+// and the wide list.
+#define SINGLE_SHARED (2 * SINGLE_CAPACITY * (8 + 4 + 4) + SINGLE_WIDE * 4)
 
 // Runs levels from `level` with the frontier given (count vertices, at most
 // SINGLE_CAPACITY) in one block of SINGLE_THREADS threads until the search
@@ -401,17 +374,13 @@ extern "C" __global__ void __launch_bounds__(SINGLE_THREADS, 1) b4k_single(
     vid_t* __restrict__ next, unsigned cap, FrontierStats* stats)
 {
     extern __shared__ unsigned long long shared[];
-    unsigned long long* dups = shared;
-    eid_t* firsts = (eid_t*)(shared + DUP_SLOTS);
+    eid_t* firsts = (eid_t*)shared;
     unsigned* words = (unsigned*)(firsts + 2 * SINGLE_CAPACITY);
     SharedFrontier cur = {words, firsts, words + SINGLE_CAPACITY};
     SharedFrontier nxt = {words + 2 * SINGLE_CAPACITY, firsts + SINGLE_CAPACITY, words + 3 * SINGLE_CAPACITY};
-    unsigned* start = words + 4 * SINGLE_CAPACITY;
-    __shared__ unsigned scratch[33];
-    __shared__ unsigned next_count;
-    __shared__ unsigned long long next_edges;
+    unsigned* wide = words + 4 * SINGLE_CAPACITY;
+    __shared__ SingleLevel lvl;
 
-    clear_duplicates(dups);
     for (unsigned i = threadIdx.x; i < count; i += blockDim.x) {
         vid_t v = frontier[i];
         eid_t first = offsets[v];
@@ -420,35 +389,32 @@ extern "C" __global__ void __launch_bounds__(SINGLE_THREADS, 1) b4k_single(
         cur.degree[i] = (unsigned)(offsets[v + 1] - first);
     }
     for (;;) {
-        if (threadIdx.x == 0) {
-            next_count = 0;
-            next_edges = 0;
-        }
+        if (threadIdx.x == 0) lvl = SingleLevel{0, 0, 0};
         __syncthreads();
-        unsigned edges = single_starts(cur, count, start, scratch);
-        single_level(offsets, targets, depth, parent, cur, start, count, edges, level, nxt, &next_count, &next_edges,
-                     next, cap, dups);
+        single_level(offsets, targets, depth, parent, cur, count, level, nxt, &lvl, wide, next, cap);
         __syncthreads();
-        count = next_count;
-        unsigned long long next_total = next_edges;
+        count = lvl.next_count;
+        unsigned long long edges = lvl.next_edges;
         level++;
         SharedFrontier t = cur;
         cur = nxt;
         nxt = t;
         __syncthreads();  // every thread has read the counters before thread 0 resets them
-        if (count == 0 || count > SINGLE_CAPACITY || next_total > SINGLE_EDGES) break;
-    }
-    // Hand the next frontier to the host: the spilled part is at the start
-    // of next already; the part in shared memory goes after it.
-    unsigned in_shared = min(count, (unsigned)SINGLE_CAPACITY);
-    unsigned spilled = count - in_shared;
-    for (unsigned i = threadIdx.x; i < in_shared; i += blockDim.x)
-        if (spilled + i < cap) next[spilled + i] = cur.vertex[i];
-    if (threadIdx.x == 0) {
-        stats->next_count = count;
-        stats->next_edges = next_edges;  // unchanged since the last level
-        stats->level = level;
-        stats->done = count == 0;
+        if (count == 0 || count > SINGLE_CAPACITY || edges > SINGLE_EDGES) {
+            // Hand the next frontier to the host: the spilled part is at the
+            // start of next already; the part in shared memory goes after it.
+            unsigned in_shared = min(count, (unsigned)SINGLE_CAPACITY);
+            unsigned spilled = count - in_shared;
+            for (unsigned i = threadIdx.x; i < in_shared; i += blockDim.x)
+                if (spilled + i < cap) next[spilled + i] = cur.vertex[i];
+            if (threadIdx.x == 0) {
+                stats->next_count = count;
+                stats->next_edges = edges;
+                stats->level = level;
+                stats->done = count == 0;
+            }
+            return;
+        }
     }
 }
 

@@ -50,12 +50,12 @@ func parseB4KStats(b []byte) b4kStats {
 // vertices and b4kSingleEdges edges.
 const (
 	b4kSingleThreads  = 1024
-	b4kSingleCapacity = 5120
+	b4kSingleCapacity = 6144
 	b4kSingleEdges    = 32768
-	b4kDupSlots       = 2048
-	// SINGLE_SHARED: the duplicate filter, two frontiers (vertex, first
-	// edge, degree) and the prefix sums of the degrees.
-	b4kSingleShared = b4kDupSlots*8 + 2*b4kSingleCapacity*(8+4+4) + (b4kSingleCapacity+1)*4
+	b4kSingleNarrow   = 16
+	// SINGLE_SHARED: two frontiers (vertex, first edge, degree) and the
+	// list of wide vertices.
+	b4kSingleShared = 2*b4kSingleCapacity*(8+4+4) + b4kSingleEdges/b4kSingleNarrow*4
 )
 
 // b4kHubDegree is the degree above which a frontier vertex's edges go to

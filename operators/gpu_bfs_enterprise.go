@@ -55,7 +55,10 @@ func (st entStats) total() int64 {
 
 // Direction switching: bottom-up when more than gammaPercent of the hub
 // vertices are in the frontier (§4.3); top-down again when a bottom-up
-// level visits fewer than n/entBeta vertices (Beamer's β, as on the CPU).
+// level visits fewer than n/entBeta vertices (Beamer's β, as on the CPU)
+// while more than that many remain unvisited: a bottom-up level costs the
+// edges of its queue, and a top-down one a scan of the status array, so a
+// small queue stays bottom-up to the end.
 const (
 	gammaPercent = 30
 	entBeta      = 24
@@ -323,7 +326,7 @@ func runEnterprise(ctx context.Context, b *GPU, in Input) (*Result, error) {
 			}
 			trace.level("bottom-up queues %v", st.count)
 			topDown = false
-		case !topDown && int64(st.found) < n/entBeta:
+		case !topDown && int64(st.found) < n/entBeta && st.total() > n/entBeta:
 			if err := topDownQueues(next, level+1); err != nil {
 				return nil, err
 			}
