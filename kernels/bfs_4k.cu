@@ -287,12 +287,20 @@ __device__ __forceinline__ bool claim(int* depth, vid_t w, int level)
     return atomicCAS(&depth[w], GPIPE_UNVISITED, level + 1) == GPIPE_UNVISITED;
 }
 
-// Puts a claimed vertex in the next frontier (shared memory, or the spill
-// area in global memory past its capacity) with its first edge and degree.
-__device__ __forceinline__ void single_push(vid_t w, eid_t first, eid_t last, SharedFrontier next,
+// Puts the lanes' claimed vertices in the next frontier (shared memory, or
+// the spill area in global memory past its capacity) with their first edge
+// and degree: one shared atomic per warp, since atomics on one address
+// serialize in shared memory too. Every lane of the warp must call it.
+__device__ __forceinline__ void single_push(bool won, vid_t w, eid_t first, eid_t last, SharedFrontier next,
                                             SingleLevel* lvl, vid_t* spill, unsigned cap)
 {
-    unsigned at = atomicAdd(&lvl->next_count, 1u);
+    unsigned mask = __ballot_sync(FULL_MASK, won);
+    if (mask == 0) return;
+    unsigned base = 0;
+    if (lane_id() == __ffs(mask) - 1) base = atomicAdd(&lvl->next_count, (unsigned)__popc(mask));
+    base = __shfl_sync(FULL_MASK, base, __ffs(mask) - 1);
+    if (!won) return;
+    unsigned at = base + __popc(mask & lanes_below());
     if (at < SINGLE_CAPACITY) {
         next.vertex[at] = w;
         next.first[at] = first;
@@ -302,22 +310,31 @@ __device__ __forceinline__ void single_push(vid_t w, eid_t first, eid_t last, Sh
     }
 }
 
-// One level of the single-block kernel.
+// One level of the single-block kernel. The loops are the same for every
+// lane of a warp (a lane whose vertex has fewer edges idles), so that the
+// pushes are warp-wide.
 __device__ __forceinline__ void single_level(
     const eid_t* __restrict__ offsets, const vid_t* __restrict__ targets, int* __restrict__ depth,
     vid_t* __restrict__ parent, SharedFrontier cur, unsigned count, int level, SharedFrontier next,
     SingleLevel* lvl, unsigned* wide, vid_t* spill, unsigned cap)
 {
     unsigned long long added = 0;
-    for (unsigned i = threadIdx.x; i < count; i += SINGLE_THREADS) {
-        vid_t u = cur.vertex[i];
-        eid_t first = cur.first[i];
-        unsigned degree = cur.degree[i];
-        if (degree > SINGLE_NARROW) {
-            wide[atomicAdd(&lvl->wide_count, 1u)] = i;
-            continue;
+    for (unsigned base = threadIdx.x & ~31u; base < count; base += SINGLE_THREADS) {
+        unsigned i = base + lane_id();
+        vid_t u = 0;
+        eid_t first = 0;
+        unsigned degree = 0;
+        if (i < count) {
+            u = cur.vertex[i];
+            first = cur.first[i];
+            degree = cur.degree[i];
+            if (degree > SINGLE_NARROW) {
+                wide[atomicAdd(&lvl->wide_count, 1u)] = i;
+                degree = 0;
+            }
         }
-        for (unsigned e = 0; e < degree; e += 4) {
+        unsigned widest = __reduce_max_sync(FULL_MASK, degree);
+        for (unsigned e = 0; e < widest; e += 4) {
             vid_t w[4];
             bool won[4];
 #pragma unroll
@@ -332,9 +349,8 @@ __device__ __forceinline__ void single_level(
             }
 #pragma unroll
             for (int j = 0; j < 4; j++) {
-                if (!won[j]) continue;
-                parent[w[j]] = u;
-                single_push(w[j], lo[j], hi[j], next, lvl, spill, cap);
+                if (won[j]) parent[w[j]] = u;
+                single_push(won[j], w[j], lo[j], hi[j], next, lvl, spill, cap);
                 added += hi[j] - lo[j];
             }
         }
@@ -346,12 +362,13 @@ __device__ __forceinline__ void single_level(
         unsigned i = wide[k];
         vid_t u = cur.vertex[i];
         eid_t first = cur.first[i], last = first + cur.degree[i];
-        for (eid_t e = first + lane_id(); e < last; e += 32) {
-            vid_t w = targets[e];
-            if (!claim(depth, w, level)) continue;
-            parent[w] = u;
-            eid_t lo = offsets[w], hi = offsets[w + 1];
-            single_push(w, lo, hi, next, lvl, spill, cap);
+        for (eid_t round = first; round < last; round += 32) {
+            eid_t e = round + lane_id();
+            vid_t w = e < last ? targets[e] : GPIPE_NO_VERTEX;
+            bool won = w != GPIPE_NO_VERTEX && claim(depth, w, level);
+            eid_t lo = won ? offsets[w] : 0, hi = won ? offsets[w + 1] : 0;
+            if (won) parent[w] = u;
+            single_push(won, w, lo, hi, next, lvl, spill, cap);
             added += hi - lo;
         }
     }

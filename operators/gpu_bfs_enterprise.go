@@ -135,6 +135,7 @@ type entBuffers struct {
 	depth, parent *gpu.DeviceBuffer
 	queues        [2]*gpu.DeviceBuffer // classes × n vertices each
 	hubs          [2]*gpu.DeviceBuffer
+	level         [2]*gpu.DeviceBuffer // a level's stats, then its bitmap
 	bits          [2]*gpu.DeviceBuffer // the frontier as a bitmap
 	stats         [2]*gpu.DeviceBuffer
 }
@@ -163,8 +164,11 @@ func runEnterprise(ctx context.Context, b *GPU, in Input) (*Result, error) {
 	outOff, outTgt, inOff, inSrc := parts[0], parts[1], parts[2], parts[3]
 	hubDegree, hubCount := enterpriseHubs(g.Degrees())
 	queueBytes := classes * 4 * n
+	// Each level's counters and frontier bitmap lie together, so that a
+	// bottom-up level clears both with one memset.
 	bitsBytes := 4 * ((n + 31) / 32)
-	bufs, free, err := b.buffers(4*n, 4*n, queueBytes, queueBytes, 4*(hubCount+1), 4*(hubCount+1), 2*entStatsBytes, bitsBytes, bitsBytes)
+	levelBytes := entStatsBytes + bitsBytes
+	bufs, free, err := b.buffers(4*n, 4*n, queueBytes, queueBytes, 4*(hubCount+1), 4*(hubCount+1), levelBytes, levelBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -173,9 +177,11 @@ func runEnterprise(ctx context.Context, b *GPU, in Input) (*Result, error) {
 	eb.depth, eb.parent = bufs[0], bufs[1]
 	eb.queues = [2]*gpu.DeviceBuffer{bufs[2], bufs[3]}
 	eb.hubs = [2]*gpu.DeviceBuffer{bufs[4], bufs[5]}
-	eb.bits = [2]*gpu.DeviceBuffer{bufs[7], bufs[8]}
-	eb.stats[0], _ = bufs[6].Slice(0, entStatsBytes)
-	eb.stats[1], _ = bufs[6].Slice(entStatsBytes, entStatsBytes)
+	eb.level = [2]*gpu.DeviceBuffer{bufs[6], bufs[7]}
+	for q := range 2 {
+		eb.stats[q], _ = eb.level[q].Slice(0, entStatsBytes)
+		eb.bits[q], _ = eb.level[q].Slice(entStatsBytes, bitsBytes)
+	}
 	if err := b.poison(s, bufs...); err != nil {
 		return nil, err
 	}
@@ -250,13 +256,14 @@ func runEnterprise(ctx context.Context, b *GPU, in Input) (*Result, error) {
 			directions[1]++
 		}
 		next := cur ^ 1
-		if err := eb.stats[next].Memset8(s, 0); err != nil {
-			return nil, err
-		}
+		// A top-down level's queue pass writes the whole bitmap; a
+		// bottom-up level sets bits in a cleared one.
+		clear := eb.stats[next]
 		if !topDown {
-			if err := eb.bits[next].Memset8(s, 0); err != nil {
-				return nil, err
-			}
+			clear = eb.level[next]
+		}
+		if err := clear.Memset8(s, 0); err != nil {
+			return nil, err
 		}
 		// Several classes run concurrently on their streams; one alone runs
 		// on the main stream, without the events of a fork and join.
