@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
 )
@@ -201,13 +202,13 @@ func median(sorted []float64) float64 {
 // benchGraph loads or generates the graph, as Load does, and also returns
 // the size of the edge table's columns.
 func benchGraph(ctx context.Context, cfg BenchConfig) (*Graph, string, int64, error) {
-	var t *ingest.EdgeTable
+	var t *edges.Table
 	var err error
 	start := time.Now()
 	name := cfg.Input
 	if cfg.Input != "" {
 		stage(cfg.Load, "read")
-		t, err = ingest.Open(ctx, cfg.Input, cfg.Load.Stdin, ingest.Options{
+		t, err = ingest.Open(ctx, cfg.Input, cfg.Load.Stdin, edges.Options{
 			Columns: cfg.Load.Columns, Format: cfg.Load.Format, SkipInvalid: cfg.Load.SkipInvalid, Alloc: cfg.Load.Alloc,
 		})
 	} else {
@@ -236,8 +237,8 @@ func benchGraph(ctx context.Context, cfg BenchConfig) (*Graph, string, int64, er
 }
 
 // tableBytes is the size of an edge table's columns.
-func tableBytes(t *ingest.EdgeTable) int64 {
-	keys := func(k *ingest.Keys) int64 {
+func tableBytes(t *edges.Table) int64 {
+	keys := func(k *edges.Keys) int64 {
 		b := int64(len(k.Int32))*4 + int64(len(k.Int64))*8 + int64(len(k.Uint32))*4 + int64(len(k.Uint64))*8
 		if k.Str != nil {
 			b += int64(len(k.Str.Offsets))*8 + int64(len(k.Str.Data))

@@ -17,7 +17,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
-	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
 	"github.com/gpipe/gpipe/sink"
@@ -362,7 +362,7 @@ func TestRunJobChecksFirst(t *testing.T) {
 	}
 }
 
-func ingestColumns(weights bool) ingest.Columns { return ingest.Columns{ReadWeight: weights} }
+func ingestColumns(weights bool) edges.Columns { return edges.Columns{ReadWeight: weights} }
 
 // A job whose input and graph live in a caller's allocator gives all of it
 // back on Release, for every input format and key type.

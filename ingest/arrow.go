@@ -9,13 +9,15 @@ import (
 	"io"
 	"os"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/endian"
 	"github.com/apache/arrow/go/v17/arrow/ipc"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/internal/sniff"
+	"github.com/gpipe/gpipe/internal/mmap"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
@@ -28,14 +30,14 @@ import (
 // mapped bytes. arrow's ipc.FileReader parses the schema, and reads (copies,
 // decompresses, decodes dictionaries of) the batches the mapping cannot
 // serve: compressed bodies, dictionary-encoded or string-view key columns,
-// big-endian files. The mapping lives until EdgeTable.Release.
+// big-endian files. The mapping lives until edges.Table.Release.
 
 const fixArrowIncomplete = "the file is not a complete Arrow IPC file; re-export it (or copy it again)"
 
 var arrowMagic = []byte("ARROW1")
 
 // arrowAlloc is the allocator arrow's readers use.
-func arrowAlloc(opts Options) memory.Allocator {
+func arrowAlloc(opts edges.Options) memory.Allocator {
 	if opts.Alloc != nil {
 		return opts.Alloc
 	}
@@ -56,7 +58,7 @@ func sniffFormat(head []byte) (what, fix string) {
 	return "not an Arrow IPC file (it does not start with the magic bytes ARROW1)", "check the path, or name the input's format with --input-format"
 }
 
-func readArrowFile(ctx context.Context, path string, opts Options) (*EdgeTable, error) {
+func readArrowFile(ctx context.Context, path string, opts edges.Options) (*edges.Table, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -65,14 +67,14 @@ func readArrowFile(ctx context.Context, path string, opts Options) (*EdgeTable, 
 	if err != nil {
 		return nil, usererr.InFile(path, "cannot open: "+strings.TrimPrefix(err.Error(), "open "+path+": "), "check the path")
 	}
-	m, err := mapFile(path, f)
+	m, err := mmap.Map(path, f)
 	f.Close()
 	if err != nil {
 		return nil, err
 	}
 	t, err := readMappedArrow(ctx, path, m, opts)
 	if err != nil {
-		m.close()
+		m.Close()
 		return nil, err
 	}
 	return t, nil
@@ -80,8 +82,8 @@ func readArrowFile(ctx context.Context, path string, opts Options) (*EdgeTable, 
 
 // readMappedArrow reads an IPC file from its mapping. On success the table
 // owns the mapping.
-func readMappedArrow(ctx context.Context, path string, m *mappedFile, opts Options) (*EdgeTable, error) {
-	data := m.data
+func readMappedArrow(ctx context.Context, path string, m *mmap.File, opts edges.Options) (*edges.Table, error) {
+	data := m.Data
 	if len(data) == 0 {
 		return nil, usererr.InFile(path, "the file is empty, not an Arrow IPC file", "check the path, or re-export the file")
 	}
@@ -89,7 +91,7 @@ func readMappedArrow(ctx context.Context, path string, m *mappedFile, opts Optio
 		if len(data) < len(arrowMagic) && bytes.HasPrefix(arrowMagic, data) {
 			return nil, usererr.InFile(path, fmt.Sprintf("the file is truncated: %d bytes, too short for an Arrow IPC file", len(data)), fixArrowIncomplete)
 		}
-		if err := errLooksLike(path, "an Arrow IPC file", data[:min(len(data), 1024)]); err != nil {
+		if err := sniff.ErrLooksLike(path, "an Arrow IPC file", data[:min(len(data), 1024)]); err != nil {
 			return nil, err
 		}
 		return nil, usererr.InFile(path, "the file is "+what, fix)
@@ -117,7 +119,7 @@ func readMappedArrow(ctx context.Context, path string, m *mappedFile, opts Optio
 	// is copied into Options.Alloc's.
 	a.copyRecords = opts.Alloc != nil
 	// Registered first, so that it runs after every release of the chunks.
-	a.t.OnRelease(m.close)
+	a.t.OnRelease(m.Close)
 	done := false
 	defer func() {
 		if !done {
@@ -159,7 +161,7 @@ func readMappedArrow(ctx context.Context, path string, m *mappedFile, opts Optio
 	}
 	done = true
 	if !a.mapAliased {
-		m.close() // nothing points into the mapping: give it back now
+		m.Close() // nothing points into the mapping: give it back now
 	}
 	return t, nil
 }
@@ -267,7 +269,7 @@ func mappedColumn(dt arrow.DataType, b *ipcBatch, node, buf int) (rawCol, string
 
 // ReadArrowStream reads an Arrow IPC stream, one chunk per record batch (or
 // more for batches over a few million rows).
-func ReadArrowStream(ctx context.Context, name string, r io.Reader, opts Options) (*EdgeTable, error) {
+func ReadArrowStream(ctx context.Context, name string, r io.Reader, opts edges.Options) (*edges.Table, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -289,15 +291,15 @@ func ReadArrowStream(ctx context.Context, name string, r io.Reader, opts Options
 		defer rdr.Release()
 		return readRecords(ctx, name, "the Arrow IPC stream", rdr, opts)
 	}
-	if what, format := sniffNotStream(head); what != "" {
+	if what, format := sniff.Guess(head); what != "" {
 		fix := "pass --input-format " + format
 		switch {
 		case format == "":
 			fix = "check that the producer wrote an Arrow IPC stream"
 		case name != "-":
-			fix = fmt.Sprintf("name it %s or pass --input-format %s", formatExt[format], format)
+			fix = fmt.Sprintf("name it %s or pass --input-format %s", sniff.Ext[format], format)
 		}
-		if kind, f := looksLike(head); kind != "" && format == "" {
+		if kind, f := sniff.Binary(head); kind != "" && format == "" {
 			fix = f
 		}
 		return nil, usererr.InFile(name, "the input is not an Arrow IPC stream: it looks like "+what, fix)
@@ -311,49 +313,7 @@ func ReadArrowStream(ctx context.Context, name string, r io.Reader, opts Options
 	return readRecords(ctx, name, "the Arrow IPC stream", rdr, opts)
 }
 
-// formatExt is the extension of each format's files, for messages.
-var formatExt = map[string]string{
-	FormatParquet: ".parquet", FormatArrowFile: ".arrow", FormatArrowStream: ".arrows",
-	FormatCSV: ".csv", FormatText: ".txt", FormatMTX: ".mtx",
-}
-
-// sniffNotStream says what an input that is not an Arrow IPC stream looks
-// like from its first bytes, and the format to read it as ("" when gpipe
-// reads no such format): a Parquet or Arrow IPC file, compressed data, CSV,
-// a Matrix Market file or an edge list. It returns "", "" for inputs it
-// cannot tell (a stream written before Arrow 0.15 starts without a marker).
-func sniffNotStream(head []byte) (what, format string) {
-	switch kind, _ := looksLike(head); {
-	case bytes.HasPrefix(head, []byte("PAR1")):
-		return "a Parquet file", FormatParquet
-	case bytes.HasPrefix(head, arrowMagic):
-		return "an Arrow IPC file", FormatArrowFile
-	case kind != "":
-		return kind, ""
-	}
-	text := bytes.TrimPrefix(head, utf8BOM)
-	if len(head) == 1024 {
-		// Cut, maybe inside a character.
-		for k := 0; k < 3 && len(text) > 0 && !utf8.Valid(text); k++ {
-			text = text[:len(text)-1]
-		}
-	}
-	if len(text) == 0 || !utf8.Valid(text) || bytes.ContainsFunc(text, func(r rune) bool {
-		return r < 0x20 && r != '\t' && r != '\n' && r != '\r' || r == 0x7F
-	}) {
-		return "", ""
-	}
-	first, _, _ := bytes.Cut(text, []byte("\n"))
-	switch {
-	case len(first) >= 14 && strings.EqualFold(string(first[:14]), "%%MatrixMarket"):
-		return "a Matrix Market file", FormatMTX
-	case bytes.IndexByte(first, ',') >= 0:
-		return "CSV text", FormatCSV
-	}
-	return "text (an edge list?)", FormatText
-}
-
-func newStreamReader(r io.Reader, opts Options) (rdr *ipc.Reader, err error) {
+func newStreamReader(r io.Reader, opts edges.Options) (rdr *ipc.Reader, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			rdr, err = nil, fmt.Errorf("%v", p)

@@ -20,6 +20,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/ipc"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
@@ -335,10 +336,10 @@ func arFloat(v any) float64 {
 
 // arExpected is what reading recs must give: kept edges, and the rows
 // dropped by reason.
-func arExpected(recs []arrow.Record, opts Options) ([]arEdge, Skips) {
+func arExpected(recs []arrow.Record, opts edges.Options) ([]arEdge, edges.Skips) {
 	cols := opts.Columns.WithDefaults()
 	var out []arEdge
-	skips := Skips{}
+	skips := edges.Skips{}
 	var row int64
 	for _, r := range recs {
 		s := r.Schema()
@@ -356,16 +357,16 @@ func arExpected(recs []arrow.Record, opts Options) ([]arEdge, Skips) {
 			e := arEdge{row: row, src: sv, dst: dv}
 			switch {
 			case sn:
-				skips.Add(skipNullKey(cols.Src), 1)
+				skips.Add(edges.SkipNullKey(cols.Src), 1)
 				continue
 			case dn:
-				skips.Add(skipNullKey(cols.Dst), 1)
+				skips.Add(edges.SkipNullKey(cols.Dst), 1)
 				continue
 			}
 			if w != nil {
 				wv, wn := arValue(w, i)
 				if wn {
-					skips.Add(skipNullWeight(cols.Weight), 1)
+					skips.Add(edges.SkipNullWeight(cols.Weight), 1)
 					continue
 				}
 				e.w = arFloat(wv)
@@ -377,7 +378,7 @@ func arExpected(recs []arrow.Record, opts Options) ([]arEdge, Skips) {
 }
 
 // tableKey is key i of k, normalized like arValue.
-func tableKey(k *Keys, i int) any {
+func tableKey(k *edges.Keys, i int) any {
 	switch {
 	case k.Int32 != nil:
 		return int64(k.Int32[i])
@@ -394,7 +395,7 @@ func tableKey(k *Keys, i int) any {
 }
 
 // tableEdges lists a table's edges.
-func tableEdges(t testing.TB, tbl *EdgeTable) []arEdge {
+func tableEdges(t testing.TB, tbl *edges.Table) []arEdge {
 	t.Helper()
 	var out []arEdge
 	for ci := range tbl.Chunks {
@@ -430,7 +431,7 @@ func sameEdges(t testing.TB, got, want []arEdge) {
 }
 
 // checkTable compares a table with the batches it was read from.
-func checkTable(t testing.TB, tbl *EdgeTable, recs []arrow.Record, opts Options) {
+func checkTable(t testing.TB, tbl *edges.Table, recs []arrow.Record, opts edges.Options) {
 	t.Helper()
 	want, skips := arExpected(recs, opts)
 	sameEdges(t, tableEdges(t, tbl), want)
@@ -507,7 +508,7 @@ var arCompressions = []struct {
 }
 
 // readFile reads path with opts, failing the test on an error.
-func readFile(t testing.TB, path string, opts Options) *EdgeTable {
+func readFile(t testing.TB, path string, opts edges.Options) *edges.Table {
 	t.Helper()
 	tbl, err := Open(context.Background(), path, nil, opts)
 	if err != nil {
@@ -535,7 +536,7 @@ func TestArrowFileTypes(t *testing.T) {
 				path := filepath.Join(dir, strings.NewReplacer("<", "_", ">", "_").Replace(name)+".arrow")
 				arWriteFile(t, path, schema, recs, comp.opt...)
 				for _, readWeight := range []bool{true, false} {
-					opts := Options{Columns: Columns{ReadWeight: readWeight}, Alloc: mem}
+					opts := edges.Options{Columns: edges.Columns{ReadWeight: readWeight}, Alloc: mem}
 					tbl := readFile(t, path, opts)
 					checkTable(t, tbl, recs, opts)
 					if want := readWeight && w != nil; tbl.HasWeight != want {
@@ -594,7 +595,7 @@ func TestArrowFileAliasesMapping(t *testing.T) {
 			defer arRelease(recs)
 			path := filepath.Join(dir, key.Name()+".arrow")
 			arWriteFile(t, path, schema, recs)
-			opts := Options{Columns: Columns{ReadWeight: true}}
+			opts := edges.Options{Columns: edges.Columns{ReadWeight: true}}
 			tbl := readFile(t, path, opts)
 			checkTable(t, tbl, recs, opts)
 			maps := arMappings(t, path)
@@ -635,9 +636,9 @@ func TestArrowFileAliasesMapping(t *testing.T) {
 	defer arRelease(recs)
 	path := filepath.Join(dir, "zstd.arrow")
 	arWriteFile(t, path, schema, recs, ipc.WithZstd())
-	tbl := readFile(t, path, Options{})
+	tbl := readFile(t, path, edges.Options{})
 	defer tbl.Release()
-	checkTable(t, tbl, recs, Options{})
+	checkTable(t, tbl, recs, edges.Options{})
 	if maps := arMappings(t, path); len(maps) != 0 {
 		t.Errorf("compressed file still mapped after the read: %x", maps)
 	}
@@ -653,7 +654,7 @@ func TestArrowFileExtraColumns(t *testing.T) {
 			schema, recs := c.records(t, memory.DefaultAllocator)
 			path := filepath.Join(dir, key.Name()+comp.name+".arrow")
 			arWriteFile(t, path, schema, recs, comp.opt...)
-			opts := Options{Columns: Columns{ReadWeight: true}, SkipInvalid: true}
+			opts := edges.Options{Columns: edges.Columns{ReadWeight: true}, SkipInvalid: true}
 			tbl := readFile(t, path, opts)
 			checkTable(t, tbl, recs, opts)
 			tbl.Release()
@@ -673,7 +674,7 @@ func TestArrowFileNulls(t *testing.T) {
 
 			// Skipping: every row with a null is dropped and counted.
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-			opts := Options{Columns: Columns{ReadWeight: true}, SkipInvalid: true, Alloc: mem}
+			opts := edges.Options{Columns: edges.Columns{ReadWeight: true}, SkipInvalid: true, Alloc: mem}
 			tbl := readFile(t, path, opts)
 			checkTable(t, tbl, recs, opts)
 			if tbl.Skipped.Total() == 0 {
@@ -683,8 +684,8 @@ func TestArrowFileNulls(t *testing.T) {
 			mem.AssertSize(t, 0)
 
 			// Failing: the first null, by row, named with its column.
-			_, err := Open(context.Background(), path, nil, Options{Columns: Columns{ReadWeight: true}})
-			want, _ := arExpected(recs, Options{Columns: Columns{ReadWeight: true}})
+			_, err := Open(context.Background(), path, nil, edges.Options{Columns: edges.Columns{ReadWeight: true}})
+			want, _ := arExpected(recs, edges.Options{Columns: edges.Columns{ReadWeight: true}})
 			first := int64(0)
 			for i, e := range want {
 				if e.row != int64(i) {
@@ -697,7 +698,7 @@ func TestArrowFileNulls(t *testing.T) {
 				t.Errorf("error at row %d, want %d", ue.Row, first)
 			}
 			// Without weights, null weights do not matter.
-			opts = Options{SkipInvalid: true}
+			opts = edges.Options{SkipInvalid: true}
 			tbl = readFile(t, path, opts)
 			checkTable(t, tbl, recs, opts)
 			tbl.Release()
@@ -721,14 +722,14 @@ func TestArrowFileErrors(t *testing.T) {
 	cases := []struct {
 		name     string
 		path     string
-		opts     Options
+		opts     edges.Options
 		contains []string
 	}{
-		{"missing src", good, Options{Columns: Columns{Src: "from"}}, []string{`no source column "from"`, "src, dst, weight, after", "--src-col"}},
-		{"missing dst", good, Options{Columns: Columns{Dst: "to"}}, []string{`no destination column "to"`}},
-		{"missing weight", good, Options{Columns: Columns{Weight: "w", WeightExplicit: true, ReadWeight: true}}, []string{`no weight column "w"`}},
-		{"weight type", good, Options{Columns: Columns{ReadWeight: true}}, []string{`column "weight"`, "type string cannot be an edge weight"}},
-		{"key type", good, Options{Columns: Columns{Src: "after"}}, []string{`source column "after" is string but destination column "dst" is int64`}},
+		{"missing src", good, edges.Options{Columns: edges.Columns{Src: "from"}}, []string{`no source column "from"`, "src, dst, weight, after", "--src-col"}},
+		{"missing dst", good, edges.Options{Columns: edges.Columns{Dst: "to"}}, []string{`no destination column "to"`}},
+		{"missing weight", good, edges.Options{Columns: edges.Columns{Weight: "w", WeightExplicit: true, ReadWeight: true}}, []string{`no weight column "w"`}},
+		{"weight type", good, edges.Options{Columns: edges.Columns{ReadWeight: true}}, []string{`column "weight"`, "type string cannot be an edge weight"}},
+		{"key type", good, edges.Options{Columns: edges.Columns{Src: "after"}}, []string{`source column "after" is string but destination column "dst" is int64`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -746,7 +747,7 @@ func TestArrowFileErrors(t *testing.T) {
 	b.Release()
 	p := write("double.arrow", dbl, []arrow.Record{rec})
 	rec.Release()
-	_, err := Open(context.Background(), p, nil, Options{})
+	_, err := Open(context.Background(), p, nil, edges.Options{})
 	userErr(t, err, p, `column "src"`, "type double cannot be a vertex key")
 
 	// Damaged files.
@@ -759,7 +760,7 @@ func TestArrowFileErrors(t *testing.T) {
 		if err := os.WriteFile(p, data[:cut], 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, err := Open(context.Background(), p, nil, Options{})
+		_, err := Open(context.Background(), p, nil, edges.Options{})
 		want := "truncated"
 		if cut == 0 {
 			want = "empty"
@@ -775,7 +776,7 @@ func TestArrowFileErrors(t *testing.T) {
 		if err := os.WriteFile(p, content, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, err := Open(context.Background(), p, nil, Options{})
+		_, err := Open(context.Background(), p, nil, edges.Options{})
 		userErr(t, err, p, map[string]string{"text.arrow": "not an Arrow IPC file", "stream.arrow": "Arrow IPC stream", "parquet.arrow": "Parquet"}[name])
 	}
 	// Damage inside: a footer that points outside the file, metadata that
@@ -790,7 +791,7 @@ func TestArrowFileErrors(t *testing.T) {
 		if err := os.WriteFile(p, bad, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		tbl, err := Open(context.Background(), p, nil, Options{})
+		tbl, err := Open(context.Background(), p, nil, edges.Options{})
 		if err != nil {
 			userErr(t, err, p)
 			continue
@@ -798,9 +799,9 @@ func TestArrowFileErrors(t *testing.T) {
 		tableEdges(t, tbl)
 		tbl.Release()
 	}
-	_, err = Open(context.Background(), dir, nil, Options{Format: FormatArrowFile})
+	_, err = Open(context.Background(), dir, nil, edges.Options{Format: FormatArrowFile})
 	userErr(t, err, dir, "directory")
-	_, err = Open(context.Background(), filepath.Join(dir, "none.arrow"), nil, Options{})
+	_, err = Open(context.Background(), filepath.Join(dir, "none.arrow"), nil, edges.Options{})
 	userErr(t, err, filepath.Join(dir, "none.arrow"), "cannot open")
 }
 
@@ -812,7 +813,7 @@ func TestArrowStream(t *testing.T) {
 			data := arStream(t, schema, recs, comp.opt...)
 			for _, skip := range []bool{true, false} {
 				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-				opts := Options{Columns: Columns{ReadWeight: true}, SkipInvalid: skip, Alloc: mem}
+				opts := edges.Options{Columns: edges.Columns{ReadWeight: true}, SkipInvalid: skip, Alloc: mem}
 				tbl, err := ReadArrowStream(context.Background(), "-", bytes.NewReader(data), opts)
 				if !skip {
 					userErr(t, err, "-", "null")
@@ -836,7 +837,7 @@ func TestArrowStreamErrors(t *testing.T) {
 	defer arRelease(recs)
 	data := arStream(t, schema, recs)
 	for _, cut := range []int{len(data) - 9, len(data) / 2} {
-		_, err := ReadArrowStream(context.Background(), "in.arrows", bytes.NewReader(data[:cut]), Options{})
+		_, err := ReadArrowStream(context.Background(), "in.arrows", bytes.NewReader(data[:cut]), edges.Options{})
 		userErr(t, err, "in.arrows", "the Arrow IPC stream is corrupt or truncated at record batch", "(the input ends inside the batch)")
 	}
 	// Damaged batches (testdata/corrupt: a stream of 3 rows with a
@@ -850,7 +851,7 @@ func TestArrowStreamErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = ReadArrowStream(context.Background(), tc.file, f, Options{})
+		_, err = ReadArrowStream(context.Background(), tc.file, f, edges.Options{})
 		f.Close()
 		userErr(t, err, tc.file, tc.says, "re-export it")
 		for _, internal := range []string{"runtime error", "unknown error", "arrow/", "slice bounds"} {
@@ -859,7 +860,7 @@ func TestArrowStreamErrors(t *testing.T) {
 			}
 		}
 	}
-	_, err := ReadArrowStream(context.Background(), "in.arrows", bytes.NewReader(data[:200]), Options{})
+	_, err := ReadArrowStream(context.Background(), "in.arrows", bytes.NewReader(data[:200]), edges.Options{})
 	userErr(t, err, "in.arrows", "cannot read the Arrow IPC stream's schema")
 	for _, tc := range []struct {
 		data []byte
@@ -875,7 +876,7 @@ func TestArrowStreamErrors(t *testing.T) {
 		{[]byte("\x10\x00\x00\x00\x00\x00"), "not an Arrow IPC stream ("},
 		{data[:6], "cannot read the Arrow IPC stream's schema"},
 	} {
-		_, err := ReadArrowStream(context.Background(), "-", bytes.NewReader(tc.data), Options{})
+		_, err := ReadArrowStream(context.Background(), "-", bytes.NewReader(tc.data), edges.Options{})
 		userErr(t, err, "-", tc.want)
 	}
 	// Through Open, a stream file.
@@ -883,12 +884,12 @@ func TestArrowStreamErrors(t *testing.T) {
 	if err = os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tbl := readFile(t, path, Options{})
-	checkTable(t, tbl, recs, Options{})
+	tbl := readFile(t, path, edges.Options{})
+	checkTable(t, tbl, recs, edges.Options{})
 	tbl.Release()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := ReadArrowStream(ctx, "-", bytes.NewReader(data), Options{}); !errors.Is(err, context.Canceled) {
+	if _, err := ReadArrowStream(ctx, "-", bytes.NewReader(data), edges.Options{}); !errors.Is(err, context.Canceled) {
 		t.Errorf("canceled read: %v", err)
 	}
 }
@@ -897,7 +898,7 @@ func TestAppender(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	c := arCase{key: arrow.PrimitiveTypes.Int64, weight: arrow.PrimitiveTypes.Float64, batches: []int{100, 50, 200}, keyNulls: 0.01, seed: 5}
 	schema, recs := c.records(t, mem)
-	opts := Options{Columns: Columns{ReadWeight: true}, SkipInvalid: true}
+	opts := edges.Options{Columns: edges.Columns{ReadWeight: true}, SkipInvalid: true}
 	a, err := NewAppender("flight:edges", schema, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -972,7 +973,7 @@ func TestAppender(t *testing.T) {
 	checkTable(t, tbl, sliced, opts)
 	tbl.Release()
 
-	if _, err := NewAppender("flight:x", other, Options{Columns: Columns{Src: "nope"}}); err == nil {
+	if _, err := NewAppender("flight:x", other, edges.Options{Columns: edges.Columns{Src: "nope"}}); err == nil {
 		t.Error("missing column accepted")
 	} else {
 		userErr(t, err, "flight:x", `no source column "nope"`)
@@ -988,7 +989,7 @@ func TestReadRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rdr.Release()
-	opts := Options{Columns: Columns{ReadWeight: true}}
+	opts := edges.Options{Columns: edges.Columns{ReadWeight: true}}
 	tbl, err := ReadRecords(context.Background(), "records", rdr, opts)
 	if err != nil {
 		t.Fatal(err)

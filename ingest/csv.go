@@ -13,6 +13,8 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 
+	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/internal/sniff"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
@@ -28,13 +30,13 @@ import (
 // csvChunkRows is how many rows go into one chunk.
 const csvChunkRows = 1 << 20
 
-func readCSV(ctx context.Context, name string, r io.Reader, opts Options) (*EdgeTable, error) {
+func readCSV(ctx context.Context, name string, r io.Reader, opts edges.Options) (*edges.Table, error) {
 	cols := opts.Columns.WithDefaults()
 	// The byte order mark goes before the parser sees it: it would make a
 	// quoted first field `\ufeff"src"`, a bare quote.
 	br := bufio.NewReaderSize(r, 64<<10)
-	head, _ := br.Peek(sniffLen)
-	skip, err := textStart(name, "CSV text", head)
+	head, _ := br.Peek(sniff.Len)
+	skip, err := sniff.TextStart(name, "CSV text", head)
 	if err != nil {
 		return nil, err
 	}
@@ -61,26 +63,26 @@ func readCSV(ctx context.Context, name string, r io.Reader, opts Options) (*Edge
 	}
 	si, di, wi := find(cols.Src), find(cols.Dst), -1
 	if si < 0 && looksBinary(strings.Join(header, ",")) {
-		return nil, usererr.InFile(name, fmt.Sprintf("the file does not look like CSV text: its first line holds binary data (%s)", echo(strings.Join(header, ","))),
+		return nil, usererr.InFile(name, fmt.Sprintf("the file does not look like CSV text: its first line holds binary data (%s)", edges.Echo(strings.Join(header, ","))),
 			"check the path, or name the input's format with --input-format")
 	}
 	if si < 0 {
-		return nil, errMissingColumn(name, cols.Src, "source", "--src-col", header)
+		return nil, edges.ErrMissingColumn(name, cols.Src, "source", "--src-col", header)
 	}
 	if di < 0 {
-		return nil, errMissingColumn(name, cols.Dst, "destination", "--dst-col", header)
+		return nil, edges.ErrMissingColumn(name, cols.Dst, "destination", "--dst-col", header)
 	}
-	if err := checkUnique(name, cols, header); err != nil {
+	if err := edges.CheckUnique(name, cols, header); err != nil {
 		return nil, err
 	}
 	if cols.ReadWeight {
 		wi = find(cols.Weight)
 		if wi < 0 && cols.WeightExplicit {
-			return nil, errMissingColumn(name, cols.Weight, "weight", "--weight-col", header)
+			return nil, edges.ErrMissingColumn(name, cols.Weight, "weight", "--weight-col", header)
 		}
 	}
 
-	c := csvCollector{name: name, cols: cols, skip: opts.SkipInvalid, weighted: wi >= 0, skipped: Skips{}}
+	c := csvCollector{name: name, cols: cols, skip: opts.SkipInvalid, weighted: wi >= 0, skipped: edges.Skips{}}
 	var row int64
 	for {
 		if row&0xffff == 0 {
@@ -96,7 +98,7 @@ func readCSV(ctx context.Context, name string, r io.Reader, opts Options) (*Edge
 			return nil, csvError(name, err, cr)
 		}
 		line, _ := cr.FieldPos(0)
-		c.noteLine(row, int64(line))
+		c.lines.Note(row, int64(line))
 		if err := c.add(rec, si, di, wi, row, int64(line)); err != nil {
 			return nil, err
 		}
@@ -108,31 +110,14 @@ func readCSV(ctx context.Context, name string, r io.Reader, opts Options) (*Edge
 // csvCollector gathers the kept rows' fields.
 type csvCollector struct {
 	name     string
-	cols     Columns
+	cols     edges.Columns
 	skip     bool
 	weighted bool
-	src, dst Strings
+	src, dst edges.Strings
 	w        []float64
 	rows     []int64
-	skipped  Skips
-	lines    lineMap // rows to lines, for errors found after reading
-}
-
-// noteLine records that row starts on line. Rows follow one another a line
-// each; where one starts further down (after a record with quoted line
-// breaks, or blank lines, which encoding/csv passes over) the lines in
-// between are gaps, so that LineOf names the line a later stage's error
-// (a negative weight, say) is on, as the reader's own errors do.
-func (c *csvCollector) noteLine(row, line int64) {
-	m := &c.lines
-	if len(m.blocks) == 0 || row-m.blocks[len(m.blocks)-1].firstRow >= 1<<30 {
-		m.blocks = append(m.blocks, lineBlock{firstRow: row, firstLine: line})
-		return
-	}
-	b := &m.blocks[len(m.blocks)-1]
-	for next := b.firstLine + (row - b.firstRow) + int64(len(b.gaps)); next < line; next++ {
-		b.gaps = append(b.gaps, int32(row-b.firstRow))
-	}
+	skipped  edges.Skips
+	lines    edges.LineMap // rows to lines, for errors found after reading
 }
 
 func (c *csvCollector) add(rec []string, si, di, wi int, row, line int64) error {
@@ -143,7 +128,7 @@ func (c *csvCollector) add(rec []string, si, di, wi int, row, line int64) error 
 			col = c.cols.Dst
 		}
 		if c.skip {
-			c.skipped.Add(skipNullKey(col), 1)
+			c.skipped.Add(edges.SkipNullKey(col), 1)
 			return nil
 		}
 		return &usererr.Error{Kind: usererr.Input, File: c.name, Column: col, Row: row, Line: line,
@@ -155,11 +140,11 @@ func (c *csvCollector) add(rec []string, si, di, wi int, row, line int64) error 
 			col, key = c.cols.Dst, d
 		}
 		if c.skip {
-			c.skipped.Add(skipBadUTF8, 1)
+			c.skipped.Add(edges.SkipBadUTF8, 1)
 			return nil
 		}
 		return &usererr.Error{Kind: usererr.Input, File: c.name, Column: col, Row: row, Line: line,
-			Problem: fmt.Sprintf("vertex key %s is not valid UTF-8", quoteToken(key)),
+			Problem: fmt.Sprintf("vertex key %s is not valid UTF-8", edges.QuoteToken(key)),
 			Fix:     "convert the file to UTF-8 (iconv -f latin1 -t utf-8, say), or pass --skip-invalid to drop such rows"}
 	}
 	w := 1.0
@@ -167,7 +152,7 @@ func (c *csvCollector) add(rec []string, si, di, wi int, row, line int64) error 
 		f := rec[wi]
 		if f == "" {
 			if c.skip {
-				c.skipped.Add(skipNullWeight(c.cols.Weight), 1)
+				c.skipped.Add(edges.SkipNullWeight(c.cols.Weight), 1)
 				return nil
 			}
 			return &usererr.Error{Kind: usererr.Input, File: c.name, Column: c.cols.Weight, Row: row, Line: line,
@@ -176,11 +161,11 @@ func (c *csvCollector) add(rec []string, si, di, wi int, row, line int64) error 
 		v, err := strconv.ParseFloat(f, 64)
 		if err != nil && !errors.Is(err, strconv.ErrRange) {
 			if c.skip {
-				c.skipped.Add(skipBadWeight(c.cols.Weight), 1)
+				c.skipped.Add(edges.SkipBadWeight(c.cols.Weight), 1)
 				return nil
 			}
 			return &usererr.Error{Kind: usererr.Input, File: c.name, Column: c.cols.Weight, Row: row, Line: line,
-				Problem: fmt.Sprintf("weight %s is not a number", quoteToken(f)), Fix: "fix the value or pass --skip-invalid to drop such rows"}
+				Problem: fmt.Sprintf("weight %s is not a number", edges.QuoteToken(f)), Fix: "fix the value or pass --skip-invalid to drop such rows"}
 		}
 		w = v
 	}
@@ -193,7 +178,7 @@ func (c *csvCollector) add(rec []string, si, di, wi int, row, line int64) error 
 	return nil
 }
 
-func appendString(s *Strings, v string) {
+func appendString(s *edges.Strings, v string) {
 	if len(s.Offsets) == 0 {
 		s.Offsets = append(s.Offsets, 0)
 	}
@@ -202,23 +187,23 @@ func appendString(s *Strings, v string) {
 }
 
 // table types the keys and cuts the rows into chunks.
-func (c *csvCollector) table(rowsRead int64) *EdgeTable {
-	t := &EdgeTable{Name: c.name, Columns: c.cols, HasWeight: c.weighted, RowsRead: rowsRead, Skipped: c.skipped,
-		KeyType: KeyInt64, KeyArrowType: arrow.PrimitiveTypes.Int64, lines: &c.lines}
+func (c *csvCollector) table(rowsRead int64) *edges.Table {
+	t := &edges.Table{Name: c.name, Columns: c.cols, HasWeight: c.weighted, RowsRead: rowsRead, Skipped: c.skipped,
+		KeyType: edges.KeyInt64, KeyArrowType: arrow.PrimitiveTypes.Int64, Lines: &c.lines}
 	n := c.src.Len()
 	srcInt, okS := parseInts(&c.src)
 	dstInt, okD := parseInts(&c.dst)
 	if !okS || !okD {
-		t.KeyType, t.KeyArrowType = KeyString, arrow.BinaryTypes.String
+		t.KeyType, t.KeyArrowType = edges.KeyString, arrow.BinaryTypes.String
 	}
 	dense := int64(n) == rowsRead
 	for lo := 0; lo < n; lo += csvChunkRows {
 		hi := min(lo+csvChunkRows, n)
-		ch := Chunk{FirstRow: c.rows[lo]}
+		ch := edges.Chunk{FirstRow: c.rows[lo]}
 		if !dense {
 			ch.Rows = c.rows[lo:hi]
 		}
-		if t.KeyType == KeyInt64 {
+		if t.KeyType == edges.KeyInt64 {
 			ch.Src.Int64, ch.Dst.Int64 = srcInt[lo:hi], dstInt[lo:hi]
 		} else {
 			ch.Src.Str, ch.Dst.Str = subStrings(&c.src, lo, hi), subStrings(&c.dst, lo, hi)
@@ -232,7 +217,7 @@ func (c *csvCollector) table(rowsRead int64) *EdgeTable {
 }
 
 // parseInts is the strings as int64s, or false when one is not an integer.
-func parseInts(s *Strings) ([]int64, bool) {
+func parseInts(s *edges.Strings) ([]int64, bool) {
 	out := make([]int64, s.Len())
 	for i := range out {
 		v, err := strconv.ParseInt(string(s.At(i)), 10, 64)
@@ -245,13 +230,13 @@ func parseInts(s *Strings) ([]int64, bool) {
 }
 
 // subStrings is strings [lo, hi) with offsets rebased to their own data.
-func subStrings(s *Strings, lo, hi int) *Strings {
+func subStrings(s *edges.Strings, lo, hi int) *edges.Strings {
 	base := s.Offsets[lo]
 	offs := make([]int64, hi-lo+1)
 	for i := range offs {
 		offs[i] = s.Offsets[lo+i] - base
 	}
-	return &Strings{Offsets: offs, Data: s.Data[base:s.Offsets[hi]]}
+	return &edges.Strings{Offsets: offs, Data: s.Data[base:s.Offsets[hi]]}
 }
 
 // csvError turns a parse error of encoding/csv into a one-line user error.
@@ -282,4 +267,22 @@ func csvError(name string, err error, cr *csv.Reader) error {
 		return &usererr.Error{Kind: usererr.Input, File: name, Row: -1, Line: int64(line), Problem: problem, Fix: fix}
 	}
 	return usererr.InFile(name, "cannot read: "+err.Error(), "")
+}
+
+// looksBinary says whether s holds bytes text does not: a NUL, or many
+// control characters or bytes that are not UTF-8 (a Latin-1 name or two
+// is still text, and so is a short line).
+func looksBinary(s string) bool {
+	if strings.IndexByte(s, 0) >= 0 {
+		return true
+	}
+	bad := 0
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 || r < 0x20 && r != '\t' && r != '\r' && r != '\n' || r == 0x7F {
+			bad++
+		}
+		i += n
+	}
+	return len(s) >= 16 && bad*8 > len(s)
 }

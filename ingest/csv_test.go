@@ -5,10 +5,12 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/gpipe/gpipe/ingest/edges"
 )
 
 // readCSVBytes reads data as a CSV edge table named edges.csv.
-func readCSVBytes(data []byte, opts Options) (*EdgeTable, error) {
+func readCSVBytes(data []byte, opts edges.Options) (*edges.Table, error) {
 	return readCSV(context.Background(), "edges.csv", bytes.NewReader(data), opts)
 }
 
@@ -20,7 +22,7 @@ func TestCSVMissingColumnControlChars(t *testing.T) {
 		{"src,\"dst\r\",w\n1,2,3\n", `no destination column "dst" (columns: src, "dst\r", w)`},
 		{"a,b\n", `no source column "src" (columns: a, b)`},
 	} {
-		_, err := readCSVBytes([]byte(tc.data), Options{})
+		_, err := readCSVBytes([]byte(tc.data), edges.Options{})
 		userErr(t, err, "edges.csv", tc.want)
 	}
 }
@@ -29,18 +31,18 @@ func TestCSVMissingColumnControlChars(t *testing.T) {
 // key fails naming its row and line, and --skip-invalid drops its row.
 func TestCSVKeysNotUTF8(t *testing.T) {
 	data := []byte("src,dst\nanna,bob\nbob,Jos\xe9\ncarl,anna\n")
-	_, err := readCSVBytes(data, Options{})
+	_, err := readCSVBytes(data, edges.Options{})
 	ue := userErr(t, err, "edges.csv", `column "dst", line 3: vertex key "Jos\xe9" is not valid UTF-8; convert the file to UTF-8`)
 	if ue.Row != 1 || ue.Line != 3 {
 		t.Errorf("row %d, line %d; want 1, 3", ue.Row, ue.Line)
 	}
-	tbl, err := readCSVBytes(data, Options{SkipInvalid: true})
+	tbl, err := readCSVBytes(data, edges.Options{SkipInvalid: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tbl.Release()
 	sameEdges(t, tableEdges(t, tbl), []arEdge{{row: 0, src: "anna", dst: "bob"}, {row: 2, src: "carl", dst: "anna"}})
-	if tbl.Skipped[skipBadUTF8] != 1 || tbl.Skipped.Total() != 1 {
+	if tbl.Skipped[edges.SkipBadUTF8] != 1 || tbl.Skipped.Total() != 1 {
 		t.Errorf("skipped %v", tbl.Skipped)
 	}
 }
@@ -59,7 +61,7 @@ func TestCSVUnbalancedQuote(t *testing.T) {
 		{"src,dst\n1,2\n\"2\"x,3\n4,5\n", 3, `line 3: malformed CSV: extraneous or missing " in quoted-field`},
 		{"src,dst\n1,2\n2,3\n\"4,5\n", 4, "line 4: malformed CSV"},
 	} {
-		_, err := readCSVBytes([]byte(tc.data), Options{})
+		_, err := readCSVBytes([]byte(tc.data), edges.Options{})
 		if ue := userErr(t, err, "edges.csv", tc.says, "close the quote"); ue.Line != tc.line {
 			t.Errorf("%q: line %d, want %d", tc.data, ue.Line, tc.line)
 		}
@@ -70,15 +72,25 @@ func TestCSVUnbalancedQuote(t *testing.T) {
 // message of 100 KB).
 func TestCSVLongFieldsEchoedShort(t *testing.T) {
 	long := strings.Repeat("x", 100000)
-	_, err := readCSVBytes([]byte("src,dst,weight\n1,2,"+long+"\n"), Options{Columns: Columns{ReadWeight: true}})
+	_, err := readCSVBytes([]byte("src,dst,weight\n1,2,"+long+"\n"), edges.Options{Columns: edges.Columns{ReadWeight: true}})
 	userErr(t, err, "edges.csv", `weight "`+strings.Repeat("x", 60)+`..." is not a number`)
-	_, err = readCSVBytes([]byte("src,dst\n1,"+strings.Repeat("\xe9", 100000)+"\n"), Options{})
+	_, err = readCSVBytes([]byte("src,dst\n1,"+strings.Repeat("\xe9", 100000)+"\n"), edges.Options{})
 	userErr(t, err, "edges.csv", `vertex key "`+strings.Repeat(`\xe9`, 60)+`..." is not valid UTF-8`)
-	_, err = readMTXBytes([]byte("%%MatrixMarket matrix coordinate "+long+" general\n"), Options{})
+	_, err = readMTXBytes([]byte("%%MatrixMarket matrix coordinate "+long+" general\n"), edges.Options{})
 	userErr(t, err, "m.mtx", `unknown Matrix Market field type "`+strings.Repeat("x", 60)+`..."`)
-	_, err = readMTXBytes([]byte("%%MatrixMarket matrix coordinate real general\n1 1 "+long+"\n"), Options{})
+	_, err = readMTXBytes([]byte("%%MatrixMarket matrix coordinate real general\n1 1 "+long+"\n"), edges.Options{})
 	userErr(t, err, "m.mtx", `entry count "`+strings.Repeat("x", 60)+`..." is not a count`)
 	if len(err.Error()) > 300 {
+		t.Errorf("message of %d bytes", len(err.Error()))
+	}
+}
+
+// The columns a message lists are cut short: a 10 MB header line.
+func TestCSVLongHeaderListed(t *testing.T) {
+	data := []byte("src,dst," + strings.Repeat("c", 10<<20) + "\n1,2,3\n")
+	_, err := readCSV(context.Background(), "h.csv", bytes.NewReader(data), edges.Options{Columns: edges.Columns{Src: "x"}})
+	userErr(t, err, "h.csv", `no source column "x" (columns: src, dst, "ccc`)
+	if len(err.Error()) > 200 {
 		t.Errorf("message of %d bytes", len(err.Error()))
 	}
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/internal/sniff"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
@@ -65,7 +67,7 @@ type fzWant struct {
 	errSays string
 
 	edges     []arEdge
-	keyType   KeyType
+	keyType   edges.KeyType
 	hasWeight bool
 	rows      int64 // RowsRead
 	skipped   int64
@@ -77,7 +79,7 @@ func (w *fzWant) fail(line, row int64, col, says string) {
 }
 
 // fzCheck checks a read's outcome against the reference.
-func fzCheck(t *testing.T, what string, tbl *EdgeTable, err error, path string, want *fzWant) {
+func fzCheck(t *testing.T, what string, tbl *edges.Table, err error, path string, want *fzWant) {
 	t.Helper()
 	if want.err {
 		if err == nil {
@@ -138,15 +140,15 @@ func fzUserErr(t *testing.T, what string, err error, path string) *usererr.Error
 }
 
 // fzTable checks that a table's chunks are consistent.
-func fzTable(t *testing.T, what string, tbl *EdgeTable, path string, mirrored bool) {
+func fzTable(t *testing.T, what string, tbl *edges.Table, path string, mirrored bool) {
 	t.Helper()
 	if tbl.Name != path {
 		t.Fatalf("%s: Name %q", what, tbl.Name)
 	}
 	wantArrow := arrow.DataType(arrow.PrimitiveTypes.Int64)
 	switch tbl.KeyType {
-	case KeyInt64:
-	case KeyString:
+	case edges.KeyInt64:
+	case edges.KeyString:
 		wantArrow = arrow.BinaryTypes.String
 	default:
 		t.Fatalf("%s: key type %v", what, tbl.KeyType)
@@ -158,9 +160,9 @@ func fzTable(t *testing.T, what string, tbl *EdgeTable, path string, mirrored bo
 	for ci := range tbl.Chunks {
 		c := &tbl.Chunks[ci]
 		n := c.Len()
-		for _, k := range []*Keys{&c.Src, &c.Dst} {
+		for _, k := range []*edges.Keys{&c.Src, &c.Dst} {
 			ok := k.Int32 == nil && k.Uint32 == nil && k.Uint64 == nil
-			if tbl.KeyType == KeyInt64 {
+			if tbl.KeyType == edges.KeyInt64 {
 				ok = ok && k.Str == nil && len(k.Int64) == n
 			} else {
 				ok = ok && k.Int64 == nil && k.Str != nil && fzStringsOK(k.Str, n)
@@ -194,7 +196,7 @@ func fzTable(t *testing.T, what string, tbl *EdgeTable, path string, mirrored bo
 }
 
 // fzStringsOK says whether s holds n strings within its data.
-func fzStringsOK(s *Strings, n int) bool {
+func fzStringsOK(s *edges.Strings, n int) bool {
 	if len(s.Offsets) != n+1 || s.Offsets[0] < 0 || s.Offsets[n] > int64(len(s.Data)) {
 		return false
 	}
@@ -274,7 +276,7 @@ func fzWriteFile(t *testing.T, path string, data []byte) {
 
 // fzRead reads an input with a checked allocator and checks the outcome;
 // it returns the table (to be released by the caller) or nil.
-func fzRead(t *testing.T, what, path string, want *fzWant, read func(Options) (*EdgeTable, error), opts Options) *EdgeTable {
+func fzRead(t *testing.T, what, path string, want *fzWant, read func(edges.Options) (*edges.Table, error), opts edges.Options) *edges.Table {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	opts.Alloc = mem
@@ -286,14 +288,15 @@ func fzRead(t *testing.T, what, path string, want *fzWant, read func(Options) (*
 		}
 		return nil
 	}
-	return &EdgeTable{Name: tbl.Name, Columns: tbl.Columns, KeyType: tbl.KeyType, HasWeight: tbl.HasWeight,
-		Chunks: tbl.Chunks, RowsRead: tbl.RowsRead, Skipped: tbl.Skipped, KeyArrowType: tbl.KeyArrowType,
-		release: []func(){func() {
-			tbl.Release()
-			if n := mem.CurrentAlloc(); n != 0 {
-				t.Fatalf("%s: %d bytes left allocated after Release", what, n)
-			}
-		}}}
+	checked := &edges.Table{Name: tbl.Name, Columns: tbl.Columns, KeyType: tbl.KeyType, HasWeight: tbl.HasWeight,
+		Chunks: tbl.Chunks, RowsRead: tbl.RowsRead, Skipped: tbl.Skipped, KeyArrowType: tbl.KeyArrowType}
+	checked.OnRelease(func() {
+		tbl.Release()
+		if n := mem.CurrentAlloc(); n != 0 {
+			t.Fatalf("%s: %d bytes left allocated after Release", what, n)
+		}
+	})
+	return checked
 }
 
 // fzKeyString is a key as written in a text format.
@@ -314,7 +317,7 @@ func fzSameKey(back, orig any) bool {
 
 // fzRoundTrip checks that edges written out and read back are the same:
 // the same keys (and, when sameType, key type), weights, and rows 0, 1, ...
-func fzRoundTrip(t *testing.T, what string, orig []arEdge, origType KeyType, sameType bool, tbl *EdgeTable, err error) {
+func fzRoundTrip(t *testing.T, what string, orig []arEdge, origType edges.KeyType, sameType bool, tbl *edges.Table, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatalf("%s: reading back: %v", what, err)
@@ -351,7 +354,7 @@ func fzTinyBlocks(t *testing.T, n int) {
 // TestUTF8BOM, TestWideText and TestBinaryAsText check): it returns data
 // without a UTF-8 byte order mark, or false having recorded the error.
 func fzStart(w *fzWant, data []byte, what string) ([]byte, bool) {
-	skip, err := textStart("x", what, data[:min(len(data), sniffLen)])
+	skip, err := sniff.TextStart("x", what, data[:min(len(data), sniff.Len)])
 	if err != nil {
 		var ue *usererr.Error
 		if !errors.As(err, &ue) {
@@ -367,7 +370,7 @@ func fzStart(w *fzWant, data []byte, what string) ([]byte, bool) {
 
 // fzTextRef reads an edge list the slow, obvious way.
 func fzTextRef(data []byte, readWeight, skip bool) *fzWant {
-	w := &fzWant{keyType: KeyInt64}
+	w := &fzWant{keyType: edges.KeyInt64}
 	data, ok := fzStart(w, data, "a text edge list")
 	if !ok {
 		return w
@@ -419,7 +422,7 @@ func fzTextRef(data []byte, readWeight, skip bool) *fzWant {
 	for _, l := range lines {
 		for _, f := range l.fields[:2] {
 			if _, err := strconv.ParseInt(f, 10, 64); err != nil {
-				w.keyType = KeyString
+				w.keyType = edges.KeyString
 			}
 		}
 	}
@@ -468,25 +471,25 @@ func FuzzText(f *testing.F) {
 		fzWriteFile(t, path, data)
 		for _, o := range fzOptions {
 			want := fzTextRef(data, o.readWeight, o.skip)
-			opts := Options{Columns: Columns{ReadWeight: o.readWeight}, SkipInvalid: o.skip}
-			tbl := fzRead(t, "Open "+o.name, path, want, func(opts Options) (*EdgeTable, error) {
+			opts := edges.Options{Columns: edges.Columns{ReadWeight: o.readWeight}, SkipInvalid: o.skip}
+			tbl := fzRead(t, "Open "+o.name, path, want, func(opts edges.Options) (*edges.Table, error) {
 				return Open(context.Background(), path, nil, opts)
 			}, opts)
 			if tbl == nil {
 				continue
 			}
 			// Written back out and read again.
-			edges := tableEdges(t, tbl)
+			written := tableEdges(t, tbl)
 			var b bytes.Buffer
-			for _, e := range edges {
+			for _, e := range written {
 				b.WriteString(fzKeyString(e.src) + "\t" + fzKeyString(e.dst))
 				if tbl.HasWeight {
 					b.WriteString(" " + strconv.FormatFloat(e.w, 'g', -1, 64))
 				}
 				b.WriteByte('\n')
 			}
-			back, err := readText(context.Background(), path, bytes.NewReader(b.Bytes()), Options{Columns: Columns{ReadWeight: o.readWeight}})
-			fzRoundTrip(t, "round trip "+o.name, edges, tbl.KeyType, tbl.Skipped.Total() == 0, back, err)
+			back, err := readText(context.Background(), path, bytes.NewReader(b.Bytes()), edges.Options{Columns: edges.Columns{ReadWeight: o.readWeight}})
+			fzRoundTrip(t, "round trip "+o.name, written, tbl.KeyType, tbl.Skipped.Total() == 0, back, err)
 			tbl.Release()
 		}
 		fzInTinyBlocks(t, path, data, fzTextRef, readText)
@@ -496,14 +499,14 @@ func FuzzText(f *testing.F) {
 // fzInTinyBlocks reads data again cut into blocks of a few bytes, which
 // must give the outcome ref says, as whole blocks do.
 func fzInTinyBlocks(t *testing.T, path string, data []byte, ref func([]byte, bool, bool) *fzWant,
-	read func(context.Context, string, io.Reader, Options) (*EdgeTable, error)) {
+	read func(context.Context, string, io.Reader, edges.Options) (*edges.Table, error)) {
 	for _, n := range []int{1, 3 + len(data)%13} {
 		fzTinyBlocks(t, n)
 		for _, o := range fzOptions[:2] {
 			want := ref(data, o.readWeight, o.skip)
-			opts := Options{Columns: Columns{ReadWeight: o.readWeight}, SkipInvalid: o.skip}
+			opts := edges.Options{Columns: edges.Columns{ReadWeight: o.readWeight}, SkipInvalid: o.skip}
 			what := fmt.Sprintf("blocks of %d, %s", n, o.name)
-			if tbl := fzRead(t, what, path, want, func(opts Options) (*EdgeTable, error) {
+			if tbl := fzRead(t, what, path, want, func(opts edges.Options) (*edges.Table, error) {
 				return read(context.Background(), path, bytes.NewReader(data), opts)
 			}, opts); tbl != nil {
 				tbl.Release()
@@ -516,7 +519,7 @@ func fzInTinyBlocks(t *testing.T, path string, data []byte, ref func([]byte, boo
 
 // fzMTXRef reads a Matrix Market file the slow, obvious way.
 func fzMTXRef(data []byte, readWeight, skip bool) *fzWant {
-	w := &fzWant{keyType: KeyInt64}
+	w := &fzWant{keyType: edges.KeyInt64}
 	data, ok := fzStart(w, data, "a Matrix Market file")
 	if !ok {
 		return w
@@ -726,34 +729,34 @@ func FuzzMatrixMarket(f *testing.F) {
 		fzWriteFile(t, path, data)
 		for _, o := range fzOptions {
 			want := fzMTXRef(data, o.readWeight, o.skip)
-			opts := Options{Columns: Columns{ReadWeight: o.readWeight}, SkipInvalid: o.skip}
-			tbl := fzRead(t, "Open "+o.name, path, want, func(opts Options) (*EdgeTable, error) {
+			opts := edges.Options{Columns: edges.Columns{ReadWeight: o.readWeight}, SkipInvalid: o.skip}
+			tbl := fzRead(t, "Open "+o.name, path, want, func(opts edges.Options) (*edges.Table, error) {
 				return Open(context.Background(), path, nil, opts)
 			}, opts)
 			if tbl == nil {
 				continue
 			}
 			// Written back out as a general matrix and read again.
-			edges := tableEdges(t, tbl)
+			written := tableEdges(t, tbl)
 			var b bytes.Buffer
 			field := "pattern"
 			if tbl.HasWeight {
 				field = "real"
 			}
 			var maxS, maxD int64 = 1, 1
-			for _, e := range edges {
+			for _, e := range written {
 				maxS, maxD = max(maxS, e.src.(int64)), max(maxD, e.dst.(int64))
 			}
-			fmt.Fprintf(&b, "%%%%MatrixMarket matrix coordinate %s general\n%d %d %d\n", field, maxS, maxD, len(edges))
-			for _, e := range edges {
+			fmt.Fprintf(&b, "%%%%MatrixMarket matrix coordinate %s general\n%d %d %d\n", field, maxS, maxD, len(written))
+			for _, e := range written {
 				fmt.Fprint(&b, e.src, " ", e.dst)
 				if tbl.HasWeight {
 					b.WriteString(" " + strconv.FormatFloat(e.w, 'g', -1, 64))
 				}
 				b.WriteByte('\n')
 			}
-			back, err := readMatrixMarket(context.Background(), path, bytes.NewReader(b.Bytes()), Options{Columns: Columns{ReadWeight: o.readWeight}})
-			fzRoundTrip(t, "round trip "+o.name, edges, KeyInt64, true, back, err)
+			back, err := readMatrixMarket(context.Background(), path, bytes.NewReader(b.Bytes()), edges.Options{Columns: edges.Columns{ReadWeight: o.readWeight}})
+			fzRoundTrip(t, "round trip "+o.name, written, edges.KeyInt64, true, back, err)
 			tbl.Release()
 		}
 		fzInTinyBlocks(t, path, data, fzMTXRef, readMatrixMarket)
@@ -764,7 +767,7 @@ func FuzzMatrixMarket(f *testing.F) {
 
 // fzCSVRef reads a CSV edge table record by record with encoding/csv.
 func fzCSVRef(data []byte, readWeight, skip bool) *fzWant {
-	w := &fzWant{keyType: KeyInt64}
+	w := &fzWant{keyType: edges.KeyInt64}
 	data, ok := fzStart(w, data, "CSV text")
 	if !ok {
 		return w
@@ -883,14 +886,14 @@ func fzCSVRef(data []byte, readWeight, skip bool) *fzWant {
 	for _, e := range w.edges {
 		for _, k := range []any{e.src, e.dst} {
 			if _, err := strconv.ParseInt(k.(string), 10, 64); err != nil {
-				w.keyType = KeyString
+				w.keyType = edges.KeyString
 			}
 		}
 	}
-	if w.keyType == KeyInt64 {
+	if w.keyType == edges.KeyInt64 {
 		for i := range w.edges {
 			e := &w.edges[i]
-			e.src, e.dst = refKey(e.src.(string), KeyInt64), refKey(e.dst.(string), KeyInt64)
+			e.src, e.dst = refKey(e.src.(string), edges.KeyInt64), refKey(e.dst.(string), edges.KeyInt64)
 		}
 	}
 	return w
@@ -927,15 +930,15 @@ func FuzzCSV(f *testing.F) {
 		fzWriteFile(t, path, data)
 		for _, o := range fzOptions {
 			want := fzCSVRef(data, o.readWeight, o.skip)
-			opts := Options{Columns: Columns{ReadWeight: o.readWeight}, SkipInvalid: o.skip}
-			tbl := fzRead(t, "Open "+o.name, path, want, func(opts Options) (*EdgeTable, error) {
+			opts := edges.Options{Columns: edges.Columns{ReadWeight: o.readWeight}, SkipInvalid: o.skip}
+			tbl := fzRead(t, "Open "+o.name, path, want, func(opts edges.Options) (*edges.Table, error) {
 				return Open(context.Background(), path, nil, opts)
 			}, opts)
 			if tbl == nil {
 				continue
 			}
 			// Written back out with encoding/csv and read again.
-			edges := tableEdges(t, tbl)
+			written := tableEdges(t, tbl)
 			var b bytes.Buffer
 			cw := csv.NewWriter(&b)
 			header := []string{"src", "dst"}
@@ -943,7 +946,7 @@ func FuzzCSV(f *testing.F) {
 				header = append(header, "weight")
 			}
 			_ = cw.Write(header)
-			for _, e := range edges {
+			for _, e := range written {
 				rec := []string{fzKeyString(e.src), fzKeyString(e.dst)}
 				if tbl.HasWeight {
 					rec = append(rec, strconv.FormatFloat(e.w, 'g', -1, 64))
@@ -954,8 +957,8 @@ func FuzzCSV(f *testing.F) {
 			if err := cw.Error(); err != nil {
 				t.Fatal(err)
 			}
-			back, err := readCSV(context.Background(), path, bytes.NewReader(b.Bytes()), Options{Columns: Columns{ReadWeight: o.readWeight}})
-			fzRoundTrip(t, "round trip "+o.name, edges, tbl.KeyType, true, back, err)
+			back, err := readCSV(context.Background(), path, bytes.NewReader(b.Bytes()), edges.Options{Columns: edges.Columns{ReadWeight: o.readWeight}})
+			fzRoundTrip(t, "round trip "+o.name, written, tbl.KeyType, true, back, err)
 			tbl.Release()
 		}
 	})

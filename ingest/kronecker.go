@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 
+	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/bytesize"
 	"github.com/gpipe/gpipe/internal/par"
 	"github.com/gpipe/gpipe/internal/usererr"
@@ -32,14 +33,16 @@ type Kronecker struct {
 
 // kroneckerWeightSeed sets the weights' random streams apart from the
 // edges'.
-const kroneckerWeightSeed = 0x77656967687473 // "weights"
+const kroneckerWeightSeed = 0x77656967687473
+
+// "weights"
 
 // kroneckerChunk is the number of edges drawn from one seeded stream, so that
 // the graph is the same whatever the number of cores.
 const kroneckerChunk = 1 << 16
 
 // Generate draws the graph as an edge table with int64 keys in [0, 2^Scale).
-func (k Kronecker) Generate(ctx context.Context) (*EdgeTable, error) {
+func (k Kronecker) Generate(ctx context.Context) (*edges.Table, error) {
 	if k.Scale < 1 || k.Scale > 31 {
 		return nil, usererr.Newf(usererr.Usage, "kronecker scale %d is out of range (1 to 31)", k.Scale)
 	}
@@ -122,18 +125,18 @@ func (k Kronecker) Generate(ctx context.Context) (*EdgeTable, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	t := &EdgeTable{
+	t := &edges.Table{
 		Name:         fmt.Sprintf("kronecker:%d:%d", k.Scale, k.EdgeFactor),
-		Columns:      Columns{}.WithDefaults(),
-		KeyType:      KeyInt64,
+		Columns:      edges.Columns{}.WithDefaults(),
+		KeyType:      edges.KeyInt64,
 		KeyArrowType: arrow.PrimitiveTypes.Int64,
 		HasWeight:    k.Weighted,
 		RowsRead:     m,
-		Skipped:      Skips{},
+		Skipped:      edges.Skips{},
 	}
 	for first := int64(0); first < m; first += 1 << 22 {
 		last := min(first+1<<22, m)
-		c := Chunk{FirstRow: first, Src: Keys{Int64: src[first:last]}, Dst: Keys{Int64: dst[first:last]}}
+		c := edges.Chunk{FirstRow: first, Src: edges.Keys{Int64: src[first:last]}, Dst: edges.Keys{Int64: dst[first:last]}}
 		if weight != nil {
 			c.Weight = weight[first:last]
 		}

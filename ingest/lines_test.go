@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/gpipe/gpipe/ingest/edges"
 )
 
 // LineOf maps every row of a text input back to its line, across blocks,
@@ -36,7 +38,7 @@ func TestLineOf(t *testing.T) {
 					lineOfRow = append(lineOfRow, line)
 				}
 			}
-			tbl, err := readTextBytes(data.Bytes(), Options{Columns: Columns{ReadWeight: true}, SkipInvalid: true})
+			tbl, err := readTextBytes(data.Bytes(), edges.Options{Columns: edges.Columns{ReadWeight: true}, SkipInvalid: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -56,7 +58,7 @@ func TestLineOf(t *testing.T) {
 	}
 
 	mtx := "%%MatrixMarket matrix coordinate real symmetric\n% c\n3 3 3\n1 2 1\n% mid\n\n2 3 2\n3 1 3\n"
-	tbl, err := readMTXBytes([]byte(mtx), Options{Columns: Columns{ReadWeight: true}})
+	tbl, err := readMTXBytes([]byte(mtx), edges.Options{Columns: edges.Columns{ReadWeight: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +87,7 @@ func TestLineOfCSV(t *testing.T) {
 		"4,5,3\n" + // 7: row 2
 		"6,\"x\n\ny\",4\n" + // 8-10: row 3
 		"7,8,5\n" // 11: row 4
-	tbl, err := readCSVBytes([]byte(data), Options{Columns: Columns{ReadWeight: true}})
+	tbl, err := readCSVBytes([]byte(data), edges.Options{Columns: edges.Columns{ReadWeight: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/internal/sniff"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
@@ -56,7 +58,7 @@ func parseMTXHeader(name string, data []byte) (*mtxHeader, error) {
 	}
 	h := &mtxHeader{field: fields[3], symmetry: fields[4]}
 	if fields[1] != "matrix" {
-		return nil, usererr.AtLine(name, 1, fmt.Sprintf("the file holds a %s, not a matrix", quoteToken(fields[1])), "gpipe reads Matrix Market matrices (coordinate format) as edge lists")
+		return nil, usererr.AtLine(name, 1, fmt.Sprintf("the file holds a %s, not a matrix", edges.QuoteToken(fields[1])), "gpipe reads Matrix Market matrices (coordinate format) as edge lists")
 	}
 	switch fields[2] {
 	case "coordinate":
@@ -64,7 +66,7 @@ func parseMTXHeader(name string, data []byte) (*mtxHeader, error) {
 		return nil, usererr.AtLine(name, 1, "the matrix is in dense array format, which is not an edge list",
 			"convert it to coordinate format (scipy: scipy.io.mmwrite(path, scipy.sparse.coo_matrix(m)))")
 	default:
-		return nil, usererr.AtLine(name, 1, fmt.Sprintf("unknown Matrix Market format %s", quoteToken(fields[2])), mtxFixHeader)
+		return nil, usererr.AtLine(name, 1, fmt.Sprintf("unknown Matrix Market format %s", edges.QuoteToken(fields[2])), mtxFixHeader)
 	}
 	switch h.field {
 	case "real", "double", "integer", "pattern":
@@ -72,7 +74,7 @@ func parseMTXHeader(name string, data []byte) (*mtxHeader, error) {
 		return nil, usererr.AtLine(name, 1, "the matrix has complex values, which cannot be edge weights",
 			"convert it to real values, or to pattern to drop the values (edit the banner and the entries)")
 	default:
-		return nil, usererr.AtLine(name, 1, fmt.Sprintf("unknown Matrix Market field type %s", quoteToken(h.field)), mtxFixHeader)
+		return nil, usererr.AtLine(name, 1, fmt.Sprintf("unknown Matrix Market field type %s", edges.QuoteToken(h.field)), mtxFixHeader)
 	}
 	switch h.symmetry {
 	case "general", "symmetric":
@@ -83,7 +85,7 @@ func parseMTXHeader(name string, data []byte) (*mtxHeader, error) {
 			return nil, usererr.AtLine(name, 1, "a pattern matrix cannot be skew-symmetric (it has no values to negate)", "make it symmetric or general")
 		}
 	default:
-		return nil, usererr.AtLine(name, 1, fmt.Sprintf("unknown Matrix Market symmetry %s", quoteToken(h.symmetry)), mtxFixHeader)
+		return nil, usererr.AtLine(name, 1, fmt.Sprintf("unknown Matrix Market symmetry %s", edges.QuoteToken(h.symmetry)), mtxFixHeader)
 	}
 	// Comments and blank lines, then the size line.
 	n := int64(1)
@@ -106,7 +108,7 @@ func parseMTXHeader(name string, data []byte) (*mtxHeader, error) {
 		for i, s := range size {
 			x, err := strconv.ParseInt(s, 10, 64)
 			if err != nil || x < 0 {
-				return nil, usererr.AtLine(name, n, fmt.Sprintf("the size line's %s %s is not a count", []string{"row count", "column count", "entry count"}[i], quoteToken(s)),
+				return nil, usererr.AtLine(name, n, fmt.Sprintf("the size line's %s %s is not a count", []string{"row count", "column count", "entry count"}[i], edges.QuoteToken(s)),
 					"write the size line as: rows columns entries")
 			}
 			v[i] = x
@@ -129,7 +131,7 @@ func mtxLine(data []byte) (line, rest []byte) {
 	return data, nil
 }
 
-func readMatrixMarket(ctx context.Context, name string, r io.Reader, opts Options) (*EdgeTable, error) {
+func readMatrixMarket(ctx context.Context, name string, r io.Reader, opts edges.Options) (*edges.Table, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -139,7 +141,7 @@ func readMatrixMarket(ctx context.Context, name string, r io.Reader, opts Option
 		return nil, err
 	}
 	defer done()
-	skip, err := textStart(name, "a Matrix Market file", data[:min(len(data), sniffLen)])
+	skip, err := sniff.TextStart(name, "a Matrix Market file", data[:min(len(data), sniff.Len)])
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +166,7 @@ func readMatrixMarket(ctx context.Context, name string, r io.Reader, opts Option
 	if err != nil {
 		return nil, err
 	}
-	t.mirror = cfg.mirror
+	t.Mirror = cfg.mirror
 	if t.RowsRead != h.nnz {
 		t.Release()
 		if t.RowsRead < h.nnz {

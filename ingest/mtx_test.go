@@ -5,10 +5,12 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/gpipe/gpipe/ingest/edges"
 )
 
 // readMTXBytes reads data as a Matrix Market file named m.mtx.
-func readMTXBytes(data []byte, opts Options) (*EdgeTable, error) {
+func readMTXBytes(data []byte, opts edges.Options) (*edges.Table, error) {
 	return readMatrixMarket(context.Background(), "m.mtx", bytes.NewReader(data), opts)
 }
 
@@ -30,7 +32,7 @@ func TestMatrixMarketEntryFields(t *testing.T) {
 		{pattern + "1 2 3\n", 3, "line 3: entry has 3 fields where this matrix's entries have 2 (row column)"},
 		{pattern + "1 2 3 4 5 6\n", 3, "line 3: entry has more than 3 fields where this matrix's entries have 2 (row column)"},
 	} {
-		_, err := readMTXBytes([]byte(tc.data), Options{Columns: Columns{ReadWeight: true}})
+		_, err := readMTXBytes([]byte(tc.data), edges.Options{Columns: edges.Columns{ReadWeight: true}})
 		if ue := userErr(t, err, "m.mtx", tc.want); ue.Line != tc.line {
 			t.Errorf("%q: line %d, want %d", tc.data, ue.Line, tc.line)
 		}
@@ -51,7 +53,7 @@ func TestMatrixMarketFewerEntries(t *testing.T) {
 		{head, 2},
 		{"%%MatrixMarket matrix coordinate real general\n3 3 5", 2},
 	} {
-		_, err := readMTXBytes([]byte(tc.data), Options{})
+		_, err := readMTXBytes([]byte(tc.data), edges.Options{})
 		if ue := userErr(t, err, "m.mtx", "the file ends after", "entries its size line (line 2) announces"); ue.Line != tc.line {
 			t.Errorf("%q: line %d, want %d", tc.data, ue.Line, tc.line)
 		}
@@ -62,7 +64,7 @@ func TestMatrixMarketFewerEntries(t *testing.T) {
 // as weights); a real matrix's are read as before.
 func TestMatrixMarketIntegerValues(t *testing.T) {
 	const head = "%%MatrixMarket matrix coordinate integer general\n3 3 2\n"
-	read := Options{Columns: Columns{ReadWeight: true}}
+	read := edges.Options{Columns: edges.Columns{ReadWeight: true}}
 	for _, tc := range []struct{ entry, says string }{
 		{"2 3 1.5", `column "weight", line 4: value "1.5" is not an integer, as the banner's field type integer says`},
 		{"2 3 99999999999999999999999", `line 4: value 99999999999999999999999 is too large for an integer`},
@@ -75,7 +77,7 @@ func TestMatrixMarketIntegerValues(t *testing.T) {
 			t.Errorf("%q: line %d, row %d; want 4, 1", tc.entry, ue.Line, ue.Row)
 		}
 		// --skip-invalid drops the entry, as for a weight that is not a number.
-		tbl, err := readMTXBytes([]byte(head+"1 2 3\n"+tc.entry+"\n"), Options{Columns: Columns{ReadWeight: true}, SkipInvalid: true})
+		tbl, err := readMTXBytes([]byte(head+"1 2 3\n"+tc.entry+"\n"), edges.Options{Columns: edges.Columns{ReadWeight: true}, SkipInvalid: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +112,7 @@ func TestMatrixMarketMirrorOf(t *testing.T) {
 		{"general", []string{"", "", ""}},
 	} {
 		data := "%%MatrixMarket matrix coordinate real " + tc.sym + "\n3 3 3\n2 1 5\n% c\n3 2 -1.5\n3 3 7\n"
-		tbl, err := readMTXBytes([]byte(data), Options{Columns: Columns{ReadWeight: true}})
+		tbl, err := readMTXBytes([]byte(data), edges.Options{Columns: edges.Columns{ReadWeight: true}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,17 +9,20 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/internal/sniff"
+	"github.com/gpipe/gpipe/internal/mmap"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
 // Formats an input can have, by the name Options.Format and FormatOf use.
 const (
-	FormatParquet     = "parquet"
-	FormatArrowFile   = "arrow"  // Arrow IPC file (.arrow, .feather)
-	FormatArrowStream = "arrows" // Arrow IPC stream (.arrows, and "-")
-	FormatCSV         = "csv"    // CSV with a header row
-	FormatText        = "text"   // whitespace-separated edge list (.txt, .el, .wel, .tsv, .edges)
-	FormatMTX         = "mtx"    // Matrix Market coordinate format
+	FormatParquet     = sniff.Parquet
+	FormatArrowFile   = sniff.ArrowFile   // Arrow IPC file (.arrow, .feather)
+	FormatArrowStream = sniff.ArrowStream // Arrow IPC stream (.arrows, and "-")
+	FormatCSV         = sniff.CSV         // CSV with a header row
+	FormatText        = sniff.Text        // whitespace-separated edge list (.txt, .el, .wel, .tsv, .edges)
+	FormatMTX         = sniff.MTX         // Matrix Market coordinate format
 )
 
 // FormatOf is the format a path's extension implies; "-" is an Arrow IPC
@@ -53,7 +56,7 @@ func FormatOf(path string) (string, error) {
 // Open reads the edge table at path in the format its extension (or
 // opts.Format) names. For "-" it reads stdin (os.Stdin when nil): an Arrow
 // IPC stream, or the format opts.Format names.
-func Open(ctx context.Context, path string, stdin io.Reader, opts Options) (*EdgeTable, error) {
+func Open(ctx context.Context, path string, stdin io.Reader, opts edges.Options) (*edges.Table, error) {
 	format := opts.Format
 	if format == "" {
 		var err error
@@ -86,7 +89,7 @@ func Open(ctx context.Context, path string, stdin io.Reader, opts Options) (*Edg
 
 // readFrom reads r with the reader of a format that needs only an
 // io.Reader (it takes a file, and stdin, as it comes).
-func readFrom(ctx context.Context, name string, r io.Reader, format string, opts Options) (*EdgeTable, error) {
+func readFrom(ctx context.Context, name string, r io.Reader, format string, opts edges.Options) (*edges.Table, error) {
 	switch format {
 	case FormatArrowStream:
 		return ReadArrowStream(ctx, name, r, opts)
@@ -106,7 +109,7 @@ func readFrom(ctx context.Context, name string, r io.Reader, format string, opts
 // (Parquet and Arrow IPC files are read from their ends, edge lists in
 // parallel blocks), which is read into memory first, unless stdin is a
 // regular file (< file), which is read as a file is.
-func openStdin(ctx context.Context, stdin io.Reader, format string, opts Options) (*EdgeTable, error) {
+func openStdin(ctx context.Context, stdin io.Reader, format string, opts edges.Options) (*edges.Table, error) {
 	const name = "-"
 	if stdin == nil {
 		stdin = os.Stdin
@@ -119,13 +122,13 @@ func openStdin(ctx context.Context, stdin io.Reader, format string, opts Options
 			if format == FormatParquet {
 				return readParquetAt(ctx, name, f, st.Size(), opts)
 			}
-			m, err := mapFile(name, f)
+			m, err := mmap.Map(name, f)
 			if err != nil {
 				return nil, err
 			}
 			t, err := readMappedArrow(ctx, name, m, opts)
 			if err != nil {
-				m.close()
+				m.Close()
 				return nil, err
 			}
 			return t, nil
@@ -138,7 +141,7 @@ func openStdin(ctx context.Context, stdin io.Reader, format string, opts Options
 	if format == FormatParquet {
 		return readParquetAt(ctx, name, bytes.NewReader(data), int64(len(data)), opts)
 	}
-	return readMappedArrow(ctx, name, inMemory(data), opts)
+	return readMappedArrow(ctx, name, mmap.InMemory(data), opts)
 }
 
 // formatNames are the formats as messages name them.

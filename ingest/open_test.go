@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/gpipe/gpipe/ingest/edges"
 )
 
 // Standard input is read in the format --input-format names (it was always
@@ -51,11 +52,11 @@ func TestStdinFormats(t *testing.T) {
 		FormatText:        []byte("# comment\n1 2 0.5\n2 3 1.5\n"),
 		FormatMTX:         []byte("%%MatrixMarket matrix coordinate real general\n3 3 2\n1 2 0.5\n2 3 1.5\n"),
 	}
-	opts := func(format string) Options {
-		return Options{Format: format, Columns: Columns{ReadWeight: true}}
+	opts := func(format string) edges.Options {
+		return edges.Options{Format: format, Columns: edges.Columns{ReadWeight: true}}
 	}
 	for format, data := range inputs {
-		check := func(how string, tbl *EdgeTable, err error) {
+		check := func(how string, tbl *edges.Table, err error) {
 			t.Helper()
 			if err != nil {
 				t.Fatalf("%s from %s: %v", format, how, err)
@@ -103,7 +104,7 @@ func TestStdinFormats(t *testing.T) {
 		FormatMTX:       "-: the input is not an Arrow IPC stream: it looks like a Matrix Market file; pass --input-format mtx",
 		FormatText:      "-: the input is not an Arrow IPC stream: it looks like text (an edge list?); pass --input-format text",
 	} {
-		_, err := Open(context.Background(), "-", io.MultiReader(bytes.NewReader(inputs[format])), Options{})
+		_, err := Open(context.Background(), "-", io.MultiReader(bytes.NewReader(inputs[format])), edges.Options{})
 		userErr(t, err, "-", says)
 	}
 	// A file named .arrows says how to name it.
@@ -111,13 +112,13 @@ func TestStdinFormats(t *testing.T) {
 	if err := os.WriteFile(path, inputs[FormatCSV], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Open(context.Background(), path, nil, Options{})
+	_, err := Open(context.Background(), path, nil, edges.Options{})
 	userErr(t, err, path, "it looks like CSV text; name it .csv or pass --input-format csv")
 
 	// An empty standard input is an error, as an empty file is (an empty
 	// edge list is an empty graph).
 	for format := range inputs {
-		tbl, err := Open(context.Background(), "-", bytes.NewReader(nil), Options{Format: format})
+		tbl, err := Open(context.Background(), "-", bytes.NewReader(nil), edges.Options{Format: format})
 		if format == FormatText {
 			if err != nil || tbl.NumEdges() != 0 {
 				t.Errorf("empty edge list: %v", err)
@@ -126,6 +127,6 @@ func TestStdinFormats(t *testing.T) {
 		}
 		userErr(t, err, "-")
 	}
-	_, err = Open(context.Background(), "-", bytes.NewReader(nil), Options{Format: "xml"})
+	_, err = Open(context.Background(), "-", bytes.NewReader(nil), edges.Options{Format: "xml"})
 	userErr(t, err, "", `unknown input format "xml"`)
 }

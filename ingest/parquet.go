@@ -16,6 +16,8 @@ import (
 	"github.com/parquet-go/parquet-go/deprecated"
 	"github.com/parquet-go/parquet-go/format"
 
+	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/internal/sniff"
 	"github.com/gpipe/gpipe/internal/alloc"
 	"github.com/gpipe/gpipe/internal/par"
 	"github.com/gpipe/gpipe/internal/usererr"
@@ -120,10 +122,10 @@ type pqColumn struct {
 // pqChunkState is what a task leaves for the assembly of its row group.
 type pqChunkState struct {
 	err       error
-	firstNull int      // row within the row group of the first null (errors mode); -1 if none
-	nulls     []uint64 // bitmap of null rows (SkipInvalid), nil if none
-	str       Strings  // string keys
-	hint      int64    // the chunk's uncompressed size, for string buffers
+	firstNull int           // row within the row group of the first null (errors mode); -1 if none
+	nulls     []uint64      // bitmap of null rows (SkipInvalid), nil if none
+	str       edges.Strings // string keys
+	hint      int64         // the chunk's uncompressed size, for string buffers
 	codec     format.CompressionCodec
 	start     int64 // the chunk's bytes in the file
 	end       int64
@@ -142,7 +144,7 @@ type pqReader struct {
 	name   string
 	file   io.ReaderAt
 	size   int64
-	opts   Options
+	opts   edges.Options
 	cols   []pqColumn
 	groups []pqGroup
 	// failed is the lowest row group index whose reading failed; tasks of
@@ -159,7 +161,7 @@ var (
 
 // readParquet reads the edge columns of the Parquet file f, named name in
 // messages: one chunk per row group.
-func readParquet(ctx context.Context, name string, f *os.File, opts Options) (*EdgeTable, error) {
+func readParquet(ctx context.Context, name string, f *os.File, opts edges.Options) (*edges.Table, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -175,7 +177,7 @@ func readParquet(ctx context.Context, name string, f *os.File, opts Options) (*E
 }
 
 // readParquetAt reads the Parquet file of size bytes that f reads.
-func readParquetAt(ctx context.Context, name string, f io.ReaderAt, size int64, opts Options) (*EdgeTable, error) {
+func readParquetAt(ctx context.Context, name string, f io.ReaderAt, size int64, opts edges.Options) (*edges.Table, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -202,7 +204,7 @@ func checkParquetFrame(name string, r io.ReaderAt, size int64) error {
 	if _, err := r.ReadAt(head, 0); err != nil && err != io.EOF {
 		return usererr.InFile(name, "cannot read: "+err.Error(), "check the path")
 	}
-	if err := errLooksLike(name, "a Parquet file", head); err != nil && !bytes.HasPrefix(head, []byte("PAR")) && !bytes.HasPrefix([]byte("PAR1"), head) {
+	if err := sniff.ErrLooksLike(name, "a Parquet file", head); err != nil && !bytes.HasPrefix(head, []byte("PAR")) && !bytes.HasPrefix([]byte("PAR1"), head) {
 		return err
 	}
 	head = head[:min(len(head), 4)]
@@ -268,7 +270,7 @@ func openParquet(name string, f io.ReaderAt, size int64) (pf *parquet.File, err 
 	return pf, nil
 }
 
-func (r *pqReader) read(pf *parquet.File) (*EdgeTable, error) {
+func (r *pqReader) read(pf *parquet.File) (*edges.Table, error) {
 	cols := r.opts.Columns
 	top := pf.Root().Columns()
 	names := make([]string, len(top))
@@ -286,24 +288,24 @@ func (r *pqReader) read(pf *parquet.File) (*EdgeTable, error) {
 
 	src, dst := find(cols.Src), find(cols.Dst)
 	if src == nil {
-		return nil, errMissingColumn(r.name, cols.Src, "source", "--src-col", names)
+		return nil, edges.ErrMissingColumn(r.name, cols.Src, "source", "--src-col", names)
 	}
 	if dst == nil {
-		return nil, errMissingColumn(r.name, cols.Dst, "destination", "--dst-col", names)
+		return nil, edges.ErrMissingColumn(r.name, cols.Dst, "destination", "--dst-col", names)
 	}
-	if err := checkUnique(r.name, cols, names); err != nil {
+	if err := edges.CheckUnique(r.name, cols, names); err != nil {
 		return nil, err
 	}
 	srcKey, srcKind, ok := parquetKeyType(src)
 	if !ok {
-		return nil, errKeyType(r.name, cols.Src, parquetTypeName(src))
+		return nil, edges.ErrKeyType(r.name, cols.Src, parquetTypeName(src))
 	}
 	dstKey, dstKind, ok := parquetKeyType(dst)
 	if !ok {
-		return nil, errKeyType(r.name, cols.Dst, parquetTypeName(dst))
+		return nil, edges.ErrKeyType(r.name, cols.Dst, parquetTypeName(dst))
 	}
 	if srcKey != dstKey {
-		return nil, errKeyTypesDiffer(r.name, cols.Src, srcKey.String(), cols.Dst, dstKey.String())
+		return nil, edges.ErrKeyTypesDiffer(r.name, cols.Src, srcKey.String(), cols.Dst, dstKey.String())
 	}
 	r.cols = []pqColumn{
 		{name: cols.Src, role: roleSrc, leaf: src.Index(), kind: srcKind, maxDef: byte(src.MaxDefinitionLevel())},
@@ -313,14 +315,14 @@ func (r *pqReader) read(pf *parquet.File) (*EdgeTable, error) {
 		w := find(cols.Weight)
 		switch {
 		case w == nil && cols.WeightExplicit:
-			return nil, errMissingColumn(r.name, cols.Weight, "weight", "--weight-col", names)
+			return nil, edges.ErrMissingColumn(r.name, cols.Weight, "weight", "--weight-col", names)
 		case w != nil:
 			kind, ok := parquetWeightType(w)
 			if !ok && isFloat16(pf, w) {
 				kind, ok = valHalf, true
 			}
 			if !ok {
-				return nil, errWeightType(r.name, cols.Weight, parquetTypeName(w))
+				return nil, edges.ErrWeightType(r.name, cols.Weight, parquetTypeName(w))
 			}
 			r.cols = append(r.cols, pqColumn{name: cols.Weight, role: roleWeight, leaf: w.Index(), kind: kind, maxDef: byte(w.MaxDefinitionLevel())})
 		}
@@ -331,14 +333,14 @@ func (r *pqReader) read(pf *parquet.File) (*EdgeTable, error) {
 		return nil, err
 	}
 
-	t := &EdgeTable{
+	t := &edges.Table{
 		Name:         r.name,
 		Columns:      cols,
 		KeyType:      srcKey,
 		KeyArrowType: srcKey.ArrowType(),
 		HasWeight:    len(r.cols) > 2,
 		RowsRead:     total,
-		Skipped:      Skips{},
+		Skipped:      edges.Skips{},
 	}
 	ok = false
 	defer func() {
@@ -433,7 +435,7 @@ func (r *pqReader) planGroups(pf *parquet.File) (int64, error) {
 }
 
 // allocate makes the destination slices for the whole file.
-func (r *pqReader) allocate(t *EdgeTable, n int) {
+func (r *pqReader) allocate(t *edges.Table, n int) {
 	a := r.opts.Alloc
 	for i := range r.cols {
 		c := &r.cols[i]
@@ -499,9 +501,9 @@ func (r *pqReader) firstError() error {
 			col := &r.cols[bestCol]
 			row := grp.first + int64(best)
 			if col.role == roleWeight {
-				return errNullWeight(r.name, col.name, row)
+				return edges.ErrNullWeight(r.name, col.name, row)
 			}
-			return errNullKey(r.name, col.name, row)
+			return edges.ErrNullKey(r.name, col.name, row)
 		}
 	}
 	return nil
@@ -517,7 +519,7 @@ func (r *pqReader) errPage(c *pqColumn, g int, row int, cause any) error {
 
 // parquetKeyType says whether a top-level column can hold vertex keys, and
 // as which type.
-func parquetKeyType(c *parquet.Column) (KeyType, valKind, bool) {
+func parquetKeyType(c *parquet.Column) (edges.KeyType, valKind, bool) {
 	if !c.Leaf() || c.Repeated() {
 		return 0, 0, false
 	}
@@ -527,33 +529,33 @@ func parquetKeyType(c *parquet.Column) (KeyType, valKind, bool) {
 	case parquet.Int32:
 		switch t := lt.(type) {
 		case nil:
-			return KeyInt32, valInt32, true
+			return edges.KeyInt32, valInt32, true
 		case *format.IntType:
 			switch {
 			case t.BitWidth != 32:
 			case t.IsSigned:
-				return KeyInt32, valInt32, true
+				return edges.KeyInt32, valInt32, true
 			default:
-				return KeyUint32, valUint32, true
+				return edges.KeyUint32, valUint32, true
 			}
 		}
 	case parquet.Int64:
 		switch t := lt.(type) {
 		case nil:
-			return KeyInt64, valInt64, true
+			return edges.KeyInt64, valInt64, true
 		case *format.IntType:
 			switch {
 			case t.BitWidth != 64:
 			case t.IsSigned:
-				return KeyInt64, valInt64, true
+				return edges.KeyInt64, valInt64, true
 			default:
-				return KeyUint64, valUint64, true
+				return edges.KeyUint64, valUint64, true
 			}
 		}
 	case parquet.ByteArray:
 		switch lt.(type) {
 		case nil, *format.StringType, *format.EnumType:
-			return KeyString, valBytes, true
+			return edges.KeyString, valBytes, true
 		}
 	}
 	return 0, 0, false

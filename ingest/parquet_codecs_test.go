@@ -11,6 +11,7 @@ import (
 	pq "github.com/apache/arrow/go/v17/parquet"
 	pqcompress "github.com/apache/arrow/go/v17/parquet/compress"
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
+	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding/rle"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
@@ -252,14 +253,14 @@ func TestParquetCodecs(t *testing.T) {
 					}
 					path := filepath.Join(dir, name+".parquet")
 					pqWriteBytes(t, path, pqTranscode(t, data, func(g int) pqCodecChoice { return choices[g%len(choices)] }, bitPacked, false))
-					opts := Options{Columns: Columns{ReadWeight: true}, SkipInvalid: true}
-					pqRead(t, path, opts, func(tbl *EdgeTable) { c.check(t, tbl, opts, key.key, rgRows) })
+					opts := edges.Options{Columns: edges.Columns{ReadWeight: true}, SkipInvalid: true}
+					pqRead(t, path, opts, func(tbl *edges.Table) { c.check(t, tbl, opts, key.key, rgRows) })
 
 					// Each codec throughout.
 					for _, ch := range choices {
 						one := pqTranscode(t, data, func(int) pqCodecChoice { return ch }, bitPacked, !bitPacked)
 						pqWriteBytes(t, path, one)
-						pqRead(t, path, opts, func(tbl *EdgeTable) { c.check(t, tbl, opts, key.key, rgRows) })
+						pqRead(t, path, opts, func(tbl *edges.Table) { c.check(t, tbl, opts, key.key, rgRows) })
 					}
 				})
 			}
@@ -313,8 +314,8 @@ func TestParquetDeltaEncodings(t *testing.T) {
 			if err := pqarrow.WriteTable(tbl, f, rgRows, pq.NewWriterProperties(props...), pqarrow.DefaultWriterProps()); err != nil {
 				t.Fatal(err)
 			}
-			opts := Options{Columns: Columns{ReadWeight: true}, SkipInvalid: true}
-			pqRead(t, path, opts, func(tbl *EdgeTable) { c.check(t, tbl, opts, key.key, rgRows) })
+			opts := edges.Options{Columns: edges.Columns{ReadWeight: true}, SkipInvalid: true}
+			pqRead(t, path, opts, func(tbl *edges.Table) { c.check(t, tbl, opts, key.key, rgRows) })
 		})
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 	"github.com/pierrec/lz4/v4"
 
+	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/alloc"
 )
 
@@ -723,7 +724,7 @@ func newPqStrings(rows int, sizeHint int64) *pqStrings {
 	return &pqStrings{offsets: make([]int64, rows+1), data: make([]byte, 0, hint)}
 }
 
-func (s *pqStrings) strings() Strings { return Strings{Offsets: s.offsets, Data: s.data} }
+func (s *pqStrings) strings() edges.Strings { return edges.Strings{Offsets: s.offsets, Data: s.data} }
 
 // pagePlain decodes a PLAIN page of strings (each a 4-byte length and its
 // bytes) for rows [pos, pos+rows).
@@ -858,7 +859,7 @@ func pqCompact[T any](s []T, first int64, kept []int64) {
 	}
 }
 
-func pqCompactStrings(s *Strings, first int64, kept []int64) {
+func pqCompactStrings(s *edges.Strings, first int64, kept []int64) {
 	var end int64
 	for k, row := range kept {
 		i := row - first
@@ -872,9 +873,9 @@ func pqCompactStrings(s *Strings, first int64, kept []int64) {
 }
 
 // assemble makes one chunk per row group and counts the skipped rows.
-func (r *pqReader) assemble(t *EdgeTable) {
+func (r *pqReader) assemble(t *edges.Table) {
 	var skips [3]int64
-	t.Chunks = make([]Chunk, len(r.groups))
+	t.Chunks = make([]edges.Chunk, len(r.groups))
 	for g := range r.groups {
 		grp := &r.groups[g]
 		n := int64(grp.rows)
@@ -882,11 +883,11 @@ func (r *pqReader) assemble(t *EdgeTable) {
 			n = int64(len(grp.kept))
 		}
 		lo, hi, end := grp.first, grp.first+n, grp.first+int64(grp.rows)
-		ch := Chunk{FirstRow: grp.first, Rows: grp.kept}
+		ch := edges.Chunk{FirstRow: grp.first, Rows: grp.kept}
 		for ci := range r.cols {
 			c := &r.cols[ci]
 			skips[ci] += grp.skips[ci]
-			var k Keys
+			var k edges.Keys
 			switch {
 			case c.role == roleWeight:
 				ch.Weight = c.f64[lo:hi:end]
@@ -917,9 +918,9 @@ func (r *pqReader) assemble(t *EdgeTable) {
 		}
 		c := &r.cols[ci]
 		if c.role == roleWeight {
-			t.Skipped.Add(skipNullWeight(c.name), skips[ci])
+			t.Skipped.Add(edges.SkipNullWeight(c.name), skips[ci])
 		} else {
-			t.Skipped.Add(skipNullKey(c.name), skips[ci])
+			t.Skipped.Add(edges.SkipNullKey(c.name), skips[ci])
 		}
 	}
 }

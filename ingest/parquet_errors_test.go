@@ -17,6 +17,7 @@ import (
 	pqcompress "github.com/apache/arrow/go/v17/parquet/compress"
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
@@ -27,21 +28,21 @@ func TestParquetMissingColumn(t *testing.T) {
 	path := c.write(t, t.TempDir(), "m.parquet", false, pqDefaultWrite.with(50))
 	const cols = "(columns: label, nested, dst, score, src, tags, weight, after)"
 	for _, tc := range []struct {
-		cols Columns
+		cols edges.Columns
 		want string
 	}{
-		{Columns{Src: "from"}, `no source column "from" ` + cols + `; name the source column with --src-col`},
-		{Columns{Dst: "to"}, `no destination column "to" ` + cols + `; name the destination column with --dst-col`},
-		{Columns{Weight: "w", WeightExplicit: true, ReadWeight: true}, `no weight column "w" ` + cols + `; name the weight column with --weight-col`},
-		{Columns{Src: "a", Dst: "b"}, `no source column "a"`},
+		{edges.Columns{Src: "from"}, `no source column "from" ` + cols + `; name the source column with --src-col`},
+		{edges.Columns{Dst: "to"}, `no destination column "to" ` + cols + `; name the destination column with --dst-col`},
+		{edges.Columns{Weight: "w", WeightExplicit: true, ReadWeight: true}, `no weight column "w" ` + cols + `; name the weight column with --weight-col`},
+		{edges.Columns{Src: "a", Dst: "b"}, `no source column "a"`},
 	} {
-		ue := pqReadErr(t, path, Options{Columns: tc.cols})
+		ue := pqReadErr(t, path, edges.Options{Columns: tc.cols})
 		if !strings.Contains(ue.Error(), tc.want) {
 			t.Errorf("error %q, want it to contain %q", ue, tc.want)
 		}
 	}
 	// A nested column's fields are not top-level columns.
-	ue := pqReadErr(t, path, Options{Columns: Columns{Src: "a"}})
+	ue := pqReadErr(t, path, edges.Options{Columns: edges.Columns{Src: "a"}})
 	if !strings.Contains(ue.Error(), `no source column "a"`) {
 		t.Errorf("error %q", ue)
 	}
@@ -74,7 +75,7 @@ func TestParquetKeyTypes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := pqEdges(2, rows, 50, tc.typ, nil, false, 0, 0)
 			path := c.write(t, dir, tc.name+".parquet", false, pqDefaultWrite.with(50))
-			ue := pqReadErr(t, path, Options{})
+			ue := pqReadErr(t, path, edges.Options{})
 			want := fmt.Sprintf(`column "src": type %s cannot be a vertex key`, tc.name)
 			if ue.Column != "src" || !strings.Contains(ue.Error(), want) || ue.Fix == "" {
 				t.Fatalf("error %q, want it to contain %q", ue, want)
@@ -86,7 +87,7 @@ func TestParquetKeyTypes(t *testing.T) {
 			}
 			c = pqEdges(2, rows, 50, arrow.PrimitiveTypes.Int32, tc.typ, false, 0, 0)
 			path = c.write(t, dir, tc.name+"-w.parquet", false, pqDefaultWrite.with(50))
-			ue = pqReadErr(t, path, Options{Columns: Columns{ReadWeight: true}})
+			ue = pqReadErr(t, path, edges.Options{Columns: edges.Columns{ReadWeight: true}})
 			want = fmt.Sprintf(`column "weight": type %s cannot be an edge weight`, tc.name)
 			if !strings.Contains(ue.Error(), want) {
 				t.Fatalf("error %q, want it to contain %q", ue, want)
@@ -97,7 +98,7 @@ func TestParquetKeyTypes(t *testing.T) {
 	t.Run("string-weight", func(t *testing.T) {
 		c := pqEdges(3, rows, 50, arrow.PrimitiveTypes.Int32, arrow.BinaryTypes.String, false, 0, 0)
 		path := c.write(t, dir, "sw.parquet", false, pqDefaultWrite.with(50))
-		ue := pqReadErr(t, path, Options{Columns: Columns{ReadWeight: true}})
+		ue := pqReadErr(t, path, edges.Options{Columns: edges.Columns{ReadWeight: true}})
 		if !strings.Contains(ue.Error(), "type string cannot be an edge weight") {
 			t.Fatalf("error %q", ue)
 		}
@@ -110,7 +111,7 @@ func TestParquetKeyTypes(t *testing.T) {
 			pqColumnOf(rng, "dst", arrow.PrimitiveTypes.Int64, rows, 10, 0, 50),
 		}}
 		path := c.write(t, dir, "differ.parquet", false, pqDefaultWrite.with(50))
-		ue := pqReadErr(t, path, Options{})
+		ue := pqReadErr(t, path, edges.Options{})
 		want := `source column "src" is int32 but destination column "dst" is int64; cast both key columns to the same type`
 		if !strings.Contains(ue.Error(), want) {
 			t.Fatalf("error %q, want it to contain %q", ue, want)
@@ -146,26 +147,26 @@ func TestParquetNotParquet(t *testing.T) {
 
 	text := filepath.Join(dir, "edges.parquet")
 	pqWriteBytes(t, text, []byte("src,dst\n1,2\n2,3\n"))
-	if ue := pqReadErr(t, text, Options{}); !strings.Contains(ue.Error(), "not a Parquet file") || !strings.Contains(ue.Error(), "--input-format") {
+	if ue := pqReadErr(t, text, edges.Options{}); !strings.Contains(ue.Error(), "not a Parquet file") || !strings.Contains(ue.Error(), "--input-format") {
 		t.Fatalf("text file: %v", ue)
 	}
 
 	enc := filepath.Join(dir, "encrypted.parquet")
 	pqWriteBytes(t, enc, append([]byte("PARE"), valid[4:]...))
-	if ue := pqReadErr(t, enc, Options{}); !strings.Contains(ue.Error(), "encrypted") {
+	if ue := pqReadErr(t, enc, edges.Options{}); !strings.Contains(ue.Error(), "encrypted") {
 		t.Fatalf("encrypted file: %v", ue)
 	}
 
 	empty := filepath.Join(dir, "empty.parquet")
 	pqWriteBytes(t, empty, nil)
-	if ue := pqReadErr(t, empty, Options{}); !strings.Contains(ue.Error(), "empty") {
+	if ue := pqReadErr(t, empty, edges.Options{}); !strings.Contains(ue.Error(), "empty") {
 		t.Fatalf("empty file: %v", ue)
 	}
 
 	for _, n := range []int{1, 4, 7, 12, 100, len(valid) / 3, len(valid) / 2, len(valid) - 9, len(valid) - 8, len(valid) - 4, len(valid) - 1} {
 		cut := filepath.Join(dir, fmt.Sprintf("cut%d.parquet", n))
 		pqWriteBytes(t, cut, valid[:n])
-		ue := pqReadErr(t, cut, Options{Columns: Columns{ReadWeight: true}})
+		ue := pqReadErr(t, cut, edges.Options{Columns: edges.Columns{ReadWeight: true}})
 		if !strings.Contains(ue.Error(), "truncated") || !strings.Contains(ue.Error(), "re-export") {
 			t.Fatalf("cut at %d of %d bytes: %v", n, len(valid), ue)
 		}
@@ -176,7 +177,7 @@ func TestParquetNotParquet(t *testing.T) {
 	copy(bad[len(bad)-8:], []byte{0xff, 0xff, 0xff, 0x7f})
 	path := filepath.Join(dir, "footerlen.parquet")
 	pqWriteBytes(t, path, bad)
-	if ue := pqReadErr(t, path, Options{}); !strings.Contains(ue.Error(), "footer is corrupt") {
+	if ue := pqReadErr(t, path, edges.Options{}); !strings.Contains(ue.Error(), "footer is corrupt") {
 		t.Fatalf("footer length: %v", ue)
 	}
 
@@ -188,7 +189,7 @@ func TestParquetNotParquet(t *testing.T) {
 		bad[i] = byte(rng.Uint32())
 	}
 	pqWriteBytes(t, path, bad)
-	if ue := pqReadErr(t, path, Options{}); !strings.Contains(ue.Error(), "footer is corrupt") {
+	if ue := pqReadErr(t, path, edges.Options{}); !strings.Contains(ue.Error(), "footer is corrupt") {
 		t.Fatalf("footer garbage: %v", ue)
 	}
 }
@@ -214,7 +215,7 @@ func pqChunkRange(t *testing.T, data []byte, g int, name string) (int64, int64) 
 func TestParquetCorruptPages(t *testing.T) {
 	dir := t.TempDir()
 	path, valid, c := pqValidFile(t, dir, pqcompress.Codecs.Snappy)
-	opts := Options{Columns: Columns{ReadWeight: true}}
+	opts := edges.Options{Columns: edges.Columns{ReadWeight: true}}
 
 	// The page header of dst in row group 2.
 	lo, _ := pqChunkRange(t, valid, 2, "dst")
@@ -239,7 +240,7 @@ func TestParquetCorruptPages(t *testing.T) {
 		}
 	}
 	pqWriteBytes(t, path, bad)
-	pqRead(t, path, opts, func(tbl *EdgeTable) { c.check(t, tbl, opts, KeyInt64, 500) })
+	pqRead(t, path, opts, func(tbl *edges.Table) { c.check(t, tbl, opts, edges.KeyInt64, 500) })
 
 	// Random damage inside the edge columns' chunks: an error or (where
 	// the damage hit only values) a table, never a panic.
@@ -274,7 +275,7 @@ func TestParquetCanceled(t *testing.T) {
 	path, _, _ := pqValidFile(t, t.TempDir(), pqcompress.Codecs.Gzip)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := Open(ctx, path, nil, Options{}); !errors.Is(err, context.Canceled) {
+	if _, err := Open(ctx, path, nil, edges.Options{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
 }
@@ -308,8 +309,8 @@ func TestParquetLZ4Raw(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	pqRead(t, path, Options{Columns: Columns{ReadWeight: true}}, func(tbl *EdgeTable) {
-		if tbl.KeyType != KeyString || len(tbl.Chunks) != 5 || tbl.NumEdges() != 3000 {
+	pqRead(t, path, edges.Options{Columns: edges.Columns{ReadWeight: true}}, func(tbl *edges.Table) {
+		if tbl.KeyType != edges.KeyString || len(tbl.Chunks) != 5 || tbl.NumEdges() != 3000 {
 			t.Fatalf("KeyType %v, %d chunks, %d edges", tbl.KeyType, len(tbl.Chunks), tbl.NumEdges())
 		}
 		for _, ch := range tbl.Chunks {
@@ -352,7 +353,7 @@ func BenchmarkReadParquet(b *testing.B) {
 	b.SetBytes(rows * 16)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		tbl, err := Open(context.Background(), path, nil, Options{})
+		tbl, err := Open(context.Background(), path, nil, edges.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}

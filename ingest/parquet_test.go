@@ -20,6 +20,7 @@ import (
 	pqcompress "github.com/apache/arrow/go/v17/parquet/compress"
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
 
+	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
@@ -160,15 +161,15 @@ var (
 var pqKeyTypes = []struct {
 	name string
 	typ  arrow.DataType
-	key  KeyType
+	key  edges.KeyType
 }{
-	{"int32", arrow.PrimitiveTypes.Int32, KeyInt32},
-	{"int64", arrow.PrimitiveTypes.Int64, KeyInt64},
-	{"uint32", arrow.PrimitiveTypes.Uint32, KeyUint32},
-	{"uint64", arrow.PrimitiveTypes.Uint64, KeyUint64},
-	{"string", arrow.BinaryTypes.String, KeyString},
-	{"large_string", arrow.BinaryTypes.LargeString, KeyString},
-	{"dictionary", pqDictStringType, KeyString},
+	{"int32", arrow.PrimitiveTypes.Int32, edges.KeyInt32},
+	{"int64", arrow.PrimitiveTypes.Int64, edges.KeyInt64},
+	{"uint32", arrow.PrimitiveTypes.Uint32, edges.KeyUint32},
+	{"uint64", arrow.PrimitiveTypes.Uint64, edges.KeyUint64},
+	{"string", arrow.BinaryTypes.String, edges.KeyString},
+	{"large_string", arrow.BinaryTypes.LargeString, edges.KeyString},
+	{"dictionary", pqDictStringType, edges.KeyString},
 }
 
 // pqRandom draws a value of type typ. Integers cover their whole range,
@@ -312,7 +313,7 @@ func pqEdges(seed uint64, rows, rowGroupRows int, keyType, weightType arrow.Data
 }
 
 // keyOf is key i of k, typed.
-func keyOf(k *Keys, i int) any {
+func keyOf(k *edges.Keys, i int) any {
 	switch {
 	case k.Int32 != nil:
 		return k.Int32[i]
@@ -359,7 +360,7 @@ func weightOf(v any) float64 {
 
 // check compares the table read with the case written: every kept row's
 // values, the rows dropped and why, chunk boundaries and row numbers.
-func (c *pqCase) check(t *testing.T, tbl *EdgeTable, opts Options, wantKey KeyType, rowGroupRows int) {
+func (c *pqCase) check(t *testing.T, tbl *edges.Table, opts edges.Options, wantKey edges.KeyType, rowGroupRows int) {
 	t.Helper()
 	src, dst := c.cols[c.src], c.cols[c.dst]
 	readWeight := opts.Columns.ReadWeight && c.weight >= 0
@@ -378,7 +379,7 @@ func (c *pqCase) check(t *testing.T, tbl *EdgeTable, opts Options, wantKey KeyTy
 	if want := (c.rows + rowGroupRows - 1) / rowGroupRows; len(tbl.Chunks) != want {
 		t.Fatalf("%d chunks, want %d (one per row group)", len(tbl.Chunks), want)
 	}
-	wantSkips := Skips{}
+	wantSkips := edges.Skips{}
 	next := 0 // the next input row expected
 	for ci := range tbl.Chunks {
 		ch := &tbl.Chunks[ci]
@@ -393,11 +394,11 @@ func (c *pqCase) check(t *testing.T, tbl *EdgeTable, opts Options, wantKey KeyTy
 				dropped = true
 				switch {
 				case src.values[next] == nil:
-					wantSkips.Add(skipNullKey(src.name), 1)
+					wantSkips.Add(edges.SkipNullKey(src.name), 1)
 				case dst.values[next] == nil:
-					wantSkips.Add(skipNullKey(dst.name), 1)
+					wantSkips.Add(edges.SkipNullKey(dst.name), 1)
 				case readWeight && c.cols[c.weight].values[next] == nil:
-					wantSkips.Add(skipNullWeight(c.cols[c.weight].name), 1)
+					wantSkips.Add(edges.SkipNullWeight(c.cols[c.weight].name), 1)
 				default:
 					t.Fatalf("chunk %d: row %d was dropped but has no null", ci, next)
 				}
@@ -426,11 +427,11 @@ func (c *pqCase) check(t *testing.T, tbl *EdgeTable, opts Options, wantKey KeyTy
 			dropped = true
 			switch {
 			case src.values[next] == nil:
-				wantSkips.Add(skipNullKey(src.name), 1)
+				wantSkips.Add(edges.SkipNullKey(src.name), 1)
 			case dst.values[next] == nil:
-				wantSkips.Add(skipNullKey(dst.name), 1)
+				wantSkips.Add(edges.SkipNullKey(dst.name), 1)
 			case readWeight && c.cols[c.weight].values[next] == nil:
-				wantSkips.Add(skipNullWeight(c.cols[c.weight].name), 1)
+				wantSkips.Add(edges.SkipNullWeight(c.cols[c.weight].name), 1)
 			default:
 				t.Fatalf("chunk %d: row %d was dropped but has no null", ci, next)
 			}
@@ -455,7 +456,7 @@ func (c *pqCase) check(t *testing.T, tbl *EdgeTable, opts Options, wantKey KeyTy
 
 // pqRead reads path through Open with a checked allocator, checks it with
 // check, and that every allocation is given back on Release.
-func pqRead(t *testing.T, path string, opts Options, check func(*EdgeTable)) {
+func pqRead(t *testing.T, path string, opts edges.Options, check func(*edges.Table)) {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	opts.Alloc = mem
@@ -470,7 +471,7 @@ func pqRead(t *testing.T, path string, opts Options, check func(*EdgeTable)) {
 }
 
 // pqReadErr reads path and returns the user error it must fail with.
-func pqReadErr(t *testing.T, path string, opts Options) *usererr.Error {
+func pqReadErr(t *testing.T, path string, opts edges.Options) *usererr.Error {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	opts.Alloc = mem
@@ -543,8 +544,8 @@ func TestParquetMatrix(t *testing.T) {
 					t.Run(name, func(t *testing.T) {
 						c := pqEdges(uint64(n), rows, rgRows, kt.typ, weight, extra, 0, 0)
 						path := c.write(t, dir, name+".parquet", nullable, w)
-						opts := Options{Columns: Columns{ReadWeight: true}}
-						pqRead(t, path, opts, func(tbl *EdgeTable) { c.check(t, tbl, opts, kt.key, rgRows) })
+						opts := edges.Options{Columns: edges.Columns{ReadWeight: true}}
+						pqRead(t, path, opts, func(tbl *edges.Table) { c.check(t, tbl, opts, kt.key, rgRows) })
 					})
 				}
 			}
@@ -571,7 +572,7 @@ func TestParquetNulls(t *testing.T) {
 					path := c.write(t, dir, name+".parquet", false, w)
 
 					// Without SkipInvalid: the first row with a null.
-					opts := Options{Columns: Columns{ReadWeight: true}}
+					opts := edges.Options{Columns: edges.Columns{ReadWeight: true}}
 					ue := pqReadErr(t, path, opts)
 					row, col := -1, ""
 					for i := 0; i < rows && row < 0; i++ {
@@ -595,7 +596,7 @@ func TestParquetNulls(t *testing.T) {
 
 					// With SkipInvalid.
 					opts.SkipInvalid = true
-					pqRead(t, path, opts, func(tbl *EdgeTable) {
+					pqRead(t, path, opts, func(tbl *edges.Table) {
 						c.check(t, tbl, opts, key.key, rgRows)
 						if tbl.Skipped.Total() == 0 {
 							t.Fatal("nothing skipped")
@@ -604,7 +605,7 @@ func TestParquetNulls(t *testing.T) {
 
 					// Null weights do not matter when weights are not read.
 					opts.Columns.ReadWeight = false
-					pqRead(t, path, opts, func(tbl *EdgeTable) { c.check(t, tbl, opts, key.key, rgRows) })
+					pqRead(t, path, opts, func(tbl *edges.Table) { c.check(t, tbl, opts, key.key, rgRows) })
 				})
 			}
 		}
@@ -616,15 +617,15 @@ func TestParquetNullWeightOnly(t *testing.T) {
 	const rows, rgRows = 600, 200
 	c := pqEdges(7, rows, rgRows, arrow.PrimitiveTypes.Int32, arrow.PrimitiveTypes.Int64, false, 0, 0.1)
 	path := c.write(t, t.TempDir(), "w.parquet", false, pqDefaultWrite.with(rgRows))
-	opts := Options{Columns: Columns{ReadWeight: true}}
+	opts := edges.Options{Columns: edges.Columns{ReadWeight: true}}
 	ue := pqReadErr(t, path, opts)
 	if ue.Column != "weight" || !strings.Contains(ue.Problem, "null weight") {
 		t.Fatalf("want a null weight error: %v", ue)
 	}
 	opts.SkipInvalid = true
-	pqRead(t, path, opts, func(tbl *EdgeTable) {
-		c.check(t, tbl, opts, KeyInt32, rgRows)
-		if len(tbl.Skipped) != 1 || tbl.Skipped[skipNullWeight("weight")] == 0 {
+	pqRead(t, path, opts, func(tbl *edges.Table) {
+		c.check(t, tbl, opts, edges.KeyInt32, rgRows)
+		if len(tbl.Skipped) != 1 || tbl.Skipped[edges.SkipNullWeight("weight")] == 0 {
 			t.Fatalf("Skipped %v", tbl.Skipped)
 		}
 	})
@@ -650,15 +651,15 @@ func TestParquetColumns(t *testing.T) {
 			pqColumnOf(rng, "from", arrow.PrimitiveTypes.Int64, rows, 100, 0, rgRows),
 		}}
 		path := c.write(t, dir, "named.parquet", false, w)
-		opts := Options{Columns: Columns{Src: "from", Dst: "to", Weight: "cost", WeightExplicit: true, ReadWeight: true}}
-		pqRead(t, path, opts, func(tbl *EdgeTable) { c.check(t, tbl, opts, KeyInt64, rgRows) })
+		opts := edges.Options{Columns: edges.Columns{Src: "from", Dst: "to", Weight: "cost", WeightExplicit: true, ReadWeight: true}}
+		pqRead(t, path, opts, func(tbl *edges.Table) { c.check(t, tbl, opts, edges.KeyInt64, rgRows) })
 	})
 
 	t.Run("weight-absent-default", func(t *testing.T) {
 		c := pqEdges(3, rows, rgRows, arrow.PrimitiveTypes.Int64, nil, true, 0, 0)
 		path := c.write(t, dir, "noweight.parquet", false, w)
-		opts := Options{Columns: Columns{ReadWeight: true}}
-		pqRead(t, path, opts, func(tbl *EdgeTable) { c.check(t, tbl, opts, KeyInt64, rgRows) })
+		opts := edges.Options{Columns: edges.Columns{ReadWeight: true}}
+		pqRead(t, path, opts, func(tbl *edges.Table) { c.check(t, tbl, opts, edges.KeyInt64, rgRows) })
 
 		opts.Columns.WeightExplicit = true
 		ue := pqReadErr(t, path, opts)
@@ -677,8 +678,8 @@ func TestParquetColumns(t *testing.T) {
 			pqColumnOf(rng, "weight", arrow.BinaryTypes.String, rows, 100, 0, rgRows), // not a weight type
 		}}
 		path := c.write(t, dir, "weightnotread.parquet", false, w)
-		opts := Options{Columns: Columns{ReadWeight: false, WeightExplicit: true}}
-		pqRead(t, path, opts, func(tbl *EdgeTable) { c.check(t, tbl, opts, KeyInt32, rgRows) })
+		opts := edges.Options{Columns: edges.Columns{ReadWeight: false, WeightExplicit: true}}
+		pqRead(t, path, opts, func(tbl *edges.Table) { c.check(t, tbl, opts, edges.KeyInt32, rgRows) })
 	})
 
 	for _, wt := range []arrow.DataType{arrow.PrimitiveTypes.Int8, arrow.PrimitiveTypes.Int16, arrow.PrimitiveTypes.Uint8,
@@ -686,24 +687,24 @@ func TestParquetColumns(t *testing.T) {
 		t.Run("weight-"+wt.String(), func(t *testing.T) {
 			c := pqEdges(5, rows, rgRows, arrow.PrimitiveTypes.Uint64, wt, false, 0, 0)
 			path := c.write(t, dir, "w-"+wt.String()+".parquet", true, w)
-			opts := Options{Columns: Columns{ReadWeight: true}}
-			pqRead(t, path, opts, func(tbl *EdgeTable) { c.check(t, tbl, opts, KeyUint64, rgRows) })
+			opts := edges.Options{Columns: edges.Columns{ReadWeight: true}}
+			pqRead(t, path, opts, func(tbl *edges.Table) { c.check(t, tbl, opts, edges.KeyUint64, rgRows) })
 		})
 	}
 
 	t.Run("binary-keys", func(t *testing.T) {
 		c := pqEdges(6, rows, rgRows, arrow.BinaryTypes.Binary, nil, false, 0, 0)
 		path := c.write(t, dir, "binary.parquet", false, w)
-		opts := Options{}
-		pqRead(t, path, opts, func(tbl *EdgeTable) { c.check(t, tbl, opts, KeyString, rgRows) })
+		opts := edges.Options{}
+		pqRead(t, path, opts, func(tbl *edges.Table) { c.check(t, tbl, opts, edges.KeyString, rgRows) })
 	})
 
 	t.Run("same-column", func(t *testing.T) {
 		c := pqEdges(8, rows, rgRows, arrow.BinaryTypes.String, nil, false, 0, 0)
 		c.dst = c.src
 		path := c.write(t, dir, "same.parquet", false, w)
-		opts := Options{Columns: Columns{Dst: "src"}}
-		pqRead(t, path, opts, func(tbl *EdgeTable) { c.check(t, tbl, opts, KeyString, rgRows) })
+		opts := edges.Options{Columns: edges.Columns{Dst: "src"}}
+		pqRead(t, path, opts, func(tbl *edges.Table) { c.check(t, tbl, opts, edges.KeyString, rgRows) })
 	})
 }
 
@@ -713,7 +714,7 @@ func TestParquetEmpty(t *testing.T) {
 		t.Run(kt.name, func(t *testing.T) {
 			c := pqEdges(1, 0, 100, kt.typ, arrow.PrimitiveTypes.Float64, false, 0, 0)
 			path := c.write(t, t.TempDir(), "empty.parquet", false, pqDefaultWrite.with(100))
-			pqRead(t, path, Options{Columns: Columns{ReadWeight: true}}, func(tbl *EdgeTable) {
+			pqRead(t, path, edges.Options{Columns: edges.Columns{ReadWeight: true}}, func(tbl *edges.Table) {
 				if tbl.KeyType != kt.key || tbl.NumEdges() != 0 || tbl.RowsRead != 0 || !tbl.HasWeight {
 					t.Fatalf("KeyType %v, %d edges, %d rows, weight %v", tbl.KeyType, tbl.NumEdges(), tbl.RowsRead, tbl.HasWeight)
 				}

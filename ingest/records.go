@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/float16"
 
+	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/alloc"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
@@ -22,7 +23,7 @@ import (
 // Every batch's edge columns are seen as raw Arrow buffers (rawCol): the
 // buffers of an arrow.Array, or a column's place in a mapped file. A column
 // that has no nulls to drop and the right type becomes the chunk's slice
-// over those buffers (the array is retained until EdgeTable.Release);
+// over those buffers (the array is retained until edges.Table.Release);
 // otherwise it is converted or gathered into buffers from Options.Alloc.
 // Large batches are cut into chunks of at most recChunkRows rows, so that a
 // read checks its context between them and later stages get pieces to work
@@ -167,18 +168,18 @@ func arrowTypeName(dt arrow.DataType) string {
 
 // recKeyType is the KeyType a column of Arrow type dt reads as, or 0 when
 // it cannot hold vertex keys.
-func recKeyType(dt arrow.DataType) KeyType {
+func recKeyType(dt arrow.DataType) edges.KeyType {
 	switch dt.ID() {
 	case arrow.INT32:
-		return KeyInt32
+		return edges.KeyInt32
 	case arrow.INT64:
-		return KeyInt64
+		return edges.KeyInt64
 	case arrow.UINT32:
-		return KeyUint32
+		return edges.KeyUint32
 	case arrow.UINT64:
-		return KeyUint64
+		return edges.KeyUint64
 	case arrow.STRING, arrow.LARGE_STRING, arrow.STRING_VIEW:
-		return KeyString
+		return edges.KeyString
 	case arrow.DICTIONARY:
 		switch v := dt.(*arrow.DictionaryType).ValueType; v.ID() {
 		case arrow.STRING, arrow.LARGE_STRING, arrow.INT32, arrow.INT64, arrow.UINT32, arrow.UINT64:
@@ -188,7 +189,7 @@ func recKeyType(dt arrow.DataType) KeyType {
 	return 0
 }
 
-// recKeyArrowType is the type EdgeTable.KeyArrowType records for a key
+// recKeyArrowType is the type edges.Table.KeyArrowType records for a key
 // column of type dt: dictionaries by their value type, and string views as
 // utf8 (the keys are held as offsets and data).
 func recKeyArrowType(dt arrow.DataType) arrow.DataType {
@@ -225,11 +226,11 @@ type recColumns struct {
 	idx     [3]int // field index of src, dst, weight; weight -1 when not read
 	names   [3]string
 	types   [3]arrow.DataType
-	keyType KeyType
+	keyType edges.KeyType
 }
 
 // resolveColumns finds the edge columns in a schema and checks their types.
-func resolveColumns(name string, schema *arrow.Schema, cols Columns) (recColumns, error) {
+func resolveColumns(name string, schema *arrow.Schema, cols edges.Columns) (recColumns, error) {
 	fields := schema.Fields()
 	names := make([]string, len(fields))
 	for i, f := range fields {
@@ -245,24 +246,24 @@ func resolveColumns(name string, schema *arrow.Schema, cols Columns) (recColumns
 	}
 	rc := recColumns{idx: [3]int{find(cols.Src), find(cols.Dst), -1}, names: [3]string{cols.Src, cols.Dst, cols.Weight}}
 	if rc.idx[recSrc] < 0 {
-		return rc, errMissingColumn(name, cols.Src, "source", "--src-col", names)
+		return rc, edges.ErrMissingColumn(name, cols.Src, "source", "--src-col", names)
 	}
 	if rc.idx[recDst] < 0 {
-		return rc, errMissingColumn(name, cols.Dst, "destination", "--dst-col", names)
+		return rc, edges.ErrMissingColumn(name, cols.Dst, "destination", "--dst-col", names)
 	}
-	if err := checkUnique(name, cols, names); err != nil {
+	if err := edges.CheckUnique(name, cols, names); err != nil {
 		return rc, err
 	}
 	st, dt := fields[rc.idx[recSrc]].Type, fields[rc.idx[recDst]].Type
 	sk, dk := recKeyType(st), recKeyType(dt)
 	if sk == 0 {
-		return rc, errKeyType(name, cols.Src, arrowTypeName(st))
+		return rc, edges.ErrKeyType(name, cols.Src, arrowTypeName(st))
 	}
 	if dk == 0 {
-		return rc, errKeyType(name, cols.Dst, arrowTypeName(dt))
+		return rc, edges.ErrKeyType(name, cols.Dst, arrowTypeName(dt))
 	}
 	if sk != dk {
-		return rc, errKeyTypesDiffer(name, cols.Src, arrowTypeName(st), cols.Dst, arrowTypeName(dt))
+		return rc, edges.ErrKeyTypesDiffer(name, cols.Src, arrowTypeName(st), cols.Dst, arrowTypeName(dt))
 	}
 	rc.keyType = sk
 	rc.types[recSrc], rc.types[recDst] = st, dt
@@ -270,10 +271,10 @@ func resolveColumns(name string, schema *arrow.Schema, cols Columns) (recColumns
 		w := find(cols.Weight)
 		switch {
 		case w < 0 && cols.WeightExplicit:
-			return rc, errMissingColumn(name, cols.Weight, "weight", "--weight-col", names)
+			return rc, edges.ErrMissingColumn(name, cols.Weight, "weight", "--weight-col", names)
 		case w >= 0:
 			if !recWeightOK(fields[w].Type) {
-				return rc, errWeightType(name, cols.Weight, arrowTypeName(fields[w].Type))
+				return rc, edges.ErrWeightType(name, cols.Weight, arrowTypeName(fields[w].Type))
 			}
 			rc.idx[recWeight] = w
 			rc.types[recWeight] = fields[w].Type
@@ -290,7 +291,7 @@ func (rc *recColumns) ncols() int {
 	return 2
 }
 
-// Appender builds an EdgeTable from Arrow record batches as they arrive: an
+// Appender builds an edges.Table from Arrow record batches as they arrive: an
 // Arrow Flight DoPut, an IPC stream, any array.RecordReader. The schema is
 // checked once, by NewAppender, and each batch by Append. Columns without
 // nulls to drop and of the right type are not copied: the table keeps the
@@ -299,10 +300,10 @@ func (rc *recColumns) ncols() int {
 type Appender struct {
 	ctx    context.Context
 	name   string
-	opts   Options
+	opts   edges.Options
 	schema *arrow.Schema
 	cols   recColumns
-	t      *EdgeTable
+	t      *edges.Table
 	bytes  int64
 	// held says which of the current batch's arrays the table retained.
 	held [3]bool
@@ -317,11 +318,11 @@ type Appender struct {
 
 // NewAppender starts a table from record batches of the given schema. name
 // is the input as the user knows it, for messages.
-func NewAppender(name string, schema *arrow.Schema, opts Options) (*Appender, error) {
+func NewAppender(name string, schema *arrow.Schema, opts edges.Options) (*Appender, error) {
 	return newAppender(context.Background(), name, schema, opts)
 }
 
-func newAppender(ctx context.Context, name string, schema *arrow.Schema, opts Options) (*Appender, error) {
+func newAppender(ctx context.Context, name string, schema *arrow.Schema, opts edges.Options) (*Appender, error) {
 	opts.Columns = opts.Columns.WithDefaults()
 	if schema == nil {
 		return nil, usererr.InFile(name, "the input has no schema", "send an Arrow schema before the record batches")
@@ -331,13 +332,13 @@ func newAppender(ctx context.Context, name string, schema *arrow.Schema, opts Op
 		return nil, err
 	}
 	a := &Appender{ctx: ctx, name: name, opts: opts, schema: schema, cols: rc}
-	a.t = &EdgeTable{
+	a.t = &edges.Table{
 		Name:         name,
 		Columns:      opts.Columns,
 		KeyType:      rc.keyType,
 		KeyArrowType: recKeyArrowType(rc.types[recSrc]),
 		HasWeight:    rc.idx[recWeight] >= 0,
-		Skipped:      Skips{},
+		Skipped:      edges.Skips{},
 	}
 	return a, nil
 }
@@ -358,7 +359,7 @@ func (a *Appender) Release() {
 }
 
 // Finish ends the table and hands it over: the caller releases it.
-func (a *Appender) Finish() (*EdgeTable, error) {
+func (a *Appender) Finish() (*edges.Table, error) {
 	if a.done {
 		return nil, usererr.Newf(usererr.Internal, "%s: Appender.Finish after Finish or Release", a.name)
 	}
@@ -466,9 +467,9 @@ func (a *Appender) appendChunk(cols []rawCol, n int, first int64) error {
 			}
 			if !a.opts.SkipInvalid {
 				if null == recWeight {
-					return errNullWeight(a.name, a.cols.names[null], first+int64(i))
+					return edges.ErrNullWeight(a.name, a.cols.names[null], first+int64(i))
 				}
-				return errNullKey(a.name, a.cols.names[null], first+int64(i))
+				return edges.ErrNullKey(a.name, a.cols.names[null], first+int64(i))
 			}
 			skips[null]++
 			if sel == nil {
@@ -485,9 +486,9 @@ func (a *Appender) appendChunk(cols []rawCol, n int, first int64) error {
 				continue
 			}
 			if c == recWeight {
-				a.t.Skipped.Add(skipNullWeight(a.cols.names[c]), k)
+				a.t.Skipped.Add(edges.SkipNullWeight(a.cols.names[c]), k)
 			} else {
-				a.t.Skipped.Add(skipNullKey(a.cols.names[c]), k)
+				a.t.Skipped.Add(edges.SkipNullKey(a.cols.names[c]), k)
 			}
 		}
 	}
@@ -498,7 +499,7 @@ func (a *Appender) appendChunk(cols []rawCol, n int, first int64) error {
 			return nil
 		}
 	}
-	ch := Chunk{FirstRow: first, Rows: rows}
+	ch := edges.Chunk{FirstRow: first, Rows: rows}
 	var err error
 	if ch.Src, err = a.keys(&cols[recSrc], sel, m); err != nil {
 		return err
@@ -842,8 +843,8 @@ func dictGather[T any](a *Appender, c *rawCol, sel []int32, m int) ([]T, error) 
 }
 
 // keys is a key column of a chunk.
-func (a *Appender) keys(c *rawCol, sel []int32, m int) (Keys, error) {
-	var k Keys
+func (a *Appender) keys(c *rawCol, sel []int32, m int) (edges.Keys, error) {
+	var k edges.Keys
 	var err error
 	switch c.typ.ID() {
 	case arrow.INT32:
@@ -932,21 +933,21 @@ func (a *Appender) stringOffsets(c *rawCol) (offs []int64, inPlace bool, err err
 
 // strings is a utf8 or large_utf8 key column. Without drops the data (and
 // large_utf8 offsets) stay where they are.
-func (a *Appender) strings(c *rawCol, sel []int32, m int) (*Strings, error) {
+func (a *Appender) strings(c *rawCol, sel []int32, m int) (*edges.Strings, error) {
 	offs, _, err := a.stringOffsets(c)
 	if err != nil {
 		return nil, err
 	}
 	if sel == nil && a.mayAlias(c) {
 		a.hold(c)
-		return &Strings{Offsets: offs, Data: c.buf2}, nil
+		return &edges.Strings{Offsets: offs, Data: c.buf2}, nil
 	}
 	return a.gatherStrings(offs, c.buf2, sel, nil, m), nil
 }
 
 // gatherStrings copies the strings offs/data names at positions sel (or,
 // with idx, at positions idx; with neither, all of them) into new buffers.
-func (a *Appender) gatherStrings(offs []int64, data []byte, sel []int32, idx []int64, m int) *Strings {
+func (a *Appender) gatherStrings(offs []int64, data []byte, sel []int32, idx []int64, m int) *edges.Strings {
 	at := func(k int) int {
 		switch {
 		case idx != nil:
@@ -961,7 +962,7 @@ func (a *Appender) gatherStrings(offs []int64, data []byte, sel []int32, idx []i
 		i := at(k)
 		total += offs[i+1] - offs[i]
 	}
-	out := &Strings{Offsets: recAlloc[int64](a, m+1), Data: recAlloc[byte](a, int(total))}
+	out := &edges.Strings{Offsets: recAlloc[int64](a, m+1), Data: recAlloc[byte](a, int(total))}
 	var end int64
 	for k := 0; k < m; k++ {
 		i := at(k)
@@ -972,7 +973,7 @@ func (a *Appender) gatherStrings(offs []int64, data []byte, sel []int32, idx []i
 }
 
 // dictStrings materializes a dictionary-encoded string key column.
-func (a *Appender) dictStrings(c *rawCol, sel []int32, m int) (*Strings, error) {
+func (a *Appender) dictStrings(c *rawCol, sel []int32, m int) (*edges.Strings, error) {
 	idx, err := a.dictIndices(c, sel, m)
 	if err != nil {
 		return nil, err
@@ -985,7 +986,7 @@ func (a *Appender) dictStrings(c *rawCol, sel []int32, m int) (*Strings, error) 
 }
 
 // viewStrings copies a string_view key column.
-func (a *Appender) viewStrings(c *rawCol, sel []int32, m int) (*Strings, error) {
+func (a *Appender) viewStrings(c *rawCol, sel []int32, m int) (*edges.Strings, error) {
 	sv, ok := c.arr.(*array.StringView)
 	if !ok {
 		return nil, a.corrupt(c.role, "string views outside an array")
@@ -1000,7 +1001,7 @@ func (a *Appender) viewStrings(c *rawCol, sel []int32, m int) (*Strings, error) 
 	for k := 0; k < m; k++ {
 		total += int64(sv.ValueLen(at(k)))
 	}
-	out := &Strings{Offsets: recAlloc[int64](a, m+1), Data: recAlloc[byte](a, int(total))}
+	out := &edges.Strings{Offsets: recAlloc[int64](a, m+1), Data: recAlloc[byte](a, int(total))}
 	var end int64
 	for k := 0; k < m; k++ {
 		end += int64(copy(out.Data[end:], sv.Value(at(k))))
@@ -1011,13 +1012,13 @@ func (a *Appender) viewStrings(c *rawCol, sel []int32, m int) (*Strings, error) 
 
 // ReadRecords reads an edge table from a record reader. name is the input
 // as the user knows it, for messages.
-func ReadRecords(ctx context.Context, name string, rdr array.RecordReader, opts Options) (*EdgeTable, error) {
+func ReadRecords(ctx context.Context, name string, rdr array.RecordReader, opts edges.Options) (*edges.Table, error) {
 	return readRecords(ctx, name, "the Arrow data", rdr, opts)
 }
 
 // readRecords is ReadRecords; what names the input in messages ("the Arrow
 // IPC stream").
-func readRecords(ctx context.Context, name, what string, rdr array.RecordReader, opts Options) (*EdgeTable, error) {
+func readRecords(ctx context.Context, name, what string, rdr array.RecordReader, opts edges.Options) (*edges.Table, error) {
 	a, err := newAppender(ctx, name, rdr.Schema(), opts)
 	if err != nil {
 		return nil, err
@@ -1063,5 +1064,5 @@ func errBatch(what string, i int, err error) string {
 	case strings.Contains(s, "EOF"):
 		return problem + " (the input ends inside the batch)"
 	}
-	return problem + " (" + echo(s) + ")"
+	return problem + " (" + edges.Echo(s) + ")"
 }

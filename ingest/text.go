@@ -17,7 +17,10 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/internal/sniff"
 	"github.com/gpipe/gpipe/internal/alloc"
+	"github.com/gpipe/gpipe/internal/mmap"
 	"github.com/gpipe/gpipe/internal/par"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
@@ -51,7 +54,7 @@ const (
 // txtConfig is what a parse of edge lines needs to know.
 type txtConfig struct {
 	name string
-	opts Options
+	opts edges.Options
 	// mtx: Matrix Market entries: integer keys, exactly fields fields, in
 	// [1, rows] × [1, cols]; mirror (1 symmetric, -1 skew-symmetric) adds
 	// each off-diagonal entry's transpose.
@@ -102,12 +105,12 @@ type txtBlock struct {
 	// The chunk's columns; rowsOf maps positions to rows relative to the
 	// block's first row where lines were dropped or entries mirrored.
 	src, dst   []int64
-	sStr, dStr Strings
+	sStr, dStr edges.Strings
 	w          []float64
 	rowsOf     []int64
 	n          int // edges kept
 	// gaps holds, for each blank or comment line, the number of data lines
-	// before it in the block: what maps rows back to lines (lineMap).
+	// before it in the block: what maps rows back to lines (edges.LineMap).
 	gaps  []int32
 	frees []func()
 }
@@ -116,11 +119,11 @@ type txtBlock struct {
 func txtInput(name string, r io.Reader) ([]byte, func(), error) {
 	if f, ok := r.(*os.File); ok {
 		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
-			m, err := mapFile(name, f)
+			m, err := mmap.Map(name, f)
 			if err != nil {
 				return nil, nil, err
 			}
-			return m.data, m.close, nil
+			return m.Data, m.Close, nil
 		}
 	}
 	var data []byte
@@ -138,7 +141,7 @@ func txtInput(name string, r io.Reader) ([]byte, func(), error) {
 	return data, func() {}, nil
 }
 
-func readText(ctx context.Context, name string, r io.Reader, opts Options) (*EdgeTable, error) {
+func readText(ctx context.Context, name string, r io.Reader, opts edges.Options) (*edges.Table, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -148,7 +151,7 @@ func readText(ctx context.Context, name string, r io.Reader, opts Options) (*Edg
 		return nil, err
 	}
 	defer done()
-	skip, err := textStart(name, "a text edge list", data[:min(len(data), sniffLen)])
+	skip, err := sniff.TextStart(name, "a text edge list", data[:min(len(data), sniff.Len)])
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +179,7 @@ func txtSplit(data []byte) []txtBlock {
 }
 
 // parseEdgeLines parses the lines of data into an edge table.
-func parseEdgeLines(ctx context.Context, data []byte, cfg txtConfig) (*EdgeTable, error) {
+func parseEdgeLines(ctx context.Context, data []byte, cfg txtConfig) (*edges.Table, error) {
 	blocks := txtSplit(data)
 	var strMode atomic.Bool
 	parse := func(force bool) {
@@ -385,8 +388,8 @@ func (cfg *txtConfig) parseBlock(b *txtBlock, mode int) {
 		b.src, b.dst, b.w, b.rowsOf = src, dst, w, rowsOf
 		b.n, b.rows = n, rows
 		if mode == txtStrings {
-			b.sStr = Strings{Offsets: sOff[:n+1], Data: txtKeep(a, b, sData)}
-			b.dStr = Strings{Offsets: dOff[:n+1], Data: txtKeep(a, b, dData)}
+			b.sStr = edges.Strings{Offsets: sOff[:n+1], Data: txtKeep(a, b, sData)}
+			b.dStr = edges.Strings{Offsets: dOff[:n+1], Data: txtKeep(a, b, dData)}
 		}
 	}()
 	for p < len(data) {
@@ -702,16 +705,16 @@ func (cfg *txtConfig) lineError(e *txtError, line, row int64) error {
 }
 
 // assemble makes the table from the parsed blocks, one chunk per block.
-func (cfg *txtConfig) assemble(blocks []txtBlock, strKeys bool) *EdgeTable {
-	t := &EdgeTable{
+func (cfg *txtConfig) assemble(blocks []txtBlock, strKeys bool) *edges.Table {
+	t := &edges.Table{
 		Name:         cfg.name,
 		Columns:      cfg.opts.Columns,
-		KeyType:      KeyInt64,
+		KeyType:      edges.KeyInt64,
 		KeyArrowType: arrow.PrimitiveTypes.Int64,
-		Skipped:      Skips{},
+		Skipped:      edges.Skips{},
 	}
 	if strKeys {
-		t.KeyType, t.KeyArrowType = KeyString, arrow.BinaryTypes.String
+		t.KeyType, t.KeyArrowType = edges.KeyString, arrow.BinaryTypes.String
 	}
 	want := cfg.fields
 	for i := range blocks {
@@ -721,12 +724,12 @@ func (cfg *txtConfig) assemble(blocks []txtBlock, strKeys bool) *EdgeTable {
 	}
 	t.HasWeight = cfg.opts.Columns.ReadWeight && want == 3
 	var row, skipped, badUTF8 int64
-	lines := &lineMap{}
+	lines := &edges.LineMap{}
 	firstLine := cfg.firstLine
 	for i := range blocks {
 		b := &blocks[i]
 		if b.rows > 0 {
-			lines.blocks = append(lines.blocks, lineBlock{firstRow: row, firstLine: firstLine, gaps: b.gaps})
+			lines.AddBlock(row, firstLine, b.gaps)
 		}
 		firstLine += int64(b.newlines)
 		for _, f := range b.frees {
@@ -736,7 +739,7 @@ func (cfg *txtConfig) assemble(blocks []txtBlock, strKeys bool) *EdgeTable {
 		skipped += b.skipped
 		badUTF8 += b.badUTF8
 		if b.n > 0 {
-			ch := Chunk{FirstRow: row}
+			ch := edges.Chunk{FirstRow: row}
 			if strKeys {
 				s, d := b.sStr, b.dStr
 				ch.Src.Str, ch.Dst.Str = &s, &d
@@ -757,16 +760,12 @@ func (cfg *txtConfig) assemble(blocks []txtBlock, strKeys bool) *EdgeTable {
 		row += int64(b.rows)
 	}
 	t.RowsRead = row
-	t.lines = lines
+	t.Lines = lines
 	if skipped > 0 {
-		t.Skipped.Add(skipBadWeight(cfg.opts.Columns.Weight), skipped)
+		t.Skipped.Add(edges.SkipBadWeight(cfg.opts.Columns.Weight), skipped)
 	}
 	if badUTF8 > 0 {
-		t.Skipped.Add(skipBadUTF8, badUTF8)
+		t.Skipped.Add(edges.SkipBadUTF8, badUTF8)
 	}
 	return t
 }
-
-// skipBadWeight is the reason recorded for lines dropped because their
-// weight is not a number.
-func skipBadWeight(column string) string { return fmt.Sprintf("invalid weight in column %q", column) }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/gpipe/gpipe/ingest/edges"
 )
 
 // refLine is a data line of a text input as a simple reader sees it.
@@ -39,8 +40,8 @@ func refTextLines(data []byte, firstLine int64) []refLine {
 }
 
 // refKey is a field as a key of a table of type kt.
-func refKey(s string, kt KeyType) any {
-	if kt == KeyString {
+func refKey(s string, kt edges.KeyType) any {
+	if kt == edges.KeyString {
 		return s
 	}
 	v, err := strconv.ParseInt(s, 10, 64)
@@ -63,10 +64,10 @@ func refAllInt(lines []refLine) bool {
 }
 
 // txtExpected is the edges a valid text input holds.
-func txtExpected(lines []refLine, readWeight bool) ([]arEdge, KeyType) {
-	kt := KeyString
+func txtExpected(lines []refLine, readWeight bool) ([]arEdge, edges.KeyType) {
+	kt := edges.KeyString
 	if refAllInt(lines) {
-		kt = KeyInt64
+		kt = edges.KeyInt64
 	}
 	var out []arEdge
 	for i, l := range lines {
@@ -139,7 +140,7 @@ func txtGen(rng *rand.Rand, lines int, weighted bool, key func(i int) string) []
 }
 
 // readTextBytes reads data as a text edge list.
-func readTextBytes(data []byte, opts Options) (*EdgeTable, error) {
+func readTextBytes(data []byte, opts edges.Options) (*edges.Table, error) {
 	opts.Columns = opts.Columns.WithDefaults()
 	return readText(context.Background(), "edges.txt", bytes.NewReader(data), opts)
 }
@@ -164,16 +165,16 @@ func TestTextValues(t *testing.T) {
 		weighted bool
 		key      func(*rand.Rand) func(int) string
 		lateStr  bool // one string key near the end
-		want     KeyType
+		want     edges.KeyType
 	}{
-		{"int", false, intKey, false, KeyInt64},
-		{"int weighted", true, intKey, false, KeyInt64},
-		{"late string", true, intKey, true, KeyString},
+		{"int", false, intKey, false, edges.KeyInt64},
+		{"int weighted", true, intKey, false, edges.KeyInt64},
+		{"late string", true, intKey, true, edges.KeyString},
 		{"strings", false, func(rng *rand.Rand) func(int) string {
 			return func(int) string {
 				return []string{"alice", "007", "bob", "x-1", "12a", "9223372036854775808", "+5"}[rng.IntN(7)]
 			}
-		}, false, KeyString},
+		}, false, edges.KeyString},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, 2))
@@ -184,7 +185,7 @@ func TestTextValues(t *testing.T) {
 			lines := refTextLines(data, 1)
 			for _, readWeight := range []bool{true, false} {
 				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-				tbl, err := readTextBytes(data, Options{Columns: Columns{ReadWeight: readWeight}, Alloc: mem})
+				tbl, err := readTextBytes(data, edges.Options{Columns: edges.Columns{ReadWeight: readWeight}, Alloc: mem})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -193,7 +194,7 @@ func TestTextValues(t *testing.T) {
 					t.Fatalf("KeyType %v, reference %v, want %v", tbl.KeyType, kt, tc.want)
 				}
 				wantArrow := arrow.DataType(arrow.PrimitiveTypes.Int64)
-				if kt == KeyString {
+				if kt == edges.KeyString {
 					wantArrow = arrow.BinaryTypes.String
 				}
 				if !arrow.TypeEqual(tbl.KeyArrowType, wantArrow) {
@@ -237,7 +238,7 @@ func TestTextErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := readTextBytes([]byte(tc.data), Options{Columns: Columns{ReadWeight: true}})
+			_, err := readTextBytes([]byte(tc.data), edges.Options{Columns: edges.Columns{ReadWeight: true}})
 			ue := userErr(t, err, "edges.txt", tc.want)
 			if ue.Line != tc.line {
 				t.Errorf("line %d, want %d", ue.Line, tc.line)
@@ -245,7 +246,7 @@ func TestTextErrors(t *testing.T) {
 		})
 	}
 	// Without weights read, bad weights pass.
-	tbl, err := readTextBytes([]byte("1 2 x\n3 4 y\n"), Options{})
+	tbl, err := readTextBytes([]byte("1 2 x\n3 4 y\n"), edges.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +254,7 @@ func TestTextErrors(t *testing.T) {
 		t.Errorf("%d edges, weight %v", tbl.NumEdges(), tbl.HasWeight)
 	}
 	// The row of a bad weight.
-	_, err = readTextBytes([]byte("# h\n1 2 3\n\n4 5 6\n7 8 nan?\n"), Options{Columns: Columns{ReadWeight: true}})
+	_, err = readTextBytes([]byte("# h\n1 2 3\n\n4 5 6\n7 8 nan?\n"), edges.Options{Columns: edges.Columns{ReadWeight: true}})
 	if ue := userErr(t, err, "edges.txt", "line 5"); ue.Row != 2 {
 		t.Errorf("row %d, want 2", ue.Row)
 	}
@@ -262,7 +263,7 @@ func TestTextErrors(t *testing.T) {
 func TestTextSkipInvalid(t *testing.T) {
 	txtSmallBlocks(t, 40)
 	data := "1 2 1\n3 4 x\n5 6 2.5\n# c\n7 8 -\n9 10 1e3\n11 12 inf\n13 14 0x10\n"
-	tbl, err := readTextBytes([]byte(data), Options{Columns: Columns{ReadWeight: true}, SkipInvalid: true})
+	tbl, err := readTextBytes([]byte(data), edges.Options{Columns: edges.Columns{ReadWeight: true}, SkipInvalid: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,27 +288,27 @@ func TestTextEdgeCases(t *testing.T) {
 	for _, tc := range []struct {
 		data  string
 		edges int64
-		kt    KeyType
+		kt    edges.KeyType
 	}{
-		{"", 0, KeyInt64},
-		{"# only a comment", 0, KeyInt64},
-		{"\n\n\n", 0, KeyInt64},
-		{"1 2", 1, KeyInt64},
-		{"1\t2\r\n3\t4\r\n", 2, KeyInt64},
-		{"-9223372036854775808 9223372036854775807\n", 1, KeyInt64},
-		{"9223372036854775808 1\n", 1, KeyString},
-		{"0001 2\n", 1, KeyInt64},
-		{"00000000000000000000001 2\n", 1, KeyInt64},
+		{"", 0, edges.KeyInt64},
+		{"# only a comment", 0, edges.KeyInt64},
+		{"\n\n\n", 0, edges.KeyInt64},
+		{"1 2", 1, edges.KeyInt64},
+		{"1\t2\r\n3\t4\r\n", 2, edges.KeyInt64},
+		{"-9223372036854775808 9223372036854775807\n", 1, edges.KeyInt64},
+		{"9223372036854775808 1\n", 1, edges.KeyString},
+		{"0001 2\n", 1, edges.KeyInt64},
+		{"00000000000000000000001 2\n", 1, edges.KeyInt64},
 		// Any number of leading zeros (found by FuzzText: more than 40
 		// bytes made the key a string).
-		{"0 000000000000000000000000000000000000000000000000000000000000000", 1, KeyInt64},
-		{"-000000000000000000000000000000000000000000000000009223372036854775808 +0000000000000000000000000000000000000000000000000000000000000007\n", 1, KeyInt64},
-		{"000000000000000000000000000000000000000000000000009223372036854775808 1\n", 1, KeyString},
+		{"0 000000000000000000000000000000000000000000000000000000000000000", 1, edges.KeyInt64},
+		{"-000000000000000000000000000000000000000000000000009223372036854775808 +0000000000000000000000000000000000000000000000000000000000000007\n", 1, edges.KeyInt64},
+		{"000000000000000000000000000000000000000000000000009223372036854775808 1\n", 1, edges.KeyString},
 		{"1 2 # trailing\n", 0, 0},
-		{"é ü\n", 1, KeyString},
-		{"1 2\n%3 4\n #5 6\n", 1, KeyInt64},
+		{"é ü\n", 1, edges.KeyString},
+		{"1 2\n%3 4\n #5 6\n", 1, edges.KeyInt64},
 	} {
-		tbl, err := readTextBytes([]byte(tc.data), Options{})
+		tbl, err := readTextBytes([]byte(tc.data), edges.Options{})
 		if tc.kt == 0 {
 			if err == nil {
 				t.Errorf("%q: no error", tc.data)
@@ -335,7 +336,7 @@ func TestTextFile(t *testing.T) {
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		tbl := readFile(t, path, Options{Columns: Columns{ReadWeight: true}})
+		tbl := readFile(t, path, edges.Options{Columns: edges.Columns{ReadWeight: true}})
 		want, _ := txtExpected(refTextLines(data, 1), true)
 		sameEdges(t, tableEdges(t, tbl), want)
 		if tbl.Name != path {
@@ -348,11 +349,11 @@ func TestTextFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte("1 2\n3 4 5\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Open(context.Background(), path, nil, Options{})
+	_, err := Open(context.Background(), path, nil, edges.Options{})
 	userErr(t, err, path, "line 2")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := Open(ctx, path, nil, Options{}); err != context.Canceled {
+	if _, err := Open(ctx, path, nil, edges.Options{}); err != context.Canceled {
 		t.Errorf("canceled: %v", err)
 	}
 }
@@ -374,7 +375,7 @@ func TestTextSpeed(t *testing.T) {
 	}
 	data := b.Bytes()
 	start := time.Now()
-	tbl, err := readTextBytes(data, Options{})
+	tbl, err := readTextBytes(data, edges.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,7 +403,7 @@ func BenchmarkReadText(b *testing.B) {
 	b.SetBytes(int64(buf.Len()))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		tbl, err := Open(context.Background(), path, nil, Options{Columns: Columns{ReadWeight: true}})
+		tbl, err := Open(context.Background(), path, nil, edges.Options{Columns: edges.Columns{ReadWeight: true}})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -415,17 +416,17 @@ func BenchmarkReadText(b *testing.B) {
 func TestTextKeysNotUTF8(t *testing.T) {
 	txtSmallBlocks(t, 40)
 	data := []byte("# names\nanna bob\n\xffoo anna\nbob carl\n")
-	_, err := readTextBytes(data, Options{})
+	_, err := readTextBytes(data, edges.Options{})
 	ue := userErr(t, err, "edges.txt", `column "src", line 3: vertex key "\xffoo" is not valid UTF-8`)
 	if ue.Line != 3 {
 		t.Errorf("line %d, want 3", ue.Line)
 	}
-	tbl, err := readTextBytes(data, Options{SkipInvalid: true})
+	tbl, err := readTextBytes(data, edges.Options{SkipInvalid: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tbl.Release()
-	if tbl.NumEdges() != 2 || tbl.Skipped[skipBadUTF8] != 1 || tbl.Skipped.Total() != 1 {
+	if tbl.NumEdges() != 2 || tbl.Skipped[edges.SkipBadUTF8] != 1 || tbl.Skipped.Total() != 1 {
 		t.Errorf("%d edges, skipped %v", tbl.NumEdges(), tbl.Skipped)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpipe/gpipe/ingest/edges"
 )
 
 // Edge tables written by other tools: pyarrow and DuckDB (their Parquet,
@@ -20,7 +22,7 @@ const writersN = 2500
 // writerFixture is how one fixture is read and what its keys are.
 type writerFixture struct {
 	keys    string // int32, int64, uint32, uint64 or string: what key() gives
-	cols    Columns
+	cols    edges.Columns
 	intW    bool    // weights are integers: i % 97
 	nullRow []int64 // rows with a null key or weight (skipped with SkipInvalid)
 }
@@ -36,7 +38,7 @@ var writerFixtures = map[string]writerFixture{
 	"pyarrow-int32-weights.parquet":                {keys: "int64", intW: true},
 	"pyarrow-delta-int64.parquet":                  {keys: "int64"},
 	"pyarrow-delta-string.parquet":                 {keys: "string"},
-	"pyarrow-names-from-to-cost.parquet":           {keys: "int64", cols: Columns{Src: "from", Dst: "to", Weight: "cost"}},
+	"pyarrow-names-from-to-cost.parquet":           {keys: "int64", cols: edges.Columns{Src: "from", Dst: "to", Weight: "cost"}},
 	"pyarrow-nulls-int64.parquet":                  {keys: "int64", nullRow: []int64{17, 1203, 2100}},
 	"pyarrow-file-int64.arrow":                     {keys: "int64"},
 	"pyarrow-file-lz4-string.arrow":                {keys: "string"},
@@ -106,7 +108,7 @@ func TestOtherWriters(t *testing.T) {
 		seen[name] = true
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(dir, name)
-			opts := Options{Columns: f.cols}
+			opts := edges.Options{Columns: f.cols}
 			opts.Columns.ReadWeight = true
 			var want []arEdge
 			skip := map[int64]bool{}

@@ -10,7 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gpipe/gpipe"
-	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/bytesize"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
@@ -74,7 +74,7 @@ func benchCommand(e *env) *cli.Command {
 			rep, err := gpipe.Bench(c.Context, gpipe.BenchConfig{
 				Input: c.String("input"), Gen: c.String("gen"),
 				Load: gpipe.LoadOptions{
-					Columns: ingest.Columns{
+					Columns: edges.Columns{
 						Src: c.String("src-col"), Dst: c.String("dst-col"), Weight: c.String("weight-col"),
 						WeightExplicit: c.IsSet("weight-col"),
 					},

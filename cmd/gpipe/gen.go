@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/sink"
 )
@@ -71,7 +72,7 @@ func genCommand(e *env) *cli.Command {
 
 // writeTable writes an edge table through the sink, record by record, or
 // as a whitespace edge list.
-func writeTable(c *cli.Context, e *env, t *ingest.EdgeTable) error {
+func writeTable(c *cli.Context, e *env, t *edges.Table) error {
 	out, format := c.String("output"), c.String("output-format")
 	if sep, ok := edgeListSeparator(out, format); ok {
 		if out == "-" {
@@ -121,7 +122,7 @@ func edgeListSeparator(out, format string) (byte, bool) {
 // benchmark suite read them (its .el and .wel), so that one generated graph
 // can be run by both. Like the sink, it writes a temporary file beside out
 // and renames it when complete.
-func writeEdgeList(c *cli.Context, out string, t *ingest.EdgeTable, sep byte) error {
+func writeEdgeList(c *cli.Context, out string, t *edges.Table, sep byte) error {
 	f, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".*.tmp")
 	if err != nil {
 		return usererr.New(usererr.Usage, fmt.Sprintf("cannot create %s: %v", out, err), "check that the directory exists and is writable")
@@ -152,7 +153,7 @@ func writeEdgeList(c *cli.Context, out string, t *ingest.EdgeTable, sep byte) er
 
 // writeEdgeLines writes t's edges (int64 keys, as the generator makes
 // them) to w, one "src dst [weight]" line each.
-func writeEdgeLines(c *cli.Context, w *bufio.Writer, t *ingest.EdgeTable, sep byte) error {
+func writeEdgeLines(c *cli.Context, w *bufio.Writer, t *edges.Table, sep byte) error {
 	var line []byte
 	for _, ch := range t.Chunks {
 		if err := c.Context.Err(); err != nil {

@@ -1,32 +1,47 @@
-package ingest
+// Package sniff tells what an input is from its first bytes: the byte order
+// mark of a text input (skipped when it is UTF-8's, refused when it is
+// UTF-16's), the binary formats a file named or declared as text may really
+// be, and what an input that is not the format it was read as looks like
+// instead. It also names the formats, for the messages that suggest one.
+package sniff
 
 import (
 	"bytes"
 	"fmt"
-	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
-// Telling what an input is from its first bytes: the byte order mark of a
-// text input (skipped when it is UTF-8's, refused when it is UTF-16's), and
-// the binary formats a file named or declared as text may really be.
+// The formats an input can have, by the names --input-format takes.
+const (
+	Parquet     = "parquet"
+	ArrowFile   = "arrow"  // Arrow IPC file (.arrow, .feather)
+	ArrowStream = "arrows" // Arrow IPC stream (.arrows, and "-")
+	CSV         = "csv"    // CSV with a header row
+	Text        = "text"   // whitespace-separated edge list (.txt, .el, .wel, .tsv, .edges)
+	MTX         = "mtx"    // Matrix Market coordinate format
+)
+
+// Ext is the extension of each format's files, for messages.
+var Ext = map[string]string{
+	Parquet: ".parquet", ArrowFile: ".arrow", ArrowStream: ".arrows",
+	CSV: ".csv", Text: ".txt", MTX: ".mtx",
+}
 
 // utf8BOM is the UTF-8 byte order mark, which Excel ("CSV UTF-8") and
 // Windows tools write at the start of text files.
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
-// sniffLen is how many bytes of an input sniffing looks at.
-const sniffLen = 16
+// Len is how many bytes of an input sniffing looks at.
+const Len = 16
 
-// looksLike says which binary format head (an input's first bytes) starts
+// Binary says which binary format head (an input's first bytes) starts
 // with, as "a Parquet file", and what to do about it; "" when it is none
 // gpipe knows of. Magic numbers that text could start with are checked
 // with the bytes that follow them.
-func looksLike(head []byte) (what, fix string) {
+func Binary(head []byte) (what, fix string) {
 	switch {
 	case bytes.HasPrefix(head, []byte("PAR1")) && (len(head) == 4 || !isTextByte(head[4])):
 		return "a Parquet file", "name it .parquet or pass --input-format parquet"
@@ -56,12 +71,12 @@ func isTextByte(b byte) bool {
 	return b >= 0x20 && b != 0x7F || b == '\t' || b == '\n' || b == '\r' || b == '\v' || b == '\f'
 }
 
-// textStart checks the start of a text input (CSV, edge list, Matrix
+// TextStart checks the start of a text input (CSV, edge list, Matrix
 // Market: what says which, as "CSV text") and returns how many bytes to
 // skip: those of a UTF-8 byte order mark. A UTF-16 or UTF-32 byte order
 // mark, or the magic number of a binary format, is an error that says
 // what the file is and how to convert it.
-func textStart(name, what string, head []byte) (int, error) {
+func TextStart(name, what string, head []byte) (int, error) {
 	file := "the file"
 	if name == "-" {
 		file = "the input"
@@ -76,91 +91,62 @@ func textStart(name, what string, head []byte) (int, error) {
 		return 0, usererr.InFile(name, file+" is UTF-16 text (it starts with a UTF-16 byte order mark); gpipe reads UTF-8",
 			"convert it to UTF-8 first: iconv -f utf-16 -t utf-8 < IN > OUT")
 	}
-	if kind, fix := looksLike(head); kind != "" {
+	if kind, fix := Binary(head); kind != "" {
 		return 0, usererr.InFile(name, fmt.Sprintf("%s is not %s: it looks like %s", file, what, kind), fix)
 	}
 	return 0, nil
 }
 
-// echoLen is the most characters of an input's content a message echoes.
-const echoLen = 60
-
-// echo is s as a message shows it: at most echoLen characters, quoted (Go
-// syntax) when it holds characters that are not printable or was cut.
-func echo(s string) string {
-	cut := false
-	if utf8.RuneCountInString(s) > echoLen {
-		n := 0
-		for i := range s {
-			if n == echoLen {
-				s, cut = s[:i], true
-				break
-			}
-			n++
+// Guess says what an input that is not an Arrow IPC stream looks
+// like from its first bytes, and the format to read it as ("" when gpipe
+// reads no such format): a Parquet or Arrow IPC file, compressed data, CSV,
+// a Matrix Market file or an edge list. It returns "", "" for inputs it
+// cannot tell (a stream written before Arrow 0.15 starts without a marker).
+func Guess(head []byte) (what, format string) {
+	switch kind, _ := Binary(head); {
+	case bytes.HasPrefix(head, []byte("PAR1")):
+		return "a Parquet file", Parquet
+	case bytes.HasPrefix(head, []byte("ARROW1")):
+		return "an Arrow IPC file", ArrowFile
+	case kind != "":
+		return kind, ""
+	}
+	text := bytes.TrimPrefix(head, utf8BOM)
+	if len(head) == 1024 {
+		// Cut, maybe inside a character.
+		for k := 0; k < 3 && len(text) > 0 && !utf8.Valid(text); k++ {
+			text = text[:len(text)-1]
 		}
 	}
-	if !cut && utf8.ValidString(s) && !hasNonPrint(s) {
-		return s
+	if len(text) == 0 || !utf8.Valid(text) || bytes.ContainsFunc(text, func(r rune) bool {
+		return r < 0x20 && r != '\t' && r != '\n' && r != '\r' || r == 0x7F
+	}) {
+		return "", ""
 	}
-	q := strconv.Quote(s)
-	if cut {
-		q += "..."
+	first, _, _ := bytes.Cut(text, []byte("\n"))
+	switch {
+	case len(first) >= 14 && strings.EqualFold(string(first[:14]), "%%MatrixMarket"):
+		return "a Matrix Market file", MTX
+	case bytes.IndexByte(first, ',') >= 0:
+		return "CSV text", CSV
 	}
-	return q
+	return "text (an edge list?)", Text
 }
 
-// quoteToken is a token of the input quoted (Go syntax) for a message: its
-// first echoLen bytes, and "..." inside the quotes where it was longer, as
-// the edge list parser cuts its tokens.
-func quoteToken(s string) string {
-	if len(s) > echoLen {
-		s = s[:echoLen] + "..."
-	}
-	return strconv.Quote(s)
-}
-
-// hasNonPrint says whether s has a character that is not printable.
-func hasNonPrint(s string) bool {
-	for _, r := range s {
-		if !unicode.IsPrint(r) {
-			return true
-		}
-	}
-	return false
-}
-
-// looksBinary says whether s holds bytes text does not: a NUL, or many
-// control characters or bytes that are not UTF-8 (a Latin-1 name or two
-// is still text, and so is a short line).
-func looksBinary(s string) bool {
-	if strings.IndexByte(s, 0) >= 0 {
-		return true
-	}
-	bad := 0
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && n == 1 || r < 0x20 && r != '\t' && r != '\r' && r != '\n' || r == 0x7F {
-			bad++
-		}
-		i += n
-	}
-	return len(s) >= 16 && bad*8 > len(s)
-}
-
-// errLooksLike is the error for an input that is not want (as "a Parquet
+// ErrLooksLike is the error for an input that is not want (as "a Parquet
 // file") but, from its first bytes, looks like another format; nil when
 // head does not tell.
-func errLooksLike(name, want string, head []byte) error {
-	what, format := sniffNotStream(head)
+func ErrLooksLike(name, want string, head []byte) error {
+	what, format := Guess(head)
 	if what == "" && bytes.HasPrefix(head, []byte{0xFF, 0xFF, 0xFF, 0xFF}) {
-		what, format = "an Arrow IPC stream", FormatArrowStream
+		what, format = "an Arrow IPC stream", ArrowStream
 	}
 	if what == "" {
 		return nil
 	}
-	_, fix := looksLike(head)
+	_, fix := Binary(head)
 	if format != "" {
-		fix = fmt.Sprintf("name it %s or pass --input-format %s", formatExt[format], format)
+		fix = fmt.Sprintf("name it %s or pass --input-format %s", Ext[format], format)
 		if name == "-" {
 			fix = "pass --input-format " + format
 		}

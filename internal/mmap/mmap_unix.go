@@ -1,6 +1,8 @@
 //go:build unix
 
-package ingest
+// Package mmap maps files read-only into memory (reads them whole where
+// there is no mmap), so that readers can use their bytes in place.
+package mmap
 
 import (
 	"fmt"
@@ -13,18 +15,18 @@ import (
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
-// mappedFile is a file mapped read-only into memory.
-type mappedFile struct {
-	data     []byte
+// File is a file mapped read-only into memory.
+type File struct {
+	Data     []byte
 	once     sync.Once
-	inMemory bool // data is Go memory (inMemory), not a mapping
+	inMemory bool // Data is Go memory (InMemory), not a mapping
 }
 
-// inMemory is data, read already, as a mappedFile.
-func inMemory(data []byte) *mappedFile { return &mappedFile{data: data, inMemory: true} }
+// InMemory is data, read already, as a File.
+func InMemory(data []byte) *File { return &File{Data: data, inMemory: true} }
 
-// mapFile maps the whole of f, named path in messages.
-func mapFile(path string, f *os.File) (*mappedFile, error) {
+// Map maps the whole of f, named path in messages.
+func Map(path string, f *os.File) (*File, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, usererr.InFile(path, "cannot read: "+err.Error(), "check the path")
@@ -34,7 +36,7 @@ func mapFile(path string, f *os.File) (*mappedFile, error) {
 	}
 	size := st.Size()
 	if size == 0 {
-		return &mappedFile{}, nil
+		return &File{}, nil
 	}
 	if size > math.MaxInt {
 		return nil, usererr.InFile(path, fmt.Sprintf("the file is too large to map (%d bytes)", size), "")
@@ -43,15 +45,15 @@ func mapFile(path string, f *os.File) (*mappedFile, error) {
 	if err != nil {
 		return nil, usererr.InFile(path, "cannot map the file into memory: "+err.Error(), "check that it is a regular file")
 	}
-	return &mappedFile{data: data}, nil
+	return &File{Data: data}, nil
 }
 
-// close unmaps the file; later calls do nothing.
-func (m *mappedFile) close() {
+// Close unmaps the file; later calls do nothing.
+func (m *File) Close() {
 	m.once.Do(func() {
-		if m.data != nil && !m.inMemory {
-			_ = unix.Munmap(m.data)
-			m.data = nil
+		if m.Data != nil && !m.inMemory {
+			_ = unix.Munmap(m.Data)
+			m.Data = nil
 		}
 	})
 }

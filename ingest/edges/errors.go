@@ -1,4 +1,4 @@
-package ingest
+package edges
 
 import (
 	"fmt"
@@ -9,9 +9,9 @@ import (
 
 // The errors every reader reports in the same words.
 
-// errMissingColumn reports a column that is not in the input. role is
+// ErrMissingColumn reports a column that is not in the input. role is
 // "source", "destination" or "weight"; flag the option that names it.
-func errMissingColumn(file, name, role, flag string, available []string) error {
+func ErrMissingColumn(file, name, role, flag string, available []string) error {
 	return usererr.InFile(file, fmt.Sprintf("no %s column %q (columns: %s)", role, name, listColumns(available)),
 		fmt.Sprintf("name the %s column with %s", role, flag))
 }
@@ -28,7 +28,7 @@ func errDuplicateColumn(file, name, role, flag string, n int, available []string
 // maxListed is the most column names a message lists.
 const maxListed = 20
 
-// listColumns lists column names for a message: each as echo shows it (so
+// listColumns lists column names for a message: each as Echo shows it (so
 // that the message stays one line and short), and at most maxListed.
 func listColumns(available []string) string {
 	names := make([]string, 0, min(len(available), maxListed+1))
@@ -37,14 +37,14 @@ func listColumns(available []string) string {
 			names = append(names, fmt.Sprintf("... %d in all", len(available)))
 			break
 		}
-		names = append(names, echo(a))
+		names = append(names, Echo(a))
 	}
 	return strings.Join(names, ", ")
 }
 
-// checkUnique reports an edge column (src, dst, and weight when read) whose
+// CheckUnique reports an edge column (src, dst, and weight when read) whose
 // name more than one of the input's columns has.
-func checkUnique(file string, cols Columns, names []string) error {
+func CheckUnique(file string, cols Columns, names []string) error {
 	for _, c := range []struct{ name, role, flag string }{
 		{cols.Src, "source", "--src-col"}, {cols.Dst, "destination", "--dst-col"}, {cols.Weight, "weight", "--weight-col"},
 	} {
@@ -69,43 +69,48 @@ func countNames(names []string, name string) int {
 	return n
 }
 
-// errKeyType reports a key column whose type cannot hold vertex keys.
-func errKeyType(file, column, typ string) error {
+// ErrKeyType reports a key column whose type cannot hold vertex keys.
+func ErrKeyType(file, column, typ string) error {
 	return &usererr.Error{Kind: usererr.Input, File: file, Column: column, Row: -1,
 		Problem: fmt.Sprintf("type %s cannot be a vertex key (keys must be int32, int64, uint32, uint64 or string)", typ),
 		Fix:     "cast the column to one of these types, or name another column"}
 }
 
-// errKeyTypesDiffer reports source and destination columns of different types.
-func errKeyTypesDiffer(file, src, srcType, dst, dstType string) error {
+// ErrKeyTypesDiffer reports source and destination columns of different types.
+func ErrKeyTypesDiffer(file, src, srcType, dst, dstType string) error {
 	return usererr.InFile(file,
 		fmt.Sprintf("source column %q is %s but destination column %q is %s", src, srcType, dst, dstType),
 		"cast both key columns to the same type")
 }
 
-// errWeightType reports a weight column that is not numeric.
-func errWeightType(file, column, typ string) error {
+// ErrWeightType reports a weight column that is not numeric.
+func ErrWeightType(file, column, typ string) error {
 	return &usererr.Error{Kind: usererr.Input, File: file, Column: column, Row: -1,
 		Problem: fmt.Sprintf("type %s cannot be an edge weight (weights must be integer or floating point)", typ),
 		Fix:     "cast the column to a numeric type, or name another column with --weight-col"}
 }
 
-// errNullKey reports a null vertex key.
-func errNullKey(file, column string, row int64) error {
+// ErrNullKey reports a null vertex key.
+func ErrNullKey(file, column string, row int64) error {
 	return usererr.AtRow(file, column, row, "null vertex key",
 		"remove the row or pass --skip-invalid to drop rows with null keys")
 }
 
-// errNullWeight reports a null weight.
-func errNullWeight(file, column string, row int64) error {
+// ErrNullWeight reports a null weight.
+func ErrNullWeight(file, column string, row int64) error {
 	return usererr.AtRow(file, column, row, "null weight",
 		"fill in the weight or pass --skip-invalid to drop rows with null weights")
 }
 
-// Reasons recorded in EdgeTable.Skipped.
-func skipNullKey(column string) string    { return fmt.Sprintf("null key in column %q", column) }
-func skipNullWeight(column string) string { return fmt.Sprintf("null weight in column %q", column) }
+// Reasons recorded in Table.Skipped.
+func SkipNullKey(column string) string { return fmt.Sprintf("null key in column %q", column) }
 
-// skipBadUTF8 is the reason recorded for text and CSV rows dropped because a
+func SkipNullWeight(column string) string { return fmt.Sprintf("null weight in column %q", column) }
+
+// SkipBadUTF8 is the reason recorded for text and CSV rows dropped because a
 // string key is not valid UTF-8.
-const skipBadUTF8 = "vertex key not valid UTF-8"
+const SkipBadUTF8 = "vertex key not valid UTF-8"
+
+// SkipBadWeight is the reason recorded for lines dropped because their
+// weight is not a number.
+func SkipBadWeight(column string) string { return fmt.Sprintf("invalid weight in column %q", column) }

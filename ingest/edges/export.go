@@ -1,4 +1,4 @@
-package ingest
+package edges
 
 import (
 	"sync/atomic"
@@ -11,12 +11,12 @@ import (
 
 // Writing an edge table back out as Arrow records: what `gpipe gen` writes,
 // and what tests use to round-trip tables through every format. The records
-// alias the table's memory, so they are valid until EdgeTable.Release.
+// alias the table's memory, so they are valid until Table.Release.
 
 // Schema is the table's columns in Arrow: the source and destination keys
 // (strings as large_utf8, since the table keeps 64-bit offsets) and the
 // weight as float64 when the table has one.
-func (t *EdgeTable) Schema() *arrow.Schema {
+func (t *Table) Schema() *arrow.Schema {
 	cols := t.Columns.WithDefaults()
 	kt := t.exportKeyType()
 	fields := []arrow.Field{{Name: cols.Src, Type: kt}, {Name: cols.Dst, Type: kt}}
@@ -26,7 +26,7 @@ func (t *EdgeTable) Schema() *arrow.Schema {
 	return arrow.NewSchema(fields, nil)
 }
 
-func (t *EdgeTable) exportKeyType() arrow.DataType {
+func (t *Table) exportKeyType() arrow.DataType {
 	switch t.KeyType {
 	case KeyInt32:
 		return arrow.PrimitiveTypes.Int32
@@ -41,12 +41,12 @@ func (t *EdgeTable) exportKeyType() arrow.DataType {
 }
 
 // RecordReader yields one record per chunk, without copying.
-func (t *EdgeTable) RecordReader() array.RecordReader {
+func (t *Table) RecordReader() array.RecordReader {
 	return &tableReader{t: t, schema: t.Schema(), refs: 1}
 }
 
 type tableReader struct {
-	t      *EdgeTable
+	t      *Table
 	schema *arrow.Schema
 	next   int
 	rec    arrow.Record
@@ -54,9 +54,12 @@ type tableReader struct {
 }
 
 func (r *tableReader) Schema() *arrow.Schema { return r.schema }
-func (r *tableReader) Record() arrow.Record  { return r.rec }
-func (r *tableReader) Err() error            { return nil }
-func (r *tableReader) Retain()               { atomic.AddInt64(&r.refs, 1) }
+
+func (r *tableReader) Record() arrow.Record { return r.rec }
+
+func (r *tableReader) Err() error { return nil }
+
+func (r *tableReader) Retain() { atomic.AddInt64(&r.refs, 1) }
 
 func (r *tableReader) Release() {
 	if atomic.AddInt64(&r.refs, -1) == 0 && r.rec != nil {

@@ -1,8 +1,8 @@
-// Package ingest reads edge tables: Parquet files, Arrow IPC files and streams,
-// text edge lists and Matrix Market files, and generates synthetic graphs. It
-// knows nothing of graph layouts or devices: its output is an EdgeTable, the
-// edge columns as they were read, chunk by chunk.
-package ingest
+// Package edges is what every reader of edge tables produces and shares: the
+// Table (the edge columns as they were read, chunk by chunk), the Options a
+// read takes, and the errors and skip reasons every reader reports in the
+// same words. It knows nothing of file formats, graph layouts or devices.
+package edges
 
 import (
 	"fmt"
@@ -58,7 +58,7 @@ func (t KeyType) ArrowType() arrow.DataType {
 
 // Keys is one chunk's vertex keys. Exactly one field is set, the one that
 // matches the table's KeyType. Slices may alias memory the table does not own
-// (a memory-mapped file); they are valid until EdgeTable.Release.
+// (a memory-mapped file); they are valid until Table.Release.
 type Keys struct {
 	Int32  []int32
 	Int64  []int64
@@ -128,8 +128,8 @@ func (c *Chunk) Row(i int) int64 {
 	return c.FirstRow + int64(i)
 }
 
-// EdgeTable is an edge list read from one input, in chunks.
-type EdgeTable struct {
+// Table is an edge list read from one input, in chunks.
+type Table struct {
 	Name      string  // the input as the user named it, for messages
 	Columns   Columns // the options it was read with
 	KeyType   KeyType
@@ -142,12 +142,13 @@ type EdgeTable struct {
 	// KeyArrowType is the Arrow type the keys had (int64, utf8, large_utf8,
 	// dictionary<..., utf8>...); the output's vertex column uses its value type.
 	KeyArrowType arrow.DataType
-	release      []func()
-	lines        *lineMap // text inputs: rows to lines
-	// mirror is 1 for a symmetric and -1 for a skew-symmetric Matrix
+	// Lines maps a text input's rows to its lines (LineOf); nil for others.
+	Lines *LineMap
+	// Mirror is 1 for a symmetric and -1 for a skew-symmetric Matrix
 	// Market input, whose off-diagonal entries give two edges each: the
 	// entry, then its mirror, of the same row.
-	mirror int
+	Mirror  int
+	release []func()
 }
 
 // MirrorOf says whether edge j of chunk c is one the input did not write:
@@ -156,15 +157,15 @@ type EdgeTable struct {
 // skew-symmetric mirror of the entry 2 1 5", which the input row's line
 // holds), and what to do where the mirror's weight is refused; else it
 // returns "", "".
-func (t *EdgeTable) MirrorOf(c *Chunk, j int) (note, fix string) {
-	if t.mirror == 0 || c.Rows == nil || j <= 0 || j >= c.Len() || c.Rows[j] != c.Rows[j-1] || c.Src.Int64 == nil {
+func (t *Table) MirrorOf(c *Chunk, j int) (note, fix string) {
+	if t.Mirror == 0 || c.Rows == nil || j <= 0 || j >= c.Len() || c.Rows[j] != c.Rows[j-1] || c.Src.Int64 == nil {
 		return "", ""
 	}
 	entry := fmt.Sprintf("%d %d", c.Src.Int64[j-1], c.Dst.Int64[j-1])
 	if c.Weight != nil {
 		entry += " " + strconv.FormatFloat(c.Weight[j-1], 'g', -1, 64)
 	}
-	if t.mirror < 0 {
+	if t.Mirror < 0 {
 		return "the skew-symmetric mirror of the entry " + entry,
 			"a skew-symmetric matrix's mirrored values have the opposite sign; to read only the entries as written, make the banner's symmetry general, or pass --skip-invalid to drop such edges"
 	}
@@ -174,37 +175,15 @@ func (t *EdgeTable) MirrorOf(c *Chunk, j int) (note, fix string) {
 // LineOf is the 1-based line of input row `row` in a text input (edge list,
 // Matrix Market, CSV), so that later stages can name the line a user sees in an
 // editor; 0 for other inputs.
-func (t *EdgeTable) LineOf(row int64) int64 {
-	if t.lines == nil {
+func (t *Table) LineOf(row int64) int64 {
+	if t.Lines == nil {
 		return 0
 	}
-	return t.lines.line(row)
-}
-
-// lineMap numbers a text input's rows by their lines: block k's rows start
-// at row firstRow on line firstLine, and gaps lists, for each blank or
-// comment line among them, how many of the block's rows come before it. It
-// costs a few words per block and one per comment line, not one per row.
-type lineMap struct{ blocks []lineBlock }
-
-type lineBlock struct {
-	firstRow, firstLine int64
-	gaps                []int32
-}
-
-func (m *lineMap) line(row int64) int64 {
-	k := sort.Search(len(m.blocks), func(k int) bool { return m.blocks[k].firstRow > row }) - 1
-	if k < 0 || row < 0 {
-		return 0
-	}
-	b := &m.blocks[k]
-	r := row - b.firstRow
-	before := sort.Search(len(b.gaps), func(i int) bool { return int64(b.gaps[i]) > r })
-	return b.firstLine + r + int64(before)
+	return t.Lines.Line(row)
 }
 
 // NumEdges is the number of edges (rows kept) over all chunks.
-func (t *EdgeTable) NumEdges() int64 {
+func (t *Table) NumEdges() int64 {
 	var n int64
 	for i := range t.Chunks {
 		n += int64(t.Chunks[i].Len())
@@ -214,10 +193,10 @@ func (t *EdgeTable) NumEdges() int64 {
 
 // OnRelease registers a function that frees memory the chunks alias (an
 // mmap, allocator buffers). Release calls them in reverse order.
-func (t *EdgeTable) OnRelease(f func()) { t.release = append(t.release, f) }
+func (t *Table) OnRelease(f func()) { t.release = append(t.release, f) }
 
 // Release frees what the table holds. The chunks must not be used after.
-func (t *EdgeTable) Release() {
+func (t *Table) Release() {
 	for i := len(t.release) - 1; i >= 0; i-- {
 		t.release[i]()
 	}
@@ -301,7 +280,7 @@ type Options struct {
 	// "arrow" (IPC file), "arrows" (IPC stream), "csv", "text", "mtx".
 	Format string
 	// SkipInvalid drops rows with a null key or an invalid weight, counting
-	// them in EdgeTable.Skipped, where the default is to fail on the first.
+	// them in Table.Skipped, where the default is to fail on the first.
 	SkipInvalid bool
 	// Alloc allocates the buffers that decoded columns go into; nil means
 	// Go memory. The GPU backend passes a pinned-memory allocator.
