@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/internal/edgetest"
 )
 
 // An edge column whose name two columns have is ambiguous: the readers took
@@ -91,7 +92,7 @@ func TestDuplicateColumns(t *testing.T) {
 		}
 		check("appender", &edges.Table{}, err)
 		at := array.NewTableFromRecords(schema, []arrow.Record{rec})
-		path = pqWriteFile(t, dir, "e.parquet", at, pqDefaultWrite)
+		path = edgetest.WriteParquet(t, dir, "e.parquet", at, edgetest.DefaultParquetWrite)
 		at.Release()
 		tbl, err = Open(context.Background(), path, nil, tc.opts)
 		check("parquet", tbl, err)

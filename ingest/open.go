@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/ingest/internal/sniff"
+	"github.com/gpipe/gpipe/ingest/parquet"
 	"github.com/gpipe/gpipe/internal/mmap"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
@@ -82,7 +83,7 @@ func Open(ctx context.Context, path string, stdin io.Reader, opts edges.Options)
 	}
 	defer f.Close()
 	if format == FormatParquet {
-		return readParquet(ctx, path, f, opts)
+		return parquet.Read(ctx, path, f, opts)
 	}
 	return readFrom(ctx, path, f, format, opts)
 }
@@ -120,7 +121,7 @@ func openStdin(ctx context.Context, stdin io.Reader, format string, opts edges.O
 	if f, ok := stdin.(*os.File); ok {
 		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
 			if format == FormatParquet {
-				return readParquetAt(ctx, name, f, st.Size(), opts)
+				return parquet.ReadAt(ctx, name, f, st.Size(), opts)
 			}
 			m, err := mmap.Map(name, f)
 			if err != nil {
@@ -139,7 +140,7 @@ func openStdin(ctx context.Context, stdin io.Reader, format string, opts edges.O
 		return nil, usererr.InFile(name, "cannot read standard input: "+err.Error(), "")
 	}
 	if format == FormatParquet {
-		return readParquetAt(ctx, name, bytes.NewReader(data), int64(len(data)), opts)
+		return parquet.ReadAt(ctx, name, bytes.NewReader(data), int64(len(data)), opts)
 	}
 	return readMappedArrow(ctx, name, mmap.InMemory(data), opts)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/internal/edgetest"
 )
 
 // Standard input is read in the format --input-format names (it was always
@@ -35,7 +36,7 @@ func TestStdinFormats(t *testing.T) {
 	arrowPath := filepath.Join(dir, "e.arrow")
 	arWriteFile(t, arrowPath, schema, []arrow.Record{rec})
 	tbl := array.NewTableFromRecords(schema, []arrow.Record{rec})
-	pqPath := pqWriteFile(t, dir, "e.parquet", tbl, pqDefaultWrite)
+	pqPath := edgetest.WriteParquet(t, dir, "e.parquet", tbl, edgetest.DefaultParquetWrite)
 	tbl.Release()
 	fileBytes := func(path string) []byte {
 		data, err := os.ReadFile(path)

@@ -1,4 +1,4 @@
-package ingest
+package parquet
 
 import (
 	"encoding/binary"
@@ -12,6 +12,7 @@ import (
 	pqcompress "github.com/apache/arrow/go/v17/parquet/compress"
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
 	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/internal/edgetest"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding/rle"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
@@ -24,9 +25,9 @@ import (
 // deprecated BIT_PACKED levels) come from transcoding the pages of an
 // uncompressed file it wrote; delta encodings it writes itself.
 
-// pqLZ4Block is an LZ4 block of src: compressed where LZ4 finds matches,
+// lz4Block is an LZ4 block of src: compressed where LZ4 finds matches,
 // else literals only.
-func pqLZ4Block(src []byte) []byte {
+func lz4Block(src []byte) []byte {
 	dst := make([]byte, lz4.CompressBlockBound(len(src)))
 	if n, err := lz4.CompressBlock(src, dst, nil); err == nil && n > 0 {
 		return dst[:n]
@@ -47,9 +48,9 @@ func pqLZ4Block(src []byte) []byte {
 	return append(out, src...)
 }
 
-// pqCompressAs compresses a page body as codec; hadoop says whether LZ4 is
+// compressAs compresses a page body as codec; hadoop says whether LZ4 is
 // Hadoop-framed (in two frames) or a raw block.
-func pqCompressAs(t *testing.T, codec format.CompressionCodec, hadoop bool, b []byte) []byte {
+func compressAs(t *testing.T, codec format.CompressionCodec, hadoop bool, b []byte) []byte {
 	var (
 		out []byte
 		err error
@@ -58,14 +59,14 @@ func pqCompressAs(t *testing.T, codec format.CompressionCodec, hadoop bool, b []
 	case format.Uncompressed:
 		return b
 	case format.Lz4Raw:
-		return pqLZ4Block(b)
+		return lz4Block(b)
 	case format.Lz4:
 		if !hadoop {
-			return pqLZ4Block(b)
+			return lz4Block(b)
 		}
 		half := len(b) / 2
 		for _, part := range [][]byte{b[:half], b[half:]} {
-			block := pqLZ4Block(part)
+			block := lz4Block(part)
 			out = binary.BigEndian.AppendUint32(out, uint32(len(part)))
 			out = binary.BigEndian.AppendUint32(out, uint32(len(block)))
 			out = append(out, block...)
@@ -86,9 +87,9 @@ func pqCompressAs(t *testing.T, codec format.CompressionCodec, hadoop bool, b []
 	return out
 }
 
-// pqBitPackLevels rewrites a data page v1 body's RLE definition levels (of
+// bitPackLevels rewrites a data page v1 body's RLE definition levels (of
 // bit width 1) as the deprecated BIT_PACKED encoding.
-func pqBitPackLevels(t *testing.T, body []byte, n int) []byte {
+func bitPackLevels(t *testing.T, body []byte, n int) []byte {
 	l := binary.LittleEndian.Uint32(body)
 	levels, err := (&rle.Encoding{BitWidth: 1}).DecodeLevels(nil, body[4:4+l])
 	if err != nil || len(levels) < n {
@@ -101,14 +102,14 @@ func pqBitPackLevels(t *testing.T, body []byte, n int) []byte {
 	return append(packed, body[4+l:]...)
 }
 
-type pqCodecChoice struct {
+type codecChoice struct {
 	codec  format.CompressionCodec
 	hadoop bool
 }
 
-// pqSplit rewrites PLAIN fixed-width values of size bytes as
+// splitStreams rewrites PLAIN fixed-width values of size bytes as
 // BYTE_STREAM_SPLIT.
-func pqSplit(values []byte, size int) []byte {
+func splitStreams(values []byte, size int) []byte {
 	n := len(values) / size
 	out := make([]byte, len(values))
 	for i := 0; i < n; i++ {
@@ -119,11 +120,11 @@ func pqSplit(values []byte, size int) []byte {
 	return out
 }
 
-// pqTranscode rewrites an uncompressed Parquet file with a flat schema,
+// transcode rewrites an uncompressed Parquet file with a flat schema,
 // compressing row group g's pages as codecFor(g), optionally with BIT_PACKED
 // definition levels in data pages v1, and with split set, PLAIN fixed-width
 // values as BYTE_STREAM_SPLIT.
-func pqTranscode(t *testing.T, data []byte, codecFor func(g int) pqCodecChoice, bitPacked, split bool) []byte {
+func transcode(t *testing.T, data []byte, codecFor func(g int) codecChoice, bitPacked, split bool) []byte {
 	t.Helper()
 	var proto thrift.CompactProtocol
 	size := len(data)
@@ -166,7 +167,7 @@ func pqTranscode(t *testing.T, data []byte, codecFor func(g int) pqCodecChoice, 
 				switch h.Type {
 				case format.DictionaryPage:
 					md.DictionaryPageOffset = int64(len(out))
-					body = pqCompressAs(t, choice.codec, choice.hadoop, body)
+					body = compressAs(t, choice.codec, choice.hadoop, body)
 				case format.DataPage:
 					if md.DataPageOffset == 0 {
 						md.DataPageOffset = int64(len(out))
@@ -176,15 +177,15 @@ func pqTranscode(t *testing.T, data []byte, codecFor func(g int) pqCodecChoice, 
 						if optional {
 							levels = 4 + int(binary.LittleEndian.Uint32(body))
 						}
-						body = append(append([]byte(nil), body[:levels]...), pqSplit(body[levels:], width)...)
+						body = append(append([]byte(nil), body[:levels]...), splitStreams(body[levels:], width)...)
 						h.DataPageHeader.V.Encoding = format.ByteStreamSplit
 					}
 					if bitPacked && optional {
-						body = pqBitPackLevels(t, body, int(h.DataPageHeader.V.NumValues))
+						body = bitPackLevels(t, body, int(h.DataPageHeader.V.NumValues))
 						h.DataPageHeader.V.DefinitionLevelEncoding = format.BitPacked
 						h.UncompressedPageSize = int32(len(body))
 					}
-					body = pqCompressAs(t, choice.codec, choice.hadoop, body)
+					body = compressAs(t, choice.codec, choice.hadoop, body)
 				case format.DataPageV2:
 					if md.DataPageOffset == 0 {
 						md.DataPageOffset = int64(len(out))
@@ -192,10 +193,10 @@ func pqTranscode(t *testing.T, data []byte, codecFor func(g int) pqCodecChoice, 
 					hd := &h.DataPageHeaderV2.V
 					levels := int(hd.RepetitionLevelsByteLength + hd.DefinitionLevelsByteLength)
 					if split && width > 0 && hd.Encoding == format.Plain {
-						body = append(append([]byte(nil), body[:levels]...), pqSplit(body[levels:], width)...)
+						body = append(append([]byte(nil), body[:levels]...), splitStreams(body[levels:], width)...)
 						hd.Encoding = format.ByteStreamSplit
 					}
-					body = append(append([]byte(nil), body[:levels]...), pqCompressAs(t, choice.codec, choice.hadoop, body[levels:])...)
+					body = append(append([]byte(nil), body[:levels]...), compressAs(t, choice.codec, choice.hadoop, body[levels:])...)
 					hd.IsCompressed = thrift.New(choice.codec != format.Uncompressed)
 				}
 				h.CompressedPageSize = int32(len(body))
@@ -227,7 +228,7 @@ func pqTranscode(t *testing.T, data []byte, codecFor func(g int) pqCodecChoice, 
 // fixed-width values PLAIN or BYTE_STREAM_SPLIT.
 func TestParquetCodecs(t *testing.T) {
 	dir := t.TempDir()
-	choices := []pqCodecChoice{
+	choices := []codecChoice{
 		{format.Lz4Raw, false}, {format.Lz4, true}, {format.Lz4, false},
 		{format.Snappy, false}, {format.Zstd, false}, {format.Gzip, false}, {format.Uncompressed, false},
 	}
@@ -241,26 +242,26 @@ func TestParquetCodecs(t *testing.T) {
 			}
 			for _, kt := range []int{1, 4, 6} { // int64, string, dictionary
 				n++
-				key := pqKeyTypes[kt]
+				key := keyTypes[kt]
 				name := fmt.Sprintf("v2=%v-bitpacked=%v-%s", v2, bitPacked, key.name)
 				t.Run(name, func(t *testing.T) {
-					c := pqEdges(uint64(200+n), rows, rgRows, key.typ, arrow.PrimitiveTypes.Float64, false, 0.05, 0.05)
-					w := pqWrite{codec: pqcompress.Codecs.Uncompressed, dict: n%2 == 0, v2: v2, rowGroupRows: rgRows, pageSize: 300}
+					c := randomEdges(uint64(200+n), rows, rgRows, key.typ, arrow.PrimitiveTypes.Float64, false, 0.05, 0.05)
+					w := edgetest.ParquetWrite{Codec: pqcompress.Codecs.Uncompressed, Dict: n%2 == 0, V2: v2, RowGroupRows: rgRows, PageSize: 300}
 					src := c.write(t, dir, name+"-src.parquet", true, w)
 					data, err := os.ReadFile(src)
 					if err != nil {
 						t.Fatal(err)
 					}
 					path := filepath.Join(dir, name+".parquet")
-					pqWriteBytes(t, path, pqTranscode(t, data, func(g int) pqCodecChoice { return choices[g%len(choices)] }, bitPacked, false))
+					writeBytes(t, path, transcode(t, data, func(g int) codecChoice { return choices[g%len(choices)] }, bitPacked, false))
 					opts := edges.Options{Columns: edges.Columns{ReadWeight: true}, SkipInvalid: true}
-					pqRead(t, path, opts, func(tbl *edges.Table) { c.check(t, tbl, opts, key.key, rgRows) })
+					readChecked(t, path, opts, func(tbl *edges.Table) { c.check(t, tbl, opts, key.key, rgRows) })
 
 					// Each codec throughout.
 					for _, ch := range choices {
-						one := pqTranscode(t, data, func(int) pqCodecChoice { return ch }, bitPacked, !bitPacked)
-						pqWriteBytes(t, path, one)
-						pqRead(t, path, opts, func(tbl *edges.Table) { c.check(t, tbl, opts, key.key, rgRows) })
+						one := transcode(t, data, func(int) codecChoice { return ch }, bitPacked, !bitPacked)
+						writeBytes(t, path, one)
+						readChecked(t, path, opts, func(tbl *edges.Table) { c.check(t, tbl, opts, key.key, rgRows) })
 					}
 				})
 			}
@@ -288,11 +289,11 @@ func TestParquetDeltaEncodings(t *testing.T) {
 		{5, pq.Encodings.DeltaByteArray, nil, pq.Encodings.Plain, 0.05, false},
 		{4, pq.Encodings.DeltaByteArray, arrow.PrimitiveTypes.Float32, pq.Encodings.Plain, 0, true},
 	} {
-		key := pqKeyTypes[tc.key]
+		key := keyTypes[tc.key]
 		name := fmt.Sprintf("%d-%s-%v", i, key.name, tc.keyEnc)
 		t.Run(name, func(t *testing.T) {
-			c := pqEdges(uint64(300+i), rows, rgRows, key.typ, tc.weight, false, tc.nulls, tc.nulls)
-			tbl := pqTable(t, c.rows, c.cols, false)
+			c := randomEdges(uint64(300+i), rows, rgRows, key.typ, tc.weight, false, tc.nulls, tc.nulls)
+			tbl := arrowTable(t, c.rows, c.cols, false)
 			defer tbl.Release()
 			props := []pq.WriterProperty{
 				pq.WithDictionaryDefault(false),
@@ -315,7 +316,7 @@ func TestParquetDeltaEncodings(t *testing.T) {
 				t.Fatal(err)
 			}
 			opts := edges.Options{Columns: edges.Columns{ReadWeight: true}, SkipInvalid: true}
-			pqRead(t, path, opts, func(tbl *edges.Table) { c.check(t, tbl, opts, key.key, rgRows) })
+			readChecked(t, path, opts, func(tbl *edges.Table) { c.check(t, tbl, opts, key.key, rgRows) })
 		})
 	}
 }

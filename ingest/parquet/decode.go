@@ -1,4 +1,4 @@
-package ingest
+package parquet
 
 import (
 	"encoding/binary"
@@ -21,13 +21,13 @@ import (
 
 // Reading and decoding the pages of one column chunk.
 
-// pqMaxPage bounds the size of one page, so that a corrupt header cannot
+// maxPage bounds the size of one page, so that a corrupt header cannot
 // make the reader allocate without bound.
-const pqMaxPage = 1 << 30
+const maxPage = 1 << 30
 
-// pqScratch is one worker's buffers, reused from chunk to chunk.
-type pqScratch struct {
-	win      pqWindow
+// pageBuffers is one worker's buffers, reused from chunk to chunk.
+type pageBuffers struct {
+	win      window
 	proto    thrift.CompactProtocol
 	unz      []byte   // decompressed page
 	levels   []byte   // definition levels
@@ -40,15 +40,15 @@ type pqScratch struct {
 }
 
 // decodeChunk reads column ci of row group g into its destination.
-func (r *pqReader) decodeChunk(g, ci int, s *pqScratch) (err error) {
+func (r *reader) decodeChunk(g, ci int, s *pageBuffers) (err error) {
 	grp := &r.groups[g]
 	c := &r.cols[ci]
 	st := &grp.cols[ci]
 	st.firstNull = -1
 	pos := 0
-	var sd *pqStrings
+	var sd *stringCol
 	if c.kind == valBytes {
-		sd = newPqStrings(grp.rows, st.hint)
+		sd = newStringCol(grp.rows, st.hint)
 		defer func() { st.str = sd.strings() }()
 	}
 	defer func() {
@@ -66,11 +66,11 @@ func (r *pqReader) decodeChunk(g, ci int, s *pqScratch) (err error) {
 			return err
 		}
 		if int64(g) > r.failed.Load() {
-			return errPqAborted
+			return errAborted
 		}
 		n, err := r.readPage(c, grp, st, sd, s, pos)
 		if err != nil {
-			if err == errPqNull {
+			if err == errNull {
 				return err
 			}
 			return r.errPage(c, g, pos, err)
@@ -82,7 +82,7 @@ func (r *pqReader) decodeChunk(g, ci int, s *pqScratch) (err error) {
 
 // readPage reads the next page of the chunk and decodes it into rows
 // [pos, pos+n) of the row group, returning n (0 for a dictionary page).
-func (r *pqReader) readPage(c *pqColumn, grp *pqGroup, st *pqChunkState, sd *pqStrings, s *pqScratch, pos int) (int, error) {
+func (r *reader) readPage(c *column, grp *group, st *chunkState, sd *stringCol, s *pageBuffers, pos int) (int, error) {
 	var h format.PageHeader
 	if err := s.win.header(&s.proto, &h); err != nil {
 		if err == io.EOF {
@@ -90,7 +90,7 @@ func (r *pqReader) readPage(c *pqColumn, grp *pqGroup, st *pqChunkState, sd *pqS
 		}
 		return 0, fmt.Errorf("reading a page header: %w", err)
 	}
-	if h.CompressedPageSize < 0 || h.UncompressedPageSize < 0 || h.UncompressedPageSize > pqMaxPage {
+	if h.CompressedPageSize < 0 || h.UncompressedPageSize < 0 || h.UncompressedPageSize > maxPage {
 		return 0, fmt.Errorf("a page header gives sizes %d and %d", h.CompressedPageSize, h.UncompressedPageSize)
 	}
 	body, err := s.win.take(int(h.CompressedPageSize))
@@ -120,7 +120,7 @@ func (r *pqReader) readPage(c *pqColumn, grp *pqGroup, st *pqChunkState, sd *pqS
 		if rows < 0 || rows > grp.rows-pos {
 			return 0, fmt.Errorf("a page holds %d rows where %d remain in the row group", rows, grp.rows-pos)
 		}
-		if c.maxDef == 0 && hd.Encoding == format.Plain && pqInPlace[st.codec] {
+		if c.maxDef == 0 && hd.Encoding == format.Plain && inPlace[st.codec] {
 			// A REQUIRED column's page is its values alone.
 			if d := c.direct(grp.first+int64(pos), grp.first+int64(pos+rows)); d != nil && len(d) == int(h.UncompressedPageSize) {
 				return rows, s.decompressInto(st.codec, body, d)
@@ -155,7 +155,7 @@ func (r *pqReader) readPage(c *pqColumn, grp *pqGroup, st *pqChunkState, sd *pqS
 		var def []byte
 		if c.maxDef > 0 {
 			def = s.levelBuf(rows)
-			if err := pqRLE(def, levels, uint(bits.Len8(c.maxDef))); err != nil {
+			if err := rleHybrid(def, levels, uint(bits.Len8(c.maxDef))); err != nil {
 				return 0, fmt.Errorf("definition levels: %w", err)
 			}
 		}
@@ -164,7 +164,7 @@ func (r *pqReader) readPage(c *pqColumn, grp *pqGroup, st *pqChunkState, sd *pqS
 			codec = format.Uncompressed
 		}
 		size := int(h.UncompressedPageSize) - rl - dl
-		if hd.Encoding == format.Plain && pqInPlace[codec] && (def == nil || pqCountNot(def, c.maxDef) == 0) {
+		if hd.Encoding == format.Plain && inPlace[codec] && (def == nil || countNot(def, c.maxDef) == 0) {
 			// Without nulls, the values go straight to their destination.
 			if d := c.direct(grp.first+int64(pos), grp.first+int64(pos+rows)); d != nil && len(d) == size {
 				return rows, s.decompressInto(codec, data, d)
@@ -181,14 +181,14 @@ func (r *pqReader) readPage(c *pqColumn, grp *pqGroup, st *pqChunkState, sd *pqS
 // pageValues decodes the values of a data page of rows rows into rows
 // [pos, pos+rows) of the row group. def are its definition levels (nil for a
 // REQUIRED column), data its values.
-func (r *pqReader) pageValues(c *pqColumn, grp *pqGroup, st *pqChunkState, sd *pqStrings, s *pqScratch, pos, rows int, enc format.Encoding, def, data []byte) error {
+func (r *reader) pageValues(c *column, grp *group, st *chunkState, sd *stringCol, s *pageBuffers, pos, rows int, enc format.Encoding, def, data []byte) error {
 	if rows == 0 {
 		return nil
 	}
 	nonNull := rows
 	if def != nil {
 		// Nulls are counted from the levels, whatever the page header says.
-		if nulls := pqCountNot(def, c.maxDef); nulls == 0 {
+		if nulls := countNot(def, c.maxDef); nulls == 0 {
 			def = nil
 		} else {
 			nonNull -= nulls
@@ -242,21 +242,21 @@ func (r *pqReader) pageValues(c *pqColumn, grp *pqGroup, st *pqChunkState, sd *p
 		dst := c.f64[lo:hi]
 		switch c.kind {
 		case valInt32:
-			return pqFixed[int32](dst, raw, dict, idx, dictionary, def, c.maxDef)
+			return fixed[int32](dst, raw, dict, idx, dictionary, def, c.maxDef)
 		case valUint32:
-			return pqFixed[uint32](dst, raw, dict, idx, dictionary, def, c.maxDef)
+			return fixed[uint32](dst, raw, dict, idx, dictionary, def, c.maxDef)
 		case valInt64:
-			return pqFixed[int64](dst, raw, dict, idx, dictionary, def, c.maxDef)
+			return fixed[int64](dst, raw, dict, idx, dictionary, def, c.maxDef)
 		case valUint64:
-			return pqFixed[uint64](dst, raw, dict, idx, dictionary, def, c.maxDef)
+			return fixed[uint64](dst, raw, dict, idx, dictionary, def, c.maxDef)
 		case valFloat:
-			return pqFixed[float32](dst, raw, dict, idx, dictionary, def, c.maxDef)
+			return fixed[float32](dst, raw, dict, idx, dictionary, def, c.maxDef)
 		case valDouble:
-			return pqFixed[float64](dst, raw, dict, idx, dictionary, def, c.maxDef)
+			return fixed[float64](dst, raw, dict, idx, dictionary, def, c.maxDef)
 		case valHalf:
 			// The halves' bits land in dst as numbers (exactly: they are
 			// below 2^16), then become the values they encode.
-			if err := pqFixed[uint16](dst, raw, dict, idx, dictionary, def, c.maxDef); err != nil {
+			if err := fixed[uint16](dst, raw, dict, idx, dictionary, def, c.maxDef); err != nil {
 				return err
 			}
 			for i, b := range dst {
@@ -267,13 +267,13 @@ func (r *pqReader) pageValues(c *pqColumn, grp *pqGroup, st *pqChunkState, sd *p
 	}
 	switch c.kind {
 	case valInt32:
-		return pqFixed[int32](c.i32[lo:hi], raw, dict, idx, dictionary, def, c.maxDef)
+		return fixed[int32](c.i32[lo:hi], raw, dict, idx, dictionary, def, c.maxDef)
 	case valUint32:
-		return pqFixed[uint32](c.u32[lo:hi], raw, dict, idx, dictionary, def, c.maxDef)
+		return fixed[uint32](c.u32[lo:hi], raw, dict, idx, dictionary, def, c.maxDef)
 	case valInt64:
-		return pqFixed[int64](c.i64[lo:hi], raw, dict, idx, dictionary, def, c.maxDef)
+		return fixed[int64](c.i64[lo:hi], raw, dict, idx, dictionary, def, c.maxDef)
 	case valUint64:
-		return pqFixed[uint64](c.u64[lo:hi], raw, dict, idx, dictionary, def, c.maxDef)
+		return fixed[uint64](c.u64[lo:hi], raw, dict, idx, dictionary, def, c.maxDef)
 	case valBytes:
 		return sd.page(pos, rows, raw, offs, s.dict, s.dictOffs, idx, dictionary, def, c.maxDef)
 	}
@@ -282,14 +282,14 @@ func (r *pqReader) pageValues(c *pqColumn, grp *pqGroup, st *pqChunkState, sd *p
 
 // pageNulls records the null rows of a page: with SkipInvalid in the chunk's
 // bitmap, else as the first null, stopping the task.
-func (r *pqReader) pageNulls(c *pqColumn, st *pqChunkState, groupRows, pos int, def []byte) error {
+func (r *reader) pageNulls(c *column, st *chunkState, groupRows, pos int, def []byte) error {
 	for i, d := range def {
 		if d == c.maxDef {
 			continue
 		}
 		if !r.opts.SkipInvalid {
 			st.firstNull = pos + i
-			return errPqNull
+			return errNull
 		}
 		if st.nulls == nil {
 			st.nulls = make([]uint64, (groupRows+63)/64)
@@ -301,13 +301,13 @@ func (r *pqReader) pageNulls(c *pqColumn, st *pqChunkState, groupRows, pos int, 
 }
 
 // readDictionary keeps the chunk's dictionary of n values.
-func (s *pqScratch) readDictionary(c *pqColumn, n int, data []byte) error {
+func (s *pageBuffers) readDictionary(c *column, n int, data []byte) error {
 	if n < 0 {
 		return fmt.Errorf("a dictionary of %d values", n)
 	}
 	if c.kind == valBytes {
 		var err error
-		if s.dict, s.dictOffs, err = pqPlainByteArrays(s.dict[:0], s.dictOffs[:0], data, n); err != nil {
+		if s.dict, s.dictOffs, err = plainByteArrays(s.dict[:0], s.dictOffs[:0], data, n); err != nil {
 			return fmt.Errorf("dictionary page: %w", err)
 		}
 	} else {
@@ -323,7 +323,7 @@ func (s *pqScratch) readDictionary(c *pqColumn, n int, data []byte) error {
 
 // indexes decodes n dictionary indexes: a bit width byte, then the RLE /
 // bit-packed hybrid. Their users check them against the dictionary.
-func (s *pqScratch) indexes(data []byte, n int) ([]int32, error) {
+func (s *pageBuffers) indexes(data []byte, n int) ([]int32, error) {
 	if cap(s.idx) < n {
 		s.idx = make([]int32, n+n/4)
 	}
@@ -334,7 +334,7 @@ func (s *pqScratch) indexes(data []byte, n int) ([]int32, error) {
 	if len(data) == 0 {
 		return nil, errors.New("a dictionary-encoded page without indexes")
 	}
-	if err := pqRLE(idx, data[1:], uint(data[0])); err != nil {
+	if err := rleHybrid(idx, data[1:], uint(data[0])); err != nil {
 		return nil, fmt.Errorf("dictionary indexes: %w", err)
 	}
 	return idx, nil
@@ -343,7 +343,7 @@ func (s *pqScratch) indexes(data []byte, n int) ([]int32, error) {
 // decodeFixed decodes n fixed-width values in an encoding other than PLAIN
 // or a dictionary into scratch: DELTA_BINARY_PACKED or BYTE_STREAM_SPLIT,
 // the others the format allows for these types.
-func (s *pqScratch) decodeFixed(kind valKind, enc format.Encoding, data []byte, n int) ([]byte, error) {
+func (s *pageBuffers) decodeFixed(kind valKind, enc format.Encoding, data []byte, n int) ([]byte, error) {
 	size := kind.size()
 	if cap(s.vals) < n*size {
 		s.vals = make([]byte, 0, n*size+n*size/4)
@@ -351,9 +351,9 @@ func (s *pqScratch) decodeFixed(kind valKind, enc format.Encoding, data []byte, 
 	out := s.vals[:n*size]
 	switch {
 	case enc == format.DeltaBinaryPacked && size == 4:
-		return out, pqDeltaBinaryPacked(castSlice[int32](out), data)
+		return out, deltaBinaryPacked(castSlice[int32](out), data)
 	case enc == format.DeltaBinaryPacked && size == 8:
-		return out, pqDeltaBinaryPacked(castSlice[int64](out), data)
+		return out, deltaBinaryPacked(castSlice[int64](out), data)
 	case enc == format.ByteStreamSplit:
 		if len(data) < len(out) {
 			return nil, fmt.Errorf("a page has %d bytes of values where %d values need %d", len(data), n, len(out))
@@ -372,7 +372,7 @@ func (s *pqScratch) decodeFixed(kind valKind, enc format.Encoding, data []byte, 
 }
 
 // levelBuf is the scratch for n definition levels.
-func (s *pqScratch) levelBuf(n int) []byte {
+func (s *pageBuffers) levelBuf(n int) []byte {
 	if cap(s.levels) < n {
 		s.levels = make([]byte, n+n/4)
 	}
@@ -381,7 +381,7 @@ func (s *pqScratch) levelBuf(n int) []byte {
 
 // levelsV1 decodes the definition levels at the start of a data page v1 and
 // returns them with the rest of the page.
-func (s *pqScratch) levelsV1(enc format.Encoding, data []byte, rows int, maxDef byte) ([]byte, []byte, error) {
+func (s *pageBuffers) levelsV1(enc format.Encoding, data []byte, rows int, maxDef byte) ([]byte, []byte, error) {
 	bw := uint(bits.Len8(maxDef))
 	def := s.levelBuf(rows)
 	switch enc {
@@ -393,7 +393,7 @@ func (s *pqScratch) levelsV1(enc format.Encoding, data []byte, rows int, maxDef 
 		if n > uint64(len(data)-4) {
 			return nil, nil, fmt.Errorf("definition levels of %d bytes in a page of %d", n, len(data))
 		}
-		if err := pqRLE(def, data[4:4+n], bw); err != nil {
+		if err := rleHybrid(def, data[4:4+n], bw); err != nil {
 			return nil, nil, fmt.Errorf("definition levels: %w", err)
 		}
 		return def, data[4+n:], nil
@@ -402,7 +402,7 @@ func (s *pqScratch) levelsV1(enc format.Encoding, data []byte, rows int, maxDef 
 		if n > len(data) {
 			return nil, nil, errors.New("definition levels cut short")
 		}
-		pqBitPackedMSB(def, data[:n], bw)
+		bitPackedMSB(def, data[:n], bw)
 		return def, data[n:], nil
 	}
 	return nil, nil, fmt.Errorf("definition levels in encoding %s", enc)
@@ -410,11 +410,11 @@ func (s *pqScratch) levelsV1(enc format.Encoding, data []byte, rows int, maxDef 
 
 // decompress decompresses a page (or a data page v2's values) that holds
 // size bytes uncompressed.
-func (s *pqScratch) decompress(codec format.CompressionCodec, src []byte, size int) ([]byte, error) {
+func (s *pageBuffers) decompress(codec format.CompressionCodec, src []byte, size int) ([]byte, error) {
 	if codec == format.Uncompressed {
 		return src, nil
 	}
-	if size < 0 || size > pqMaxPage {
+	if size < 0 || size > maxPage {
 		return nil, fmt.Errorf("a page of %d bytes uncompressed", size)
 	}
 	// Room past size, so that streaming decoders that fill their buffer
@@ -422,7 +422,7 @@ func (s *pqScratch) decompress(codec format.CompressionCodec, src []byte, size i
 	if cap(s.unz) <= size {
 		s.unz = make([]byte, size+size/8+4096)
 	}
-	out, err := pqDecompress(codec, src, s.unz[:size])
+	out, err := decompress(codec, src, s.unz[:size])
 	if err != nil {
 		return nil, err
 	}
@@ -432,8 +432,8 @@ func (s *pqScratch) decompress(codec format.CompressionCodec, src []byte, size i
 	return out, nil
 }
 
-// pqInPlace are the codecs that decompress into a buffer of the exact size.
-var pqInPlace = map[format.CompressionCodec]bool{
+// inPlace are the codecs that decompress into a buffer of the exact size.
+var inPlace = map[format.CompressionCodec]bool{
 	format.Uncompressed: true,
 	format.Snappy:       true,
 	format.Zstd:         true,
@@ -443,7 +443,7 @@ var pqInPlace = map[format.CompressionCodec]bool{
 
 // decompressInto decompresses src, which holds len(dst) bytes uncompressed,
 // into dst.
-func (s *pqScratch) decompressInto(codec format.CompressionCodec, src, dst []byte) error {
+func (s *pageBuffers) decompressInto(codec format.CompressionCodec, src, dst []byte) error {
 	if codec == format.Uncompressed {
 		if len(src) != len(dst) {
 			return fmt.Errorf("a page of %d bytes where its header says %d", len(src), len(dst))
@@ -451,7 +451,7 @@ func (s *pqScratch) decompressInto(codec format.CompressionCodec, src, dst []byt
 		copy(dst, src)
 		return nil
 	}
-	out, err := pqDecompress(codec, src, dst)
+	out, err := decompress(codec, src, dst)
 	if err != nil {
 		return err
 	}
@@ -461,9 +461,9 @@ func (s *pqScratch) decompressInto(codec format.CompressionCodec, src, dst []byt
 	return nil
 }
 
-// pqDecompress decompresses src into dst (len(dst) bytes, its size
+// decompress decompresses src into dst (len(dst) bytes, its size
 // uncompressed) where the codec can, returning the bytes.
-func pqDecompress(codec format.CompressionCodec, src, dst []byte) ([]byte, error) {
+func decompress(codec format.CompressionCodec, src, dst []byte) ([]byte, error) {
 	var (
 		out []byte
 		err error
@@ -474,7 +474,7 @@ func pqDecompress(codec format.CompressionCodec, src, dst []byte) ([]byte, error
 		n, err = lz4.UncompressBlock(src, dst)
 		out = dst[:max(n, 0)]
 	case format.Lz4:
-		out, err = pqHadoopLZ4(dst, src)
+		out, err = hadoopLZ4(dst, src)
 	default:
 		out, err = parquet.LookupCompressionCodec(codec).Decode(dst, src)
 	}
@@ -490,7 +490,7 @@ func pqDecompress(codec format.CompressionCodec, src, dst []byte) ([]byte, error
 // direct is the destination of rows [lo, hi) of the file as bytes, where
 // PLAIN page values can be decompressed straight into it: key columns, and
 // DOUBLE weights.
-func (c *pqColumn) direct(lo, hi int64) []byte {
+func (c *column) direct(lo, hi int64) []byte {
 	switch {
 	case c.role == roleWeight:
 		if c.kind == valDouble {
@@ -508,16 +508,16 @@ func (c *pqColumn) direct(lo, hi int64) []byte {
 	return nil
 }
 
-// pqWindow reads a column chunk's bytes through a window that holds at
+// window reads a column chunk's bytes through a window that holds at
 // least the page at hand.
-type pqWindow struct {
+type window struct {
 	f         io.ReaderAt
 	next, end int64 // file offsets: the next byte to read, the chunk's end
 	buf       []byte
 	lo, hi    int // the window is buf[lo:hi]
 }
 
-func (w *pqWindow) reset(f io.ReaderAt, start, end int64) {
+func (w *window) reset(f io.ReaderAt, start, end int64) {
 	w.f, w.next, w.end, w.lo, w.hi = f, start, end, 0, 0
 	if w.buf == nil {
 		w.buf = make([]byte, 256<<10)
@@ -526,7 +526,7 @@ func (w *pqWindow) reset(f io.ReaderAt, start, end int64) {
 
 // fill makes n bytes available in the window, or all that remain of the
 // chunk; it reports whether n are.
-func (w *pqWindow) fill(n int) (bool, error) {
+func (w *window) fill(n int) (bool, error) {
 	if w.hi-w.lo >= n {
 		return true, nil
 	}
@@ -563,7 +563,7 @@ func (w *pqWindow) fill(n int) (bool, error) {
 }
 
 // take returns the next n bytes of the chunk, valid until the next call.
-func (w *pqWindow) take(n int) ([]byte, error) {
+func (w *window) take(n int) ([]byte, error) {
 	full, err := w.fill(n)
 	if err != nil {
 		return nil, err
@@ -577,7 +577,7 @@ func (w *pqWindow) take(n int) ([]byte, error) {
 }
 
 // header decodes the next page header; io.EOF at the end of the chunk.
-func (w *pqWindow) header(proto *thrift.CompactProtocol, h *format.PageHeader) error {
+func (w *window) header(proto *thrift.CompactProtocol, h *format.PageHeader) error {
 	for size := 16 << 10; ; size *= 4 {
 		full, err := w.fill(size)
 		if err != nil {
@@ -599,7 +599,7 @@ func (w *pqWindow) header(proto *thrift.CompactProtocol, h *format.PageHeader) e
 	}
 }
 
-type pqNumber interface {
+type number interface {
 	~uint16 | ~int32 | ~int64 | ~uint32 | ~uint64 | ~float32 | ~float64
 }
 
@@ -613,18 +613,18 @@ func castSlice[T any](b []byte) []T {
 	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
 }
 
-// pqFixed decodes a page of fixed-width values into dst (one element per
+// fixed decodes a page of fixed-width values into dst (one element per
 // row). raw holds the page's non-null values, or with dictionary the
 // dictionary's values (dictRaw) that idx names. Without def, every row has
 // a value, copied or converted; with def, rows whose definition level is
 // below maxDef are null and get 0.
-func pqFixed[S, D pqNumber](dst []D, raw, dictRaw []byte, idx []int32, dictionary bool, def []byte, maxDef byte) error {
+func fixed[S, D number](dst []D, raw, dictRaw []byte, idx []int32, dictionary bool, def []byte, maxDef byte) error {
 	if dictionary {
 		dict := castSlice[S](dictRaw)
 		if def == nil {
-			return pqGather(dst, dict, idx)
+			return gather(dst, dict, idx)
 		}
-		return pqGatherScatter(dst, dict, idx, def, maxDef)
+		return gatherScatter(dst, dict, idx, def, maxDef)
 	}
 	vals := castSlice[S](raw)
 	if def == nil {
@@ -640,7 +640,7 @@ func pqFixed[S, D pqNumber](dst []D, raw, dictRaw []byte, idx []int32, dictionar
 		}
 		return nil
 	}
-	return pqScatter(dst, vals, def, maxDef)
+	return scatter(dst, vals, def, maxDef)
 }
 
 func errDictIndex(x int32, n int) error {
@@ -648,11 +648,11 @@ func errDictIndex(x int32, n int) error {
 }
 
 var (
-	errPqFewer = errors.New("a page has fewer values than its definition levels say")
-	errPqMore  = errors.New("a page has more values than its definition levels say")
+	errFewer = errors.New("a page has fewer values than its definition levels say")
+	errMore  = errors.New("a page has more values than its definition levels say")
 )
 
-func pqGather[S, D pqNumber](dst []D, dict []S, idx []int32) error {
+func gather[S, D number](dst []D, dict []S, idx []int32) error {
 	if len(idx) != len(dst) {
 		return fmt.Errorf("a page has %d values for %d rows", len(idx), len(dst))
 	}
@@ -666,7 +666,7 @@ func pqGather[S, D pqNumber](dst []D, dict []S, idx []int32) error {
 	return nil
 }
 
-func pqScatter[S, D pqNumber](dst []D, vals []S, def []byte, maxDef byte) error {
+func scatter[S, D number](dst []D, vals []S, def []byte, maxDef byte) error {
 	dst = dst[:len(def)]
 	k := 0
 	for i, d := range def {
@@ -675,18 +675,18 @@ func pqScatter[S, D pqNumber](dst []D, vals []S, def []byte, maxDef byte) error 
 			continue
 		}
 		if k >= len(vals) {
-			return errPqFewer
+			return errFewer
 		}
 		dst[i] = D(vals[k])
 		k++
 	}
 	if k != len(vals) {
-		return errPqMore
+		return errMore
 	}
 	return nil
 }
 
-func pqGatherScatter[S, D pqNumber](dst []D, dict []S, idx []int32, def []byte, maxDef byte) error {
+func gatherScatter[S, D number](dst []D, dict []S, idx []int32, def []byte, maxDef byte) error {
 	dst = dst[:len(def)]
 	n := uint32(len(dict))
 	k := 0
@@ -696,7 +696,7 @@ func pqGatherScatter[S, D pqNumber](dst []D, dict []S, idx []int32, def []byte, 
 			continue
 		}
 		if k >= len(idx) {
-			return errPqFewer
+			return errFewer
 		}
 		x := idx[k]
 		if uint32(x) >= n {
@@ -706,29 +706,29 @@ func pqGatherScatter[S, D pqNumber](dst []D, dict []S, idx []int32, def []byte, 
 		k++
 	}
 	if k != len(idx) {
-		return errPqMore
+		return errMore
 	}
 	return nil
 }
 
-// pqStrings collects one row group's strings.
-type pqStrings struct {
+// stringCol collects one row group's strings.
+type stringCol struct {
 	offsets []int64 // rows+1; offsets[0] == 0
 	data    []byte
 }
 
-func newPqStrings(rows int, sizeHint int64) *pqStrings {
+func newStringCol(rows int, sizeHint int64) *stringCol {
 	// The hint is the chunk's uncompressed size, which holds the strings
 	// (plus 4-byte lengths) of plain pages; dictionary pages expand.
 	hint := max(min(sizeHint, int64(rows)*64+4096, 1<<30), 0)
-	return &pqStrings{offsets: make([]int64, rows+1), data: make([]byte, 0, hint)}
+	return &stringCol{offsets: make([]int64, rows+1), data: make([]byte, 0, hint)}
 }
 
-func (s *pqStrings) strings() edges.Strings { return edges.Strings{Offsets: s.offsets, Data: s.data} }
+func (s *stringCol) strings() edges.Strings { return edges.Strings{Offsets: s.offsets, Data: s.data} }
 
 // pagePlain decodes a PLAIN page of strings (each a 4-byte length and its
 // bytes) for rows [pos, pos+rows).
-func (s *pqStrings) pagePlain(pos, rows int, src []byte, def []byte, maxDef byte) error {
+func (s *stringCol) pagePlain(pos, rows int, src []byte, def []byte, maxDef byte) error {
 	out := s.offsets[pos+1 : pos+1+rows]
 	p := 0
 	for i := range out {
@@ -737,7 +737,7 @@ func (s *pqStrings) pagePlain(pos, rows int, src []byte, def []byte, maxDef byte
 			continue
 		}
 		if len(src)-p < 4 {
-			return errPqFewer
+			return errFewer
 		}
 		l := uint64(binary.LittleEndian.Uint32(src[p:]))
 		p += 4
@@ -753,7 +753,7 @@ func (s *pqStrings) pagePlain(pos, rows int, src []byte, def []byte, maxDef byte
 
 // page appends one page's strings for rows [pos, pos+rows): values raw with
 // offsets offs, or with dictionary those of the dictionary that idx names.
-func (s *pqStrings) page(pos, rows int, raw []byte, offs []uint32, dictRaw []byte, dictOffs []uint32, idx []int32, dictionary bool, def []byte, maxDef byte) error {
+func (s *stringCol) page(pos, rows int, raw []byte, offs []uint32, dictRaw []byte, dictOffs []uint32, idx []int32, dictionary bool, def []byte, maxDef byte) error {
 	out := s.offsets[pos+1 : pos+1+rows]
 	if dictionary {
 		nd := max(len(dictOffs)-1, 0)
@@ -764,7 +764,7 @@ func (s *pqStrings) page(pos, rows int, raw []byte, offs []uint32, dictRaw []byt
 				continue
 			}
 			if k >= len(idx) {
-				return errPqFewer
+				return errFewer
 			}
 			x := idx[k]
 			k++
@@ -779,7 +779,7 @@ func (s *pqStrings) page(pos, rows int, raw []byte, offs []uint32, dictRaw []byt
 			out[i] = int64(len(s.data))
 		}
 		if k != len(idx) {
-			return errPqMore
+			return errMore
 		}
 		return nil
 	}
@@ -790,7 +790,7 @@ func (s *pqStrings) page(pos, rows int, raw []byte, offs []uint32, dictRaw []byt
 			continue
 		}
 		if k+1 >= len(offs) {
-			return errPqFewer
+			return errFewer
 		}
 		lo, hi := offs[k], offs[k+1]
 		k++
@@ -801,14 +801,14 @@ func (s *pqStrings) page(pos, rows int, raw []byte, offs []uint32, dictRaw []byt
 		out[i] = int64(len(s.data))
 	}
 	if k+1 != len(offs) {
-		return errPqMore
+		return errMore
 	}
 	return nil
 }
 
 // compact drops the row group's rows that have a null in any edge column,
 // counting them by the first such column, and records the rows kept.
-func (r *pqReader) compact(grp *pqGroup) {
+func (r *reader) compact(grp *group) {
 	has := false
 	for c := range r.cols {
 		has = has || grp.cols[c].nulls != nil
@@ -836,30 +836,30 @@ func (r *pqReader) compact(grp *pqGroup) {
 		c := &r.cols[ci]
 		switch {
 		case c.role == roleWeight:
-			pqCompact(c.f64[lo:hi], grp.first, kept)
+			compactKept(c.f64[lo:hi], grp.first, kept)
 		case c.kind == valInt32:
-			pqCompact(c.i32[lo:hi], grp.first, kept)
+			compactKept(c.i32[lo:hi], grp.first, kept)
 		case c.kind == valUint32:
-			pqCompact(c.u32[lo:hi], grp.first, kept)
+			compactKept(c.u32[lo:hi], grp.first, kept)
 		case c.kind == valInt64:
-			pqCompact(c.i64[lo:hi], grp.first, kept)
+			compactKept(c.i64[lo:hi], grp.first, kept)
 		case c.kind == valUint64:
-			pqCompact(c.u64[lo:hi], grp.first, kept)
+			compactKept(c.u64[lo:hi], grp.first, kept)
 		case c.kind == valBytes:
-			pqCompactStrings(&grp.cols[ci].str, grp.first, kept)
+			compactStrings(&grp.cols[ci].str, grp.first, kept)
 		}
 	}
 }
 
-// pqCompact moves the kept rows of s, a row group's values from input row
+// compactKept moves the kept rows of s, a row group's values from input row
 // first on, to its front.
-func pqCompact[T any](s []T, first int64, kept []int64) {
+func compactKept[T any](s []T, first int64, kept []int64) {
 	for k, row := range kept {
 		s[k] = s[row-first]
 	}
 }
 
-func pqCompactStrings(s *edges.Strings, first int64, kept []int64) {
+func compactStrings(s *edges.Strings, first int64, kept []int64) {
 	var end int64
 	for k, row := range kept {
 		i := row - first
@@ -873,7 +873,7 @@ func pqCompactStrings(s *edges.Strings, first int64, kept []int64) {
 }
 
 // assemble makes one chunk per row group and counts the skipped rows.
-func (r *pqReader) assemble(t *edges.Table) {
+func (r *reader) assemble(t *edges.Table) {
 	var skips [3]int64
 	t.Chunks = make([]edges.Chunk, len(r.groups))
 	for g := range r.groups {

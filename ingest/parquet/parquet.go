@@ -1,29 +1,4 @@
-package ingest
-
-import (
-	"bytes"
-	"context"
-	"encoding/binary"
-	"errors"
-	"fmt"
-	"io"
-	"math"
-	"os"
-	"strings"
-	"sync/atomic"
-
-	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/deprecated"
-	"github.com/parquet-go/parquet-go/format"
-
-	"github.com/gpipe/gpipe/ingest/edges"
-	"github.com/gpipe/gpipe/ingest/internal/sniff"
-	"github.com/gpipe/gpipe/internal/alloc"
-	"github.com/gpipe/gpipe/internal/par"
-	"github.com/gpipe/gpipe/internal/usererr"
-)
-
-// Reading Parquet files.
+// Package parquet reads the edge columns of Parquet files.
 //
 // parquet-go reads the footer: schema, row groups, column chunk metadata.
 // Then every (row group, edge column) pair is a task, run on all cores
@@ -52,13 +27,37 @@ import (
 //   - decodes every chunk of a column with the codec of its first chunk,
 //   - sizes allocations by lengths read from the file (RLE runs, thrift
 //     binary fields) without bound.
+package parquet
 
-// fixParquetIncomplete is what to do about a file that is cut short or damaged.
-const fixParquetIncomplete = "the file is not a complete Parquet file; re-export it (or copy it again)"
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+	"sync/atomic"
 
-// pqCodecs are the compression codecs the reader decodes: parquet-go's
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/deprecated"
+	"github.com/parquet-go/parquet-go/format"
+
+	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/internal/sniff"
+	"github.com/gpipe/gpipe/internal/alloc"
+	"github.com/gpipe/gpipe/internal/par"
+	"github.com/gpipe/gpipe/internal/usererr"
+)
+
+// fixIncomplete is what to do about a file that is cut short or damaged.
+const fixIncomplete = "the file is not a complete Parquet file; re-export it (or copy it again)"
+
+// codecs are the compression codecs the reader decodes: parquet-go's
 // codecs, and LZ4 (raw blocks, and the legacy Hadoop-framed LZ4) directly.
-var pqCodecs = map[format.CompressionCodec]bool{
+var codecs = map[format.CompressionCodec]bool{
 	format.Uncompressed: true,
 	format.Snappy:       true,
 	format.Gzip:         true,
@@ -103,8 +102,8 @@ const (
 	roleWeight
 )
 
-// pqColumn is one edge column to read.
-type pqColumn struct {
+// column is one edge column to read.
+type column struct {
 	name   string
 	role   int
 	leaf   int // index of the column chunk in each row group
@@ -119,8 +118,8 @@ type pqColumn struct {
 	f64 []float64
 }
 
-// pqChunkState is what a task leaves for the assembly of its row group.
-type pqChunkState struct {
+// chunkState is what a task leaves for the assembly of its row group.
+type chunkState struct {
 	err       error
 	firstNull int           // row within the row group of the first null (errors mode); -1 if none
 	nulls     []uint64      // bitmap of null rows (SkipInvalid), nil if none
@@ -131,37 +130,37 @@ type pqChunkState struct {
 	end       int64
 }
 
-type pqGroup struct {
+type group struct {
 	first int64
 	rows  int
-	cols  [3]pqChunkState
+	cols  [3]chunkState
 	kept  []int64 // input rows kept, when rows were dropped
 	skips [3]int64
 }
 
-type pqReader struct {
+type reader struct {
 	ctx    context.Context
 	name   string
 	file   io.ReaderAt
 	size   int64
 	opts   edges.Options
-	cols   []pqColumn
-	groups []pqGroup
+	cols   []column
+	groups []group
 	// failed is the lowest row group index whose reading failed; tasks of
 	// later row groups stop early, since their error would not be reported.
 	failed atomic.Int64
 }
 
 var (
-	// errPqNull stops a task at the first null when nulls are errors.
-	errPqNull = errors.New("null value")
-	// errPqAborted stops a task because an earlier row group failed.
-	errPqAborted = errors.New("aborted")
+	// errNull stops a task at the first null when nulls are errors.
+	errNull = errors.New("null value")
+	// errAborted stops a task because an earlier row group failed.
+	errAborted = errors.New("aborted")
 )
 
-// readParquet reads the edge columns of the Parquet file f, named name in
+// Read reads the edge columns of the Parquet file f, named name in
 // messages: one chunk per row group.
-func readParquet(ctx context.Context, name string, f *os.File, opts edges.Options) (*edges.Table, error) {
+func Read(ctx context.Context, name string, f *os.File, opts edges.Options) (*edges.Table, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -173,30 +172,30 @@ func readParquet(ctx context.Context, name string, f *os.File, opts edges.Option
 	if st.IsDir() {
 		return nil, usererr.InFile(name, "is a directory, not a Parquet file", "name a file")
 	}
-	return readParquetAt(ctx, name, f, st.Size(), opts)
+	return ReadAt(ctx, name, f, st.Size(), opts)
 }
 
-// readParquetAt reads the Parquet file of size bytes that f reads.
-func readParquetAt(ctx context.Context, name string, f io.ReaderAt, size int64, opts edges.Options) (*edges.Table, error) {
+// ReadAt reads the Parquet file of size bytes that f reads.
+func ReadAt(ctx context.Context, name string, f io.ReaderAt, size int64, opts edges.Options) (*edges.Table, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	opts.Columns = opts.Columns.WithDefaults()
-	if err := checkParquetFrame(name, f, size); err != nil {
+	if err := checkFrame(name, f, size); err != nil {
 		return nil, err
 	}
-	pf, err := openParquet(name, f, size)
+	pf, err := openFile(name, f, size)
 	if err != nil {
 		return nil, err
 	}
-	r := &pqReader{ctx: ctx, name: name, file: f, size: size, opts: opts}
+	r := &reader{ctx: ctx, name: name, file: f, size: size, opts: opts}
 	return r.read(pf)
 }
 
-// checkParquetFrame checks the magic bytes at both ends and the footer
+// checkFrame checks the magic bytes at both ends and the footer
 // length, so that a file that is not Parquet, or is cut short, gets a
 // message that says so (and a corrupt footer length no huge allocation).
-func checkParquetFrame(name string, r io.ReaderAt, size int64) error {
+func checkFrame(name string, r io.ReaderAt, size int64) error {
 	if size == 0 {
 		return usererr.InFile(name, "the file is empty, not a Parquet file", "check the path, or re-export the file")
 	}
@@ -210,16 +209,16 @@ func checkParquetFrame(name string, r io.ReaderAt, size int64) error {
 	head = head[:min(len(head), 4)]
 	switch {
 	case string(head) == "PARE":
-		return errParquetEncrypted(name)
+		return errEncrypted(name)
 	case string(head) != "PAR1":
 		if strings.HasPrefix("PAR1", string(head)) {
-			return usererr.InFile(name, fmt.Sprintf("the file is truncated: %d bytes, too short for a Parquet file", size), fixParquetIncomplete)
+			return usererr.InFile(name, fmt.Sprintf("the file is truncated: %d bytes, too short for a Parquet file", size), fixIncomplete)
 		}
 		return usererr.InFile(name, "not a Parquet file (it does not start with the Parquet magic bytes PAR1)",
 			"check the path, or name the input's format with --input-format")
 	}
 	if size < 12 {
-		return usererr.InFile(name, fmt.Sprintf("the file is truncated: %d bytes, too short for a Parquet file", size), fixParquetIncomplete)
+		return usererr.InFile(name, fmt.Sprintf("the file is truncated: %d bytes, too short for a Parquet file", size), fixIncomplete)
 	}
 	var tail [8]byte
 	if _, err := r.ReadAt(tail[:], size-8); err != nil && err != io.EOF {
@@ -228,31 +227,31 @@ func checkParquetFrame(name string, r io.ReaderAt, size int64) error {
 	switch string(tail[4:]) {
 	case "PAR1":
 	case "PARE":
-		return errParquetEncrypted(name)
+		return errEncrypted(name)
 	default:
-		return usererr.InFile(name, "the file is truncated: it does not end with a Parquet footer", fixParquetIncomplete)
+		return usererr.InFile(name, "the file is truncated: it does not end with a Parquet footer", fixIncomplete)
 	}
 	if footer := int64(binary.LittleEndian.Uint32(tail[:4])); footer > size-12 || footer == 0 {
-		return usererr.InFile(name, fmt.Sprintf("the Parquet footer is corrupt: it claims %d bytes in a file of %d", footer, size), fixParquetIncomplete)
+		return usererr.InFile(name, fmt.Sprintf("the Parquet footer is corrupt: it claims %d bytes in a file of %d", footer, size), fixIncomplete)
 	}
 	return nil
 }
 
-func errParquetEncrypted(name string) error {
+func errEncrypted(name string) error {
 	return usererr.InFile(name, "the file is an encrypted Parquet file, which gpipe cannot read",
 		"decrypt it or re-export it without encryption")
 }
 
-func errParquetFooter(name, detail string) error {
-	return usererr.InFile(name, "the Parquet footer is corrupt ("+detail+")", fixParquetIncomplete)
+func errFooter(name, detail string) error {
+	return usererr.InFile(name, "the Parquet footer is corrupt ("+detail+")", fixIncomplete)
 }
 
-// openParquet reads the footer, turning parquet-go's errors and panics into
+// openFile reads the footer, turning parquet-go's errors and panics into
 // one-line user errors.
-func openParquet(name string, f io.ReaderAt, size int64) (pf *parquet.File, err error) {
+func openFile(name string, f io.ReaderAt, size int64) (pf *parquet.File, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			pf, err = nil, errParquetFooter(name, fmt.Sprint(p))
+			pf, err = nil, errFooter(name, fmt.Sprint(p))
 		}
 	}()
 	pf, err = parquet.OpenFile(f, size,
@@ -263,14 +262,14 @@ func openParquet(name string, f io.ReaderAt, size int64) (pf *parquet.File, err 
 	if err != nil {
 		msg := err.Error()
 		if strings.Contains(msg, "encrypt") || strings.Contains(msg, "signed footer") || strings.Contains(msg, "Decryption") {
-			return nil, errParquetEncrypted(name)
+			return nil, errEncrypted(name)
 		}
-		return nil, errParquetFooter(name, msg)
+		return nil, errFooter(name, msg)
 	}
 	return pf, nil
 }
 
-func (r *pqReader) read(pf *parquet.File) (*edges.Table, error) {
+func (r *reader) read(pf *parquet.File) (*edges.Table, error) {
 	cols := r.opts.Columns
 	top := pf.Root().Columns()
 	names := make([]string, len(top))
@@ -296,18 +295,18 @@ func (r *pqReader) read(pf *parquet.File) (*edges.Table, error) {
 	if err := edges.CheckUnique(r.name, cols, names); err != nil {
 		return nil, err
 	}
-	srcKey, srcKind, ok := parquetKeyType(src)
+	srcKey, srcKind, ok := keyTypeOf(src)
 	if !ok {
-		return nil, edges.ErrKeyType(r.name, cols.Src, parquetTypeName(src))
+		return nil, edges.ErrKeyType(r.name, cols.Src, typeName(src))
 	}
-	dstKey, dstKind, ok := parquetKeyType(dst)
+	dstKey, dstKind, ok := keyTypeOf(dst)
 	if !ok {
-		return nil, edges.ErrKeyType(r.name, cols.Dst, parquetTypeName(dst))
+		return nil, edges.ErrKeyType(r.name, cols.Dst, typeName(dst))
 	}
 	if srcKey != dstKey {
 		return nil, edges.ErrKeyTypesDiffer(r.name, cols.Src, srcKey.String(), cols.Dst, dstKey.String())
 	}
-	r.cols = []pqColumn{
+	r.cols = []column{
 		{name: cols.Src, role: roleSrc, leaf: src.Index(), kind: srcKind, maxDef: byte(src.MaxDefinitionLevel())},
 		{name: cols.Dst, role: roleDst, leaf: dst.Index(), kind: dstKind, maxDef: byte(dst.MaxDefinitionLevel())},
 	}
@@ -317,14 +316,14 @@ func (r *pqReader) read(pf *parquet.File) (*edges.Table, error) {
 		case w == nil && cols.WeightExplicit:
 			return nil, edges.ErrMissingColumn(r.name, cols.Weight, "weight", "--weight-col", names)
 		case w != nil:
-			kind, ok := parquetWeightType(w)
+			kind, ok := weightTypeOf(w)
 			if !ok && isFloat16(pf, w) {
 				kind, ok = valHalf, true
 			}
 			if !ok {
-				return nil, edges.ErrWeightType(r.name, cols.Weight, parquetTypeName(w))
+				return nil, edges.ErrWeightType(r.name, cols.Weight, typeName(w))
 			}
-			r.cols = append(r.cols, pqColumn{name: cols.Weight, role: roleWeight, leaf: w.Index(), kind: kind, maxDef: byte(w.MaxDefinitionLevel())})
+			r.cols = append(r.cols, column{name: cols.Weight, role: roleWeight, leaf: w.Index(), kind: kind, maxDef: byte(w.MaxDefinitionLevel())})
 		}
 	}
 
@@ -352,13 +351,13 @@ func (r *pqReader) read(pf *parquet.File) (*edges.Table, error) {
 
 	r.failed.Store(math.MaxInt64)
 	nc := len(r.cols)
-	scratch := make([]pqScratch, par.Workers())
+	scratch := make([]pageBuffers, par.Workers())
 	par.ForWorker(len(r.groups)*nc, 1, func(w, lo, hi int) {
 		for task := lo; task < hi; task++ {
 			g, c := task/nc, task%nc
 			err := r.decodeChunk(g, c, &scratch[w])
 			r.groups[g].cols[c].err = err
-			if err != nil && err != errPqAborted {
+			if err != nil && err != errAborted {
 				r.fail(g)
 			}
 		}
@@ -383,40 +382,40 @@ func (r *pqReader) read(pf *parquet.File) (*edges.Table, error) {
 
 // planGroups lists the row groups with their first rows and checks what the
 // footer says about the edge columns' chunks.
-func (r *pqReader) planGroups(pf *parquet.File) (int64, error) {
+func (r *reader) planGroups(pf *parquet.File) (int64, error) {
 	meta := pf.Metadata()
-	r.groups = make([]pqGroup, len(meta.RowGroups))
+	r.groups = make([]group, len(meta.RowGroups))
 	var total int64
 	for g := range meta.RowGroups {
 		rg := &meta.RowGroups[g]
 		n := rg.NumRows
 		if n < 0 || n > math.MaxInt32*int64(1024) {
-			return 0, errParquetFooter(r.name, fmt.Sprintf("row group %d claims %d rows", g, n))
+			return 0, errFooter(r.name, fmt.Sprintf("row group %d claims %d rows", g, n))
 		}
-		r.groups[g] = pqGroup{first: total, rows: int(n)}
+		r.groups[g] = group{first: total, rows: int(n)}
 		total += n
 		for i := range r.cols {
 			c := &r.cols[i]
 			if c.leaf < 0 || c.leaf >= len(rg.Columns) {
-				return 0, errParquetFooter(r.name, fmt.Sprintf("row group %d has no chunk for column %q", g, c.name))
+				return 0, errFooter(r.name, fmt.Sprintf("row group %d has no chunk for column %q", g, c.name))
 			}
 			cc := &rg.Columns[c.leaf]
 			md := &cc.MetaData
 			if len(cc.EncryptedColumnMetadata) > 0 || cc.CryptoMetadata.Value != nil {
-				return 0, errParquetEncrypted(r.name)
+				return 0, errEncrypted(r.name)
 			}
 			if cc.FilePath != "" {
 				return 0, &usererr.Error{Kind: usererr.Input, File: r.name, Column: c.name, Row: -1,
 					Problem: fmt.Sprintf("row group %d of the column is stored in another file (%q), which gpipe does not follow", g, cc.FilePath),
 					Fix:     "rewrite the data as one self-contained Parquet file"}
 			}
-			if !pqCodecs[md.Codec] {
+			if !codecs[md.Codec] {
 				return 0, &usererr.Error{Kind: usererr.Input, File: r.name, Column: c.name, Row: -1,
 					Problem: fmt.Sprintf("the column is compressed with %s, which gpipe's Parquet reader does not decode", md.Codec),
 					Fix:     "re-export the file with zstd, snappy, gzip, brotli, lz4_raw or no compression"}
 			}
 			if md.NumValues != n {
-				return 0, errParquetFooter(r.name, fmt.Sprintf("row group %d has %d rows but %d values in column %q", g, n, md.NumValues, c.name))
+				return 0, errFooter(r.name, fmt.Sprintf("row group %d has %d rows but %d values in column %q", g, n, md.NumValues, c.name))
 			}
 			start := md.DataPageOffset
 			if d := md.DictionaryPageOffset; d > 0 && d < start {
@@ -424,7 +423,7 @@ func (r *pqReader) planGroups(pf *parquet.File) (int64, error) {
 			}
 			end := start + md.TotalCompressedSize
 			if n > 0 && (start < 4 || md.TotalCompressedSize < 0 || end > r.size) {
-				return 0, errParquetFooter(r.name, fmt.Sprintf("row group %d places column %q at bytes %d to %d of %d", g, c.name, start, end, r.size))
+				return 0, errFooter(r.name, fmt.Sprintf("row group %d places column %q at bytes %d to %d of %d", g, c.name, start, end, r.size))
 			}
 			st := &r.groups[g].cols[i]
 			st.codec, st.start, st.end = md.Codec, start, end
@@ -435,7 +434,7 @@ func (r *pqReader) planGroups(pf *parquet.File) (int64, error) {
 }
 
 // allocate makes the destination slices for the whole file.
-func (r *pqReader) allocate(t *edges.Table, n int) {
+func (r *reader) allocate(t *edges.Table, n int) {
 	a := r.opts.Alloc
 	for i := range r.cols {
 		c := &r.cols[i]
@@ -466,7 +465,7 @@ func (r *pqReader) allocate(t *edges.Table, n int) {
 	}
 }
 
-func (r *pqReader) fail(g int) {
+func (r *reader) fail(g int) {
 	for {
 		cur := r.failed.Load()
 		if int64(g) >= cur || r.failed.CompareAndSwap(cur, int64(g)) {
@@ -477,12 +476,12 @@ func (r *pqReader) fail(g int) {
 
 // firstError is the error of the lowest row group that has one: a decoding
 // error (columns in src, dst, weight order), else its first null.
-func (r *pqReader) firstError() error {
+func (r *reader) firstError() error {
 	for g := range r.groups {
 		grp := &r.groups[g]
 		for c := range r.cols {
-			if err := grp.cols[c].err; err != nil && err != errPqNull {
-				if err == errPqAborted {
+			if err := grp.cols[c].err; err != nil && err != errNull {
+				if err == errAborted {
 					// Only tasks after a failed row group abort.
 					return usererr.Newf(usererr.Internal, "%s: parquet reader aborted row group %d without a cause", r.name, g)
 				}
@@ -491,7 +490,7 @@ func (r *pqReader) firstError() error {
 		}
 		best, bestCol := -1, -1
 		for c := range r.cols {
-			if grp.cols[c].err == errPqNull {
+			if grp.cols[c].err == errNull {
 				if row := grp.cols[c].firstNull; best < 0 || row < best {
 					best, bestCol = row, c
 				}
@@ -510,16 +509,16 @@ func (r *pqReader) firstError() error {
 }
 
 // errPage reports a page that cannot be decoded.
-func (r *pqReader) errPage(c *pqColumn, g int, row int, cause any) error {
+func (r *reader) errPage(c *column, g int, row int, cause any) error {
 	grp := &r.groups[g]
 	return &usererr.Error{Kind: usererr.Input, File: r.name, Column: c.name, Row: grp.first + int64(row),
 		Problem: fmt.Sprintf("cannot decode the Parquet data of row group %d (%v)", g, cause),
-		Fix:     fixParquetIncomplete}
+		Fix:     fixIncomplete}
 }
 
-// parquetKeyType says whether a top-level column can hold vertex keys, and
+// keyTypeOf says whether a top-level column can hold vertex keys, and
 // as which type.
-func parquetKeyType(c *parquet.Column) (edges.KeyType, valKind, bool) {
+func keyTypeOf(c *parquet.Column) (edges.KeyType, valKind, bool) {
 	if !c.Leaf() || c.Repeated() {
 		return 0, 0, false
 	}
@@ -561,9 +560,9 @@ func parquetKeyType(c *parquet.Column) (edges.KeyType, valKind, bool) {
 	return 0, 0, false
 }
 
-// parquetWeightType says whether a top-level column can hold edge weights,
+// weightTypeOf says whether a top-level column can hold edge weights,
 // and with which values.
-func parquetWeightType(c *parquet.Column) (valKind, bool) {
+func weightTypeOf(c *parquet.Column) (valKind, bool) {
 	if !c.Leaf() || c.Repeated() {
 		return 0, false
 	}
@@ -643,17 +642,17 @@ func logicalOf(typ parquet.Type) format.LogicalTypeValue {
 	return nil
 }
 
-// parquetTypeName names a column's type as a user would say it: int16,
+// typeName names a column's type as a user would say it: int16,
 // double, timestamp, decimal(10,2), fixed_len_byte_array(16).
-func parquetTypeName(c *parquet.Column) string {
-	name := parquetBaseTypeName(c)
+func typeName(c *parquet.Column) string {
+	name := baseTypeName(c)
 	if c.Repeated() {
 		return "repeated " + name
 	}
 	return name
 }
 
-func parquetBaseTypeName(c *parquet.Column) string {
+func baseTypeName(c *parquet.Column) string {
 	typ := c.Type()
 	lt := logicalOf(typ)
 	if !c.Leaf() {

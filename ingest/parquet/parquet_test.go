@@ -1,4 +1,4 @@
-package ingest
+package parquet
 
 import (
 	"context"
@@ -16,11 +16,10 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/decimal128"
 	"github.com/apache/arrow/go/v17/arrow/float16"
 	"github.com/apache/arrow/go/v17/arrow/memory"
-	pq "github.com/apache/arrow/go/v17/parquet"
 	pqcompress "github.com/apache/arrow/go/v17/parquet/compress"
-	"github.com/apache/arrow/go/v17/parquet/pqarrow"
 
 	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/internal/edgetest"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
@@ -28,28 +27,16 @@ import (
 // other than the parquet-go library the reader uses, from random tables with
 // fixed seeds, and compare every value read with the value written.
 
-// pqCol is one column of a generated table: its Arrow type and its values
+// colData is one column of a generated table: its Arrow type and its values
 // (nil for null), typed as keyOf returns them for key columns.
-type pqCol struct {
+type colData struct {
 	name   string
 	typ    arrow.DataType
 	values []any
 }
 
-// pqWrite is how a table is written.
-type pqWrite struct {
-	codec        pqcompress.Compression
-	dict         bool
-	v2           bool
-	rowGroupRows int64
-	pageSize     int64
-	dictPageSize int64 // 0: the writer's default
-}
-
-var pqDefaultWrite = pqWrite{codec: pqcompress.Codecs.Snappy, dict: true, rowGroupRows: 400, pageSize: 1024}
-
-// pqTable builds an Arrow table of the columns, in order.
-func pqTable(t testing.TB, rows int, cols []pqCol, nullable bool) arrow.Table {
+// arrowTable builds an Arrow table of the columns, in order.
+func arrowTable(t testing.TB, rows int, cols []colData, nullable bool) arrow.Table {
 	t.Helper()
 	mem := memory.NewGoAllocator()
 	fields := make([]arrow.Field, len(cols))
@@ -62,7 +49,7 @@ func pqTable(t testing.TB, rows int, cols []pqCol, nullable bool) arrow.Table {
 		fields[i] = arrow.Field{Name: c.name, Type: c.typ, Nullable: nullable || hasNull}
 		b := array.NewBuilder(mem, c.typ)
 		for _, v := range c.values {
-			pqAppend(t, b, v)
+			appendValue(t, b, v)
 		}
 		arrs[i] = b.NewArray()
 		b.Release()
@@ -76,7 +63,7 @@ func pqTable(t testing.TB, rows int, cols []pqCol, nullable bool) arrow.Table {
 	return array.NewTableFromRecords(schema, []arrow.Record{rec})
 }
 
-func pqAppend(t testing.TB, b array.Builder, v any) {
+func appendValue(t testing.TB, b array.Builder, v any) {
 	if v == nil {
 		b.AppendNull()
 		return
@@ -149,16 +136,16 @@ func pqAppend(t testing.TB, b array.Builder, v any) {
 }
 
 var (
-	pqStructType = arrow.StructOf(
+	structType = arrow.StructOf(
 		arrow.Field{Name: "a", Type: arrow.PrimitiveTypes.Int32},
 		arrow.Field{Name: "b", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64)},
 	)
-	pqListType       = arrow.ListOf(arrow.BinaryTypes.String)
-	pqDictStringType = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
+	listType       = arrow.ListOf(arrow.BinaryTypes.String)
+	dictStringType = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
 )
 
-// pqKeyTypes are the key column types the reader accepts, by test name.
-var pqKeyTypes = []struct {
+// keyTypes are the key column types the reader accepts, by test name.
+var keyTypes = []struct {
 	name string
 	typ  arrow.DataType
 	key  edges.KeyType
@@ -169,12 +156,12 @@ var pqKeyTypes = []struct {
 	{"uint64", arrow.PrimitiveTypes.Uint64, edges.KeyUint64},
 	{"string", arrow.BinaryTypes.String, edges.KeyString},
 	{"large_string", arrow.BinaryTypes.LargeString, edges.KeyString},
-	{"dictionary", pqDictStringType, edges.KeyString},
+	{"dictionary", dictStringType, edges.KeyString},
 }
 
-// pqRandom draws a value of type typ. Integers cover their whole range,
+// randomValue draws a value of type typ. Integers cover their whole range,
 // with repeats (vertex keys repeat) from a pool of pool values.
-func pqRandom(rng *rand.Rand, typ arrow.DataType, pool int) any {
+func randomValue(rng *rand.Rand, typ arrow.DataType, pool int) any {
 	x := rng.Uint64N(uint64(pool))
 	spread := x * 0x9e3779b97f4a7c15 // distinct pool entries, all bits
 	switch typ.ID() {
@@ -221,93 +208,63 @@ func pqRandom(rng *rand.Rand, typ arrow.DataType, pool int) any {
 	panic("no random values of type " + typ.String())
 }
 
-// pqColumnOf draws a column of rows values; each is null with probability
+// randomColumn draws a column of rows values; each is null with probability
 // nullRate, only in even row groups (of rowGroupRows) so that odd ones have
 // no nulls.
-func pqColumnOf(rng *rand.Rand, name string, typ arrow.DataType, rows, pool int, nullRate float64, rowGroupRows int) pqCol {
-	c := pqCol{name: name, typ: typ, values: make([]any, rows)}
+func randomColumn(rng *rand.Rand, name string, typ arrow.DataType, rows, pool int, nullRate float64, rowGroupRows int) colData {
+	c := colData{name: name, typ: typ, values: make([]any, rows)}
 	for i := range c.values {
 		if nullRate > 0 && (i/rowGroupRows)%2 == 0 && rng.Float64() < nullRate {
 			continue
 		}
-		c.values[i] = pqRandom(rng, typ, pool)
+		c.values[i] = randomValue(rng, typ, pool)
 	}
 	return c
 }
 
-// pqWriteFile writes the table to dir/name with pqarrow and returns the path.
-func pqWriteFile(t testing.TB, dir, name string, tbl arrow.Table, w pqWrite) string {
-	t.Helper()
-	props := []pq.WriterProperty{
-		pq.WithCompression(w.codec),
-		pq.WithDictionaryDefault(w.dict),
-		pq.WithMaxRowGroupLength(w.rowGroupRows),
-		pq.WithDataPageSize(w.pageSize),
-		pq.WithBatchSize(128),
-	}
-	if w.v2 {
-		props = append(props, pq.WithDataPageVersion(pq.DataPageV2))
-	}
-	if w.dictPageSize > 0 {
-		props = append(props, pq.WithDictionaryPageSizeLimit(w.dictPageSize))
-	}
-	path := filepath.Join(dir, name)
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// WriteTable closes f.
-	err = pqarrow.WriteTable(tbl, f, w.rowGroupRows, pq.NewWriterProperties(props...),
-		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
-	if err != nil {
-		t.Fatalf("writing %s: %v", name, err)
-	}
-	return path
-}
-
-// pqCase is a generated edge table: the columns written and the options
+// edgeCase is a generated edge table: the columns written and the options
 // to read them with.
-type pqCase struct {
+type edgeCase struct {
 	rows   int
-	cols   []pqCol
+	cols   []colData
 	src    int // indexes into cols
 	dst    int
 	weight int // -1: none
 }
 
-func (c *pqCase) write(t testing.TB, dir, name string, nullable bool, w pqWrite) string {
-	tbl := pqTable(t, c.rows, c.cols, nullable)
+func (c *edgeCase) write(t testing.TB, dir, name string, nullable bool, w edgetest.ParquetWrite) string {
+	tbl := arrowTable(t, c.rows, c.cols, nullable)
 	defer tbl.Release()
-	return pqWriteFile(t, dir, name, tbl, w)
+	return edgetest.WriteParquet(t, dir, name, tbl, w)
 }
 
-// pqEdges makes an edge table with key type keyType and weight type
+// randomEdges makes an edge table with key type keyType and weight type
 // weightType (nil: none); extra puts other columns around and between the
 // edge columns, in another order.
-func pqEdges(seed uint64, rows, rowGroupRows int, keyType, weightType arrow.DataType, extra bool, keyNulls, weightNulls float64) *pqCase {
+func randomEdges(seed uint64, rows, rowGroupRows int, keyType, weightType arrow.DataType, extra bool, keyNulls, weightNulls float64) *edgeCase {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	pool := max(rows/3, 2)
-	c := &pqCase{rows: rows, weight: -1}
-	add := func(col pqCol) int {
+	c := &edgeCase{rows: rows, weight: -1}
+	add := func(col colData) int {
 		c.cols = append(c.cols, col)
 		return len(c.cols) - 1
 	}
 	if extra {
-		add(pqColumnOf(rng, "label", arrow.BinaryTypes.String, rows, 50, 0.1, rowGroupRows))
-		add(pqColumnOf(rng, "nested", pqStructType, rows, 100, 0, rowGroupRows))
-		c.dst = add(pqColumnOf(rng, "dst", keyType, rows, pool, keyNulls, rowGroupRows))
-		add(pqColumnOf(rng, "score", arrow.PrimitiveTypes.Float64, rows, 1000, 0.2, rowGroupRows))
-		c.src = add(pqColumnOf(rng, "src", keyType, rows, pool, keyNulls, rowGroupRows))
-		add(pqColumnOf(rng, "tags", pqListType, rows, 100, 0, rowGroupRows))
+		add(randomColumn(rng, "label", arrow.BinaryTypes.String, rows, 50, 0.1, rowGroupRows))
+		add(randomColumn(rng, "nested", structType, rows, 100, 0, rowGroupRows))
+		c.dst = add(randomColumn(rng, "dst", keyType, rows, pool, keyNulls, rowGroupRows))
+		add(randomColumn(rng, "score", arrow.PrimitiveTypes.Float64, rows, 1000, 0.2, rowGroupRows))
+		c.src = add(randomColumn(rng, "src", keyType, rows, pool, keyNulls, rowGroupRows))
+		add(randomColumn(rng, "tags", listType, rows, 100, 0, rowGroupRows))
 	} else {
-		c.src = add(pqColumnOf(rng, "src", keyType, rows, pool, keyNulls, rowGroupRows))
-		c.dst = add(pqColumnOf(rng, "dst", keyType, rows, pool, keyNulls, rowGroupRows))
+		c.src = add(randomColumn(rng, "src", keyType, rows, pool, keyNulls, rowGroupRows))
+		c.dst = add(randomColumn(rng, "dst", keyType, rows, pool, keyNulls, rowGroupRows))
 	}
 	if weightType != nil {
-		c.weight = add(pqColumnOf(rng, "weight", weightType, rows, 1000, weightNulls, rowGroupRows))
+		c.weight = add(randomColumn(rng, "weight", weightType, rows, 1000, weightNulls, rowGroupRows))
 	}
 	if extra {
-		add(pqColumnOf(rng, "after", arrow.PrimitiveTypes.Int64, rows, 1000, 0.5, rowGroupRows))
+		add(randomColumn(rng, "after", arrow.PrimitiveTypes.Int64, rows, 1000, 0.5, rowGroupRows))
 	}
 	return c
 }
@@ -360,7 +317,7 @@ func weightOf(v any) float64 {
 
 // check compares the table read with the case written: every kept row's
 // values, the rows dropped and why, chunk boundaries and row numbers.
-func (c *pqCase) check(t *testing.T, tbl *edges.Table, opts edges.Options, wantKey edges.KeyType, rowGroupRows int) {
+func (c *edgeCase) check(t *testing.T, tbl *edges.Table, opts edges.Options, wantKey edges.KeyType, rowGroupRows int) {
 	t.Helper()
 	src, dst := c.cols[c.src], c.cols[c.dst]
 	readWeight := opts.Columns.ReadWeight && c.weight >= 0
@@ -454,13 +411,23 @@ func (c *pqCase) check(t *testing.T, tbl *edges.Table, opts edges.Options, wantK
 	}
 }
 
-// pqRead reads path through Open with a checked allocator, checks it with
+// open reads the Parquet file at path, as Open does.
+func open(ctx context.Context, path string, opts edges.Options) (*edges.Table, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return Read(ctx, path, f, opts)
+}
+
+// readChecked reads path (as Open does) with a checked allocator, checks it with
 // check, and that every allocation is given back on Release.
-func pqRead(t *testing.T, path string, opts edges.Options, check func(*edges.Table)) {
+func readChecked(t *testing.T, path string, opts edges.Options, check func(*edges.Table)) {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	opts.Alloc = mem
-	tbl, err := Open(context.Background(), path, nil, opts)
+	tbl, err := open(context.Background(), path, opts)
 	if err != nil {
 		mem.AssertSize(t, 0)
 		t.Fatalf("reading %s: %v", filepath.Base(path), err)
@@ -470,12 +437,12 @@ func pqRead(t *testing.T, path string, opts edges.Options, check func(*edges.Tab
 	mem.AssertSize(t, 0)
 }
 
-// pqReadErr reads path and returns the user error it must fail with.
-func pqReadErr(t *testing.T, path string, opts edges.Options) *usererr.Error {
+// readErr reads path and returns the user error it must fail with.
+func readErr(t *testing.T, path string, opts edges.Options) *usererr.Error {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	opts.Alloc = mem
-	tbl, err := Open(context.Background(), path, nil, opts)
+	tbl, err := open(context.Background(), path, opts)
 	mem.AssertSize(t, 0)
 	if err == nil {
 		tbl.Release()
@@ -497,7 +464,7 @@ func pqReadErr(t *testing.T, path string, opts edges.Options) *usererr.Error {
 	return ue
 }
 
-var pqTestCodecs = []struct {
+var testCodecs = []struct {
 	name  string
 	codec pqcompress.Compression
 }{
@@ -508,7 +475,7 @@ var pqTestCodecs = []struct {
 	{"brotli", pqcompress.Codecs.Brotli},
 }
 
-var pqWeightTypes = []arrow.DataType{
+var weightTypes = []arrow.DataType{
 	nil,
 	arrow.PrimitiveTypes.Int32,
 	arrow.PrimitiveTypes.Int64,
@@ -526,26 +493,26 @@ func TestParquetMatrix(t *testing.T) {
 	dir := t.TempDir()
 	const rows, rgRows = 1100, 300
 	n, combo := 0, 0
-	for _, codec := range pqTestCodecs {
+	for _, codec := range testCodecs {
 		for _, dict := range []bool{true, false} {
 			for _, v2 := range []bool{false, true} {
 				combo++
 				for k := 0; k < 3; k++ {
-					kt := pqKeyTypes[(combo*3+k)%len(pqKeyTypes)]
+					kt := keyTypes[(combo*3+k)%len(keyTypes)]
 					n++
-					weight := pqWeightTypes[n%len(pqWeightTypes)]
+					weight := weightTypes[n%len(weightTypes)]
 					nullable := n%2 == 0
 					extra := n%3 != 0
-					w := pqWrite{codec: codec.codec, dict: dict, v2: v2, rowGroupRows: rgRows, pageSize: 512}
+					w := edgetest.ParquetWrite{Codec: codec.codec, Dict: dict, V2: v2, RowGroupRows: rgRows, PageSize: 512}
 					if dict && n%4 == 1 {
-						w.dictPageSize = 256 // dictionaries fall back to plain pages mid-chunk
+						w.DictPageSize = 256 // dictionaries fall back to plain pages mid-chunk
 					}
 					name := fmt.Sprintf("%s-dict=%v-v2=%v-%s", codec.name, dict, v2, kt.name)
 					t.Run(name, func(t *testing.T) {
-						c := pqEdges(uint64(n), rows, rgRows, kt.typ, weight, extra, 0, 0)
+						c := randomEdges(uint64(n), rows, rgRows, kt.typ, weight, extra, 0, 0)
 						path := c.write(t, dir, name+".parquet", nullable, w)
 						opts := edges.Options{Columns: edges.Columns{ReadWeight: true}}
-						pqRead(t, path, opts, func(tbl *edges.Table) { c.check(t, tbl, opts, kt.key, rgRows) })
+						readChecked(t, path, opts, func(tbl *edges.Table) { c.check(t, tbl, opts, kt.key, rgRows) })
 					})
 				}
 			}
@@ -564,16 +531,16 @@ func TestParquetNulls(t *testing.T) {
 		for _, dict := range []bool{true, false} {
 			for _, v2 := range []bool{false, true} {
 				n++
-				key := pqKeyTypes[kt]
-				w := pqWrite{codec: pqcompress.Codecs.Zstd, dict: dict, v2: v2, rowGroupRows: rgRows, pageSize: 400}
+				key := keyTypes[kt]
+				w := edgetest.ParquetWrite{Codec: pqcompress.Codecs.Zstd, Dict: dict, V2: v2, RowGroupRows: rgRows, PageSize: 400}
 				name := fmt.Sprintf("%s-dict=%v-v2=%v", key.name, dict, v2)
 				t.Run(name, func(t *testing.T) {
-					c := pqEdges(uint64(100+n), rows, rgRows, key.typ, arrow.PrimitiveTypes.Float64, n%2 == 0, 0.02, 0.03)
+					c := randomEdges(uint64(100+n), rows, rgRows, key.typ, arrow.PrimitiveTypes.Float64, n%2 == 0, 0.02, 0.03)
 					path := c.write(t, dir, name+".parquet", false, w)
 
 					// Without SkipInvalid: the first row with a null.
 					opts := edges.Options{Columns: edges.Columns{ReadWeight: true}}
-					ue := pqReadErr(t, path, opts)
+					ue := readErr(t, path, opts)
 					row, col := -1, ""
 					for i := 0; i < rows && row < 0; i++ {
 						for _, ci := range []int{c.src, c.dst, c.weight} {
@@ -596,7 +563,7 @@ func TestParquetNulls(t *testing.T) {
 
 					// With SkipInvalid.
 					opts.SkipInvalid = true
-					pqRead(t, path, opts, func(tbl *edges.Table) {
+					readChecked(t, path, opts, func(tbl *edges.Table) {
 						c.check(t, tbl, opts, key.key, rgRows)
 						if tbl.Skipped.Total() == 0 {
 							t.Fatal("nothing skipped")
@@ -605,7 +572,7 @@ func TestParquetNulls(t *testing.T) {
 
 					// Null weights do not matter when weights are not read.
 					opts.Columns.ReadWeight = false
-					pqRead(t, path, opts, func(tbl *edges.Table) { c.check(t, tbl, opts, key.key, rgRows) })
+					readChecked(t, path, opts, func(tbl *edges.Table) { c.check(t, tbl, opts, key.key, rgRows) })
 				})
 			}
 		}
@@ -615,15 +582,15 @@ func TestParquetNulls(t *testing.T) {
 // TestParquetNullWeightOnly has nulls only in the weight column.
 func TestParquetNullWeightOnly(t *testing.T) {
 	const rows, rgRows = 600, 200
-	c := pqEdges(7, rows, rgRows, arrow.PrimitiveTypes.Int32, arrow.PrimitiveTypes.Int64, false, 0, 0.1)
-	path := c.write(t, t.TempDir(), "w.parquet", false, pqDefaultWrite.with(rgRows))
+	c := randomEdges(7, rows, rgRows, arrow.PrimitiveTypes.Int32, arrow.PrimitiveTypes.Int64, false, 0, 0.1)
+	path := c.write(t, t.TempDir(), "w.parquet", false, edgetest.DefaultParquetWrite.With(rgRows))
 	opts := edges.Options{Columns: edges.Columns{ReadWeight: true}}
-	ue := pqReadErr(t, path, opts)
+	ue := readErr(t, path, opts)
 	if ue.Column != "weight" || !strings.Contains(ue.Problem, "null weight") {
 		t.Fatalf("want a null weight error: %v", ue)
 	}
 	opts.SkipInvalid = true
-	pqRead(t, path, opts, func(tbl *edges.Table) {
+	readChecked(t, path, opts, func(tbl *edges.Table) {
 		c.check(t, tbl, opts, edges.KeyInt32, rgRows)
 		if len(tbl.Skipped) != 1 || tbl.Skipped[edges.SkipNullWeight("weight")] == 0 {
 			t.Fatalf("Skipped %v", tbl.Skipped)
@@ -631,38 +598,33 @@ func TestParquetNullWeightOnly(t *testing.T) {
 	})
 }
 
-func (w pqWrite) with(rowGroupRows int64) pqWrite {
-	w.rowGroupRows = rowGroupRows
-	return w
-}
-
 // TestParquetColumns: named columns, the weight column absent or not read,
 // unsigned and small integer weights, binary keys, the same column twice.
 func TestParquetColumns(t *testing.T) {
 	dir := t.TempDir()
 	const rows, rgRows = 500, 200
-	w := pqDefaultWrite.with(rgRows)
+	w := edgetest.DefaultParquetWrite.With(rgRows)
 
 	t.Run("named", func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(1, 2))
-		c := &pqCase{rows: rows, src: 2, dst: 0, weight: 1, cols: []pqCol{
-			pqColumnOf(rng, "to", arrow.PrimitiveTypes.Int64, rows, 100, 0, rgRows),
-			pqColumnOf(rng, "cost", arrow.PrimitiveTypes.Uint64, rows, 1000, 0, rgRows),
-			pqColumnOf(rng, "from", arrow.PrimitiveTypes.Int64, rows, 100, 0, rgRows),
+		c := &edgeCase{rows: rows, src: 2, dst: 0, weight: 1, cols: []colData{
+			randomColumn(rng, "to", arrow.PrimitiveTypes.Int64, rows, 100, 0, rgRows),
+			randomColumn(rng, "cost", arrow.PrimitiveTypes.Uint64, rows, 1000, 0, rgRows),
+			randomColumn(rng, "from", arrow.PrimitiveTypes.Int64, rows, 100, 0, rgRows),
 		}}
 		path := c.write(t, dir, "named.parquet", false, w)
 		opts := edges.Options{Columns: edges.Columns{Src: "from", Dst: "to", Weight: "cost", WeightExplicit: true, ReadWeight: true}}
-		pqRead(t, path, opts, func(tbl *edges.Table) { c.check(t, tbl, opts, edges.KeyInt64, rgRows) })
+		readChecked(t, path, opts, func(tbl *edges.Table) { c.check(t, tbl, opts, edges.KeyInt64, rgRows) })
 	})
 
 	t.Run("weight-absent-default", func(t *testing.T) {
-		c := pqEdges(3, rows, rgRows, arrow.PrimitiveTypes.Int64, nil, true, 0, 0)
+		c := randomEdges(3, rows, rgRows, arrow.PrimitiveTypes.Int64, nil, true, 0, 0)
 		path := c.write(t, dir, "noweight.parquet", false, w)
 		opts := edges.Options{Columns: edges.Columns{ReadWeight: true}}
-		pqRead(t, path, opts, func(tbl *edges.Table) { c.check(t, tbl, opts, edges.KeyInt64, rgRows) })
+		readChecked(t, path, opts, func(tbl *edges.Table) { c.check(t, tbl, opts, edges.KeyInt64, rgRows) })
 
 		opts.Columns.WeightExplicit = true
-		ue := pqReadErr(t, path, opts)
+		ue := readErr(t, path, opts)
 		for _, s := range []string{`no weight column "weight"`, "--weight-col", "label, nested, dst, score, src, tags, after"} {
 			if !strings.Contains(ue.Error(), s) {
 				t.Errorf("error %q does not contain %q", ue, s)
@@ -672,49 +634,49 @@ func TestParquetColumns(t *testing.T) {
 
 	t.Run("weight-not-read", func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(4, 2))
-		c := &pqCase{rows: rows, src: 0, dst: 1, weight: 2, cols: []pqCol{
-			pqColumnOf(rng, "src", arrow.PrimitiveTypes.Int32, rows, 100, 0, rgRows),
-			pqColumnOf(rng, "dst", arrow.PrimitiveTypes.Int32, rows, 100, 0, rgRows),
-			pqColumnOf(rng, "weight", arrow.BinaryTypes.String, rows, 100, 0, rgRows), // not a weight type
+		c := &edgeCase{rows: rows, src: 0, dst: 1, weight: 2, cols: []colData{
+			randomColumn(rng, "src", arrow.PrimitiveTypes.Int32, rows, 100, 0, rgRows),
+			randomColumn(rng, "dst", arrow.PrimitiveTypes.Int32, rows, 100, 0, rgRows),
+			randomColumn(rng, "weight", arrow.BinaryTypes.String, rows, 100, 0, rgRows), // not a weight type
 		}}
 		path := c.write(t, dir, "weightnotread.parquet", false, w)
 		opts := edges.Options{Columns: edges.Columns{ReadWeight: false, WeightExplicit: true}}
-		pqRead(t, path, opts, func(tbl *edges.Table) { c.check(t, tbl, opts, edges.KeyInt32, rgRows) })
+		readChecked(t, path, opts, func(tbl *edges.Table) { c.check(t, tbl, opts, edges.KeyInt32, rgRows) })
 	})
 
 	for _, wt := range []arrow.DataType{arrow.PrimitiveTypes.Int8, arrow.PrimitiveTypes.Int16, arrow.PrimitiveTypes.Uint8,
 		arrow.PrimitiveTypes.Uint16, arrow.PrimitiveTypes.Uint32, arrow.PrimitiveTypes.Uint64} {
 		t.Run("weight-"+wt.String(), func(t *testing.T) {
-			c := pqEdges(5, rows, rgRows, arrow.PrimitiveTypes.Uint64, wt, false, 0, 0)
+			c := randomEdges(5, rows, rgRows, arrow.PrimitiveTypes.Uint64, wt, false, 0, 0)
 			path := c.write(t, dir, "w-"+wt.String()+".parquet", true, w)
 			opts := edges.Options{Columns: edges.Columns{ReadWeight: true}}
-			pqRead(t, path, opts, func(tbl *edges.Table) { c.check(t, tbl, opts, edges.KeyUint64, rgRows) })
+			readChecked(t, path, opts, func(tbl *edges.Table) { c.check(t, tbl, opts, edges.KeyUint64, rgRows) })
 		})
 	}
 
 	t.Run("binary-keys", func(t *testing.T) {
-		c := pqEdges(6, rows, rgRows, arrow.BinaryTypes.Binary, nil, false, 0, 0)
+		c := randomEdges(6, rows, rgRows, arrow.BinaryTypes.Binary, nil, false, 0, 0)
 		path := c.write(t, dir, "binary.parquet", false, w)
 		opts := edges.Options{}
-		pqRead(t, path, opts, func(tbl *edges.Table) { c.check(t, tbl, opts, edges.KeyString, rgRows) })
+		readChecked(t, path, opts, func(tbl *edges.Table) { c.check(t, tbl, opts, edges.KeyString, rgRows) })
 	})
 
 	t.Run("same-column", func(t *testing.T) {
-		c := pqEdges(8, rows, rgRows, arrow.BinaryTypes.String, nil, false, 0, 0)
+		c := randomEdges(8, rows, rgRows, arrow.BinaryTypes.String, nil, false, 0, 0)
 		c.dst = c.src
 		path := c.write(t, dir, "same.parquet", false, w)
 		opts := edges.Options{Columns: edges.Columns{Dst: "src"}}
-		pqRead(t, path, opts, func(tbl *edges.Table) { c.check(t, tbl, opts, edges.KeyString, rgRows) })
+		readChecked(t, path, opts, func(tbl *edges.Table) { c.check(t, tbl, opts, edges.KeyString, rgRows) })
 	})
 }
 
 // TestParquetEmpty reads a table of no rows.
 func TestParquetEmpty(t *testing.T) {
-	for _, kt := range pqKeyTypes {
+	for _, kt := range keyTypes {
 		t.Run(kt.name, func(t *testing.T) {
-			c := pqEdges(1, 0, 100, kt.typ, arrow.PrimitiveTypes.Float64, false, 0, 0)
-			path := c.write(t, t.TempDir(), "empty.parquet", false, pqDefaultWrite.with(100))
-			pqRead(t, path, edges.Options{Columns: edges.Columns{ReadWeight: true}}, func(tbl *edges.Table) {
+			c := randomEdges(1, 0, 100, kt.typ, arrow.PrimitiveTypes.Float64, false, 0, 0)
+			path := c.write(t, t.TempDir(), "empty.parquet", false, edgetest.DefaultParquetWrite.With(100))
+			readChecked(t, path, edges.Options{Columns: edges.Columns{ReadWeight: true}}, func(tbl *edges.Table) {
 				if tbl.KeyType != kt.key || tbl.NumEdges() != 0 || tbl.RowsRead != 0 || !tbl.HasWeight {
 					t.Fatalf("KeyType %v, %d edges, %d rows, weight %v", tbl.KeyType, tbl.NumEdges(), tbl.RowsRead, tbl.HasWeight)
 				}

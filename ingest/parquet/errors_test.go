@@ -1,4 +1,4 @@
-package ingest
+package parquet
 
 import (
 	"bytes"
@@ -18,14 +18,15 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/internal/edgetest"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
 // TestParquetMissingColumn: the message names the role, the flag and the
 // columns there are.
 func TestParquetMissingColumn(t *testing.T) {
-	c := pqEdges(1, 100, 50, arrow.PrimitiveTypes.Int64, arrow.PrimitiveTypes.Float64, true, 0, 0)
-	path := c.write(t, t.TempDir(), "m.parquet", false, pqDefaultWrite.with(50))
+	c := randomEdges(1, 100, 50, arrow.PrimitiveTypes.Int64, arrow.PrimitiveTypes.Float64, true, 0, 0)
+	path := c.write(t, t.TempDir(), "m.parquet", false, edgetest.DefaultParquetWrite.With(50))
 	const cols = "(columns: label, nested, dst, score, src, tags, weight, after)"
 	for _, tc := range []struct {
 		cols edges.Columns
@@ -36,13 +37,13 @@ func TestParquetMissingColumn(t *testing.T) {
 		{edges.Columns{Weight: "w", WeightExplicit: true, ReadWeight: true}, `no weight column "w" ` + cols + `; name the weight column with --weight-col`},
 		{edges.Columns{Src: "a", Dst: "b"}, `no source column "a"`},
 	} {
-		ue := pqReadErr(t, path, edges.Options{Columns: tc.cols})
+		ue := readErr(t, path, edges.Options{Columns: tc.cols})
 		if !strings.Contains(ue.Error(), tc.want) {
 			t.Errorf("error %q, want it to contain %q", ue, tc.want)
 		}
 	}
 	// A nested column's fields are not top-level columns.
-	ue := pqReadErr(t, path, edges.Options{Columns: edges.Columns{Src: "a"}})
+	ue := readErr(t, path, edges.Options{Columns: edges.Columns{Src: "a"}})
 	if !strings.Contains(ue.Error(), `no source column "a"`) {
 		t.Errorf("error %q", ue)
 	}
@@ -69,13 +70,13 @@ func TestParquetKeyTypes(t *testing.T) {
 		{arrow.FixedWidthTypes.Time64us, "time"},
 		{&arrow.Decimal128Type{Precision: 10, Scale: 2}, "decimal(10,2)"},
 		{&arrow.FixedSizeBinaryType{ByteWidth: 16}, "fixed_len_byte_array(16)"},
-		{pqStructType, "struct"},
-		{pqListType, "list"},
+		{structType, "struct"},
+		{listType, "list"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := pqEdges(2, rows, 50, tc.typ, nil, false, 0, 0)
-			path := c.write(t, dir, tc.name+".parquet", false, pqDefaultWrite.with(50))
-			ue := pqReadErr(t, path, edges.Options{})
+			c := randomEdges(2, rows, 50, tc.typ, nil, false, 0, 0)
+			path := c.write(t, dir, tc.name+".parquet", false, edgetest.DefaultParquetWrite.With(50))
+			ue := readErr(t, path, edges.Options{})
 			want := fmt.Sprintf(`column "src": type %s cannot be a vertex key`, tc.name)
 			if ue.Column != "src" || !strings.Contains(ue.Error(), want) || ue.Fix == "" {
 				t.Fatalf("error %q, want it to contain %q", ue, want)
@@ -85,9 +86,9 @@ func TestParquetKeyTypes(t *testing.T) {
 			if tc.name == "double" || tc.name == "float" || strings.HasPrefix(tc.name, "int") || strings.HasPrefix(tc.name, "uint") {
 				return
 			}
-			c = pqEdges(2, rows, 50, arrow.PrimitiveTypes.Int32, tc.typ, false, 0, 0)
-			path = c.write(t, dir, tc.name+"-w.parquet", false, pqDefaultWrite.with(50))
-			ue = pqReadErr(t, path, edges.Options{Columns: edges.Columns{ReadWeight: true}})
+			c = randomEdges(2, rows, 50, arrow.PrimitiveTypes.Int32, tc.typ, false, 0, 0)
+			path = c.write(t, dir, tc.name+"-w.parquet", false, edgetest.DefaultParquetWrite.With(50))
+			ue = readErr(t, path, edges.Options{Columns: edges.Columns{ReadWeight: true}})
 			want = fmt.Sprintf(`column "weight": type %s cannot be an edge weight`, tc.name)
 			if !strings.Contains(ue.Error(), want) {
 				t.Fatalf("error %q, want it to contain %q", ue, want)
@@ -96,9 +97,9 @@ func TestParquetKeyTypes(t *testing.T) {
 	}
 
 	t.Run("string-weight", func(t *testing.T) {
-		c := pqEdges(3, rows, 50, arrow.PrimitiveTypes.Int32, arrow.BinaryTypes.String, false, 0, 0)
-		path := c.write(t, dir, "sw.parquet", false, pqDefaultWrite.with(50))
-		ue := pqReadErr(t, path, edges.Options{Columns: edges.Columns{ReadWeight: true}})
+		c := randomEdges(3, rows, 50, arrow.PrimitiveTypes.Int32, arrow.BinaryTypes.String, false, 0, 0)
+		path := c.write(t, dir, "sw.parquet", false, edgetest.DefaultParquetWrite.With(50))
+		ue := readErr(t, path, edges.Options{Columns: edges.Columns{ReadWeight: true}})
 		if !strings.Contains(ue.Error(), "type string cannot be an edge weight") {
 			t.Fatalf("error %q", ue)
 		}
@@ -106,12 +107,12 @@ func TestParquetKeyTypes(t *testing.T) {
 
 	t.Run("differ", func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(3, 3))
-		c := &pqCase{rows: rows, src: 0, dst: 1, weight: -1, cols: []pqCol{
-			pqColumnOf(rng, "src", arrow.PrimitiveTypes.Int32, rows, 10, 0, 50),
-			pqColumnOf(rng, "dst", arrow.PrimitiveTypes.Int64, rows, 10, 0, 50),
+		c := &edgeCase{rows: rows, src: 0, dst: 1, weight: -1, cols: []colData{
+			randomColumn(rng, "src", arrow.PrimitiveTypes.Int32, rows, 10, 0, 50),
+			randomColumn(rng, "dst", arrow.PrimitiveTypes.Int64, rows, 10, 0, 50),
 		}}
-		path := c.write(t, dir, "differ.parquet", false, pqDefaultWrite.with(50))
-		ue := pqReadErr(t, path, edges.Options{})
+		path := c.write(t, dir, "differ.parquet", false, edgetest.DefaultParquetWrite.With(50))
+		ue := readErr(t, path, edges.Options{})
 		want := `source column "src" is int32 but destination column "dst" is int64; cast both key columns to the same type`
 		if !strings.Contains(ue.Error(), want) {
 			t.Fatalf("error %q, want it to contain %q", ue, want)
@@ -119,12 +120,12 @@ func TestParquetKeyTypes(t *testing.T) {
 	})
 }
 
-// pqValidFile writes a small valid edge file and returns its bytes.
-func pqValidFile(t *testing.T, dir string, codec pqcompress.Compression) (string, []byte, *pqCase) {
+// validFile writes a small valid edge file and returns its bytes.
+func validFile(t *testing.T, dir string, codec pqcompress.Compression) (string, []byte, *edgeCase) {
 	t.Helper()
-	c := pqEdges(9, 2000, 500, arrow.PrimitiveTypes.Int64, arrow.PrimitiveTypes.Float64, true, 0, 0)
-	w := pqDefaultWrite.with(500)
-	w.codec = codec
+	c := randomEdges(9, 2000, 500, arrow.PrimitiveTypes.Int64, arrow.PrimitiveTypes.Float64, true, 0, 0)
+	w := edgetest.DefaultParquetWrite.With(500)
+	w.Codec = codec
 	path := c.write(t, dir, "valid.parquet", false, w)
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -133,7 +134,7 @@ func pqValidFile(t *testing.T, dir string, codec pqcompress.Compression) (string
 	return path, data, c
 }
 
-func pqWriteBytes(t *testing.T, path string, data []byte) {
+func writeBytes(t *testing.T, path string, data []byte) {
 	t.Helper()
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
@@ -143,30 +144,30 @@ func pqWriteBytes(t *testing.T, path string, data []byte) {
 // TestParquetNotParquet: files that are not Parquet, empty or cut short.
 func TestParquetNotParquet(t *testing.T) {
 	dir := t.TempDir()
-	_, valid, _ := pqValidFile(t, dir, pqcompress.Codecs.Snappy)
+	_, valid, _ := validFile(t, dir, pqcompress.Codecs.Snappy)
 
 	text := filepath.Join(dir, "edges.parquet")
-	pqWriteBytes(t, text, []byte("src,dst\n1,2\n2,3\n"))
-	if ue := pqReadErr(t, text, edges.Options{}); !strings.Contains(ue.Error(), "not a Parquet file") || !strings.Contains(ue.Error(), "--input-format") {
+	writeBytes(t, text, []byte("src,dst\n1,2\n2,3\n"))
+	if ue := readErr(t, text, edges.Options{}); !strings.Contains(ue.Error(), "not a Parquet file") || !strings.Contains(ue.Error(), "--input-format") {
 		t.Fatalf("text file: %v", ue)
 	}
 
 	enc := filepath.Join(dir, "encrypted.parquet")
-	pqWriteBytes(t, enc, append([]byte("PARE"), valid[4:]...))
-	if ue := pqReadErr(t, enc, edges.Options{}); !strings.Contains(ue.Error(), "encrypted") {
+	writeBytes(t, enc, append([]byte("PARE"), valid[4:]...))
+	if ue := readErr(t, enc, edges.Options{}); !strings.Contains(ue.Error(), "encrypted") {
 		t.Fatalf("encrypted file: %v", ue)
 	}
 
 	empty := filepath.Join(dir, "empty.parquet")
-	pqWriteBytes(t, empty, nil)
-	if ue := pqReadErr(t, empty, edges.Options{}); !strings.Contains(ue.Error(), "empty") {
+	writeBytes(t, empty, nil)
+	if ue := readErr(t, empty, edges.Options{}); !strings.Contains(ue.Error(), "empty") {
 		t.Fatalf("empty file: %v", ue)
 	}
 
 	for _, n := range []int{1, 4, 7, 12, 100, len(valid) / 3, len(valid) / 2, len(valid) - 9, len(valid) - 8, len(valid) - 4, len(valid) - 1} {
 		cut := filepath.Join(dir, fmt.Sprintf("cut%d.parquet", n))
-		pqWriteBytes(t, cut, valid[:n])
-		ue := pqReadErr(t, cut, edges.Options{Columns: edges.Columns{ReadWeight: true}})
+		writeBytes(t, cut, valid[:n])
+		ue := readErr(t, cut, edges.Options{Columns: edges.Columns{ReadWeight: true}})
 		if !strings.Contains(ue.Error(), "truncated") || !strings.Contains(ue.Error(), "re-export") {
 			t.Fatalf("cut at %d of %d bytes: %v", n, len(valid), ue)
 		}
@@ -176,8 +177,8 @@ func TestParquetNotParquet(t *testing.T) {
 	bad := bytes.Clone(valid)
 	copy(bad[len(bad)-8:], []byte{0xff, 0xff, 0xff, 0x7f})
 	path := filepath.Join(dir, "footerlen.parquet")
-	pqWriteBytes(t, path, bad)
-	if ue := pqReadErr(t, path, edges.Options{}); !strings.Contains(ue.Error(), "footer is corrupt") {
+	writeBytes(t, path, bad)
+	if ue := readErr(t, path, edges.Options{}); !strings.Contains(ue.Error(), "footer is corrupt") {
 		t.Fatalf("footer length: %v", ue)
 	}
 
@@ -188,14 +189,14 @@ func TestParquetNotParquet(t *testing.T) {
 	for i := len(bad) - 8 - footer; i < len(bad)-8; i++ {
 		bad[i] = byte(rng.Uint32())
 	}
-	pqWriteBytes(t, path, bad)
-	if ue := pqReadErr(t, path, edges.Options{}); !strings.Contains(ue.Error(), "footer is corrupt") {
+	writeBytes(t, path, bad)
+	if ue := readErr(t, path, edges.Options{}); !strings.Contains(ue.Error(), "footer is corrupt") {
 		t.Fatalf("footer garbage: %v", ue)
 	}
 }
 
-// pqChunkRange is where column name's chunk of row group g lies in the file.
-func pqChunkRange(t *testing.T, data []byte, g int, name string) (int64, int64) {
+// chunkRange is where column name's chunk of row group g lies in the file.
+func chunkRange(t *testing.T, data []byte, g int, name string) (int64, int64) {
 	t.Helper()
 	pf, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
@@ -214,17 +215,17 @@ func pqChunkRange(t *testing.T, data []byte, g int, name string) (int64, int64) 
 // and a row, never a panic; damage to columns not read does no harm.
 func TestParquetCorruptPages(t *testing.T) {
 	dir := t.TempDir()
-	path, valid, c := pqValidFile(t, dir, pqcompress.Codecs.Snappy)
+	path, valid, c := validFile(t, dir, pqcompress.Codecs.Snappy)
 	opts := edges.Options{Columns: edges.Columns{ReadWeight: true}}
 
 	// The page header of dst in row group 2.
-	lo, _ := pqChunkRange(t, valid, 2, "dst")
+	lo, _ := chunkRange(t, valid, 2, "dst")
 	bad := bytes.Clone(valid)
 	for i := lo; i < lo+12; i++ {
 		bad[i] = 0xff
 	}
-	pqWriteBytes(t, path, bad)
-	ue := pqReadErr(t, path, opts)
+	writeBytes(t, path, bad)
+	ue := readErr(t, path, opts)
 	if ue.Column != "dst" || ue.Row < 1000 || ue.Row >= 1500 || !strings.Contains(ue.Error(), "cannot decode") || !strings.Contains(ue.Error(), "re-export") {
 		t.Fatalf("corrupt page header: %v", ue)
 	}
@@ -233,14 +234,14 @@ func TestParquetCorruptPages(t *testing.T) {
 	bad = bytes.Clone(valid)
 	for _, col := range []string{"label", "score", "after"} {
 		for g := 0; g < 4; g++ {
-			lo, hi := pqChunkRange(t, valid, g, col)
+			lo, hi := chunkRange(t, valid, g, col)
 			for i := lo; i < hi; i++ {
 				bad[i] = 0xee
 			}
 		}
 	}
-	pqWriteBytes(t, path, bad)
-	pqRead(t, path, opts, func(tbl *edges.Table) { c.check(t, tbl, opts, edges.KeyInt64, 500) })
+	writeBytes(t, path, bad)
+	readChecked(t, path, opts, func(tbl *edges.Table) { c.check(t, tbl, opts, edges.KeyInt64, 500) })
 
 	// Random damage inside the edge columns' chunks: an error or (where
 	// the damage hit only values) a table, never a panic.
@@ -249,12 +250,12 @@ func TestParquetCorruptPages(t *testing.T) {
 	for trial := 0; trial < 60; trial++ {
 		bad = bytes.Clone(valid)
 		col := []string{"src", "dst", "weight"}[trial%3]
-		lo, hi := pqChunkRange(t, valid, trial%4, col)
+		lo, hi := chunkRange(t, valid, trial%4, col)
 		for k := 0; k < 1+trial%4; k++ {
 			bad[lo+rng.Int64N(hi-lo)] ^= byte(1 + rng.IntN(255))
 		}
-		pqWriteBytes(t, path, bad)
-		tbl, err := Open(context.Background(), path, nil, opts)
+		writeBytes(t, path, bad)
+		tbl, err := open(context.Background(), path, opts)
 		if err == nil {
 			tbl.Release()
 			continue
@@ -272,10 +273,10 @@ func TestParquetCorruptPages(t *testing.T) {
 
 // TestParquetCanceled: a canceled context stops the read.
 func TestParquetCanceled(t *testing.T) {
-	path, _, _ := pqValidFile(t, t.TempDir(), pqcompress.Codecs.Gzip)
+	path, _, _ := validFile(t, t.TempDir(), pqcompress.Codecs.Gzip)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := Open(ctx, path, nil, edges.Options{}); !errors.Is(err, context.Canceled) {
+	if _, err := open(ctx, path, edges.Options{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
 }
@@ -309,7 +310,7 @@ func TestParquetLZ4Raw(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	pqRead(t, path, edges.Options{Columns: edges.Columns{ReadWeight: true}}, func(tbl *edges.Table) {
+	readChecked(t, path, edges.Options{Columns: edges.Columns{ReadWeight: true}}, func(tbl *edges.Table) {
 		if tbl.KeyType != edges.KeyString || len(tbl.Chunks) != 5 || tbl.NumEdges() != 3000 {
 			t.Fatalf("KeyType %v, %d chunks, %d edges", tbl.KeyType, len(tbl.Chunks), tbl.NumEdges())
 		}
@@ -347,13 +348,13 @@ func BenchmarkReadParquet(b *testing.B) {
 	rec.Release()
 	cols[0].Release()
 	cols[1].Release()
-	w := pqWrite{codec: pqcompress.Codecs.Snappy, dict: false, rowGroupRows: 512 << 10, pageSize: 1 << 20}
-	path := pqWriteFile(b, b.TempDir(), "bench.parquet", tbl, w)
+	w := edgetest.ParquetWrite{Codec: pqcompress.Codecs.Snappy, Dict: false, RowGroupRows: 512 << 10, PageSize: 1 << 20}
+	path := edgetest.WriteParquet(b, b.TempDir(), "bench.parquet", tbl, w)
 	tbl.Release()
 	b.SetBytes(rows * 16)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		tbl, err := Open(context.Background(), path, nil, edges.Options{})
+		tbl, err := open(context.Background(), path, edges.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package ingest
+package parquet
 
 import (
 	"encoding/binary"
@@ -14,12 +14,12 @@ import (
 // Each decodes into a buffer of the size the page's levels call for and
 // checks every length it reads against its input.
 
-// pqDeltaBinaryPacked decodes len(out) values of the DELTA_BINARY_PACKED
+// deltaBinaryPacked decodes len(out) values of the DELTA_BINARY_PACKED
 // encoding. It adds in 64-bit two's complement, so that INT32 columns decode
 // whether their writer computed deltas in 32 bits (bit widths up to 32) or
 // in 64 (up to 33, as Arrow's Go writer does; parquet-go's decoder gets
 // those wrong).
-func pqDeltaBinaryPacked[T int32 | int64](out []T, src []byte) error {
+func deltaBinaryPacked[T int32 | int64](out []T, src []byte) error {
 	if len(out) == 0 {
 		return nil
 	}
@@ -79,7 +79,7 @@ func pqDeltaBinaryPacked[T int32 | int64](out []T, src []byte) error {
 			}
 			for j := 0; j < count; j++ {
 				bit := j * int(w)
-				v := pqBits64(mini, bit>>3, uint(bit&7), uint(w)) & mask
+				v := bits64(mini, bit>>3, uint(bit&7), uint(w)) & mask
 				last += uint64(minDelta) + v
 				out[i] = T(last)
 				i++
@@ -90,9 +90,9 @@ func pqDeltaBinaryPacked[T int32 | int64](out []T, src []byte) error {
 	return nil
 }
 
-// pqBits64 reads up to 64 bits at byte b, bit shift s, of src, as far as
+// bits64 reads up to 64 bits at byte b, bit shift s, of src, as far as
 // src goes.
-func pqBits64(src []byte, b int, s, width uint) uint64 {
+func bits64(src []byte, b int, s, width uint) uint64 {
 	var lo uint64
 	if b+8 <= len(src) {
 		lo = binary.LittleEndian.Uint64(src[b:])
@@ -108,11 +108,11 @@ func pqBits64(src []byte, b int, s, width uint) uint64 {
 	return v
 }
 
-// pqHadoopLZ4 decompresses the legacy LZ4 codec: Hadoop's framing (blocks
+// hadoopLZ4 decompresses the legacy LZ4 codec: Hadoop's framing (blocks
 // of a big-endian uncompressed and compressed length, then an LZ4 block), as
 // parquet-java writes it, or else a single raw LZ4 block, as some older
 // writers did.
-func pqHadoopLZ4(dst, src []byte) ([]byte, error) {
+func hadoopLZ4(dst, src []byte) ([]byte, error) {
 	out, in := 0, src
 	ok := len(in) >= 8
 	for ok && len(in) > 0 {
@@ -144,9 +144,9 @@ func pqHadoopLZ4(dst, src []byte) ([]byte, error) {
 	return dst[:n], nil
 }
 
-// pqRLE decodes len(out) values of the RLE / bit-packed hybrid encoding
+// rleHybrid decodes len(out) values of the RLE / bit-packed hybrid encoding
 // (definition levels, dictionary indexes) of bitWidth bits from src.
-func pqRLE[T uint8 | int32](out []T, src []byte, bitWidth uint) error {
+func rleHybrid[T uint8 | int32](out []T, src []byte, bitWidth uint) error {
 	if bitWidth > 32 {
 		return fmt.Errorf("bit width %d", bitWidth)
 	}
@@ -189,16 +189,16 @@ func pqRLE[T uint8 | int32](out []T, src []byte, bitWidth uint) error {
 			count = avail * 8 / uint64(bitWidth)
 		}
 		count = min(count, left)
-		pqUnpack(out[i:i+int(count)], src[p:p+int(nbytes)], bitWidth)
+		unpack(out[i:i+int(count)], src[p:p+int(nbytes)], bitWidth)
 		i += int(count)
 		p += int(nbytes)
 	}
 	return nil
 }
 
-// pqUnpack unpacks len(out) values of bitWidth bits, least significant bit
+// unpack unpacks len(out) values of bitWidth bits, least significant bit
 // first, from src.
-func pqUnpack[T uint8 | int32](out []T, src []byte, bitWidth uint) {
+func unpack[T uint8 | int32](out []T, src []byte, bitWidth uint) {
 	if bitWidth == 0 {
 		clear(out)
 		return
@@ -219,9 +219,9 @@ func pqUnpack[T uint8 | int32](out []T, src []byte, bitWidth uint) {
 	}
 }
 
-// pqBitPackedMSB decodes the deprecated BIT_PACKED level encoding: values
+// bitPackedMSB decodes the deprecated BIT_PACKED level encoding: values
 // of bitWidth bits, most significant bit first.
-func pqBitPackedMSB(out []byte, src []byte, bitWidth uint) {
+func bitPackedMSB(out []byte, src []byte, bitWidth uint) {
 	bit := uint(0)
 	for j := range out {
 		var v byte
@@ -233,8 +233,8 @@ func pqBitPackedMSB(out []byte, src []byte, bitWidth uint) {
 	}
 }
 
-// pqCountNot counts the levels other than v.
-func pqCountNot(levels []byte, v byte) int {
+// countNot counts the levels other than v.
+func countNot(levels []byte, v byte) int {
 	n, i := 0, 0
 	pattern := uint64(v) * 0x0101010101010101
 	for ; i+8 <= len(levels); i += 8 {
@@ -254,9 +254,9 @@ func pqCountNot(levels []byte, v byte) int {
 	return n
 }
 
-// pqPlainByteArrays decodes n PLAIN byte arrays (each a 4-byte length and
+// plainByteArrays decodes n PLAIN byte arrays (each a 4-byte length and
 // its bytes), appending their bytes to data and n+1 offsets to offs.
-func pqPlainByteArrays(data []byte, offs []uint32, src []byte, n int) ([]byte, []uint32, error) {
+func plainByteArrays(data []byte, offs []uint32, src []byte, n int) ([]byte, []uint32, error) {
 	offs = append(offs, uint32(len(data)))
 	p := 0
 	for range n {
