@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/gpipe/gpipe/ingest/arrowipc"
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/ingest/internal/edgetest"
 )
@@ -45,7 +46,7 @@ func TestDuplicateColumns(t *testing.T) {
 				t.Errorf("%s %v: no error", format, tc.names)
 				return
 			}
-			userErr(t, err, "", tc.says)
+			edgetest.UserErr(t, err, "", tc.says)
 		}
 		// CSV.
 		var csvData bytes.Buffer
@@ -81,12 +82,12 @@ func TestDuplicateColumns(t *testing.T) {
 		rec := array.NewRecord(schema, arrs, 2)
 		dir := t.TempDir()
 		path := filepath.Join(dir, "e.arrow")
-		arWriteFile(t, path, schema, []arrow.Record{rec})
+		edgetest.WriteArrowFile(t, path, schema, []arrow.Record{rec})
 		tbl, err = Open(context.Background(), path, nil, tc.opts)
 		check("arrow", tbl, err)
-		tbl, err = ReadArrowStream(context.Background(), "e.arrows", bytes.NewReader(arStream(t, schema, []arrow.Record{rec})), tc.opts)
+		tbl, err = arrowipc.ReadStream(context.Background(), "e.arrows", bytes.NewReader(edgetest.ArrowStream(t, schema, []arrow.Record{rec})), tc.opts)
 		check("arrows", tbl, err)
-		a, err := NewAppender("flight", schema, tc.opts)
+		a, err := arrowipc.NewAppender("flight", schema, tc.opts)
 		if err == nil {
 			a.Release()
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/internal/edgetest"
 )
 
 // readCSVBytes reads data as a CSV edge table named edges.csv.
@@ -23,7 +24,7 @@ func TestCSVMissingColumnControlChars(t *testing.T) {
 		{"a,b\n", `no source column "src" (columns: a, b)`},
 	} {
 		_, err := readCSVBytes([]byte(tc.data), edges.Options{})
-		userErr(t, err, "edges.csv", tc.want)
+		edgetest.UserErr(t, err, "edges.csv", tc.want)
 	}
 }
 
@@ -32,7 +33,7 @@ func TestCSVMissingColumnControlChars(t *testing.T) {
 func TestCSVKeysNotUTF8(t *testing.T) {
 	data := []byte("src,dst\nanna,bob\nbob,Jos\xe9\ncarl,anna\n")
 	_, err := readCSVBytes(data, edges.Options{})
-	ue := userErr(t, err, "edges.csv", `column "dst", line 3: vertex key "Jos\xe9" is not valid UTF-8; convert the file to UTF-8`)
+	ue := edgetest.UserErr(t, err, "edges.csv", `column "dst", line 3: vertex key "Jos\xe9" is not valid UTF-8; convert the file to UTF-8`)
 	if ue.Row != 1 || ue.Line != 3 {
 		t.Errorf("row %d, line %d; want 1, 3", ue.Row, ue.Line)
 	}
@@ -41,7 +42,7 @@ func TestCSVKeysNotUTF8(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tbl.Release()
-	sameEdges(t, tableEdges(t, tbl), []arEdge{{row: 0, src: "anna", dst: "bob"}, {row: 2, src: "carl", dst: "anna"}})
+	edgetest.Same(t, edgetest.Edges(t, tbl), []edgetest.Edge{{Row: 0, Src: "anna", Dst: "bob"}, {Row: 2, Src: "carl", Dst: "anna"}})
 	if tbl.Skipped[edges.SkipBadUTF8] != 1 || tbl.Skipped.Total() != 1 {
 		t.Errorf("skipped %v", tbl.Skipped)
 	}
@@ -62,7 +63,7 @@ func TestCSVUnbalancedQuote(t *testing.T) {
 		{"src,dst\n1,2\n2,3\n\"4,5\n", 4, "line 4: malformed CSV"},
 	} {
 		_, err := readCSVBytes([]byte(tc.data), edges.Options{})
-		if ue := userErr(t, err, "edges.csv", tc.says, "close the quote"); ue.Line != tc.line {
+		if ue := edgetest.UserErr(t, err, "edges.csv", tc.says, "close the quote"); ue.Line != tc.line {
 			t.Errorf("%q: line %d, want %d", tc.data, ue.Line, tc.line)
 		}
 	}
@@ -73,13 +74,13 @@ func TestCSVUnbalancedQuote(t *testing.T) {
 func TestCSVLongFieldsEchoedShort(t *testing.T) {
 	long := strings.Repeat("x", 100000)
 	_, err := readCSVBytes([]byte("src,dst,weight\n1,2,"+long+"\n"), edges.Options{Columns: edges.Columns{ReadWeight: true}})
-	userErr(t, err, "edges.csv", `weight "`+strings.Repeat("x", 60)+`..." is not a number`)
+	edgetest.UserErr(t, err, "edges.csv", `weight "`+strings.Repeat("x", 60)+`..." is not a number`)
 	_, err = readCSVBytes([]byte("src,dst\n1,"+strings.Repeat("\xe9", 100000)+"\n"), edges.Options{})
-	userErr(t, err, "edges.csv", `vertex key "`+strings.Repeat(`\xe9`, 60)+`..." is not valid UTF-8`)
+	edgetest.UserErr(t, err, "edges.csv", `vertex key "`+strings.Repeat(`\xe9`, 60)+`..." is not valid UTF-8`)
 	_, err = readMTXBytes([]byte("%%MatrixMarket matrix coordinate "+long+" general\n"), edges.Options{})
-	userErr(t, err, "m.mtx", `unknown Matrix Market field type "`+strings.Repeat("x", 60)+`..."`)
+	edgetest.UserErr(t, err, "m.mtx", `unknown Matrix Market field type "`+strings.Repeat("x", 60)+`..."`)
 	_, err = readMTXBytes([]byte("%%MatrixMarket matrix coordinate real general\n1 1 "+long+"\n"), edges.Options{})
-	userErr(t, err, "m.mtx", `entry count "`+strings.Repeat("x", 60)+`..." is not a count`)
+	edgetest.UserErr(t, err, "m.mtx", `entry count "`+strings.Repeat("x", 60)+`..." is not a count`)
 	if len(err.Error()) > 300 {
 		t.Errorf("message of %d bytes", len(err.Error()))
 	}
@@ -89,7 +90,7 @@ func TestCSVLongFieldsEchoedShort(t *testing.T) {
 func TestCSVLongHeaderListed(t *testing.T) {
 	data := []byte("src,dst," + strings.Repeat("c", 10<<20) + "\n1,2,3\n")
 	_, err := readCSV(context.Background(), "h.csv", bytes.NewReader(data), edges.Options{Columns: edges.Columns{Src: "x"}})
-	userErr(t, err, "h.csv", `no source column "x" (columns: src, dst, "ccc`)
+	edgetest.UserErr(t, err, "h.csv", `no source column "x" (columns: src, dst, "ccc`)
 	if len(err.Error()) > 200 {
 		t.Errorf("message of %d bytes", len(err.Error()))
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/internal/edgetest"
 	"github.com/gpipe/gpipe/ingest/internal/sniff"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
@@ -66,7 +67,7 @@ type fzWant struct {
 	errCol  string
 	errSays string
 
-	edges     []arEdge
+	edges     []edgetest.Edge
 	keyType   edges.KeyType
 	hasWeight bool
 	rows      int64 // RowsRead
@@ -102,7 +103,7 @@ func fzCheck(t *testing.T, what string, tbl *edges.Table, err error, path string
 		t.Fatalf("%s: %v keys, weight %v, %d rows read, skipped %v; want %v keys, weight %v, %d rows, %d skipped",
 			what, tbl.KeyType, tbl.HasWeight, tbl.RowsRead, tbl.Skipped, want.keyType, want.hasWeight, want.rows, want.skipped)
 	}
-	fzSameEdges(t, what, tableEdges(t, tbl), want.edges)
+	fzSameEdges(t, what, edgetest.Edges(t, tbl), want.edges)
 }
 
 // fzUserErr checks that err is a one-line input error that names the file
@@ -214,14 +215,14 @@ func fzSameWeight(a, b float64) bool {
 }
 
 // fzSameEdges compares edges read with edges expected.
-func fzSameEdges(t *testing.T, what string, got, want []arEdge) {
+func fzSameEdges(t *testing.T, what string, got, want []edgetest.Edge) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%s: %d edges, want %d:\ngot  %v\nwant %v", what, len(got), len(want), got, want)
 	}
 	for i := range got {
 		g, w := got[i], want[i]
-		if g.row != w.row || g.src != w.src || g.dst != w.dst || !fzSameWeight(g.w, w.w) {
+		if g.Row != w.Row || g.Src != w.Src || g.Dst != w.Dst || !fzSameWeight(g.W, w.W) {
 			t.Fatalf("%s: edge %d: got %+v, want %+v", what, i, g, w)
 		}
 	}
@@ -317,13 +318,13 @@ func fzSameKey(back, orig any) bool {
 
 // fzRoundTrip checks that edges written out and read back are the same:
 // the same keys (and, when sameType, key type), weights, and rows 0, 1, ...
-func fzRoundTrip(t *testing.T, what string, orig []arEdge, origType edges.KeyType, sameType bool, tbl *edges.Table, err error) {
+func fzRoundTrip(t *testing.T, what string, orig []edgetest.Edge, origType edges.KeyType, sameType bool, tbl *edges.Table, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatalf("%s: reading back: %v", what, err)
 	}
 	defer tbl.Release()
-	got := tableEdges(t, tbl)
+	got := edgetest.Edges(t, tbl)
 	if len(got) != len(orig) {
 		t.Fatalf("%s: %d edges read back, want %d", what, len(got), len(orig))
 	}
@@ -332,11 +333,11 @@ func fzRoundTrip(t *testing.T, what string, orig []arEdge, origType edges.KeyTyp
 	}
 	for i, g := range got {
 		o := orig[i]
-		same := g.src == o.src && g.dst == o.dst
+		same := g.Src == o.Src && g.Dst == o.Dst
 		if !sameType {
-			same = fzSameKey(g.src, o.src) && fzSameKey(g.dst, o.dst)
+			same = fzSameKey(g.Src, o.Src) && fzSameKey(g.Dst, o.Dst)
 		}
-		if !same || g.row != int64(i) || !fzSameWeight(g.w, o.w) {
+		if !same || g.Row != int64(i) || !fzSameWeight(g.W, o.W) {
 			t.Fatalf("%s: edge %d read back as %+v, want %+v at row %d", what, i, g, o, i)
 		}
 	}
@@ -432,9 +433,9 @@ func fzTextRef(data []byte, readWeight, skip bool) *fzWant {
 		if skipped[i] {
 			continue
 		}
-		e := arEdge{row: int64(i), src: refKey(l.fields[0], w.keyType), dst: refKey(l.fields[1], w.keyType)}
+		e := edgetest.Edge{Row: int64(i), Src: refKey(l.fields[0], w.keyType), Dst: refKey(l.fields[1], w.keyType)}
 		if w.hasWeight {
-			e.w, _ = fzFloat(l.fields[2])
+			e.W, _ = fzFloat(l.fields[2])
 		}
 		w.edges = append(w.edges, e)
 	}
@@ -479,12 +480,12 @@ func FuzzText(f *testing.F) {
 				continue
 			}
 			// Written back out and read again.
-			written := tableEdges(t, tbl)
+			written := edgetest.Edges(t, tbl)
 			var b bytes.Buffer
 			for _, e := range written {
-				b.WriteString(fzKeyString(e.src) + "\t" + fzKeyString(e.dst))
+				b.WriteString(fzKeyString(e.Src) + "\t" + fzKeyString(e.Dst))
 				if tbl.HasWeight {
-					b.WriteString(" " + strconv.FormatFloat(e.w, 'g', -1, 64))
+					b.WriteString(" " + strconv.FormatFloat(e.W, 'g', -1, 64))
 				}
 				b.WriteByte('\n')
 			}
@@ -675,13 +676,13 @@ func fzMTXRef(data []byte, readWeight, skip bool) *fzWant {
 			}
 			wv = v
 		}
-		w.edges = append(w.edges, arEdge{row: int64(k), src: idx[0], dst: idx[1], w: wv})
+		w.edges = append(w.edges, edgetest.Edge{Row: int64(k), Src: idx[0], Dst: idx[1], W: wv})
 		if mirror != 0 && idx[0] != idx[1] {
 			mw := wv
 			if w.hasWeight {
 				mw = wv * float64(mirror)
 			}
-			w.edges = append(w.edges, arEdge{row: int64(k), src: idx[1], dst: idx[0], w: mw})
+			w.edges = append(w.edges, edgetest.Edge{Row: int64(k), Src: idx[1], Dst: idx[0], W: mw})
 		}
 	}
 	w.rows = int64(len(entries))
@@ -737,7 +738,7 @@ func FuzzMatrixMarket(f *testing.F) {
 				continue
 			}
 			// Written back out as a general matrix and read again.
-			written := tableEdges(t, tbl)
+			written := edgetest.Edges(t, tbl)
 			var b bytes.Buffer
 			field := "pattern"
 			if tbl.HasWeight {
@@ -745,13 +746,13 @@ func FuzzMatrixMarket(f *testing.F) {
 			}
 			var maxS, maxD int64 = 1, 1
 			for _, e := range written {
-				maxS, maxD = max(maxS, e.src.(int64)), max(maxD, e.dst.(int64))
+				maxS, maxD = max(maxS, e.Src.(int64)), max(maxD, e.Dst.(int64))
 			}
 			fmt.Fprintf(&b, "%%%%MatrixMarket matrix coordinate %s general\n%d %d %d\n", field, maxS, maxD, len(written))
 			for _, e := range written {
-				fmt.Fprint(&b, e.src, " ", e.dst)
+				fmt.Fprint(&b, e.Src, " ", e.Dst)
 				if tbl.HasWeight {
-					b.WriteString(" " + strconv.FormatFloat(e.w, 'g', -1, 64))
+					b.WriteString(" " + strconv.FormatFloat(e.W, 'g', -1, 64))
 				}
 				b.WriteByte('\n')
 			}
@@ -863,7 +864,7 @@ func fzCSVRef(data []byte, readWeight, skip bool) *fzWant {
 			w.skipped++
 			continue
 		}
-		e := arEdge{row: row, src: rec[si], dst: rec[di]}
+		e := edgetest.Edge{Row: row, Src: rec[si], Dst: rec[di]}
 		if wi >= 0 {
 			f := rec[wi]
 			v, ok := fzFloat(f)
@@ -878,13 +879,13 @@ func fzCSVRef(data []byte, readWeight, skip bool) *fzWant {
 				w.skipped++
 				continue
 			}
-			e.w = v
+			e.W = v
 		}
 		w.edges = append(w.edges, e)
 	}
 	// Keys are integers when every key kept is.
 	for _, e := range w.edges {
-		for _, k := range []any{e.src, e.dst} {
+		for _, k := range []any{e.Src, e.Dst} {
 			if _, err := strconv.ParseInt(k.(string), 10, 64); err != nil {
 				w.keyType = edges.KeyString
 			}
@@ -893,7 +894,7 @@ func fzCSVRef(data []byte, readWeight, skip bool) *fzWant {
 	if w.keyType == edges.KeyInt64 {
 		for i := range w.edges {
 			e := &w.edges[i]
-			e.src, e.dst = refKey(e.src.(string), edges.KeyInt64), refKey(e.dst.(string), edges.KeyInt64)
+			e.Src, e.Dst = refKey(e.Src.(string), edges.KeyInt64), refKey(e.Dst.(string), edges.KeyInt64)
 		}
 	}
 	return w
@@ -938,7 +939,7 @@ func FuzzCSV(f *testing.F) {
 				continue
 			}
 			// Written back out with encoding/csv and read again.
-			written := tableEdges(t, tbl)
+			written := edgetest.Edges(t, tbl)
 			var b bytes.Buffer
 			cw := csv.NewWriter(&b)
 			header := []string{"src", "dst"}
@@ -947,9 +948,9 @@ func FuzzCSV(f *testing.F) {
 			}
 			_ = cw.Write(header)
 			for _, e := range written {
-				rec := []string{fzKeyString(e.src), fzKeyString(e.dst)}
+				rec := []string{fzKeyString(e.Src), fzKeyString(e.Dst)}
 				if tbl.HasWeight {
-					rec = append(rec, strconv.FormatFloat(e.w, 'g', -1, 64))
+					rec = append(rec, strconv.FormatFloat(e.W, 'g', -1, 64))
 				}
 				_ = cw.Write(rec)
 			}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/internal/edgetest"
 )
 
 // readMTXBytes reads data as a Matrix Market file named m.mtx.
@@ -33,7 +34,7 @@ func TestMatrixMarketEntryFields(t *testing.T) {
 		{pattern + "1 2 3 4 5 6\n", 3, "line 3: entry has more than 3 fields where this matrix's entries have 2 (row column)"},
 	} {
 		_, err := readMTXBytes([]byte(tc.data), edges.Options{Columns: edges.Columns{ReadWeight: true}})
-		if ue := userErr(t, err, "m.mtx", tc.want); ue.Line != tc.line {
+		if ue := edgetest.UserErr(t, err, "m.mtx", tc.want); ue.Line != tc.line {
 			t.Errorf("%q: line %d, want %d", tc.data, ue.Line, tc.line)
 		}
 	}
@@ -54,7 +55,7 @@ func TestMatrixMarketFewerEntries(t *testing.T) {
 		{"%%MatrixMarket matrix coordinate real general\n3 3 5", 2},
 	} {
 		_, err := readMTXBytes([]byte(tc.data), edges.Options{})
-		if ue := userErr(t, err, "m.mtx", "the file ends after", "entries its size line (line 2) announces"); ue.Line != tc.line {
+		if ue := edgetest.UserErr(t, err, "m.mtx", "the file ends after", "entries its size line (line 2) announces"); ue.Line != tc.line {
 			t.Errorf("%q: line %d, want %d", tc.data, ue.Line, tc.line)
 		}
 	}
@@ -73,7 +74,7 @@ func TestMatrixMarketIntegerValues(t *testing.T) {
 		{"2 3 x", `value "x" is not an integer`},
 	} {
 		_, err := readMTXBytes([]byte(head+"1 2 3\n"+tc.entry+"\n"), read)
-		if ue := userErr(t, err, "m.mtx", tc.says, "make the banner's field type real", "--skip-invalid"); ue.Line != 4 || ue.Row != 1 {
+		if ue := edgetest.UserErr(t, err, "m.mtx", tc.says, "make the banner's field type real", "--skip-invalid"); ue.Line != 4 || ue.Row != 1 {
 			t.Errorf("%q: line %d, row %d; want 4, 1", tc.entry, ue.Line, ue.Row)
 		}
 		// --skip-invalid drops the entry, as for a weight that is not a number.
@@ -81,20 +82,20 @@ func TestMatrixMarketIntegerValues(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sameEdges(t, tableEdges(t, tbl), []arEdge{{row: 0, src: int64(1), dst: int64(2), w: 3}})
+		edgetest.Same(t, edgetest.Edges(t, tbl), []edgetest.Edge{{Row: 0, Src: int64(1), Dst: int64(2), W: 3}})
 		tbl.Release()
 	}
 	tbl, err := readMTXBytes([]byte(head+"1 2 +007\n2 3 -9223372036854775808\n"), read)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameEdges(t, tableEdges(t, tbl), []arEdge{{row: 0, src: int64(1), dst: int64(2), w: 7}, {row: 1, src: int64(2), dst: int64(3), w: -9223372036854775808}})
+	edgetest.Same(t, edgetest.Edges(t, tbl), []edgetest.Edge{{Row: 0, Src: int64(1), Dst: int64(2), W: 7}, {Row: 1, Src: int64(2), Dst: int64(3), W: -9223372036854775808}})
 	tbl.Release()
 	tbl, err = readMTXBytes([]byte("%%MatrixMarket matrix coordinate real general\n3 3 1\n1 2 1.5\n"), read)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameEdges(t, tableEdges(t, tbl), []arEdge{{row: 0, src: int64(1), dst: int64(2), w: 1.5}})
+	edgetest.Same(t, edgetest.Edges(t, tbl), []edgetest.Edge{{Row: 0, Src: int64(1), Dst: int64(2), W: 1.5}})
 	tbl.Release()
 }
 

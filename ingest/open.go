@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gpipe/gpipe/ingest/arrowipc"
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/ingest/internal/sniff"
 	"github.com/gpipe/gpipe/ingest/parquet"
@@ -75,7 +76,7 @@ func Open(ctx context.Context, path string, stdin io.Reader, opts edges.Options)
 		return openStdin(ctx, stdin, format, opts)
 	}
 	if format == FormatArrowFile {
-		return readArrowFile(ctx, path, opts)
+		return arrowipc.ReadFile(ctx, path, opts)
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -93,7 +94,7 @@ func Open(ctx context.Context, path string, stdin io.Reader, opts edges.Options)
 func readFrom(ctx context.Context, name string, r io.Reader, format string, opts edges.Options) (*edges.Table, error) {
 	switch format {
 	case FormatArrowStream:
-		return ReadArrowStream(ctx, name, r, opts)
+		return arrowipc.ReadStream(ctx, name, r, opts)
 	case FormatCSV:
 		return readCSV(ctx, name, r, opts)
 	case FormatText:
@@ -127,7 +128,7 @@ func openStdin(ctx context.Context, stdin io.Reader, format string, opts edges.O
 			if err != nil {
 				return nil, err
 			}
-			t, err := readMappedArrow(ctx, name, m, opts)
+			t, err := arrowipc.ReadMapped(ctx, name, m, opts)
 			if err != nil {
 				m.Close()
 				return nil, err
@@ -142,7 +143,7 @@ func openStdin(ctx context.Context, stdin io.Reader, format string, opts edges.O
 	if format == FormatParquet {
 		return parquet.ReadAt(ctx, name, bytes.NewReader(data), int64(len(data)), opts)
 	}
-	return readMappedArrow(ctx, name, mmap.InMemory(data), opts)
+	return arrowipc.ReadMapped(ctx, name, mmap.InMemory(data), opts)
 }
 
 // formatNames are the formats as messages name them.

@@ -11,16 +11,27 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/ingest/internal/edgetest"
 )
+
+// readFile reads path with opts, failing the test on an error.
+func readFile(t testing.TB, path string, opts edges.Options) *edges.Table {
+	t.Helper()
+	tbl, err := Open(context.Background(), path, nil, opts)
+	if err != nil {
+		t.Fatalf("read %s: %v", filepath.Base(path), err)
+	}
+	return tbl
+}
 
 // Standard input is read in the format --input-format names (it was always
 // an Arrow IPC stream, and other formats were refused): from a pipe, from
 // a regular file (< file), and from any io.Reader.
 func TestStdinFormats(t *testing.T) {
 	dir := t.TempDir()
-	want := []arEdge{{row: 0, src: int64(1), dst: int64(2), w: 0.5}, {row: 1, src: int64(2), dst: int64(3), w: 1.5}}
+	want := []edgetest.Edge{{Row: 0, Src: int64(1), Dst: int64(2), W: 0.5}, {Row: 1, Src: int64(2), Dst: int64(3), W: 1.5}}
 
 	mem := memory.NewGoAllocator()
 	schema := arrow.NewSchema([]arrow.Field{
@@ -34,7 +45,7 @@ func TestStdinFormats(t *testing.T) {
 	b.Release()
 	defer rec.Release()
 	arrowPath := filepath.Join(dir, "e.arrow")
-	arWriteFile(t, arrowPath, schema, []arrow.Record{rec})
+	edgetest.WriteArrowFile(t, arrowPath, schema, []arrow.Record{rec})
 	tbl := array.NewTableFromRecords(schema, []arrow.Record{rec})
 	pqPath := edgetest.WriteParquet(t, dir, "e.parquet", tbl, edgetest.DefaultParquetWrite)
 	tbl.Release()
@@ -46,7 +57,7 @@ func TestStdinFormats(t *testing.T) {
 		return data
 	}
 	inputs := map[string][]byte{
-		FormatArrowStream: arStream(t, schema, []arrow.Record{rec}),
+		FormatArrowStream: edgetest.ArrowStream(t, schema, []arrow.Record{rec}),
 		FormatArrowFile:   fileBytes(arrowPath),
 		FormatParquet:     fileBytes(pqPath),
 		FormatCSV:         []byte("\xef\xbb\xbf\"src\",\"dst\",\"weight\"\n1,2,0.5\n2,3,1.5\n"),
@@ -65,7 +76,7 @@ func TestStdinFormats(t *testing.T) {
 			if tbl.Name != "-" {
 				t.Errorf("%s from %s: name %q", format, how, tbl.Name)
 			}
-			sameEdges(t, tableEdges(t, tbl), want)
+			edgetest.Same(t, edgetest.Edges(t, tbl), want)
 			tbl.Release()
 		}
 		tbl, err := Open(context.Background(), "-", bytes.NewReader(data), opts(format))
@@ -106,7 +117,7 @@ func TestStdinFormats(t *testing.T) {
 		FormatText:      "-: the input is not an Arrow IPC stream: it looks like text (an edge list?); pass --input-format text",
 	} {
 		_, err := Open(context.Background(), "-", io.MultiReader(bytes.NewReader(inputs[format])), edges.Options{})
-		userErr(t, err, "-", says)
+		edgetest.UserErr(t, err, "-", says)
 	}
 	// A file named .arrows says how to name it.
 	path := filepath.Join(dir, "e.arrows")
@@ -114,7 +125,7 @@ func TestStdinFormats(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := Open(context.Background(), path, nil, edges.Options{})
-	userErr(t, err, path, "it looks like CSV text; name it .csv or pass --input-format csv")
+	edgetest.UserErr(t, err, path, "it looks like CSV text; name it .csv or pass --input-format csv")
 
 	// An empty standard input is an error, as an empty file is (an empty
 	// edge list is an empty graph).
@@ -126,8 +137,8 @@ func TestStdinFormats(t *testing.T) {
 			}
 			continue
 		}
-		userErr(t, err, "-")
+		edgetest.UserErr(t, err, "-")
 	}
 	_, err = Open(context.Background(), "-", bytes.NewReader(nil), edges.Options{Format: "xml"})
-	userErr(t, err, "", `unknown input format "xml"`)
+	edgetest.UserErr(t, err, "", `unknown input format "xml"`)
 }

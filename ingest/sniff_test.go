@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/internal/edgetest"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
@@ -25,18 +26,18 @@ func TestUTF8BOM(t *testing.T) {
 	if tbl.KeyType != edges.KeyInt64 {
 		t.Errorf("edge list keys are %v, want int64", tbl.KeyType)
 	}
-	sameEdges(t, tableEdges(t, tbl), []arEdge{{row: 0, src: int64(1), dst: int64(2)}, {row: 1, src: int64(2), dst: int64(3)}})
+	edgetest.Same(t, edgetest.Edges(t, tbl), []edgetest.Edge{{Row: 0, Src: int64(1), Dst: int64(2)}, {Row: 1, Src: int64(2), Dst: int64(3)}})
 	tbl.Release()
 
 	tbl, err = readMTXBytes([]byte(bom+"%%MatrixMarket matrix coordinate pattern general\n3 3 2\n1 2\n2 3\n"), edges.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameEdges(t, tableEdges(t, tbl), []arEdge{{row: 0, src: int64(1), dst: int64(2)}, {row: 1, src: int64(2), dst: int64(3)}})
+	edgetest.Same(t, edgetest.Edges(t, tbl), []edgetest.Edge{{Row: 0, Src: int64(1), Dst: int64(2)}, {Row: 1, Src: int64(2), Dst: int64(3)}})
 	tbl.Release()
 	// Lines are counted as before: the mark is part of line 1.
 	_, err = readMTXBytes([]byte(bom+"%%MatrixMarket matrix coordinate pattern general\n3 3 1\n1 9\n"), edges.Options{})
-	if ue := userErr(t, err, "m.mtx", "column index 9 is outside 1..3"); ue.Line != 3 {
+	if ue := edgetest.UserErr(t, err, "m.mtx", "column index 9 is outside 1..3"); ue.Line != 3 {
 		t.Errorf("line %d, want 3", ue.Line)
 	}
 
@@ -45,7 +46,7 @@ func TestUTF8BOM(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", data, err)
 		}
-		sameEdges(t, tableEdges(t, tbl), []arEdge{{row: 0, src: int64(1), dst: int64(2)}, {row: 1, src: int64(2), dst: int64(3)}})
+		edgetest.Same(t, edgetest.Edges(t, tbl), []edgetest.Edge{{Row: 0, Src: int64(1), Dst: int64(2)}, {Row: 1, Src: int64(2), Dst: int64(3)}})
 		tbl.Release()
 	}
 }
@@ -78,14 +79,14 @@ func TestWideText(t *testing.T) {
 			{"m.mtx", readMTXBytes, "%%MatrixMarket matrix coordinate pattern general\n2 2 1\n1 2\n"},
 		} {
 			_, err := r.read(utf16(r.data, be), edges.Options{})
-			ue := userErr(t, err, r.name, "is UTF-16 text", "iconv -f utf-16 -t utf-8")
+			ue := edgetest.UserErr(t, err, r.name, "is UTF-16 text", "iconv -f utf-16 -t utf-8")
 			if strings.Contains(err.Error(), "latin1") || ue.Line != 0 {
 				t.Errorf("%s: %v", r.name, err)
 			}
 		}
 	}
 	_, err := readCSVBytes([]byte{0xFF, 0xFE, 0, 0, 's', 0, 0, 0}, edges.Options{})
-	userErr(t, err, "edges.csv", "UTF-32", "iconv -f utf-32 -t utf-8")
+	edgetest.UserErr(t, err, "edges.csv", "UTF-32", "iconv -f utf-32 -t utf-8")
 }
 
 // Binary files read as text say what they look like, in a short message
@@ -115,7 +116,7 @@ func TestBinaryAsText(t *testing.T) {
 			{"m.mtx", "not a Matrix Market file", readMTXBytes},
 		} {
 			_, err := r.read(tc.data, edges.Options{})
-			userErr(t, err, r.name, append([]string{r.what}, tc.says...)...)
+			edgetest.UserErr(t, err, r.name, append([]string{r.what}, tc.says...)...)
 			if len(err.Error()) > 300 {
 				t.Errorf("%s: message of %d bytes: %v", r.name, len(err.Error()), err)
 			}
@@ -130,7 +131,7 @@ func TestBinaryAsText(t *testing.T) {
 	// Another binary file: its header is echoed short, and said not to be text.
 	junk := append([]byte("\x01\x02\x00\x00"), bytes.Repeat([]byte("\x00\xf0x"), 2000)...)
 	_, err = readCSVBytes(junk, edges.Options{})
-	userErr(t, err, "edges.csv", `the file does not look like CSV text: its first line holds binary data ("\x01\x02\x00\x00\x00\xf0x`, `"...)`, "--input-format")
+	edgetest.UserErr(t, err, "edges.csv", `the file does not look like CSV text: its first line holds binary data ("\x01\x02\x00\x00\x00\xf0x`, `"...)`, "--input-format")
 	if len(err.Error()) > 400 {
 		t.Errorf("message of %d bytes: %v", len(err.Error()), err)
 	}
@@ -147,7 +148,7 @@ func TestDirectoryInput(t *testing.T) {
 		}
 		for _, format := range []string{"", FormatParquet, FormatArrowFile, FormatArrowStream, FormatCSV, FormatText, FormatMTX} {
 			_, err := Open(context.Background(), path, nil, edges.Options{Format: format})
-			ue := userErr(t, err, path, ": is a directory, not ", "; name a file in it")
+			ue := edgetest.UserErr(t, err, path, ": is a directory, not ", "; name a file in it")
 			if ue.Kind != usererr.Input {
 				t.Errorf("%s as %q: kind %v", name, format, ue.Kind)
 			}
@@ -180,8 +181,8 @@ func TestNotParquetOrArrowFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := Open(context.Background(), path, nil, edges.Options{Format: tc.as})
-		userErr(t, err, path, tc.says)
+		edgetest.UserErr(t, err, path, tc.says)
 		_, err = Open(context.Background(), "-", strings.NewReader(inputs[tc.in]), edges.Options{Format: tc.as})
-		userErr(t, err, "-", strings.Split(tc.says, ";")[0])
+		edgetest.UserErr(t, err, "-", strings.Split(tc.says, ";")[0])
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/internal/edgetest"
 )
 
 // refLine is a data line of a text input as a simple reader sees it.
@@ -64,20 +65,20 @@ func refAllInt(lines []refLine) bool {
 }
 
 // txtExpected is the edges a valid text input holds.
-func txtExpected(lines []refLine, readWeight bool) ([]arEdge, edges.KeyType) {
+func txtExpected(lines []refLine, readWeight bool) ([]edgetest.Edge, edges.KeyType) {
 	kt := edges.KeyString
 	if refAllInt(lines) {
 		kt = edges.KeyInt64
 	}
-	var out []arEdge
+	var out []edgetest.Edge
 	for i, l := range lines {
-		e := arEdge{row: int64(i), src: refKey(l.fields[0], kt), dst: refKey(l.fields[1], kt)}
+		e := edgetest.Edge{Row: int64(i), Src: refKey(l.fields[0], kt), Dst: refKey(l.fields[1], kt)}
 		if readWeight && len(l.fields) == 3 {
 			w, err := strconv.ParseFloat(l.fields[2], 64)
 			if err != nil {
 				panic(err)
 			}
-			e.w = w
+			e.W = w
 		}
 		out = append(out, e)
 	}
@@ -203,7 +204,7 @@ func TestTextValues(t *testing.T) {
 				if tbl.HasWeight != (readWeight && tc.weighted) {
 					t.Errorf("HasWeight %v", tbl.HasWeight)
 				}
-				sameEdges(t, tableEdges(t, tbl), want)
+				edgetest.Same(t, edgetest.Edges(t, tbl), want)
 				if tbl.RowsRead != int64(len(lines)) || len(tbl.Chunks) < 10 {
 					t.Errorf("RowsRead %d of %d lines, %d chunks", tbl.RowsRead, len(lines), len(tbl.Chunks))
 				}
@@ -239,7 +240,7 @@ func TestTextErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := readTextBytes([]byte(tc.data), edges.Options{Columns: edges.Columns{ReadWeight: true}})
-			ue := userErr(t, err, "edges.txt", tc.want)
+			ue := edgetest.UserErr(t, err, "edges.txt", tc.want)
 			if ue.Line != tc.line {
 				t.Errorf("line %d, want %d", ue.Line, tc.line)
 			}
@@ -255,7 +256,7 @@ func TestTextErrors(t *testing.T) {
 	}
 	// The row of a bad weight.
 	_, err = readTextBytes([]byte("# h\n1 2 3\n\n4 5 6\n7 8 nan?\n"), edges.Options{Columns: edges.Columns{ReadWeight: true}})
-	if ue := userErr(t, err, "edges.txt", "line 5"); ue.Row != 2 {
+	if ue := edgetest.UserErr(t, err, "edges.txt", "line 5"); ue.Row != 2 {
 		t.Errorf("row %d, want 2", ue.Row)
 	}
 }
@@ -268,17 +269,17 @@ func TestTextSkipInvalid(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tbl.Release()
-	want := []arEdge{
-		{row: 0, src: int64(1), dst: int64(2), w: 1},
-		{row: 2, src: int64(5), dst: int64(6), w: 2.5},
-		{row: 4, src: int64(9), dst: int64(10), w: 1000},
-		{row: 5, src: int64(11), dst: int64(12), w: math.Inf(1)},
+	want := []edgetest.Edge{
+		{Row: 0, Src: int64(1), Dst: int64(2), W: 1},
+		{Row: 2, Src: int64(5), Dst: int64(6), W: 2.5},
+		{Row: 4, Src: int64(9), Dst: int64(10), W: 1000},
+		{Row: 5, Src: int64(11), Dst: int64(12), W: math.Inf(1)},
 	}
-	got := tableEdges(t, tbl)
+	got := edgetest.Edges(t, tbl)
 	if len(got) != len(want) {
 		t.Fatalf("edges %v, want %v", got, want)
 	}
-	sameEdges(t, got, want)
+	edgetest.Same(t, got, want)
 	if n := tbl.Skipped[`invalid weight in column "weight"`]; n != 3 || tbl.Skipped.Total() != 3 || tbl.RowsRead != 7 {
 		t.Errorf("skipped %v, rows %d", tbl.Skipped, tbl.RowsRead)
 	}
@@ -323,7 +324,7 @@ func TestTextEdgeCases(t *testing.T) {
 			t.Errorf("%q: %d edges of %v, want %d of %v", tc.data, tbl.NumEdges(), tbl.KeyType, tc.edges, tc.kt)
 		}
 		want, _ := txtExpected(refTextLines([]byte(tc.data), 1), false)
-		sameEdges(t, tableEdges(t, tbl), want)
+		edgetest.Same(t, edgetest.Edges(t, tbl), want)
 	}
 }
 
@@ -338,7 +339,7 @@ func TestTextFile(t *testing.T) {
 		}
 		tbl := readFile(t, path, edges.Options{Columns: edges.Columns{ReadWeight: true}})
 		want, _ := txtExpected(refTextLines(data, 1), true)
-		sameEdges(t, tableEdges(t, tbl), want)
+		edgetest.Same(t, edgetest.Edges(t, tbl), want)
 		if tbl.Name != path {
 			t.Errorf("Name %q", tbl.Name)
 		}
@@ -350,7 +351,7 @@ func TestTextFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := Open(context.Background(), path, nil, edges.Options{})
-	userErr(t, err, path, "line 2")
+	edgetest.UserErr(t, err, path, "line 2")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := Open(ctx, path, nil, edges.Options{}); err != context.Canceled {
@@ -417,7 +418,7 @@ func TestTextKeysNotUTF8(t *testing.T) {
 	txtSmallBlocks(t, 40)
 	data := []byte("# names\nanna bob\n\xffoo anna\nbob carl\n")
 	_, err := readTextBytes(data, edges.Options{})
-	ue := userErr(t, err, "edges.txt", `column "src", line 3: vertex key "\xffoo" is not valid UTF-8`)
+	ue := edgetest.UserErr(t, err, "edges.txt", `column "src", line 3: vertex key "\xffoo" is not valid UTF-8`)
 	if ue.Line != 3 {
 		t.Errorf("line %d, want 3", ue.Line)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/internal/edgetest"
 )
 
 // Edge tables written by other tools: pyarrow and DuckDB (their Parquet,
@@ -60,7 +61,7 @@ var writerFixtures = map[string]writerFixture{
 }
 
 // writersKey is key(x) of scripts/fixtures/pyarrow-writers.py, normalized
-// as tableKey gives it (int64, uint64 or string).
+// as edgetest.Key gives it (int64, uint64 or string).
 func writersKey(kind string, x int64) any {
 	switch kind {
 	case "int32":
@@ -79,13 +80,13 @@ func writersKey(kind string, x int64) any {
 }
 
 // writersRow is row i of the logical table.
-func writersRow(f writerFixture, i int64) arEdge {
+func writersRow(f writerFixture, i int64) edgetest.Edge {
 	a, b := (i*7919+13)%500, (i*104729+71)%500
 	w := float64(i%97) / 8
 	if f.intW {
 		w = float64(i % 97)
 	}
-	return arEdge{row: i, src: writersKey(f.keys, a), dst: writersKey(f.keys, b), w: w}
+	return edgetest.Edge{Row: i, Src: writersKey(f.keys, a), Dst: writersKey(f.keys, b), W: w}
 }
 
 func TestOtherWriters(t *testing.T) {
@@ -110,7 +111,7 @@ func TestOtherWriters(t *testing.T) {
 			path := filepath.Join(dir, name)
 			opts := edges.Options{Columns: f.cols}
 			opts.Columns.ReadWeight = true
-			var want []arEdge
+			var want []edgetest.Edge
 			skip := map[int64]bool{}
 			for _, r := range f.nullRow {
 				skip[r] = true
@@ -122,7 +123,7 @@ func TestOtherWriters(t *testing.T) {
 			}
 			if len(f.nullRow) > 0 {
 				_, err := Open(context.Background(), path, nil, opts)
-				ue := userErr(t, err, path, `column "src", row 17: null vertex key`)
+				ue := edgetest.UserErr(t, err, path, `column "src", row 17: null vertex key`)
 				if ue.Row != 17 {
 					t.Errorf("row %d, want 17", ue.Row)
 				}
@@ -136,7 +137,7 @@ func TestOtherWriters(t *testing.T) {
 			if !tbl.HasWeight {
 				t.Fatal("the weight column was not read")
 			}
-			sameEdges(t, tableEdges(t, tbl), want)
+			edgetest.Same(t, edgetest.Edges(t, tbl), want)
 			if tbl.RowsRead != writersN || tbl.Skipped.Total() != int64(len(f.nullRow)) {
 				t.Errorf("rows read %d, skipped %v; want %d, %d", tbl.RowsRead, tbl.Skipped, writersN, len(f.nullRow))
 			}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/gpipe/gpipe"
 	"github.com/gpipe/gpipe/convert"
-	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/ingest/arrowipc"
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/bytesize"
 	"github.com/gpipe/gpipe/internal/usererr"
@@ -103,7 +103,7 @@ type builtGraph struct {
 // limit stops at the batch that crosses it. On error nothing is kept.
 func (s *service) receive(ctx context.Context, rdr *flight.Reader, name string, opts edges.Options) (t *edges.Table, held int64, err error) {
 	opts.Alloc = s.backend.Alloc()
-	a, err := ingest.NewAppender(name, rdr.Schema(), opts)
+	a, err := arrowipc.NewAppender(name, rdr.Schema(), opts)
 	if err != nil {
 		return nil, 0, err
 	}

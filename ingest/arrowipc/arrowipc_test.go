@@ -1,4 +1,4 @@
-package ingest
+package arrowipc
 
 import (
 	"bufio"
@@ -21,11 +21,11 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/gpipe/gpipe/ingest/edges"
-	"github.com/gpipe/gpipe/internal/usererr"
+	"github.com/gpipe/gpipe/ingest/internal/edgetest"
 )
 
-// arCase describes record batches of edges to write.
-type arCase struct {
+// recordCase describes record batches of edges to write.
+type recordCase struct {
 	key      arrow.DataType
 	weight   arrow.DataType // nil: no weight column
 	batches  []int          // rows per batch
@@ -35,8 +35,8 @@ type arCase struct {
 	seed     uint64
 }
 
-// arExtraTypes are columns the mapped reader must step over.
-var arExtraTypes = []struct {
+// extraTypes are columns the mapped reader must step over.
+var extraTypes = []struct {
 	name string
 	typ  arrow.DataType
 	json []string // values cycled through
@@ -62,10 +62,10 @@ var arExtraTypes = []struct {
 	{"a_dict", &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int16, ValueType: arrow.BinaryTypes.String}, []string{"0", "2", "null"}},
 }
 
-// arKeyPool is the n-th key of a pool, as the value a column of type dt holds.
-func arKeyString(i int) string { return "v" + strconv.Itoa(i*7919%1000) }
+// keyString is the i-th string key.
+func keyString(i int) string { return "v" + strconv.Itoa(i*7919%1000) }
 
-func arAppendKey(b array.Builder, i int) {
+func appendKey(b array.Builder, i int) {
 	switch b := b.(type) {
 	case *array.Int32Builder:
 		b.Append(int32(i*37 - 400))
@@ -76,17 +76,17 @@ func arAppendKey(b array.Builder, i int) {
 	case *array.Uint64Builder:
 		b.Append(uint64(i)*1_000_000_007 + 1<<63)
 	case *array.StringBuilder:
-		b.Append(arKeyString(i))
+		b.Append(keyString(i))
 	case *array.LargeStringBuilder:
-		b.Append(arKeyString(i))
+		b.Append(keyString(i))
 	case *array.StringViewBuilder:
-		b.Append(arKeyString(i) + strings.Repeat("-", i%20))
+		b.Append(keyString(i) + strings.Repeat("-", i%20))
 	default:
 		panic(fmt.Sprintf("no key builder %T", b))
 	}
 }
 
-func arAppendWeight(b array.Builder, x int) {
+func appendWeight(b array.Builder, x int) {
 	switch b := b.(type) {
 	case *array.Int8Builder:
 		b.Append(int8(x % 100))
@@ -111,15 +111,15 @@ func arAppendWeight(b array.Builder, x int) {
 	case *array.Float64Builder:
 		b.Append(float64(x)/16 - 3)
 	default: // a weight column of a type that cannot hold weights
-		arAppendKey(b, x)
+		appendKey(b, x)
 	}
 }
 
-// arColumn builds n values of type dt, nulls at rate nullRate.
-func arColumn(mem memory.Allocator, rng *rand.Rand, dt arrow.DataType, n int, nullRate float64, weight bool) arrow.Array {
+// randomColumn builds n values of type dt, nulls at rate nullRate.
+func randomColumn(mem memory.Allocator, rng *rand.Rand, dt arrow.DataType, n int, nullRate float64, weight bool) arrow.Array {
 	if d, ok := dt.(*arrow.DictionaryType); ok {
 		const pool = 60
-		dict := arColumn(mem, rng, d.ValueType, pool, 0, weight)
+		dict := randomColumn(mem, rng, d.ValueType, pool, 0, weight)
 		defer dict.Release()
 		ib := array.NewBuilder(mem, d.IndexType)
 		defer ib.Release()
@@ -155,25 +155,25 @@ func arColumn(mem memory.Allocator, rng *rand.Rand, dt arrow.DataType, n int, nu
 		case rng.Float64() < nullRate:
 			b.AppendNull()
 		case n == 60 && weight: // a dictionary's values: the same in every batch
-			arAppendWeight(b, i*17)
+			appendWeight(b, i*17)
 		case n == 60:
-			arAppendKey(b, i)
+			appendKey(b, i)
 		case weight:
-			arAppendWeight(b, rng.IntN(1000))
+			appendWeight(b, rng.IntN(1000))
 		default:
-			arAppendKey(b, rng.IntN(500))
+			appendKey(b, rng.IntN(500))
 		}
 	}
 	return b.NewArray()
 }
 
 // records builds the case's schema and batches.
-func (c arCase) records(t testing.TB, mem memory.Allocator) (*arrow.Schema, []arrow.Record) {
+func (c recordCase) records(t testing.TB, mem memory.Allocator) (*arrow.Schema, []arrow.Record) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(c.seed, 7))
 	var fields []arrow.Field
 	if c.extra {
-		for _, x := range arExtraTypes {
+		for _, x := range extraTypes {
 			fields = append(fields, arrow.Field{Name: x.name, Type: x.typ, Nullable: true})
 		}
 	}
@@ -187,7 +187,7 @@ func (c arCase) records(t testing.TB, mem memory.Allocator) (*arrow.Schema, []ar
 	for _, n := range c.batches {
 		var cols []arrow.Array
 		if c.extra {
-			for _, x := range arExtraTypes {
+			for _, x := range extraTypes {
 				vals := make([]string, n)
 				for i := range vals {
 					vals[i] = x.json[(i+rng.IntN(2))%len(x.json)]
@@ -214,11 +214,11 @@ func (c arCase) records(t testing.TB, mem memory.Allocator) (*arrow.Schema, []ar
 				cols = append(cols, arr)
 			}
 		}
-		cols = append(cols, arColumn(mem, rng, c.key, n, c.keyNulls, false), arColumn(mem, rng, c.key, n, c.keyNulls, false))
+		cols = append(cols, randomColumn(mem, rng, c.key, n, c.keyNulls, false), randomColumn(mem, rng, c.key, n, c.keyNulls, false))
 		if c.weight != nil {
-			cols = append(cols, arColumn(mem, rng, c.weight, n, c.wNulls, true))
+			cols = append(cols, randomColumn(mem, rng, c.weight, n, c.wNulls, true))
 		}
-		cols = append(cols, arColumn(mem, rng, arrow.BinaryTypes.String, n, 0.3, false))
+		cols = append(cols, randomColumn(mem, rng, arrow.BinaryTypes.String, n, 0.3, false))
 		recs = append(recs, array.NewRecord(schema, cols, int64(n)))
 		for _, a := range cols {
 			a.Release()
@@ -227,69 +227,22 @@ func (c arCase) records(t testing.TB, mem memory.Allocator) (*arrow.Schema, []ar
 	return schema, recs
 }
 
-func arRelease(recs []arrow.Record) {
+func releaseAll(recs []arrow.Record) {
 	for _, r := range recs {
 		r.Release()
 	}
 }
 
-// arWriteFile writes the batches as an IPC file.
-func arWriteFile(t testing.TB, path string, schema *arrow.Schema, recs []arrow.Record, opts ...ipc.Option) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := ipc.NewFileWriter(f, append([]ipc.Option{ipc.WithSchema(schema)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range recs {
-		if err := w.Write(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// arStream is the batches as an IPC stream.
-func arStream(t testing.TB, schema *arrow.Schema, recs []arrow.Record, opts ...ipc.Option) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	w := ipc.NewWriter(&buf, append([]ipc.Option{ipc.WithSchema(schema)}, opts...)...)
-	for _, r := range recs {
-		if err := w.Write(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-// arEdge is an edge as the tests compare them.
-type arEdge struct {
-	row      int64
-	src, dst any
-	w        float64
-}
-
-// arValue is value i of arr normalized (int64, uint64, string, float64),
+// valueAt is value i of arr normalized (int64, uint64, string, float64),
 // and whether it is null (a dictionary's null value counts).
-func arValue(arr arrow.Array, i int) (any, bool) {
+func valueAt(arr arrow.Array, i int) (any, bool) {
 	if arr.IsNull(i) {
 		return nil, true
 	}
 	switch a := arr.(type) {
 	case *array.Dictionary:
 		j := a.GetValueIndex(i)
-		return arValue(a.Dictionary(), j)
+		return valueAt(a.Dictionary(), j)
 	case *array.Int8:
 		return float64(a.Value(i)), false
 	case *array.Int16:
@@ -322,7 +275,7 @@ func arValue(arr arrow.Array, i int) (any, bool) {
 	panic(fmt.Sprintf("no value from %T", arr))
 }
 
-func arFloat(v any) float64 {
+func asFloat(v any) float64 {
 	switch v := v.(type) {
 	case int64:
 		return float64(v)
@@ -334,11 +287,11 @@ func arFloat(v any) float64 {
 	panic(fmt.Sprintf("no float from %T", v))
 }
 
-// arExpected is what reading recs must give: kept edges, and the rows
+// expected is what reading recs must give: kept edges, and the rows
 // dropped by reason.
-func arExpected(recs []arrow.Record, opts edges.Options) ([]arEdge, edges.Skips) {
+func expected(recs []arrow.Record, opts edges.Options) ([]edgetest.Edge, edges.Skips) {
 	cols := opts.Columns.WithDefaults()
-	var out []arEdge
+	var out []edgetest.Edge
 	skips := edges.Skips{}
 	var row int64
 	for _, r := range recs {
@@ -352,9 +305,9 @@ func arExpected(recs []arrow.Record, opts edges.Options) ([]arEdge, edges.Skips)
 			}
 		}
 		for i := 0; i < int(r.NumRows()); i, row = i+1, row+1 {
-			sv, sn := arValue(src, i)
-			dv, dn := arValue(dst, i)
-			e := arEdge{row: row, src: sv, dst: dv}
+			sv, sn := valueAt(src, i)
+			dv, dn := valueAt(dst, i)
+			e := edgetest.Edge{Row: row, Src: sv, Dst: dv}
 			switch {
 			case sn:
 				skips.Add(edges.SkipNullKey(cols.Src), 1)
@@ -364,12 +317,12 @@ func arExpected(recs []arrow.Record, opts edges.Options) ([]arEdge, edges.Skips)
 				continue
 			}
 			if w != nil {
-				wv, wn := arValue(w, i)
+				wv, wn := valueAt(w, i)
 				if wn {
 					skips.Add(edges.SkipNullWeight(cols.Weight), 1)
 					continue
 				}
-				e.w = arFloat(wv)
+				e.W = asFloat(wv)
 			}
 			out = append(out, e)
 		}
@@ -377,64 +330,11 @@ func arExpected(recs []arrow.Record, opts edges.Options) ([]arEdge, edges.Skips)
 	return out, skips
 }
 
-// tableKey is key i of k, normalized like arValue.
-func tableKey(k *edges.Keys, i int) any {
-	switch {
-	case k.Int32 != nil:
-		return int64(k.Int32[i])
-	case k.Int64 != nil:
-		return k.Int64[i]
-	case k.Uint32 != nil:
-		return uint64(k.Uint32[i])
-	case k.Uint64 != nil:
-		return k.Uint64[i]
-	case k.Str != nil:
-		return string(k.Str.At(i))
-	}
-	return nil
-}
-
-// tableEdges lists a table's edges.
-func tableEdges(t testing.TB, tbl *edges.Table) []arEdge {
-	t.Helper()
-	var out []arEdge
-	for ci := range tbl.Chunks {
-		c := &tbl.Chunks[ci]
-		if c.Dst.Len() != c.Len() || (c.Weight != nil && len(c.Weight) != c.Len()) || (c.Rows != nil && len(c.Rows) != c.Len()) {
-			t.Fatalf("chunk %d: lengths src %d dst %d weight %d rows %d", ci, c.Len(), c.Dst.Len(), len(c.Weight), len(c.Rows))
-		}
-		if tbl.HasWeight != (c.Weight != nil) {
-			t.Fatalf("chunk %d: HasWeight %v but weight column %v", ci, tbl.HasWeight, c.Weight != nil)
-		}
-		for i := 0; i < c.Len(); i++ {
-			e := arEdge{row: c.Row(i), src: tableKey(&c.Src, i), dst: tableKey(&c.Dst, i)}
-			if c.Weight != nil {
-				e.w = c.Weight[i]
-			}
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-// sameEdges compares edges read with edges expected.
-func sameEdges(t testing.TB, got, want []arEdge) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%d edges, want %d", len(got), len(want))
-	}
-	for i := range got {
-		if got[i] != want[i] {
-			t.Fatalf("edge %d: got %+v, want %+v", i, got[i], want[i])
-		}
-	}
-}
-
 // checkTable compares a table with the batches it was read from.
 func checkTable(t testing.TB, tbl *edges.Table, recs []arrow.Record, opts edges.Options) {
 	t.Helper()
-	want, skips := arExpected(recs, opts)
-	sameEdges(t, tableEdges(t, tbl), want)
+	want, skips := expected(recs, opts)
+	edgetest.Same(t, edgetest.Edges(t, tbl), want)
 	var rows int64
 	for _, r := range recs {
 		rows += r.NumRows()
@@ -446,7 +346,7 @@ func checkTable(t testing.TB, tbl *edges.Table, recs []arrow.Record, opts edges.
 		t.Errorf("Skipped %v, want %v", tbl.Skipped, skips)
 	}
 	src := recs[0].Schema().Field(recs[0].Schema().FieldIndices("src")[0]).Type
-	if want := recKeyType(src); tbl.KeyType != want {
+	if want := keyTypeOf(src); tbl.KeyType != want {
 		t.Errorf("KeyType %v, want %v", tbl.KeyType, want)
 	}
 	wantArrow := src
@@ -461,29 +361,7 @@ func checkTable(t testing.TB, tbl *edges.Table, recs []arrow.Record, opts edges.
 	}
 }
 
-// userErr checks err is a one-line user error naming name, and returns it.
-func userErr(t testing.TB, err error, name string, contains ...string) *usererr.Error {
-	t.Helper()
-	var ue *usererr.Error
-	if !errors.As(err, &ue) {
-		t.Fatalf("error %v (%T) is not a usererr.Error", err, err)
-	}
-	msg := err.Error()
-	if strings.Contains(msg, "\n") {
-		t.Errorf("error is not one line: %q", msg)
-	}
-	if name != "" && !strings.HasPrefix(msg, name) {
-		t.Errorf("error %q does not start with the input name %q", msg, name)
-	}
-	for _, c := range contains {
-		if !strings.Contains(msg, c) {
-			t.Errorf("error %q does not say %q", msg, c)
-		}
-	}
-	return ue
-}
-
-var arKeyTypes = []arrow.DataType{
+var keyTypes = []arrow.DataType{
 	arrow.PrimitiveTypes.Int32, arrow.PrimitiveTypes.Int64, arrow.PrimitiveTypes.Uint32, arrow.PrimitiveTypes.Uint64,
 	arrow.BinaryTypes.String, arrow.BinaryTypes.LargeString, arrow.BinaryTypes.StringView,
 	&arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String},
@@ -491,14 +369,14 @@ var arKeyTypes = []arrow.DataType{
 	&arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Uint32, ValueType: arrow.PrimitiveTypes.Int64},
 }
 
-var arWeightTypes = []arrow.DataType{
+var weightTypes = []arrow.DataType{
 	nil, arrow.PrimitiveTypes.Float64, arrow.PrimitiveTypes.Int8, arrow.PrimitiveTypes.Int16, arrow.PrimitiveTypes.Int32,
 	arrow.PrimitiveTypes.Int64, arrow.PrimitiveTypes.Uint8, arrow.PrimitiveTypes.Uint16, arrow.PrimitiveTypes.Uint32,
 	arrow.PrimitiveTypes.Uint64, arrow.FixedWidthTypes.Float16, arrow.PrimitiveTypes.Float32,
 	&arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int16, ValueType: arrow.PrimitiveTypes.Float64},
 }
 
-var arCompressions = []struct {
+var compressions = []struct {
 	name string
 	opt  []ipc.Option
 }{
@@ -507,10 +385,11 @@ var arCompressions = []struct {
 	{"zstd", []ipc.Option{ipc.WithZstd()}},
 }
 
-// readFile reads path with opts, failing the test on an error.
+// readFile reads the Arrow IPC file at path with opts, failing the test
+// on an error.
 func readFile(t testing.TB, path string, opts edges.Options) *edges.Table {
 	t.Helper()
-	tbl, err := Open(context.Background(), path, nil, opts)
+	tbl, err := ReadFile(context.Background(), path, opts)
 	if err != nil {
 		t.Fatalf("read %s: %v", filepath.Base(path), err)
 	}
@@ -520,21 +399,21 @@ func readFile(t testing.TB, path string, opts edges.Options) *edges.Table {
 func TestArrowFileTypes(t *testing.T) {
 	dir := t.TempDir()
 	n := 0
-	for ki, key := range arKeyTypes {
-		for wi, w := range arWeightTypes {
+	for ki, key := range keyTypes {
+		for wi, w := range weightTypes {
 			if (ki+wi)%3 != 0 && wi > 1 && ki > 1 {
 				continue // a spread of pairs, not all of them
 			}
-			comp := arCompressions[n%len(arCompressions)]
+			comp := compressions[n%len(compressions)]
 			n++
-			c := arCase{key: key, weight: w, batches: []int{130, 0, 77, 300}, seed: uint64(ki*100 + wi)}
+			c := recordCase{key: key, weight: w, batches: []int{130, 0, 77, 300}, seed: uint64(ki*100 + wi)}
 			name := fmt.Sprintf("%s_%v_%s", arrowTypeName(key), w, comp.name)
 			t.Run(name, func(t *testing.T) {
 				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 				schema, recs := c.records(t, memory.DefaultAllocator)
-				defer arRelease(recs)
+				defer releaseAll(recs)
 				path := filepath.Join(dir, strings.NewReplacer("<", "_", ">", "_").Replace(name)+".arrow")
-				arWriteFile(t, path, schema, recs, comp.opt...)
+				edgetest.WriteArrowFile(t, path, schema, recs, comp.opt...)
 				for _, readWeight := range []bool{true, false} {
 					opts := edges.Options{Columns: edges.Columns{ReadWeight: readWeight}, Alloc: mem}
 					tbl := readFile(t, path, opts)
@@ -550,8 +429,8 @@ func TestArrowFileTypes(t *testing.T) {
 	}
 }
 
-// arMappings lists the address ranges /proc/self/maps gives for path.
-func arMappings(t testing.TB, path string) [][2]uintptr {
+// mappings lists the address ranges /proc/self/maps gives for path.
+func mappings(t testing.TB, path string) [][2]uintptr {
 	t.Helper()
 	f, err := os.Open("/proc/self/maps")
 	if err != nil {
@@ -574,7 +453,7 @@ func arMappings(t testing.TB, path string) [][2]uintptr {
 	return out
 }
 
-func arInside(p unsafe.Pointer, maps [][2]uintptr) bool {
+func inside(p unsafe.Pointer, maps [][2]uintptr) bool {
 	for _, m := range maps {
 		if uintptr(p) >= m[0] && uintptr(p) < m[1] {
 			return true
@@ -590,15 +469,15 @@ func TestArrowFileAliasesMapping(t *testing.T) {
 	}
 	for _, key := range []arrow.DataType{arrow.PrimitiveTypes.Int64, arrow.PrimitiveTypes.Uint32, arrow.BinaryTypes.LargeString, arrow.BinaryTypes.String} {
 		t.Run(key.Name(), func(t *testing.T) {
-			c := arCase{key: key, weight: arrow.PrimitiveTypes.Float64, batches: []int{1000, 2000}, extra: true, seed: 3}
+			c := recordCase{key: key, weight: arrow.PrimitiveTypes.Float64, batches: []int{1000, 2000}, extra: true, seed: 3}
 			schema, recs := c.records(t, memory.DefaultAllocator)
-			defer arRelease(recs)
+			defer releaseAll(recs)
 			path := filepath.Join(dir, key.Name()+".arrow")
-			arWriteFile(t, path, schema, recs)
+			edgetest.WriteArrowFile(t, path, schema, recs)
 			opts := edges.Options{Columns: edges.Columns{ReadWeight: true}}
 			tbl := readFile(t, path, opts)
 			checkTable(t, tbl, recs, opts)
-			maps := arMappings(t, path)
+			maps := mappings(t, path)
 			if len(maps) == 0 {
 				t.Fatalf("%s is not mapped after the read", path)
 			}
@@ -613,33 +492,33 @@ func TestArrowFileAliasesMapping(t *testing.T) {
 					p, q = unsafe.Pointer(&ch.Src.Str.Offsets[0]), unsafe.Pointer(&ch.Dst.Str.Data[0])
 				default: // utf8: the offsets are widened, the data stays
 					p, q = unsafe.Pointer(&ch.Src.Str.Data[0]), unsafe.Pointer(&ch.Dst.Str.Data[0])
-					if arInside(unsafe.Pointer(&ch.Src.Str.Offsets[0]), maps) {
+					if inside(unsafe.Pointer(&ch.Src.Str.Offsets[0]), maps) {
 						t.Errorf("chunk %d: widened utf8 offsets inside the mapping", ci)
 					}
 				}
-				if !arInside(p, maps) || !arInside(q, maps) {
+				if !inside(p, maps) || !inside(q, maps) {
 					t.Errorf("chunk %d: keys at %p, %p, not in the mapping %x", ci, p, q, maps)
 				}
-				if !arInside(unsafe.Pointer(&ch.Weight[0]), maps) {
+				if !inside(unsafe.Pointer(&ch.Weight[0]), maps) {
 					t.Errorf("chunk %d: float64 weights copied", ci)
 				}
 			}
 			tbl.Release()
-			if maps := arMappings(t, path); len(maps) != 0 {
+			if maps := mappings(t, path); len(maps) != 0 {
 				t.Errorf("%s still mapped after Release: %x", path, maps)
 			}
 		})
 	}
 	// A file read entirely through arrow's reader gives its mapping back at once.
-	c := arCase{key: arrow.PrimitiveTypes.Int64, batches: []int{100}, seed: 4}
+	c := recordCase{key: arrow.PrimitiveTypes.Int64, batches: []int{100}, seed: 4}
 	schema, recs := c.records(t, memory.DefaultAllocator)
-	defer arRelease(recs)
+	defer releaseAll(recs)
 	path := filepath.Join(dir, "zstd.arrow")
-	arWriteFile(t, path, schema, recs, ipc.WithZstd())
+	edgetest.WriteArrowFile(t, path, schema, recs, ipc.WithZstd())
 	tbl := readFile(t, path, edges.Options{})
 	defer tbl.Release()
 	checkTable(t, tbl, recs, edges.Options{})
-	if maps := arMappings(t, path); len(maps) != 0 {
+	if maps := mappings(t, path); len(maps) != 0 {
 		t.Errorf("compressed file still mapped after the read: %x", maps)
 	}
 }
@@ -649,28 +528,28 @@ func TestArrowFileExtraColumns(t *testing.T) {
 	// reader's walk over nodes and buffers is checked against arrow's.
 	dir := t.TempDir()
 	for _, key := range []arrow.DataType{arrow.PrimitiveTypes.Int32, arrow.BinaryTypes.String} {
-		for _, comp := range arCompressions[:2] {
-			c := arCase{key: key, weight: arrow.PrimitiveTypes.Int64, batches: []int{50, 0, 120}, extra: true, keyNulls: 0.05, wNulls: 0.05, seed: 9}
+		for _, comp := range compressions[:2] {
+			c := recordCase{key: key, weight: arrow.PrimitiveTypes.Int64, batches: []int{50, 0, 120}, extra: true, keyNulls: 0.05, wNulls: 0.05, seed: 9}
 			schema, recs := c.records(t, memory.DefaultAllocator)
 			path := filepath.Join(dir, key.Name()+comp.name+".arrow")
-			arWriteFile(t, path, schema, recs, comp.opt...)
+			edgetest.WriteArrowFile(t, path, schema, recs, comp.opt...)
 			opts := edges.Options{Columns: edges.Columns{ReadWeight: true}, SkipInvalid: true}
 			tbl := readFile(t, path, opts)
 			checkTable(t, tbl, recs, opts)
 			tbl.Release()
-			arRelease(recs)
+			releaseAll(recs)
 		}
 	}
 }
 
 func TestArrowFileNulls(t *testing.T) {
 	dir := t.TempDir()
-	for _, key := range []arrow.DataType{arrow.PrimitiveTypes.Int64, arrow.BinaryTypes.LargeString, arKeyTypes[7]} {
-		for _, comp := range arCompressions[:2] {
-			c := arCase{key: key, weight: arrow.PrimitiveTypes.Float64, batches: []int{200, 300, 5000}, keyNulls: 0.01, wNulls: 0.02, seed: 11}
+	for _, key := range []arrow.DataType{arrow.PrimitiveTypes.Int64, arrow.BinaryTypes.LargeString, keyTypes[7]} {
+		for _, comp := range compressions[:2] {
+			c := recordCase{key: key, weight: arrow.PrimitiveTypes.Float64, batches: []int{200, 300, 5000}, keyNulls: 0.01, wNulls: 0.02, seed: 11}
 			schema, recs := c.records(t, memory.DefaultAllocator)
 			path := filepath.Join(dir, "nulls_"+strconv.Itoa(int(key.ID()))+comp.name+".arrow")
-			arWriteFile(t, path, schema, recs, comp.opt...)
+			edgetest.WriteArrowFile(t, path, schema, recs, comp.opt...)
 
 			// Skipping: every row with a null is dropped and counted.
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -684,16 +563,16 @@ func TestArrowFileNulls(t *testing.T) {
 			mem.AssertSize(t, 0)
 
 			// Failing: the first null, by row, named with its column.
-			_, err := Open(context.Background(), path, nil, edges.Options{Columns: edges.Columns{ReadWeight: true}})
-			want, _ := arExpected(recs, edges.Options{Columns: edges.Columns{ReadWeight: true}})
+			_, err := ReadFile(context.Background(), path, edges.Options{Columns: edges.Columns{ReadWeight: true}})
+			want, _ := expected(recs, edges.Options{Columns: edges.Columns{ReadWeight: true}})
 			first := int64(0)
 			for i, e := range want {
-				if e.row != int64(i) {
+				if e.Row != int64(i) {
 					break
 				}
 				first = int64(i) + 1
 			}
-			ue := userErr(t, err, path, fmt.Sprintf("row %d: null", first))
+			ue := edgetest.UserErr(t, err, path, fmt.Sprintf("row %d: null", first))
 			if ue.Row != first {
 				t.Errorf("error at row %d, want %d", ue.Row, first)
 			}
@@ -702,7 +581,7 @@ func TestArrowFileNulls(t *testing.T) {
 			tbl = readFile(t, path, opts)
 			checkTable(t, tbl, recs, opts)
 			tbl.Release()
-			arRelease(recs)
+			releaseAll(recs)
 		}
 	}
 }
@@ -711,12 +590,12 @@ func TestArrowFileErrors(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, schema *arrow.Schema, recs []arrow.Record) string {
 		path := filepath.Join(dir, name)
-		arWriteFile(t, path, schema, recs)
+		edgetest.WriteArrowFile(t, path, schema, recs)
 		return path
 	}
-	c := arCase{key: arrow.PrimitiveTypes.Int64, weight: arrow.BinaryTypes.String, batches: []int{10}}
+	c := recordCase{key: arrow.PrimitiveTypes.Int64, weight: arrow.BinaryTypes.String, batches: []int{10}}
 	schema, recs := c.records(t, memory.DefaultAllocator)
-	defer arRelease(recs)
+	defer releaseAll(recs)
 	good := write("good.arrow", schema, recs)
 
 	cases := []struct {
@@ -733,8 +612,8 @@ func TestArrowFileErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Open(context.Background(), tc.path, nil, tc.opts)
-			userErr(t, err, tc.path, tc.contains...)
+			_, err := ReadFile(context.Background(), tc.path, tc.opts)
+			edgetest.UserErr(t, err, tc.path, tc.contains...)
 		})
 	}
 
@@ -747,8 +626,8 @@ func TestArrowFileErrors(t *testing.T) {
 	b.Release()
 	p := write("double.arrow", dbl, []arrow.Record{rec})
 	rec.Release()
-	_, err := Open(context.Background(), p, nil, edges.Options{})
-	userErr(t, err, p, `column "src"`, "type double cannot be a vertex key")
+	_, err := ReadFile(context.Background(), p, edges.Options{})
+	edgetest.UserErr(t, err, p, `column "src"`, "type double cannot be a vertex key")
 
 	// Damaged files.
 	data, err := os.ReadFile(good)
@@ -760,29 +639,29 @@ func TestArrowFileErrors(t *testing.T) {
 		if err := os.WriteFile(p, data[:cut], 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, err := Open(context.Background(), p, nil, edges.Options{})
+		_, err := ReadFile(context.Background(), p, edges.Options{})
 		want := "truncated"
 		if cut == 0 {
 			want = "empty"
 		}
-		userErr(t, err, p, want)
+		edgetest.UserErr(t, err, p, want)
 	}
 	for name, content := range map[string][]byte{
 		"text.arrow":    []byte("src,dst\n1,2\n"),
-		"stream.arrow":  arStream(t, schema, recs),
+		"stream.arrow":  edgetest.ArrowStream(t, schema, recs),
 		"parquet.arrow": []byte("PAR1 and more bytes PAR1"),
 	} {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, content, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, err := Open(context.Background(), p, nil, edges.Options{})
-		userErr(t, err, p, map[string]string{"text.arrow": "not an Arrow IPC file", "stream.arrow": "Arrow IPC stream", "parquet.arrow": "Parquet"}[name])
+		_, err := ReadFile(context.Background(), p, edges.Options{})
+		edgetest.UserErr(t, err, p, map[string]string{"text.arrow": "not an Arrow IPC file", "stream.arrow": "Arrow IPC stream", "parquet.arrow": "Parquet"}[name])
 	}
 	// Damage inside: a footer that points outside the file, metadata that
 	// is not a flatbuffer.
 	rng := rand.New(rand.NewPCG(1, 2))
-	for i := 0; i < arFlips; i++ {
+	for i := 0; i < flips; i++ {
 		bad := bytes.Clone(data)
 		for k := 0; k < 1+rng.IntN(4); k++ {
 			bad[8+rng.IntN(len(bad)-16)] ^= byte(1 << rng.IntN(8))
@@ -791,32 +670,32 @@ func TestArrowFileErrors(t *testing.T) {
 		if err := os.WriteFile(p, bad, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		tbl, err := Open(context.Background(), p, nil, edges.Options{})
+		tbl, err := ReadFile(context.Background(), p, edges.Options{})
 		if err != nil {
-			userErr(t, err, p)
+			edgetest.UserErr(t, err, p)
 			continue
 		}
-		tableEdges(t, tbl)
+		edgetest.Edges(t, tbl)
 		tbl.Release()
 	}
-	_, err = Open(context.Background(), dir, nil, edges.Options{Format: FormatArrowFile})
-	userErr(t, err, dir, "directory")
-	_, err = Open(context.Background(), filepath.Join(dir, "none.arrow"), nil, edges.Options{})
-	userErr(t, err, filepath.Join(dir, "none.arrow"), "cannot open")
+	_, err = ReadFile(context.Background(), dir, edges.Options{})
+	edgetest.UserErr(t, err, dir, "directory")
+	_, err = ReadFile(context.Background(), filepath.Join(dir, "none.arrow"), edges.Options{})
+	edgetest.UserErr(t, err, filepath.Join(dir, "none.arrow"), "cannot open")
 }
 
 func TestArrowStream(t *testing.T) {
-	for ki, key := range arKeyTypes {
-		for _, comp := range arCompressions {
-			c := arCase{key: key, weight: arWeightTypes[1+ki%(len(arWeightTypes)-1)], batches: []int{40, 0, 333, 1}, keyNulls: 0.02, wNulls: 0.02, seed: uint64(ki)}
+	for ki, key := range keyTypes {
+		for _, comp := range compressions {
+			c := recordCase{key: key, weight: weightTypes[1+ki%(len(weightTypes)-1)], batches: []int{40, 0, 333, 1}, keyNulls: 0.02, wNulls: 0.02, seed: uint64(ki)}
 			schema, recs := c.records(t, memory.DefaultAllocator)
-			data := arStream(t, schema, recs, comp.opt...)
+			data := edgetest.ArrowStream(t, schema, recs, comp.opt...)
 			for _, skip := range []bool{true, false} {
 				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 				opts := edges.Options{Columns: edges.Columns{ReadWeight: true}, SkipInvalid: skip, Alloc: mem}
-				tbl, err := ReadArrowStream(context.Background(), "-", bytes.NewReader(data), opts)
+				tbl, err := ReadStream(context.Background(), "-", bytes.NewReader(data), opts)
 				if !skip {
-					userErr(t, err, "-", "null")
+					edgetest.UserErr(t, err, "-", "null")
 				} else {
 					if err != nil {
 						t.Fatalf("%v %s: %v", key, comp.name, err)
@@ -826,19 +705,19 @@ func TestArrowStream(t *testing.T) {
 				}
 				mem.AssertSize(t, 0)
 			}
-			arRelease(recs)
+			releaseAll(recs)
 		}
 	}
 }
 
 func TestArrowStreamErrors(t *testing.T) {
-	c := arCase{key: arrow.PrimitiveTypes.Int32, batches: []int{100, 100}}
+	c := recordCase{key: arrow.PrimitiveTypes.Int32, batches: []int{100, 100}}
 	schema, recs := c.records(t, memory.DefaultAllocator)
-	defer arRelease(recs)
-	data := arStream(t, schema, recs)
+	defer releaseAll(recs)
+	data := edgetest.ArrowStream(t, schema, recs)
 	for _, cut := range []int{len(data) - 9, len(data) / 2} {
-		_, err := ReadArrowStream(context.Background(), "in.arrows", bytes.NewReader(data[:cut]), edges.Options{})
-		userErr(t, err, "in.arrows", "the Arrow IPC stream is corrupt or truncated at record batch", "(the input ends inside the batch)")
+		_, err := ReadStream(context.Background(), "in.arrows", bytes.NewReader(data[:cut]), edges.Options{})
+		edgetest.UserErr(t, err, "in.arrows", "the Arrow IPC stream is corrupt or truncated at record batch", "(the input ends inside the batch)")
 	}
 	// Damaged batches (testdata/corrupt: a stream of 3 rows with a
 	// buffer's length, or the batch's, set to 1000): arrow's reader panics
@@ -851,17 +730,17 @@ func TestArrowStreamErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = ReadArrowStream(context.Background(), tc.file, f, edges.Options{})
+		_, err = ReadStream(context.Background(), tc.file, f, edges.Options{})
 		f.Close()
-		userErr(t, err, tc.file, tc.says, "re-export it")
+		edgetest.UserErr(t, err, tc.file, tc.says, "re-export it")
 		for _, internal := range []string{"runtime error", "unknown error", "arrow/", "slice bounds"} {
 			if strings.Contains(err.Error(), internal) {
 				t.Errorf("%s: error says %q: %v", tc.file, internal, err)
 			}
 		}
 	}
-	_, err := ReadArrowStream(context.Background(), "in.arrows", bytes.NewReader(data[:200]), edges.Options{})
-	userErr(t, err, "in.arrows", "cannot read the Arrow IPC stream's schema")
+	_, err := ReadStream(context.Background(), "in.arrows", bytes.NewReader(data[:200]), edges.Options{})
+	edgetest.UserErr(t, err, "in.arrows", "cannot read the Arrow IPC stream's schema")
 	for _, tc := range []struct {
 		data []byte
 		want string
@@ -876,27 +755,35 @@ func TestArrowStreamErrors(t *testing.T) {
 		{[]byte("\x10\x00\x00\x00\x00\x00"), "not an Arrow IPC stream ("},
 		{data[:6], "cannot read the Arrow IPC stream's schema"},
 	} {
-		_, err := ReadArrowStream(context.Background(), "-", bytes.NewReader(tc.data), edges.Options{})
-		userErr(t, err, "-", tc.want)
+		_, err := ReadStream(context.Background(), "-", bytes.NewReader(tc.data), edges.Options{})
+		edgetest.UserErr(t, err, "-", tc.want)
 	}
-	// Through Open, a stream file.
+	// From a file, as Open reads a stream file.
 	path := filepath.Join(t.TempDir(), "s.arrows")
 	if err = os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tbl := readFile(t, path, edges.Options{})
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := ReadStream(context.Background(), path, f, edges.Options{})
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
 	checkTable(t, tbl, recs, edges.Options{})
 	tbl.Release()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := ReadArrowStream(ctx, "-", bytes.NewReader(data), edges.Options{}); !errors.Is(err, context.Canceled) {
+	if _, err := ReadStream(ctx, "-", bytes.NewReader(data), edges.Options{}); !errors.Is(err, context.Canceled) {
 		t.Errorf("canceled read: %v", err)
 	}
 }
 
 func TestAppender(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	c := arCase{key: arrow.PrimitiveTypes.Int64, weight: arrow.PrimitiveTypes.Float64, batches: []int{100, 50, 200}, keyNulls: 0.01, seed: 5}
+	c := recordCase{key: arrow.PrimitiveTypes.Int64, weight: arrow.PrimitiveTypes.Float64, batches: []int{100, 50, 200}, keyNulls: 0.01, seed: 5}
 	schema, recs := c.records(t, mem)
 	opts := edges.Options{Columns: edges.Columns{ReadWeight: true}, SkipInvalid: true}
 	a, err := NewAppender("flight:edges", schema, opts)
@@ -918,15 +805,15 @@ func TestAppender(t *testing.T) {
 	}
 	// The caller releases its batches; the table keeps what it aliases.
 	want := bytes.Buffer{}
-	wantEdges, wantSkips := arExpected(recs, opts)
+	wantEdges, wantSkips := expected(recs, opts)
 	fmt.Fprint(&want, wantEdges, wantSkips)
-	arRelease(recs)
+	releaseAll(recs)
 	tbl, err := a.Finish()
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := bytes.Buffer{}
-	fmt.Fprint(&got, tableEdges(t, tbl), tbl.Skipped)
+	fmt.Fprint(&got, edgetest.Edges(t, tbl), tbl.Skipped)
 	if got.String() != want.String() {
 		t.Errorf("appended table differs from its batches")
 	}
@@ -938,12 +825,12 @@ func TestAppender(t *testing.T) {
 
 	// Sliced batches (arrays with offsets), and a batch of another schema.
 	schema, recs = c.records(t, memory.DefaultAllocator)
-	defer arRelease(recs)
+	defer releaseAll(recs)
 	var sliced []arrow.Record
 	for _, r := range recs {
 		sliced = append(sliced, r.NewSlice(7, r.NumRows()-3))
 	}
-	defer arRelease(sliced)
+	defer releaseAll(sliced)
 	a, err = NewAppender("flight:edges", schema, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -961,7 +848,7 @@ func TestAppender(t *testing.T) {
 	orec := ob.NewRecord()
 	ob.Release()
 	defer orec.Release()
-	userErr(t, a.Append(orec), "flight:edges", `column "src"`, "record batch 3 has the column as int32 where the schema announced int64")
+	edgetest.UserErr(t, a.Append(orec), "flight:edges", `column "src"`, "record batch 3 has the column as int32 where the schema announced int64")
 	a.Release()
 	a, _ = NewAppender("flight:edges", schema, opts)
 	for _, r := range sliced {
@@ -976,14 +863,14 @@ func TestAppender(t *testing.T) {
 	if _, err := NewAppender("flight:x", other, edges.Options{Columns: edges.Columns{Src: "nope"}}); err == nil {
 		t.Error("missing column accepted")
 	} else {
-		userErr(t, err, "flight:x", `no source column "nope"`)
+		edgetest.UserErr(t, err, "flight:x", `no source column "nope"`)
 	}
 }
 
 func TestReadRecords(t *testing.T) {
-	c := arCase{key: arrow.BinaryTypes.String, weight: arrow.PrimitiveTypes.Int32, batches: []int{10, 20}, seed: 8}
+	c := recordCase{key: arrow.BinaryTypes.String, weight: arrow.PrimitiveTypes.Int32, batches: []int{10, 20}, seed: 8}
 	schema, recs := c.records(t, memory.DefaultAllocator)
-	defer arRelease(recs)
+	defer releaseAll(recs)
 	rdr, err := array.NewRecordReader(schema, recs)
 	if err != nil {
 		t.Fatal(err)
@@ -1001,5 +888,5 @@ func TestReadRecords(t *testing.T) {
 	}
 }
 
-// arFlips is how many damaged copies TestArrowFileErrors reads.
-var arFlips = 200
+// flips is how many damaged copies TestArrowFileErrors reads.
+var flips = 200
