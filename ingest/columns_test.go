@@ -64,7 +64,7 @@ func TestDuplicateColumns(t *testing.T) {
 			csvData.WriteString("1")
 		}
 		csvData.WriteString("\n")
-		tbl, err := readCSVBytes(csvData.Bytes(), tc.opts)
+		tbl, err := csvBytes(csvData.Bytes(), tc.opts)
 		check("csv", tbl, err)
 
 		// Arrow IPC file and stream, and Parquet, of int64 columns.

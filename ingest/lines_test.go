@@ -76,25 +76,3 @@ func TestLineOf(t *testing.T) {
 		}
 	}
 }
-
-// LineOf for CSV: rows after records with quoted line breaks and after blank
-// lines are on the lines an editor shows.
-func TestLineOfCSV(t *testing.T) {
-	data := "src,dst,weight\n" + // line 1
-		"1,2,1\n" + // 2: row 0
-		"\"a\nb\",3,2\n" + // 3-4: row 1
-		"\n\n" + // 5-6
-		"4,5,3\n" + // 7: row 2
-		"6,\"x\n\ny\",4\n" + // 8-10: row 3
-		"7,8,5\n" // 11: row 4
-	tbl, err := readCSVBytes([]byte(data), edges.Options{Columns: edges.Columns{ReadWeight: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tbl.Release()
-	for row, want := range []int64{2, 3, 7, 8, 11} {
-		if got := tbl.LineOf(int64(row)); got != want {
-			t.Errorf("row %d: line %d, want %d", row, got, want)
-		}
-	}
-}

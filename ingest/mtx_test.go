@@ -134,3 +134,15 @@ func TestMatrixMarketMirrorOf(t *testing.T) {
 		tbl.Release()
 	}
 }
+
+// A field echoed in a message is cut to 60 bytes.
+func TestMatrixMarketLongFieldsEchoedShort(t *testing.T) {
+	long := strings.Repeat("x", 100000)
+	_, err := readMTXBytes([]byte("%%MatrixMarket matrix coordinate "+long+" general\n"), edges.Options{})
+	edgetest.UserErr(t, err, "m.mtx", `unknown Matrix Market field type "`+strings.Repeat("x", 60)+`..."`)
+	_, err = readMTXBytes([]byte("%%MatrixMarket matrix coordinate real general\n1 1 "+long+"\n"), edges.Options{})
+	edgetest.UserErr(t, err, "m.mtx", `entry count "`+strings.Repeat("x", 60)+`..." is not a count`)
+	if len(err.Error()) > 300 {
+		t.Errorf("message of %d bytes", len(err.Error()))
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/gpipe/gpipe/ingest/arrowipc"
+	"github.com/gpipe/gpipe/ingest/csv"
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/ingest/internal/sniff"
 	"github.com/gpipe/gpipe/ingest/parquet"
@@ -96,7 +97,7 @@ func readFrom(ctx context.Context, name string, r io.Reader, format string, opts
 	case FormatArrowStream:
 		return arrowipc.ReadStream(ctx, name, r, opts)
 	case FormatCSV:
-		return readCSV(ctx, name, r, opts)
+		return csv.Read(ctx, name, r, opts)
 	case FormatText:
 		return readText(ctx, name, r, opts)
 	case FormatMTX:

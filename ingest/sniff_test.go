@@ -8,10 +8,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpipe/gpipe/ingest/csv"
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/ingest/internal/edgetest"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
+
+// csvBytes reads data as a CSV edge table named edges.csv.
+func csvBytes(data []byte, opts edges.Options) (*edges.Table, error) {
+	return csv.Read(context.Background(), "edges.csv", bytes.NewReader(data), opts)
+}
 
 // A UTF-8 byte order mark at the start of a text input is dropped: it
 // became part of the first key of an edge list (all keys strings, "\ufeff1"),
@@ -42,7 +48,7 @@ func TestUTF8BOM(t *testing.T) {
 	}
 
 	for _, data := range []string{bom + "\"src\",\"dst\"\n1,2\n2,3\n", bom + "src,dst\n1,2\n2,3\n"} {
-		tbl, err = readCSVBytes([]byte(data), edges.Options{})
+		tbl, err = csvBytes([]byte(data), edges.Options{})
 		if err != nil {
 			t.Fatalf("%q: %v", data, err)
 		}
@@ -74,7 +80,7 @@ func TestWideText(t *testing.T) {
 			read func([]byte, edges.Options) (*edges.Table, error)
 			data string
 		}{
-			{"edges.csv", readCSVBytes, "src,dst\n1,2\n"},
+			{"edges.csv", csvBytes, "src,dst\n1,2\n"},
 			{"edges.txt", readTextBytes, "1 2\n"},
 			{"m.mtx", readMTXBytes, "%%MatrixMarket matrix coordinate pattern general\n2 2 1\n1 2\n"},
 		} {
@@ -85,7 +91,7 @@ func TestWideText(t *testing.T) {
 			}
 		}
 	}
-	_, err := readCSVBytes([]byte{0xFF, 0xFE, 0, 0, 's', 0, 0, 0}, edges.Options{})
+	_, err := csvBytes([]byte{0xFF, 0xFE, 0, 0, 's', 0, 0, 0}, edges.Options{})
 	edgetest.UserErr(t, err, "edges.csv", "UTF-32", "iconv -f utf-32 -t utf-8")
 }
 
@@ -111,7 +117,7 @@ func TestBinaryAsText(t *testing.T) {
 			name, what string
 			read       func([]byte, edges.Options) (*edges.Table, error)
 		}{
-			{"edges.csv", "not CSV text", readCSVBytes},
+			{"edges.csv", "not CSV text", csvBytes},
 			{"edges.txt", "not a text edge list", readTextBytes},
 			{"m.mtx", "not a Matrix Market file", readMTXBytes},
 		} {
@@ -130,7 +136,7 @@ func TestBinaryAsText(t *testing.T) {
 	tbl.Release()
 	// Another binary file: its header is echoed short, and said not to be text.
 	junk := append([]byte("\x01\x02\x00\x00"), bytes.Repeat([]byte("\x00\xf0x"), 2000)...)
-	_, err = readCSVBytes(junk, edges.Options{})
+	_, err = csvBytes(junk, edges.Options{})
 	edgetest.UserErr(t, err, "edges.csv", `the file does not look like CSV text: its first line holds binary data ("\x01\x02\x00\x00\x00\xf0x`, `"...)`, "--input-format")
 	if len(err.Error()) > 400 {
 		t.Errorf("message of %d bytes: %v", len(err.Error()), err)

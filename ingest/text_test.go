@@ -40,18 +40,6 @@ func refTextLines(data []byte, firstLine int64) []refLine {
 	return out
 }
 
-// refKey is a field as a key of a table of type kt.
-func refKey(s string, kt edges.KeyType) any {
-	if kt == edges.KeyString {
-		return s
-	}
-	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		panic(err)
-	}
-	return v
-}
-
 // refAllInt says whether every key field is an int64.
 func refAllInt(lines []refLine) bool {
 	for _, l := range lines {
@@ -72,7 +60,7 @@ func txtExpected(lines []refLine, readWeight bool) ([]edgetest.Edge, edges.KeyTy
 	}
 	var out []edgetest.Edge
 	for i, l := range lines {
-		e := edgetest.Edge{Row: int64(i), Src: refKey(l.fields[0], kt), Dst: refKey(l.fields[1], kt)}
+		e := edgetest.Edge{Row: int64(i), Src: edgetest.ParseKey(l.fields[0], kt), Dst: edgetest.ParseKey(l.fields[1], kt)}
 		if readWeight && len(l.fields) == 3 {
 			w, err := strconv.ParseFloat(l.fields[2], 64)
 			if err != nil {

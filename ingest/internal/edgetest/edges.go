@@ -2,6 +2,7 @@ package edgetest
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -89,4 +90,16 @@ func UserErr(t testing.TB, err error, name string, contains ...string) *usererr.
 		}
 	}
 	return ue
+}
+
+// ParseKey is a field as a key of a table of type kt.
+func ParseKey(s string, kt edges.KeyType) any {
+	if kt == edges.KeyString {
+		return s
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

@@ -1,4 +1,13 @@
-package ingest
+// Package csv reads CSV edge tables: a header line names the columns, which
+// may come in any order with others beside them; fields may be quoted (RFC
+// 4180).
+//
+// Keys are collected as written and typed at the end, as pyarrow and DuckDB
+// infer them: int64 when every key of both columns is an integer, else
+// string. An empty key field is a null key and an empty weight a null
+// weight. CSV is the interchange format, not the fast path: Parquet, Arrow
+// and plain edge lists are read in parallel, this one line by line.
+package csv
 
 import (
 	"bufio"
@@ -18,19 +27,11 @@ import (
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
-// Reading CSV edge tables: a header line names the columns, which may come in
-// any order with others beside them; fields may be quoted (RFC 4180).
-//
-// Keys are collected as written and typed at the end, as pyarrow and DuckDB
-// infer them: int64 when every key of both columns is an integer, else
-// string. An empty key field is a null key and an empty weight a null
-// weight. CSV is the interchange format, not the fast path: Parquet, Arrow
-// and plain edge lists are read in parallel, this one line by line.
+// chunkRows is how many rows go into one chunk.
+const chunkRows = 1 << 20
 
-// csvChunkRows is how many rows go into one chunk.
-const csvChunkRows = 1 << 20
-
-func readCSV(ctx context.Context, name string, r io.Reader, opts edges.Options) (*edges.Table, error) {
+// Read reads the CSV edge table r holds, named name in messages.
+func Read(ctx context.Context, name string, r io.Reader, opts edges.Options) (*edges.Table, error) {
 	cols := opts.Columns.WithDefaults()
 	// The byte order mark goes before the parser sees it: it would make a
 	// quoted first field `\ufeff"src"`, a bare quote.
@@ -50,7 +51,7 @@ func readCSV(ctx context.Context, name string, r io.Reader, opts edges.Options) 
 			fmt.Sprintf("write a header such as %q", cols.Src+","+cols.Dst))
 	}
 	if err != nil {
-		return nil, csvError(name, err, cr)
+		return nil, userError(name, err, cr)
 	}
 	header = append([]string(nil), header...)
 	find := func(want string) int {
@@ -82,7 +83,7 @@ func readCSV(ctx context.Context, name string, r io.Reader, opts edges.Options) 
 		}
 	}
 
-	c := csvCollector{name: name, cols: cols, skip: opts.SkipInvalid, weighted: wi >= 0, skipped: edges.Skips{}}
+	c := collector{name: name, cols: cols, skip: opts.SkipInvalid, weighted: wi >= 0, skipped: edges.Skips{}}
 	var row int64
 	for {
 		if row&0xffff == 0 {
@@ -95,7 +96,7 @@ func readCSV(ctx context.Context, name string, r io.Reader, opts edges.Options) 
 			break
 		}
 		if err != nil {
-			return nil, csvError(name, err, cr)
+			return nil, userError(name, err, cr)
 		}
 		line, _ := cr.FieldPos(0)
 		c.lines.Note(row, int64(line))
@@ -107,8 +108,8 @@ func readCSV(ctx context.Context, name string, r io.Reader, opts edges.Options) 
 	return c.table(row), nil
 }
 
-// csvCollector gathers the kept rows' fields.
-type csvCollector struct {
+// collector gathers the kept rows' fields.
+type collector struct {
 	name     string
 	cols     edges.Columns
 	skip     bool
@@ -120,7 +121,7 @@ type csvCollector struct {
 	lines    edges.LineMap // rows to lines, for errors found after reading
 }
 
-func (c *csvCollector) add(rec []string, si, di, wi int, row, line int64) error {
+func (c *collector) add(rec []string, si, di, wi int, row, line int64) error {
 	s, d := rec[si], rec[di]
 	if s == "" || d == "" {
 		col := c.cols.Src
@@ -187,7 +188,7 @@ func appendString(s *edges.Strings, v string) {
 }
 
 // table types the keys and cuts the rows into chunks.
-func (c *csvCollector) table(rowsRead int64) *edges.Table {
+func (c *collector) table(rowsRead int64) *edges.Table {
 	t := &edges.Table{Name: c.name, Columns: c.cols, HasWeight: c.weighted, RowsRead: rowsRead, Skipped: c.skipped,
 		KeyType: edges.KeyInt64, KeyArrowType: arrow.PrimitiveTypes.Int64, Lines: &c.lines}
 	n := c.src.Len()
@@ -197,8 +198,8 @@ func (c *csvCollector) table(rowsRead int64) *edges.Table {
 		t.KeyType, t.KeyArrowType = edges.KeyString, arrow.BinaryTypes.String
 	}
 	dense := int64(n) == rowsRead
-	for lo := 0; lo < n; lo += csvChunkRows {
-		hi := min(lo+csvChunkRows, n)
+	for lo := 0; lo < n; lo += chunkRows {
+		hi := min(lo+chunkRows, n)
 		ch := edges.Chunk{FirstRow: c.rows[lo]}
 		if !dense {
 			ch.Rows = c.rows[lo:hi]
@@ -239,12 +240,12 @@ func subStrings(s *edges.Strings, lo, hi int) *edges.Strings {
 	return &edges.Strings{Offsets: offs, Data: s.Data[base:s.Offsets[hi]]}
 }
 
-// csvError turns a parse error of encoding/csv into a one-line user error.
+// userError turns a parse error of encoding/csv into a one-line user error.
 // A quote that is not closed makes the lines after it part of its field, so
 // that the parser fails lines later, or at the end of the file: the error
 // names the line where the record (and so the quoted field) starts. cr is
 // read on to tell the end of the file.
-func csvError(name string, err error, cr *csv.Reader) error {
+func userError(name string, err error, cr *csv.Reader) error {
 	var pe *csv.ParseError
 	if errors.As(err, &pe) {
 		line, problem := pe.Line, "malformed CSV: "+pe.Err.Error()

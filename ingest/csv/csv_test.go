@@ -1,4 +1,4 @@
-package ingest
+package csv
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 
 // readCSVBytes reads data as a CSV edge table named edges.csv.
 func readCSVBytes(data []byte, opts edges.Options) (*edges.Table, error) {
-	return readCSV(context.Background(), "edges.csv", bytes.NewReader(data), opts)
+	return Read(context.Background(), "edges.csv", bytes.NewReader(data), opts)
 }
 
 // A header name with a CR or a vertical tab is quoted in the message, which
@@ -77,21 +77,36 @@ func TestCSVLongFieldsEchoedShort(t *testing.T) {
 	edgetest.UserErr(t, err, "edges.csv", `weight "`+strings.Repeat("x", 60)+`..." is not a number`)
 	_, err = readCSVBytes([]byte("src,dst\n1,"+strings.Repeat("\xe9", 100000)+"\n"), edges.Options{})
 	edgetest.UserErr(t, err, "edges.csv", `vertex key "`+strings.Repeat(`\xe9`, 60)+`..." is not valid UTF-8`)
-	_, err = readMTXBytes([]byte("%%MatrixMarket matrix coordinate "+long+" general\n"), edges.Options{})
-	edgetest.UserErr(t, err, "m.mtx", `unknown Matrix Market field type "`+strings.Repeat("x", 60)+`..."`)
-	_, err = readMTXBytes([]byte("%%MatrixMarket matrix coordinate real general\n1 1 "+long+"\n"), edges.Options{})
-	edgetest.UserErr(t, err, "m.mtx", `entry count "`+strings.Repeat("x", 60)+`..." is not a count`)
-	if len(err.Error()) > 300 {
-		t.Errorf("message of %d bytes", len(err.Error()))
-	}
 }
 
 // The columns a message lists are cut short: a 10 MB header line.
 func TestCSVLongHeaderListed(t *testing.T) {
 	data := []byte("src,dst," + strings.Repeat("c", 10<<20) + "\n1,2,3\n")
-	_, err := readCSV(context.Background(), "h.csv", bytes.NewReader(data), edges.Options{Columns: edges.Columns{Src: "x"}})
+	_, err := Read(context.Background(), "h.csv", bytes.NewReader(data), edges.Options{Columns: edges.Columns{Src: "x"}})
 	edgetest.UserErr(t, err, "h.csv", `no source column "x" (columns: src, dst, "ccc`)
 	if len(err.Error()) > 200 {
 		t.Errorf("message of %d bytes", len(err.Error()))
+	}
+}
+
+// LineOf for CSV: rows after records with quoted line breaks and after blank
+// lines are on the lines an editor shows.
+func TestLineOfCSV(t *testing.T) {
+	data := "src,dst,weight\n" + // line 1
+		"1,2,1\n" + // 2: row 0
+		"\"a\nb\",3,2\n" + // 3-4: row 1
+		"\n\n" + // 5-6
+		"4,5,3\n" + // 7: row 2
+		"6,\"x\n\ny\",4\n" + // 8-10: row 3
+		"7,8,5\n" // 11: row 4
+	tbl, err := readCSVBytes([]byte(data), edges.Options{Columns: edges.Columns{ReadWeight: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Release()
+	for row, want := range []int64{2, 3, 7, 8, 11} {
+		if got := tbl.LineOf(int64(row)); got != want {
+			t.Errorf("row %d: line %d, want %d", row, got, want)
+		}
 	}
 }
