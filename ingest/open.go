@@ -14,6 +14,7 @@ import (
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/ingest/internal/sniff"
 	"github.com/gpipe/gpipe/ingest/parquet"
+	"github.com/gpipe/gpipe/ingest/text"
 	"github.com/gpipe/gpipe/internal/mmap"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
@@ -99,9 +100,9 @@ func readFrom(ctx context.Context, name string, r io.Reader, format string, opts
 	case FormatCSV:
 		return csv.Read(ctx, name, r, opts)
 	case FormatText:
-		return readText(ctx, name, r, opts)
+		return text.Read(ctx, name, r, opts)
 	case FormatMTX:
-		return readMatrixMarket(ctx, name, r, opts)
+		return text.ReadMatrixMarket(ctx, name, r, opts)
 	}
 	return nil, usererr.New(usererr.Usage, fmt.Sprintf("unknown input format %q", format),
 		"use parquet, arrow, arrows, csv, text or mtx")

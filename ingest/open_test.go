@@ -142,3 +142,22 @@ func TestStdinFormats(t *testing.T) {
 	_, err = Open(context.Background(), "-", bytes.NewReader(nil), edges.Options{Format: "xml"})
 	edgetest.UserErr(t, err, "", `unknown input format "xml"`)
 }
+
+// Every extension an edge list has reads as one through Open, and names
+// the table by its path.
+func TestEdgeListExtensions(t *testing.T) {
+	dir := t.TempDir()
+	want := []edgetest.Edge{{Row: 0, Src: int64(1), Dst: int64(2), W: 0.5}, {Row: 1, Src: int64(2), Dst: int64(3), W: 1.5}}
+	for _, ext := range []string{".txt", ".el", ".wel", ".tsv", ".edges", ".snap"} {
+		path := filepath.Join(dir, "g"+ext)
+		if err := os.WriteFile(path, []byte("# c\n1\t2\t0.5\n2 3 1.5\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tbl := readFile(t, path, edges.Options{Columns: edges.Columns{ReadWeight: true}})
+		edgetest.Same(t, edgetest.Edges(t, tbl), want)
+		if tbl.Name != path {
+			t.Errorf("%s: Name %q", ext, tbl.Name)
+		}
+		tbl.Release()
+	}
+}

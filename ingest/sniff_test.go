@@ -11,8 +11,19 @@ import (
 	"github.com/gpipe/gpipe/ingest/csv"
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/ingest/internal/edgetest"
+	"github.com/gpipe/gpipe/ingest/text"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
+
+// textBytes reads data as a text edge list named edges.txt.
+func textBytes(data []byte, opts edges.Options) (*edges.Table, error) {
+	return text.Read(context.Background(), "edges.txt", bytes.NewReader(data), opts)
+}
+
+// mtxBytes reads data as a Matrix Market file named m.mtx.
+func mtxBytes(data []byte, opts edges.Options) (*edges.Table, error) {
+	return text.ReadMatrixMarket(context.Background(), "m.mtx", bytes.NewReader(data), opts)
+}
 
 // csvBytes reads data as a CSV edge table named edges.csv.
 func csvBytes(data []byte, opts edges.Options) (*edges.Table, error) {
@@ -25,7 +36,7 @@ func csvBytes(data []byte, opts edges.Options) (*edges.Table, error) {
 // UTF-8"), made the parser fail with a bare quote.
 func TestUTF8BOM(t *testing.T) {
 	bom := "\xef\xbb\xbf"
-	tbl, err := readTextBytes([]byte(bom+"1 2\n2 3\n"), edges.Options{})
+	tbl, err := textBytes([]byte(bom+"1 2\n2 3\n"), edges.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,14 +46,14 @@ func TestUTF8BOM(t *testing.T) {
 	edgetest.Same(t, edgetest.Edges(t, tbl), []edgetest.Edge{{Row: 0, Src: int64(1), Dst: int64(2)}, {Row: 1, Src: int64(2), Dst: int64(3)}})
 	tbl.Release()
 
-	tbl, err = readMTXBytes([]byte(bom+"%%MatrixMarket matrix coordinate pattern general\n3 3 2\n1 2\n2 3\n"), edges.Options{})
+	tbl, err = mtxBytes([]byte(bom+"%%MatrixMarket matrix coordinate pattern general\n3 3 2\n1 2\n2 3\n"), edges.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	edgetest.Same(t, edgetest.Edges(t, tbl), []edgetest.Edge{{Row: 0, Src: int64(1), Dst: int64(2)}, {Row: 1, Src: int64(2), Dst: int64(3)}})
 	tbl.Release()
 	// Lines are counted as before: the mark is part of line 1.
-	_, err = readMTXBytes([]byte(bom+"%%MatrixMarket matrix coordinate pattern general\n3 3 1\n1 9\n"), edges.Options{})
+	_, err = mtxBytes([]byte(bom+"%%MatrixMarket matrix coordinate pattern general\n3 3 1\n1 9\n"), edges.Options{})
 	if ue := edgetest.UserErr(t, err, "m.mtx", "column index 9 is outside 1..3"); ue.Line != 3 {
 		t.Errorf("line %d, want 3", ue.Line)
 	}
@@ -81,8 +92,8 @@ func TestWideText(t *testing.T) {
 			data string
 		}{
 			{"edges.csv", csvBytes, "src,dst\n1,2\n"},
-			{"edges.txt", readTextBytes, "1 2\n"},
-			{"m.mtx", readMTXBytes, "%%MatrixMarket matrix coordinate pattern general\n2 2 1\n1 2\n"},
+			{"edges.txt", textBytes, "1 2\n"},
+			{"m.mtx", mtxBytes, "%%MatrixMarket matrix coordinate pattern general\n2 2 1\n1 2\n"},
 		} {
 			_, err := r.read(utf16(r.data, be), edges.Options{})
 			ue := edgetest.UserErr(t, err, r.name, "is UTF-16 text", "iconv -f utf-16 -t utf-8")
@@ -118,8 +129,8 @@ func TestBinaryAsText(t *testing.T) {
 			read       func([]byte, edges.Options) (*edges.Table, error)
 		}{
 			{"edges.csv", "not CSV text", csvBytes},
-			{"edges.txt", "not a text edge list", readTextBytes},
-			{"m.mtx", "not a Matrix Market file", readMTXBytes},
+			{"edges.txt", "not a text edge list", textBytes},
+			{"m.mtx", "not a Matrix Market file", mtxBytes},
 		} {
 			_, err := r.read(tc.data, edges.Options{})
 			edgetest.UserErr(t, err, r.name, append([]string{r.what}, tc.says...)...)
@@ -129,7 +140,7 @@ func TestBinaryAsText(t *testing.T) {
 		}
 	}
 	// Text that starts like a magic number is text.
-	tbl, err := readTextBytes([]byte("PAR1 PAR2\nBZh9 x\n"), edges.Options{})
+	tbl, err := textBytes([]byte("PAR1 PAR2\nBZh9 x\n"), edges.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -242,7 +242,7 @@ func Token(s string) string {
 	return s
 }
 
-// QuotedToken is fzToken quoted.
+// QuotedToken is Token quoted.
 func QuotedToken(s string) string { return strconv.Quote(Token(s)) }
 
 // FirstBadUTF8 is the index of the first key that is not valid UTF-8, or -1.

@@ -1,4 +1,4 @@
-package ingest
+package text
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 func TestLineOf(t *testing.T) {
 	for _, blockSize := range []int{1, 7, 64, 1 << 20} {
 		t.Run(fmt.Sprint("block", blockSize), func(t *testing.T) {
-			txtSmallBlocks(t, blockSize)
+			smallBlocks(t, blockSize)
 			rng := rand.New(rand.NewPCG(uint64(blockSize), 3))
 			var data bytes.Buffer
 			var lineOfRow []int64

@@ -1,4 +1,4 @@
-package ingest
+package text
 
 import (
 	"bytes"
@@ -131,12 +131,14 @@ func mtxLine(data []byte) (line, rest []byte) {
 	return data, nil
 }
 
-func readMatrixMarket(ctx context.Context, name string, r io.Reader, opts edges.Options) (*edges.Table, error) {
+// ReadMatrixMarket reads the Matrix Market file r holds, named name in
+// messages.
+func ReadMatrixMarket(ctx context.Context, name string, r io.Reader, opts edges.Options) (*edges.Table, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	opts.Columns = opts.Columns.WithDefaults()
-	data, done, err := txtInput(name, r)
+	data, done, err := inputBytes(name, r)
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +151,7 @@ func readMatrixMarket(ctx context.Context, name string, r io.Reader, opts edges.
 	if err != nil {
 		return nil, err
 	}
-	cfg := txtConfig{name: name, opts: opts, mtx: true, fields: 3, rows: h.rows, cols: h.cols, firstLine: h.bodyLine}
+	cfg := config{name: name, opts: opts, mtx: true, fields: 3, rows: h.rows, cols: h.cols, firstLine: h.bodyLine}
 	switch h.field {
 	case "pattern":
 		cfg.fields = 2

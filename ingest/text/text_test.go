@@ -1,4 +1,4 @@
-package ingest
+package text
 
 import (
 	"bytes"
@@ -31,7 +31,7 @@ type refLine struct {
 func refTextLines(data []byte, firstLine int64) []refLine {
 	var out []refLine
 	for i, l := range strings.Split(string(data), "\n") {
-		f := strings.FieldsFunc(l, func(r rune) bool { return r < 256 && txtBlank[r] })
+		f := strings.FieldsFunc(l, func(r rune) bool { return r < 256 && isBlank[r] })
 		if len(f) == 0 || f[0][0] == '#' || f[0][0] == '%' {
 			continue
 		}
@@ -52,8 +52,8 @@ func refAllInt(lines []refLine) bool {
 	return true
 }
 
-// txtExpected is the edges a valid text input holds.
-func txtExpected(lines []refLine, readWeight bool) ([]edgetest.Edge, edges.KeyType) {
+// expectedEdges is the edges a valid text input holds.
+func expectedEdges(lines []refLine, readWeight bool) ([]edgetest.Edge, edges.KeyType) {
 	kt := edges.KeyString
 	if refAllInt(lines) {
 		kt = edges.KeyInt64
@@ -73,16 +73,16 @@ func txtExpected(lines []refLine, readWeight bool) ([]edgetest.Edge, edges.KeyTy
 	return out, kt
 }
 
-// txtSmallBlocks cuts inputs into blocks of about n bytes for the test.
-func txtSmallBlocks(t *testing.T, n int) {
-	bs, mb := txtBlockSize, txtMinBlock
-	txtBlockSize, txtMinBlock = n, n
-	t.Cleanup(func() { txtBlockSize, txtMinBlock = bs, mb })
+// smallBlocks cuts inputs into blocks of about n bytes for the test.
+func smallBlocks(t *testing.T, n int) {
+	bs, mb := maxBlock, minBlock
+	maxBlock, minBlock = n, n
+	t.Cleanup(func() { maxBlock, minBlock = bs, mb })
 }
 
-// txtGen writes a random edge list: keys drawn by key, a weight when
+// genLines writes a random edge list: keys drawn by key, a weight when
 // weighted, with comments, blank lines and assorted blanks.
-func txtGen(rng *rand.Rand, lines int, weighted bool, key func(i int) string) []byte {
+func genLines(rng *rand.Rand, lines int, weighted bool, key func(i int) string) []byte {
 	var b bytes.Buffer
 	blanks := []string{" ", "\t", "  ", " \t "}
 	for i := 0; i < lines; i++ {
@@ -128,14 +128,24 @@ func txtGen(rng *rand.Rand, lines int, weighted bool, key func(i int) string) []
 	return b.Bytes()
 }
 
+// readPath reads the edge list file at path, as Open does.
+func readPath(ctx context.Context, path string, opts edges.Options) (*edges.Table, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return Read(ctx, path, f, opts)
+}
+
 // readTextBytes reads data as a text edge list.
 func readTextBytes(data []byte, opts edges.Options) (*edges.Table, error) {
 	opts.Columns = opts.Columns.WithDefaults()
-	return readText(context.Background(), "edges.txt", bytes.NewReader(data), opts)
+	return Read(context.Background(), "edges.txt", bytes.NewReader(data), opts)
 }
 
 func TestTextValues(t *testing.T) {
-	txtSmallBlocks(t, 512)
+	smallBlocks(t, 512)
 	intKey := func(rng *rand.Rand) func(int) string {
 		return func(int) string {
 			switch rng.IntN(10) {
@@ -167,7 +177,7 @@ func TestTextValues(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, 2))
-			data := txtGen(rng, 3000, tc.weighted, tc.key(rng))
+			data := genLines(rng, 3000, tc.weighted, tc.key(rng))
 			if tc.lateStr {
 				data = append(data, "\nv1 v2 1.5\n"...)
 			}
@@ -178,7 +188,7 @@ func TestTextValues(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				want, kt := txtExpected(lines, readWeight)
+				want, kt := expectedEdges(lines, readWeight)
 				if kt != tc.want || tbl.KeyType != kt {
 					t.Fatalf("KeyType %v, reference %v, want %v", tbl.KeyType, kt, tc.want)
 				}
@@ -204,7 +214,7 @@ func TestTextValues(t *testing.T) {
 }
 
 func TestTextErrors(t *testing.T) {
-	txtSmallBlocks(t, 64)
+	smallBlocks(t, 64)
 	var long bytes.Buffer
 	for i := 0; i < 100; i++ {
 		fmt.Fprintf(&long, "%d %d\n", i, i+1)
@@ -250,7 +260,7 @@ func TestTextErrors(t *testing.T) {
 }
 
 func TestTextSkipInvalid(t *testing.T) {
-	txtSmallBlocks(t, 40)
+	smallBlocks(t, 40)
 	data := "1 2 1\n3 4 x\n5 6 2.5\n# c\n7 8 -\n9 10 1e3\n11 12 inf\n13 14 0x10\n"
 	tbl, err := readTextBytes([]byte(data), edges.Options{Columns: edges.Columns{ReadWeight: true}, SkipInvalid: true})
 	if err != nil {
@@ -311,7 +321,7 @@ func TestTextEdgeCases(t *testing.T) {
 		if tbl.NumEdges() != tc.edges || tbl.KeyType != tc.kt {
 			t.Errorf("%q: %d edges of %v, want %d of %v", tc.data, tbl.NumEdges(), tbl.KeyType, tc.edges, tc.kt)
 		}
-		want, _ := txtExpected(refTextLines([]byte(tc.data), 1), false)
+		want, _ := expectedEdges(refTextLines([]byte(tc.data), 1), false)
 		edgetest.Same(t, edgetest.Edges(t, tbl), want)
 	}
 }
@@ -319,30 +329,31 @@ func TestTextEdgeCases(t *testing.T) {
 func TestTextFile(t *testing.T) {
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(3, 4))
-	data := txtGen(rng, 20000, true, func(i int) string { return strconv.Itoa(rng.IntN(5000)) })
-	for _, ext := range []string{".txt", ".el", ".wel", ".tsv", ".edges", ".snap"} {
-		path := filepath.Join(dir, "g"+ext)
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		tbl := readFile(t, path, edges.Options{Columns: edges.Columns{ReadWeight: true}})
-		want, _ := txtExpected(refTextLines(data, 1), true)
-		edgetest.Same(t, edgetest.Edges(t, tbl), want)
-		if tbl.Name != path {
-			t.Errorf("Name %q", tbl.Name)
-		}
-		tbl.Release()
+	data := genLines(rng, 20000, true, func(i int) string { return strconv.Itoa(rng.IntN(5000)) })
+	path := filepath.Join(dir, "g.txt")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
 	}
+	tbl, err := readPath(context.Background(), path, edges.Options{Columns: edges.Columns{ReadWeight: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := expectedEdges(refTextLines(data, 1), true)
+	edgetest.Same(t, edgetest.Edges(t, tbl), want)
+	if tbl.Name != path {
+		t.Errorf("Name %q", tbl.Name)
+	}
+	tbl.Release()
 	// An error names the file.
-	path := filepath.Join(dir, "bad.el")
+	path = filepath.Join(dir, "bad.el")
 	if err := os.WriteFile(path, []byte("1 2\n3 4 5\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Open(context.Background(), path, nil, edges.Options{})
+	_, err = readPath(context.Background(), path, edges.Options{})
 	edgetest.UserErr(t, err, path, "line 2")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := Open(ctx, path, nil, edges.Options{}); err != context.Canceled {
+	if _, err := readPath(ctx, path, edges.Options{}); err != context.Canceled {
 		t.Errorf("canceled: %v", err)
 	}
 }
@@ -392,7 +403,7 @@ func BenchmarkReadText(b *testing.B) {
 	b.SetBytes(int64(buf.Len()))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		tbl, err := Open(context.Background(), path, nil, edges.Options{Columns: edges.Columns{ReadWeight: true}})
+		tbl, err := readPath(context.Background(), path, edges.Options{Columns: edges.Columns{ReadWeight: true}})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -403,7 +414,7 @@ func BenchmarkReadText(b *testing.B) {
 // String keys must be UTF-8, as in CSV; the error names the line, and
 // --skip-invalid drops it.
 func TestTextKeysNotUTF8(t *testing.T) {
-	txtSmallBlocks(t, 40)
+	smallBlocks(t, 40)
 	data := []byte("# names\nanna bob\n\xffoo anna\nbob carl\n")
 	_, err := readTextBytes(data, edges.Options{})
 	ue := edgetest.UserErr(t, err, "edges.txt", `column "src", line 3: vertex key "\xffoo" is not valid UTF-8`)

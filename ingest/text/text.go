@@ -1,4 +1,15 @@
-package ingest
+// Package text reads whitespace-separated edge lists (SNAP, GAP .el/.wel, TSV
+// without a header) and Matrix Market files (mtx.go), whose entries the edge
+// list parser reads.
+//
+// The input is memory-mapped (or read whole), cut into blocks of a few
+// megabytes at line ends, and the blocks are parsed in parallel, each into
+// its own chunk, with a hand-written integer parser and no allocation per
+// line. A block's newlines are counted first, which sizes its columns and
+// numbers its lines for messages. Keys are parsed as int64; when some key
+// is not an integer, every block is parsed again with string keys, as they
+// are written.
+package text
 
 import (
 	"bytes"
@@ -25,34 +36,23 @@ import (
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
-// Reading whitespace-separated edge lists (SNAP, GAP .el/.wel, TSV without
-// a header), and the entries of Matrix Market files (mtx.go).
-//
-// The input is memory-mapped (or read whole), cut into blocks of a few
-// megabytes at line ends, and the blocks are parsed in parallel, each into
-// its own chunk, with a hand-written integer parser and no allocation per
-// line. A block's newlines are counted first, which sizes its columns and
-// numbers its lines for messages. Keys are parsed as int64; when some key
-// is not an integer, every block is parsed again with string keys, as they
-// are written.
-
-// txtBlockSize is the most bytes of input a block holds (it ends at the
-// next line end after that), and txtMinBlock the least, but for the last:
+// maxBlock is the most bytes of input a block holds (it ends at the next
+// line end after that), and minBlock the least, but for the last:
 // inputs smaller than a few blocks per core get smaller blocks. Tests set
 // them small to cut their inputs into many blocks.
 var (
-	txtBlockSize = 8 << 20
-	txtMinBlock  = 256 << 10
+	maxBlock = 8 << 20
+	minBlock = 256 << 10
 )
 
-// txtMode says how a block's keys are parsed.
+// The modes a block's keys are parsed in.
 const (
-	txtInts = iota
-	txtStrings
+	modeInts = iota
+	modeStrings
 )
 
-// txtConfig is what a parse of edge lines needs to know.
-type txtConfig struct {
+// config is what a parse of edge lines needs to know.
+type config struct {
 	name string
 	opts edges.Options
 	// mtx: Matrix Market entries: integer keys, exactly fields fields, in
@@ -69,8 +69,8 @@ type txtConfig struct {
 	firstLine int64
 }
 
-// txtError is the first error in a block.
-type txtError struct {
+// blockError is the first error in a block.
+type blockError struct {
 	line   int    // within the block, 0-based
 	row    int    // data line within the block, 0-based
 	column string // "" when none
@@ -79,19 +79,19 @@ type txtError struct {
 	nf     int // fields on the line
 }
 
-// Kinds of txtError.
+// Kinds of blockError.
 const (
-	txtErrFields   = iota + 1 // 1 field, or more than 3
-	txtErrMismatch            // a different number of fields than the line before
-	txtErrWeight              // a weight that is not a number
-	txtErrIndex               // mtx: an index that is not an integer
-	txtErrRange               // mtx: an index out of range
-	txtErrUTF8                // a string key that is not valid UTF-8
-	txtErrInteger             // mtx: a value of an integer matrix that is not an integer
+	kindFields   = iota + 1 // 1 field, or more than 3
+	kindMismatch            // a different number of fields than the line before
+	kindWeight              // a weight that is not a number
+	kindIndex               // mtx: an index that is not an integer
+	kindRange               // mtx: an index out of range
+	kindUTF8                // a string key that is not valid UTF-8
+	kindInteger             // mtx: a value of an integer matrix that is not an integer
 )
 
-// txtBlock is a block of input lines and what parsing it gave.
-type txtBlock struct {
+// block is a block of input lines and what parsing it gave.
+type block struct {
 	data     []byte
 	newlines int // '\n' in data
 	mode     int // how it was parsed
@@ -99,7 +99,7 @@ type txtBlock struct {
 	rows     int // data lines (kept or not)
 	nf       int // fields on the first data line
 	nfLine   int // its line within the block
-	err      *txtError
+	err      *blockError
 	skipped  int64 // lines dropped for bad weights
 	badUTF8  int64 // lines dropped for keys that are not UTF-8
 	// The chunk's columns; rowsOf maps positions to rows relative to the
@@ -115,8 +115,8 @@ type txtBlock struct {
 	frees []func()
 }
 
-// txtInput is the bytes of an input: mapped for a file, else read whole.
-func txtInput(name string, r io.Reader) ([]byte, func(), error) {
+// inputBytes is the bytes of an input: mapped for a file, else read whole.
+func inputBytes(name string, r io.Reader) ([]byte, func(), error) {
 	if f, ok := r.(*os.File); ok {
 		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
 			m, err := mmap.Map(name, f)
@@ -141,12 +141,13 @@ func txtInput(name string, r io.Reader) ([]byte, func(), error) {
 	return data, func() {}, nil
 }
 
-func readText(ctx context.Context, name string, r io.Reader, opts edges.Options) (*edges.Table, error) {
+// Read reads the edge list r holds, named name in messages.
+func Read(ctx context.Context, name string, r io.Reader, opts edges.Options) (*edges.Table, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	opts.Columns = opts.Columns.WithDefaults()
-	data, done, err := txtInput(name, r)
+	data, done, err := inputBytes(name, r)
 	if err != nil {
 		return nil, err
 	}
@@ -155,16 +156,16 @@ func readText(ctx context.Context, name string, r io.Reader, opts edges.Options)
 	if err != nil {
 		return nil, err
 	}
-	return parseEdgeLines(ctx, data[skip:], txtConfig{name: name, opts: opts, firstLine: 1})
+	return parseEdgeLines(ctx, data[skip:], config{name: name, opts: opts, firstLine: 1})
 }
 
-// txtSplit cuts data into blocks at line ends.
-func txtSplit(data []byte) []txtBlock {
-	size := txtBlockSize
+// split cuts data into blocks at line ends.
+func split(data []byte) []block {
+	size := maxBlock
 	if w := par.Workers(); len(data)/(4*w) < size {
-		size = max(len(data)/(4*w), txtMinBlock)
+		size = max(len(data)/(4*w), minBlock)
 	}
-	var blocks []txtBlock
+	var blocks []block
 	for len(data) > 0 {
 		end := len(data)
 		if end > size {
@@ -172,15 +173,15 @@ func txtSplit(data []byte) []txtBlock {
 				end = size + j + 1
 			}
 		}
-		blocks = append(blocks, txtBlock{data: data[:end]})
+		blocks = append(blocks, block{data: data[:end]})
 		data = data[end:]
 	}
 	return blocks
 }
 
 // parseEdgeLines parses the lines of data into an edge table.
-func parseEdgeLines(ctx context.Context, data []byte, cfg txtConfig) (*edges.Table, error) {
-	blocks := txtSplit(data)
+func parseEdgeLines(ctx context.Context, data []byte, cfg config) (*edges.Table, error) {
+	blocks := split(data)
 	var strMode atomic.Bool
 	parse := func(force bool) {
 		par.For(len(blocks), 1, func(lo, hi int) {
@@ -190,22 +191,22 @@ func parseEdgeLines(ctx context.Context, data []byte, cfg txtConfig) (*edges.Tab
 				}
 				b := &blocks[i]
 				if force {
-					if b.mode == txtStrings {
+					if b.mode == modeStrings {
 						continue
 					}
 					b.reset()
 				} else {
 					b.newlines = bytes.Count(b.data, []byte{'\n'})
 				}
-				mode := txtInts
+				mode := modeInts
 				if strMode.Load() && !cfg.mtx {
-					mode = txtStrings
+					mode = modeStrings
 				}
 				cfg.parseBlock(b, mode)
 				if b.nonInt && !cfg.mtx {
 					strMode.Store(true)
 					b.reset()
-					cfg.parseBlock(b, txtStrings)
+					cfg.parseBlock(b, modeStrings)
 				}
 			}
 		})
@@ -234,16 +235,16 @@ func parseEdgeLines(ctx context.Context, data []byte, cfg txtConfig) (*edges.Tab
 }
 
 // reset frees what parsing the block allocated.
-func (b *txtBlock) reset() {
+func (b *block) reset() {
 	for _, f := range b.frees {
 		f()
 	}
-	*b = txtBlock{data: b.data, newlines: b.newlines}
+	*b = block{data: b.data, newlines: b.newlines}
 }
 
-// txtAlloc is a slice of n T from the allocator, freed by the block's reset
+// allocate is a slice of n T from the allocator, freed by the block's reset
 // or with the table.
-func txtAlloc[T any](a memory.Allocator, b *txtBlock, n int) []T {
+func allocate[T any](a memory.Allocator, b *block, n int) []T {
 	s := alloc.Slice[T](a, n)
 	if a != nil && n > 0 {
 		b.frees = append(b.frees, func() { alloc.Free(a, s) })
@@ -251,19 +252,19 @@ func txtAlloc[T any](a memory.Allocator, b *txtBlock, n int) []T {
 	return s
 }
 
-// txtColumn names the fields of a line in messages.
-var txtColumn = [3]string{"src", "dst", "weight"}
+// columnNames names the fields of a line in messages.
+var columnNames = [3]string{"src", "dst", "weight"}
 
-// txtSep marks the bytes that end a field: blanks and the line end.
-var txtSep = [256]bool{' ': true, '\t': true, '\r': true, '\v': true, '\f': true, '\n': true}
+// isSep marks the bytes that end a field: blanks and the line end.
+var isSep = [256]bool{' ': true, '\t': true, '\r': true, '\v': true, '\f': true, '\n': true}
 
-// txtBlank marks the blanks between fields.
-var txtBlank = [256]bool{' ': true, '\t': true, '\r': true, '\v': true, '\f': true}
+// isBlank marks the blanks between fields.
+var isBlank = [256]bool{' ': true, '\t': true, '\r': true, '\v': true, '\f': true}
 
-// txtInt parses the integer field starting at b[p] (not a separator). It
+// parseInt parses the integer field starting at b[p] (not a separator). It
 // returns the value, the position after the field, and false when the
 // field is not an int64 (then q is still the field's end).
-func txtInt(b []byte, p int) (v int64, q int, ok bool) {
+func parseInt(b []byte, p int) (v int64, q int, ok bool) {
 	start := p
 	neg := false
 	if c := b[p]; c == '-' || c == '+' {
@@ -281,8 +282,8 @@ func txtInt(b []byte, p int) (v int64, q int, ok bool) {
 		p++
 	}
 	n := p - digits
-	if p < len(b) && !txtSep[b[p]] || n == 0 || n > 19 {
-		for p < len(b) && !txtSep[b[p]] {
+	if p < len(b) && !isSep[b[p]] || n == 0 || n > 19 {
+		for p < len(b) && !isSep[b[p]] {
 			p++
 		}
 		if n <= 19 {
@@ -305,12 +306,12 @@ func txtInt(b []byte, p int) (v int64, q int, ok bool) {
 	return int64(u), p, true
 }
 
-// txtPow10 are the powers of ten a float64 holds exactly.
-var txtPow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+// pow10 are the powers of ten a float64 holds exactly.
+var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
 
-// txtFloat parses a weight field: plain decimals of up to 15 digits exactly
+// parseFloat parses a weight field: plain decimals of up to 15 digits exactly
 // and fast (as strconv would round them), anything else with strconv.
-func txtFloat(tok []byte) (float64, bool) {
+func parseFloat(tok []byte) (float64, bool) {
 	p := 0
 	neg := false
 	if len(tok) > 0 && (tok[0] == '-' || tok[0] == '+') {
@@ -338,7 +339,7 @@ func txtFloat(tok []byte) (float64, bool) {
 	if p == len(tok) && digits > 0 && digits <= 15 {
 		f := float64(m)
 		if frac > 0 {
-			f /= txtPow10[frac]
+			f /= pow10[frac]
 		}
 		if neg {
 			f = -f
@@ -356,7 +357,7 @@ func txtFloat(tok []byte) (float64, bool) {
 // parseBlock parses a block's lines, stopping at the first error (or, in
 // int mode, at the first key that is not an integer: b.nonInt). The loop
 // keeps its state in locals; it runs once per input line.
-func (cfg *txtConfig) parseBlock(b *txtBlock, mode int) {
+func (cfg *config) parseBlock(b *block, mode int) {
 	b.mode = mode
 	data := b.data
 	a := cfg.opts.Alloc
@@ -367,12 +368,12 @@ func (cfg *txtConfig) parseBlock(b *txtBlock, mode int) {
 	var src, dst []int64
 	var sOff, dOff []int64
 	var sData, dData []byte
-	if mode == txtInts {
-		src = txtAlloc[int64](a, b, capN)
-		dst = txtAlloc[int64](a, b, capN)
+	if mode == modeInts {
+		src = allocate[int64](a, b, capN)
+		dst = allocate[int64](a, b, capN)
 	} else {
-		sOff = txtAlloc[int64](a, b, capN+1)
-		dOff = txtAlloc[int64](a, b, capN+1)
+		sOff = allocate[int64](a, b, capN+1)
+		dOff = allocate[int64](a, b, capN+1)
 		sData = make([]byte, 0, len(data)/4+16)
 		dData = make([]byte, 0, len(data)/4+16)
 	}
@@ -380,21 +381,21 @@ func (cfg *txtConfig) parseBlock(b *txtBlock, mode int) {
 	var rowsOf []int64
 	readWeight := cfg.opts.Columns.ReadWeight
 	intValues := cfg.intValues
-	ints, mtx, mirror := mode == txtInts, cfg.mtx, cfg.mirror
+	ints, mtx, mirror := mode == modeInts, cfg.mtx, cfg.mirror
 	wantFields := cfg.fields
 	n, rows, line, p := 0, 0, 0, 0
 	b.gaps = b.gaps[:0]
 	defer func() {
 		b.src, b.dst, b.w, b.rowsOf = src, dst, w, rowsOf
 		b.n, b.rows = n, rows
-		if mode == txtStrings {
-			b.sStr = edges.Strings{Offsets: sOff[:n+1], Data: txtKeep(a, b, sData)}
-			b.dStr = edges.Strings{Offsets: dOff[:n+1], Data: txtKeep(a, b, dData)}
+		if mode == modeStrings {
+			b.sStr = edges.Strings{Offsets: sOff[:n+1], Data: keep(a, b, sData)}
+			b.dStr = edges.Strings{Offsets: dOff[:n+1], Data: keep(a, b, dData)}
 		}
 	}()
 	for p < len(data) {
 		c := data[p]
-		for txtBlank[c] {
+		for isBlank[c] {
 			if p++; p == len(data) {
 				return
 			}
@@ -428,7 +429,7 @@ func (cfg *txtConfig) parseBlock(b *txtBlock, mode int) {
 			}
 			fs[nf] = p
 			if ints && nf < 2 {
-				v, q, ok := txtInt(data, p)
+				v, q, ok := parseInt(data, p)
 				if !ok {
 					if !mtx {
 						b.nonInt = true
@@ -445,23 +446,23 @@ func (cfg *txtConfig) parseBlock(b *txtBlock, mode int) {
 				}
 				p = q
 			} else {
-				for p < len(data) && !txtSep[data[p]] {
+				for p < len(data) && !isSep[data[p]] {
 					p++
 				}
 			}
 			fe[nf] = p
 			nf++
-			for p < len(data) && txtBlank[data[p]] {
+			for p < len(data) && isBlank[data[p]] {
 				p++
 			}
 		}
 		switch {
 		case nf < 2 || nf > 3:
-			b.fail(txtErrFields, line, rows, nf, "", nil)
+			b.fail(kindFields, line, rows, nf, "", nil)
 			return
 		case nf != wantFields:
 			if wantFields != 0 {
-				b.fail(txtErrMismatch, line, rows, nf, "", nil)
+				b.fail(kindMismatch, line, rows, nf, "", nil)
 				return
 			}
 			b.nf, b.nfLine = nf, line
@@ -470,28 +471,28 @@ func (cfg *txtConfig) parseBlock(b *txtBlock, mode int) {
 		if mtx {
 			switch {
 			case badIndex >= 0:
-				b.fail(txtErrIndex, line, rows, nf, txtColumn[badIndex], data[fs[badIndex]:fe[badIndex]])
+				b.fail(kindIndex, line, rows, nf, columnNames[badIndex], data[fs[badIndex]:fe[badIndex]])
 				return
 			case sv < 1 || sv > cfg.rows:
-				b.fail(txtErrRange, line, rows, nf, "src", data[fs[0]:fe[0]])
+				b.fail(kindRange, line, rows, nf, "src", data[fs[0]:fe[0]])
 				return
 			case dv < 1 || dv > cfg.cols:
-				b.fail(txtErrRange, line, rows, nf, "dst", data[fs[1]:fe[1]])
+				b.fail(kindRange, line, rows, nf, "dst", data[fs[1]:fe[1]])
 				return
 			}
 		}
 		var wv float64
 		if nf == 3 && readWeight {
 			if w == nil {
-				w = txtAlloc[float64](a, b, capN)
+				w = allocate[float64](a, b, capN)
 			}
-			ok, kind := false, txtErrWeight
+			ok, kind := false, kindWeight
 			if intValues {
 				var v int64
-				v, _, ok = txtInt(data, fs[2])
-				wv, kind = float64(v), txtErrInteger
+				v, _, ok = parseInt(data, fs[2])
+				wv, kind = float64(v), kindInteger
 			} else {
-				wv, ok = txtFloat(data[fs[2]:fe[2]])
+				wv, ok = parseFloat(data[fs[2]:fe[2]])
 			}
 			if !ok {
 				if !cfg.opts.SkipInvalid {
@@ -500,7 +501,7 @@ func (cfg *txtConfig) parseBlock(b *txtBlock, mode int) {
 				}
 				b.skipped++
 				if rowsOf == nil {
-					rowsOf = txtRows(n, capN)
+					rowsOf = rowMap(n, capN)
 				}
 				rows++
 				line++
@@ -513,14 +514,14 @@ func (cfg *txtConfig) parseBlock(b *txtBlock, mode int) {
 		} else {
 			// String keys become Arrow utf8, which other readers (pyarrow,
 			// DuckDB) refuse unless it is valid UTF-8.
-			if k := txtBadUTF8(data, fs, fe); k >= 0 {
+			if k := badUTF8Key(data, fs, fe); k >= 0 {
 				if !cfg.opts.SkipInvalid {
-					b.fail(txtErrUTF8, line, rows, nf, txtColumn[k], data[fs[k]:fe[k]])
+					b.fail(kindUTF8, line, rows, nf, columnNames[k], data[fs[k]:fe[k]])
 					return
 				}
 				b.badUTF8++
 				if rowsOf == nil {
-					rowsOf = txtRows(n, capN)
+					rowsOf = rowMap(n, capN)
 				}
 				rows++
 				line++
@@ -541,7 +542,7 @@ func (cfg *txtConfig) parseBlock(b *txtBlock, mode int) {
 		n++
 		if mirror != 0 && sv != dv {
 			if rowsOf == nil {
-				rowsOf = txtRows(n, capN)
+				rowsOf = rowMap(n, capN)
 			}
 			src[n], dst[n] = dv, sv
 			if w != nil {
@@ -556,9 +557,9 @@ func (cfg *txtConfig) parseBlock(b *txtBlock, mode int) {
 	}
 }
 
-// txtBadUTF8 is the index of the first key field (src, dst) that is not
+// badUTF8Key is the index of the first key field (src, dst) that is not
 // valid UTF-8, or -1.
-func txtBadUTF8(data []byte, fs, fe [3]int) int {
+func badUTF8Key(data []byte, fs, fe [3]int) int {
 	for k := 0; k < 2; k++ {
 		if !utf8.Valid(data[fs[k]:fe[k]]) {
 			return k
@@ -568,17 +569,17 @@ func txtBadUTF8(data []byte, fs, fe [3]int) int {
 }
 
 // fail records the block's error.
-func (b *txtBlock) fail(kind, line, row, nf int, column string, token []byte) {
+func (b *block) fail(kind, line, row, nf int, column string, token []byte) {
 	tok := string(token[:min(len(token), 60)])
 	if len(token) > 60 {
 		tok += "..."
 	}
-	b.err = &txtError{line: line, kind: kind, column: column, token: tok, nf: nf, row: row}
+	b.err = &blockError{line: line, kind: kind, column: column, token: tok, nf: nf, row: row}
 }
 
-// txtRows starts the row map of a block whose first n positions are rows
+// rowMap starts the row map of a block whose first n positions are rows
 // 0..n-1.
-func txtRows(n, capN int) []int64 {
+func rowMap(n, capN int) []int64 {
 	rows := make([]int64, n, capN)
 	for i := range rows {
 		rows[i] = int64(i)
@@ -586,21 +587,21 @@ func txtRows(n, capN int) []int64 {
 	return rows
 }
 
-// txtKeep is string data built in Go memory, moved to the allocator's.
-func txtKeep(a memory.Allocator, b *txtBlock, data []byte) []byte {
+// keep is string data built in Go memory, moved to the allocator's.
+func keep(a memory.Allocator, b *block, data []byte) []byte {
 	if a == nil {
 		if cap(data) > len(data)+len(data)/4+1024 {
 			return bytes.Clone(data)
 		}
 		return data
 	}
-	out := txtAlloc[byte](a, b, len(data))
+	out := allocate[byte](a, b, len(data))
 	copy(out, data)
 	return out
 }
 
 // lineOf is the line number of line l of block i.
-func (cfg *txtConfig) lineOf(blocks []txtBlock, i, l int) int64 {
+func (cfg *config) lineOf(blocks []block, i, l int) int64 {
 	line := cfg.firstLine + int64(l)
 	for _, b := range blocks[:i] {
 		line += int64(b.newlines)
@@ -609,7 +610,7 @@ func (cfg *txtConfig) lineOf(blocks []txtBlock, i, l int) int64 {
 }
 
 // firstError is the error of the earliest line, if any.
-func (cfg *txtConfig) firstError(blocks []txtBlock) error {
+func (cfg *config) firstError(blocks []block) error {
 	want, wantLine := cfg.fields, int64(0)
 	var rows int64
 	for i := range blocks {
@@ -624,7 +625,7 @@ func (cfg *txtConfig) firstError(blocks []txtBlock) error {
 		}
 		if e := b.err; e != nil {
 			line := cfg.lineOf(blocks, i, e.line)
-			if e.kind == txtErrMismatch {
+			if e.kind == kindMismatch {
 				return cfg.fieldsError(line, e.nf, want, wantLine)
 			}
 			return cfg.lineError(e, line, rows+int64(e.row))
@@ -635,7 +636,7 @@ func (cfg *txtConfig) firstError(blocks []txtBlock) error {
 }
 
 // fieldsError reports a line with another number of fields than wanted.
-func (cfg *txtConfig) fieldsError(line int64, nf, want int, wantLine int64) error {
+func (cfg *config) fieldsError(line int64, nf, want int, wantLine int64) error {
 	if cfg.mtx {
 		// The parser stops counting at 4.
 		has := fmt.Sprintf("%d fields", nf)
@@ -653,9 +654,9 @@ func (cfg *txtConfig) fieldsError(line int64, nf, want int, wantLine int64) erro
 }
 
 // lineError reports a block's error at line (input row row).
-func (cfg *txtConfig) lineError(e *txtError, line, row int64) error {
+func (cfg *config) lineError(e *blockError, line, row int64) error {
 	switch e.kind {
-	case txtErrFields:
+	case kindFields:
 		if cfg.mtx {
 			return cfg.fieldsError(line, e.nf, cfg.fields, 0)
 		}
@@ -665,11 +666,11 @@ func (cfg *txtConfig) lineError(e *txtError, line, row int64) error {
 		}
 		return usererr.AtLine(cfg.name, line, what+"; an edge list line is src dst, or src dst weight",
 			"separate the fields with spaces or tabs; for a table with more columns, use CSV with a header row")
-	case txtErrWeight:
+	case kindWeight:
 		return &usererr.Error{Kind: usererr.Input, File: cfg.name, Column: e.column, Row: row, Line: line,
 			Problem: fmt.Sprintf("weight %q is not a number", e.token),
 			Fix:     "write weights as decimal numbers, or pass --skip-invalid to drop such lines"}
-	case txtErrInteger:
+	case kindInteger:
 		problem := fmt.Sprintf("value %q is not an integer, as the banner's field type integer says it must be", e.token)
 		fix := "write the value as an integer, or make the banner's field type real; or pass --skip-invalid to drop such entries"
 		// The token is cut at 60 characters: all digits, it was too large.
@@ -682,18 +683,18 @@ func (cfg *txtConfig) lineError(e *txtError, line, row int64) error {
 			fix = "make the banner's field type real, or pass --skip-invalid to drop such entries"
 		}
 		return &usererr.Error{Kind: usererr.Input, File: cfg.name, Column: e.column, Row: row, Line: line, Problem: problem, Fix: fix}
-	case txtErrIndex:
+	case kindIndex:
 		what := "row"
 		if e.column == "dst" {
 			what = "column"
 		}
 		return usererr.AtLine(cfg.name, line, fmt.Sprintf("%s index %q is not an integer", what, e.token),
 			"a coordinate entry is: row column [value], with 1-based integer indices")
-	case txtErrUTF8:
+	case kindUTF8:
 		return &usererr.Error{Kind: usererr.Input, File: cfg.name, Column: e.column, Row: row, Line: line,
 			Problem: fmt.Sprintf("vertex key %q is not valid UTF-8", e.token),
 			Fix:     "convert the file to UTF-8 (iconv -f latin1 -t utf-8, say), or pass --skip-invalid to drop such lines"}
-	case txtErrRange:
+	case kindRange:
 		what, limit := "row", cfg.rows
 		if e.column == "dst" {
 			what, limit = "column", cfg.cols
@@ -705,7 +706,7 @@ func (cfg *txtConfig) lineError(e *txtError, line, row int64) error {
 }
 
 // assemble makes the table from the parsed blocks, one chunk per block.
-func (cfg *txtConfig) assemble(blocks []txtBlock, strKeys bool) *edges.Table {
+func (cfg *config) assemble(blocks []block, strKeys bool) *edges.Table {
 	t := &edges.Table{
 		Name:         cfg.name,
 		Columns:      cfg.opts.Columns,

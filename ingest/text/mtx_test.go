@@ -1,4 +1,4 @@
-package ingest
+package text
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 
 // readMTXBytes reads data as a Matrix Market file named m.mtx.
 func readMTXBytes(data []byte, opts edges.Options) (*edges.Table, error) {
-	return readMatrixMarket(context.Background(), "m.mtx", bytes.NewReader(data), opts)
+	return ReadMatrixMarket(context.Background(), "m.mtx", bytes.NewReader(data), opts)
 }
 
 // An entry with the wrong number of fields says how many it has: "1 field",

@@ -1,4 +1,4 @@
-package ingest
+package text
 
 import (
 	"bytes"
@@ -16,18 +16,18 @@ import (
 	"github.com/gpipe/gpipe/ingest/internal/edgetest"
 )
 
-// fzTinyBlocks cuts text inputs into blocks of n bytes (each ends at the
+// tinyBlocks cuts text inputs into blocks of n bytes (each ends at the
 // line end after that) until the test ends.
-func fzTinyBlocks(t *testing.T, n int) {
-	bs, mb := txtBlockSize, txtMinBlock
-	txtBlockSize, txtMinBlock = n, n
-	t.Cleanup(func() { txtBlockSize, txtMinBlock = bs, mb })
+func tinyBlocks(t *testing.T, n int) {
+	bs, mb := maxBlock, minBlock
+	maxBlock, minBlock = n, n
+	t.Cleanup(func() { maxBlock, minBlock = bs, mb })
 }
 
 // ---- Edge lists ----
 
-// fzTextRef reads an edge list the slow, obvious way.
-func fzTextRef(data []byte, readWeight, skip bool) *edgetest.Want {
+// textRef reads an edge list the slow, obvious way.
+func textRef(data []byte, readWeight, skip bool) *edgetest.Want {
 	w := &edgetest.Want{KeyType: edges.KeyInt64}
 	data, ok := edgetest.TextStart(w, data, "a text edge list")
 	if !ok {
@@ -67,7 +67,7 @@ func fzTextRef(data []byte, readWeight, skip bool) *edgetest.Want {
 		for k, f := range l.fields[:2] {
 			if !utf8.ValidString(f) {
 				if !skip {
-					w.Fail(l.line, int64(i), txtColumn[k], fmt.Sprintf("vertex key %s is not valid UTF-8", edgetest.QuotedToken(f)))
+					w.Fail(l.line, int64(i), columnNames[k], fmt.Sprintf("vertex key %s is not valid UTF-8", edgetest.QuotedToken(f)))
 					return w
 				}
 				w.Skipped++
@@ -99,7 +99,7 @@ func fzTextRef(data []byte, readWeight, skip bool) *edgetest.Want {
 	return w
 }
 
-var fzTextSeeds = []string{
+var textSeeds = []string{
 	"",
 	"1 2\n",
 	"# Directed graph (each unordered pair of nodes is saved once): web-Google.txt\n# Nodes: 4 Edges: 3\n# FromNodeId\tToNodeId\n0\t11342\n0\t824020\n11342\t0\n",
@@ -121,17 +121,17 @@ var fzTextSeeds = []string{
 }
 
 func FuzzText(f *testing.F) {
-	for _, s := range fzTextSeeds {
+	for _, s := range textSeeds {
 		f.Add([]byte(s))
 	}
 	path := filepath.Join(f.TempDir(), "edges.txt")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		edgetest.WriteFile(t, path, data)
 		for _, o := range edgetest.ReadOptions {
-			want := fzTextRef(data, o.ReadWeight, o.Skip)
+			want := textRef(data, o.ReadWeight, o.Skip)
 			opts := edges.Options{Columns: edges.Columns{ReadWeight: o.ReadWeight}, SkipInvalid: o.Skip}
 			tbl := edgetest.ReadChecked(t, "file "+o.Name, path, want, func(opts edges.Options) (*edges.Table, error) {
-				return edgetest.ReadFile(path, readText, opts)
+				return edgetest.ReadFile(path, Read, opts)
 			}, opts)
 			if tbl == nil {
 				continue
@@ -146,20 +146,20 @@ func FuzzText(f *testing.F) {
 				}
 				b.WriteByte('\n')
 			}
-			back, err := readText(context.Background(), path, bytes.NewReader(b.Bytes()), edges.Options{Columns: edges.Columns{ReadWeight: o.ReadWeight}})
+			back, err := Read(context.Background(), path, bytes.NewReader(b.Bytes()), edges.Options{Columns: edges.Columns{ReadWeight: o.ReadWeight}})
 			edgetest.RoundTrip(t, "round trip "+o.Name, written, tbl.KeyType, tbl.Skipped.Total() == 0, back, err)
 			tbl.Release()
 		}
-		fzInTinyBlocks(t, path, data, fzTextRef, readText)
+		inTinyBlocks(t, path, data, textRef, Read)
 	})
 }
 
-// fzInTinyBlocks reads data again cut into blocks of a few bytes, which
+// inTinyBlocks reads data again cut into blocks of a few bytes, which
 // must give the outcome ref says, as whole blocks do.
-func fzInTinyBlocks(t *testing.T, path string, data []byte, ref func([]byte, bool, bool) *edgetest.Want,
+func inTinyBlocks(t *testing.T, path string, data []byte, ref func([]byte, bool, bool) *edgetest.Want,
 	read func(context.Context, string, io.Reader, edges.Options) (*edges.Table, error)) {
 	for _, n := range []int{1, 3 + len(data)%13} {
-		fzTinyBlocks(t, n)
+		tinyBlocks(t, n)
 		for _, o := range edgetest.ReadOptions[:2] {
 			want := ref(data, o.ReadWeight, o.Skip)
 			opts := edges.Options{Columns: edges.Columns{ReadWeight: o.ReadWeight}, SkipInvalid: o.Skip}
@@ -175,8 +175,8 @@ func fzInTinyBlocks(t *testing.T, path string, data []byte, ref func([]byte, boo
 
 // ---- Matrix Market ----
 
-// fzMTXRef reads a Matrix Market file the slow, obvious way.
-func fzMTXRef(data []byte, readWeight, skip bool) *edgetest.Want {
+// mtxRef reads a Matrix Market file the slow, obvious way.
+func mtxRef(data []byte, readWeight, skip bool) *edgetest.Want {
 	w := &edgetest.Want{KeyType: edges.KeyInt64}
 	data, ok := edgetest.TextStart(w, data, "a Matrix Market file")
 	if !ok {
@@ -354,7 +354,7 @@ func fzMTXRef(data []byte, readWeight, skip bool) *edgetest.Want {
 	return w
 }
 
-var fzMTXSeeds = []string{
+var mtxSeeds = []string{
 	"%%MatrixMarket matrix coordinate real general\n% a comment\n3 3 3\n1 2 0.5\n2 3 1.5\n3 1 -2\n",
 	"%%MatrixMarket matrix coordinate pattern symmetric\n4 4 3\n2 1\n3 1\n4 4\n",
 	"%%MatrixMarket matrix coordinate integer skew-symmetric\n3 3 2\n2 1 5\n3 2 -7\n",
@@ -379,17 +379,17 @@ var fzMTXSeeds = []string{
 }
 
 func FuzzMatrixMarket(f *testing.F) {
-	for _, s := range fzMTXSeeds {
+	for _, s := range mtxSeeds {
 		f.Add([]byte(s))
 	}
 	path := filepath.Join(f.TempDir(), "matrix.mtx")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		edgetest.WriteFile(t, path, data)
 		for _, o := range edgetest.ReadOptions {
-			want := fzMTXRef(data, o.ReadWeight, o.Skip)
+			want := mtxRef(data, o.ReadWeight, o.Skip)
 			opts := edges.Options{Columns: edges.Columns{ReadWeight: o.ReadWeight}, SkipInvalid: o.Skip}
 			tbl := edgetest.ReadChecked(t, "file "+o.Name, path, want, func(opts edges.Options) (*edges.Table, error) {
-				return edgetest.ReadFile(path, readMatrixMarket, opts)
+				return edgetest.ReadFile(path, ReadMatrixMarket, opts)
 			}, opts)
 			if tbl == nil {
 				continue
@@ -413,10 +413,10 @@ func FuzzMatrixMarket(f *testing.F) {
 				}
 				b.WriteByte('\n')
 			}
-			back, err := readMatrixMarket(context.Background(), path, bytes.NewReader(b.Bytes()), edges.Options{Columns: edges.Columns{ReadWeight: o.ReadWeight}})
+			back, err := ReadMatrixMarket(context.Background(), path, bytes.NewReader(b.Bytes()), edges.Options{Columns: edges.Columns{ReadWeight: o.ReadWeight}})
 			edgetest.RoundTrip(t, "round trip "+o.Name, written, edges.KeyInt64, true, back, err)
 			tbl.Release()
 		}
-		fzInTinyBlocks(t, path, data, fzMTXRef, readMatrixMarket)
+		inTinyBlocks(t, path, data, mtxRef, ReadMatrixMarket)
 	})
 }
