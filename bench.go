@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpipe/gpipe/ingest"
 	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/gen"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
 )
@@ -212,7 +213,7 @@ func benchGraph(ctx context.Context, cfg BenchConfig) (*Graph, string, int64, er
 			Columns: cfg.Load.Columns, Format: cfg.Load.Format, SkipInvalid: cfg.Load.SkipInvalid, Alloc: cfg.Load.Alloc,
 		})
 	} else {
-		var k ingest.Kronecker
+		var k gen.Kronecker
 		if k, err = ParseGen(cfg.Gen); err != nil {
 			return nil, "", 0, err
 		}
@@ -274,14 +275,14 @@ func peakRSS() int64 {
 }
 
 // ParseGen parses a generator spec: kronecker:SCALE[:EDGEFACTOR].
-func ParseGen(spec string) (ingest.Kronecker, error) {
+func ParseGen(spec string) (gen.Kronecker, error) {
 	bad := usererr.New(usererr.Usage, fmt.Sprintf("bad generator %q", spec),
 		"write kronecker:SCALE or kronecker:SCALE:EDGEFACTOR, e.g. kronecker:20:16")
 	parts := strings.Split(spec, ":")
 	if len(parts) < 2 || len(parts) > 3 || parts[0] != "kronecker" {
-		return ingest.Kronecker{}, bad
+		return gen.Kronecker{}, bad
 	}
-	k := ingest.Kronecker{EdgeFactor: 16}
+	k := gen.Kronecker{EdgeFactor: 16}
 	var err error
 	if k.Scale, err = strconv.Atoi(parts[1]); err != nil {
 		return k, bad

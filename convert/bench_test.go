@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpipe/gpipe/ingest"
 	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/gen"
 )
 
 // benchScale is the Kronecker scale of the build benchmarks: 16 unless
@@ -159,7 +159,7 @@ func BenchmarkBuildKronecker(b *testing.B) {
 			b.Run(name, func(b *testing.B) {
 				if tab == nil {
 					var err error
-					tab, err = ingest.Kronecker{Scale: scale, EdgeFactor: 16, Seed: 1, Weighted: weighted}.Generate(context.Background())
+					tab, err = gen.Kronecker{Scale: scale, EdgeFactor: 16, Seed: 1, Weighted: weighted}.Generate(context.Background())
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -174,7 +174,7 @@ func BenchmarkBuildKronecker(b *testing.B) {
 // BenchmarkRenumberKronecker times the renumbering step alone.
 func BenchmarkRenumberKronecker(b *testing.B) {
 	scale := benchScale(b)
-	tab, err := ingest.Kronecker{Scale: scale, EdgeFactor: 16, Seed: 1}.Generate(context.Background())
+	tab, err := gen.Kronecker{Scale: scale, EdgeFactor: 16, Seed: 1}.Generate(context.Background())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func BenchmarkBuildKeys(b *testing.B) {
 	scale := benchScale(b)
 	for _, keys := range []string{"int64-sparse", "string"} {
 		b.Run(fmt.Sprintf("scale=%d/keys=%s", scale, keys), func(b *testing.B) {
-			tab, err := ingest.Kronecker{Scale: scale, EdgeFactor: 16, Seed: 1}.Generate(context.Background())
+			tab, err := gen.Kronecker{Scale: scale, EdgeFactor: 16, Seed: 1}.Generate(context.Background())
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/gpipe/gpipe/convert"
-	"github.com/gpipe/gpipe/ingest"
 	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/gen"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
@@ -93,7 +93,7 @@ func buildGraph(t testing.TB, s shape, directed, weighted bool, kt edges.KeyType
 // kroneckerEdges draws a small Graph 500 graph with GAP's weights.
 func kroneckerEdges(t testing.TB, scale, edgeFactor int, seed uint64) []tedge {
 	t.Helper()
-	tab, err := ingest.Kronecker{Scale: scale, EdgeFactor: edgeFactor, Seed: seed, Weighted: true}.Generate(context.Background())
+	tab, err := gen.Kronecker{Scale: scale, EdgeFactor: edgeFactor, Seed: seed, Weighted: true}.Generate(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

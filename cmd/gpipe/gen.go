@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpipe/gpipe/ingest"
 	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/gen"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/sink"
 )
@@ -51,7 +52,7 @@ func genCommand(e *env) *cli.Command {
 					return err
 				}
 				start := time.Now()
-				t, err := ingest.Kronecker{
+				t, err := gen.Kronecker{
 					Scale: c.Int("scale"), EdgeFactor: c.Int("edge-factor"), Seed: c.Uint64("seed"), Weighted: c.Bool("weighted"),
 				}.Generate(c.Context)
 				if err != nil {

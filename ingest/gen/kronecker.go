@@ -1,11 +1,11 @@
-package ingest
+// Package gen generates synthetic edge tables, seeded and deterministic at
+// any core count: Graph 500 Kronecker graphs.
+package gen
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 
 	"github.com/apache/arrow/go/v17/arrow"
 
@@ -157,22 +157,4 @@ func (k Kronecker) permutation(n int64) []int64 {
 		perm[i], perm[j] = perm[j], perm[i]
 	}
 	return perm
-}
-
-// physicalMemory is the machine's memory in bytes (MemTotal of
-// /proc/meminfo), or 0 where that cannot be read.
-func physicalMemory() int64 {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var kb int64
-		if n, _ := fmt.Sscanf(sc.Text(), "MemTotal: %d kB", &kb); n == 1 {
-			return kb << 10
-		}
-	}
-	return 0
 }
