@@ -1,3 +1,10 @@
+// Package ingest reads an edge table from a path or a stream, in whichever
+// format it is: Open tells the format from the path's extension (FormatOf)
+// or Options.Format, and hands the input to that format's package: parquet,
+// arrowipc (Arrow IPC files and streams), csv, or text (edge lists and
+// Matrix Market). Standard input is read as it arrives where the format
+// allows. What every reader gives back is an edges.Table; gen generates
+// synthetic ones.
 package ingest
 
 import (
