@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gpipe/gpipe"
+	"github.com/gpipe/gpipe/bench"
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/bytesize"
 	"github.com/gpipe/gpipe/internal/usererr"
@@ -71,7 +72,7 @@ func benchCommand(e *env) *cli.Command {
 			}
 			progress := newProgress(e.stderr)
 			defer progress.Stop()
-			rep, err := gpipe.Bench(c.Context, gpipe.BenchConfig{
+			rep, err := bench.Run(c.Context, bench.Config{
 				Input: c.String("input"), Gen: c.String("gen"),
 				Load: gpipe.LoadOptions{
 					Columns: edges.Columns{
@@ -100,7 +101,7 @@ func benchCommand(e *env) *cli.Command {
 	}
 }
 
-func printBench(e *env, rep *gpipe.BenchReport) {
+func printBench(e *env, rep *bench.Report) {
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "graph\t%s: %d vertices, %d edges (%d input edges)\n", rep.Input, rep.Vertices, rep.Edges, rep.InputEdges)
 	fmt.Fprintf(tw, "read, build\t%.3f s, %.3f s\n", rep.ReadS, rep.BuildS)

@@ -1,4 +1,8 @@
-package gpipe
+// Package bench is the benchmark harness behind `gpipe bench`: it reads or
+// generates a graph and builds it once, then times an operator over several
+// trials, as Graph 500 and the GAP benchmark suite do, and reports the
+// trials' times, GTEPS and memory.
+package bench
 
 import (
 	"context"
@@ -13,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpipe/gpipe"
 	"github.com/gpipe/gpipe/ingest"
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/ingest/gen"
@@ -20,13 +25,13 @@ import (
 	"github.com/gpipe/gpipe/operators"
 )
 
-// BenchConfig is one `gpipe bench`: load and build once, then run an
+// Config is one `gpipe bench`: load and build once, then run an
 // operator Trials times.
-type BenchConfig struct {
+type Config struct {
 	// Input is an edge table path; Gen a generator spec
 	// ("kronecker:SCALE[:EDGEFACTOR]"). Exactly one is set.
 	Input, Gen string
-	Load       LoadOptions
+	Load       gpipe.LoadOptions
 	Op         string
 	Params     operators.Params
 	Backend    string // "cpu" or "gpu" ("auto" is allowed but says less)
@@ -42,8 +47,8 @@ type BenchConfig struct {
 	CPUProfile io.Writer
 }
 
-// BenchReport is what `gpipe bench --json` prints.
-type BenchReport struct {
+// Report is what `gpipe bench --json` prints.
+type Report struct {
 	Op         string    `json:"op"`
 	Backend    string    `json:"backend"`
 	Strategy   string    `json:"strategy"`
@@ -75,10 +80,10 @@ type BenchReport struct {
 	BytesPerEdge float64 `json:"bytes_per_edge,omitempty"`
 }
 
-// Bench runs a benchmark. Trial times are the operators' own compute times
+// Run runs a benchmark. Trial times are the operators' own compute times
 // (CUDA events on the GPU), so loading, building and copying the graph to the
 // device stay out of them; the first run is a warm-up and is not counted.
-func Bench(ctx context.Context, cfg BenchConfig) (*BenchReport, error) {
+func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if (cfg.Input == "") == (cfg.Gen == "") {
 		return nil, usererr.New(usererr.Usage, "give exactly one of --input and --gen", "see 'gpipe bench --help'")
 	}
@@ -100,7 +105,7 @@ func Bench(ctx context.Context, cfg BenchConfig) (*BenchReport, error) {
 	cfg.Load.Weights = spec.Weights
 	cfg.Load.BuildIn = cfg.Load.BuildIn || spec.NeedsIn
 
-	backend, err := OpenBackend(cfg.Backend)
+	backend, err := gpipe.OpenBackend(cfg.Backend)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +126,7 @@ func Bench(ctx context.Context, cfg BenchConfig) (*BenchReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &BenchReport{
+	rep := &Report{
 		Op: cfg.Op, Backend: runner.Name(), Input: name, BackendReason: reason,
 		Vertices: g.NumVertices(), Edges: g.NumEdges(), InputEdges: g.Stats.InputEdges,
 		ReadS: g.ReadTime.Seconds(), BuildS: g.BuildTime.Seconds(),
@@ -202,13 +207,15 @@ func median(sorted []float64) float64 {
 
 // benchGraph loads or generates the graph, as Load does, and also returns
 // the size of the edge table's columns.
-func benchGraph(ctx context.Context, cfg BenchConfig) (*Graph, string, int64, error) {
+func benchGraph(ctx context.Context, cfg Config) (*gpipe.Graph, string, int64, error) {
 	var t *edges.Table
 	var err error
 	start := time.Now()
 	name := cfg.Input
 	if cfg.Input != "" {
-		stage(cfg.Load, "read")
+		if cfg.Load.Stage != nil {
+			cfg.Load.Stage("read")
+		}
 		t, err = ingest.Open(ctx, cfg.Input, cfg.Load.Stdin, edges.Options{
 			Columns: cfg.Load.Columns, Format: cfg.Load.Format, SkipInvalid: cfg.Load.SkipInvalid, Alloc: cfg.Load.Alloc,
 		})
@@ -229,7 +236,7 @@ func benchGraph(ctx context.Context, cfg BenchConfig) (*Graph, string, int64, er
 	}
 	defer t.Release()
 	readTime := time.Since(start)
-	g, err := Build(ctx, t, cfg.Load)
+	g, err := gpipe.Build(ctx, t, cfg.Load)
 	if err != nil {
 		return nil, "", 0, err
 	}
@@ -297,7 +304,7 @@ func ParseGen(spec string) (gen.Kronecker, error) {
 
 // randomSources draws the trials' sources: random vertices with at least
 // one out-edge, seeded, as Graph 500 and GAP pick them.
-func randomSources(g *Graph, cfg BenchConfig) ([]string, error) {
+func randomSources(g *gpipe.Graph, cfg Config) ([]string, error) {
 	n := g.NumVertices()
 	count := cfg.Sources
 	if count <= 0 {
