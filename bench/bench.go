@@ -29,7 +29,8 @@ import (
 // operator Trials times.
 type Config struct {
 	// Input is an edge table path; Gen a generator spec
-	// ("kronecker:SCALE[:EDGEFACTOR]"). Exactly one is set.
+	// ("kronecker:SCALE[:EDGEFACTOR]" or "grid:ROWSxCOLS", as gen.Parse
+	// reads it). Exactly one is set.
 	Input, Gen string
 	Load       gpipe.LoadOptions
 	Op         string
@@ -220,13 +221,11 @@ func benchGraph(ctx context.Context, cfg Config) (*gpipe.Graph, string, int64, e
 			Columns: cfg.Load.Columns, Format: cfg.Load.Format, SkipInvalid: cfg.Load.SkipInvalid, Alloc: cfg.Load.Alloc,
 		})
 	} else {
-		var k gen.Kronecker
-		if k, err = ParseGen(cfg.Gen); err != nil {
+		var g gen.Generator
+		if g, err = gen.Parse(cfg.Gen, cfg.Seed, cfg.Load.Columns.ReadWeight); err != nil {
 			return nil, "", 0, err
 		}
-		k.Weighted = cfg.Load.Columns.ReadWeight
-		k.Seed = cfg.Seed
-		t, err = k.Generate(ctx)
+		t, err = g.Generate(ctx)
 		if err == nil {
 			name = t.Name
 		}
@@ -279,27 +278,6 @@ func peakRSS() int64 {
 		}
 	}
 	return 0
-}
-
-// ParseGen parses a generator spec: kronecker:SCALE[:EDGEFACTOR].
-func ParseGen(spec string) (gen.Kronecker, error) {
-	bad := usererr.New(usererr.Usage, fmt.Sprintf("bad generator %q", spec),
-		"write kronecker:SCALE or kronecker:SCALE:EDGEFACTOR, e.g. kronecker:20:16")
-	parts := strings.Split(spec, ":")
-	if len(parts) < 2 || len(parts) > 3 || parts[0] != "kronecker" {
-		return gen.Kronecker{}, bad
-	}
-	k := gen.Kronecker{EdgeFactor: 16}
-	var err error
-	if k.Scale, err = strconv.Atoi(parts[1]); err != nil {
-		return k, bad
-	}
-	if len(parts) == 3 {
-		if k.EdgeFactor, err = strconv.Atoi(parts[2]); err != nil {
-			return k, bad
-		}
-	}
-	return k, nil
 }
 
 // randomSources draws the trials' sources: random vertices with at least

@@ -21,14 +21,14 @@ func benchCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:      "bench",
 		Usage:     "load and build a graph once, then time an operator over several trials",
-		UsageText: "gpipe bench (--input PATH | --gen kronecker:SCALE[:EDGEFACTOR]) --op OP [--backend cpu|gpu] [--trials N] [--json]",
+		UsageText: "gpipe bench (--input PATH | --gen kronecker:SCALE[:EDGEFACTOR] | --gen grid:ROWSxCOLS) --op OP [--backend cpu|gpu] [--trials N] [--json]",
 		Description: "Trial times are the operator's own compute time (CUDA events on the GPU), after one\n" +
 			"untimed warm-up run. bfs, sssp and sswp start each trial from a different random vertex\n" +
 			"with out-edges (seeded). bfs reports GTEPS as Graph 500 does: input edges over time,\n" +
 			"harmonic mean over trials. With --gen, sssp and sswp get GAP's weights (integers in [1, 255]).",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "edge table `PATH` (also GAP's .el/.wel edge lists)"},
-			&cli.StringFlag{Name: "gen", Usage: "generate the graph: kronecker:SCALE[:EDGEFACTOR] (edge factor 16 by default)"},
+			&cli.StringFlag{Name: "gen", Usage: "generate the graph: kronecker:SCALE[:EDGEFACTOR] (edge factor 16 by default) or grid:ROWSxCOLS (add --undirected)"},
 			&cli.StringFlag{Name: "op", Usage: "operator"},
 			&cli.StringFlag{Name: "backend", Value: "cpu", Usage: "cpu, gpu or auto (the GPU when one is usable and the graph fits)"},
 			&cli.IntFlag{Name: "trials", Value: 16, Usage: "timed runs"},

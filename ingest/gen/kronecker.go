@@ -1,13 +1,9 @@
-// Package gen generates synthetic edge tables, seeded and deterministic at
-// any core count: Graph 500 Kronecker graphs.
 package gen
 
 import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-
-	"github.com/apache/arrow/go/v17/arrow"
 
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/bytesize"
@@ -30,12 +26,6 @@ type Kronecker struct {
 	// [1, 255], as the GAP benchmark suite weights its generated graphs.
 	Weighted bool
 }
-
-// kroneckerWeightSeed sets the weights' random streams apart from the
-// edges'.
-const kroneckerWeightSeed = 0x77656967687473
-
-// "weights"
 
 // kroneckerChunk is the number of edges drawn from one seeded stream, so that
 // the graph is the same whatever the number of cores.
@@ -95,7 +85,7 @@ func (k Kronecker) Generate(ctx context.Context) (*edges.Table, error) {
 			rng := rand.New(rand.NewPCG(k.Seed, uint64(c)+1))
 			// Weights come from a stream of their own, so that --weighted
 			// adds weights to the same edges instead of drawing others.
-			wrng := rand.New(rand.NewPCG(k.Seed^kroneckerWeightSeed, uint64(c)+1))
+			wrng := rand.New(rand.NewPCG(k.Seed^weightSeed, uint64(c)+1))
 			first := int64(c) * kroneckerChunk
 			last := min(first+kroneckerChunk, m)
 			for e := first; e < last; e++ {
@@ -125,24 +115,7 @@ func (k Kronecker) Generate(ctx context.Context) (*edges.Table, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	t := &edges.Table{
-		Name:         fmt.Sprintf("kronecker:%d:%d", k.Scale, k.EdgeFactor),
-		Columns:      edges.Columns{}.WithDefaults(),
-		KeyType:      edges.KeyInt64,
-		KeyArrowType: arrow.PrimitiveTypes.Int64,
-		HasWeight:    k.Weighted,
-		RowsRead:     m,
-		Skipped:      edges.Skips{},
-	}
-	for first := int64(0); first < m; first += 1 << 22 {
-		last := min(first+1<<22, m)
-		c := edges.Chunk{FirstRow: first, Src: edges.Keys{Int64: src[first:last]}, Dst: edges.Keys{Int64: dst[first:last]}}
-		if weight != nil {
-			c.Weight = weight[first:last]
-		}
-		t.Chunks = append(t.Chunks, c)
-	}
-	return t, nil
+	return newTable(fmt.Sprintf("kronecker:%d:%d", k.Scale, k.EdgeFactor), src, dst, weight), nil
 }
 
 // permutation is a seeded random permutation of [0, n).

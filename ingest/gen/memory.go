@@ -6,9 +6,13 @@ import (
 	"os"
 )
 
-// physicalMemory is the machine's memory in bytes (MemTotal of
-// /proc/meminfo), or 0 where that cannot be read.
-func physicalMemory() int64 {
+// physicalMemory is the machine's memory in bytes, or 0 where that cannot
+// be read; tests set it.
+var physicalMemory = memTotal
+
+// memTotal is MemTotal of /proc/meminfo in bytes, or 0 where that cannot be
+// read.
+func memTotal() int64 {
 	f, err := os.Open("/proc/meminfo")
 	if err != nil {
 		return 0
