@@ -283,7 +283,9 @@ func TestRunJobCanceled(t *testing.T) {
 	}
 
 	// A PageRank that would run for minutes (on a path, which mixes slowly,
-	// with damping almost 1) stops soon after its context is canceled.
+	// with damping almost 1) stops when its context is canceled. How soon is
+	// not measured here (no test measures time); one that did not stop
+	// would run into go test's timeout.
 	var path strings.Builder
 	for i := range 2000 {
 		fmt.Fprintf(&path, "%d %d\n", i, i+1)
@@ -292,14 +294,10 @@ func TestRunJobCanceled(t *testing.T) {
 	ctx0, cancel0 := context.WithCancel(context.Background())
 	timer := time.AfterFunc(50*time.Millisecond, cancel0)
 	defer timer.Stop()
-	start := time.Now()
 	_, err := RunJob(ctx0, Job{Input: pathFile, Op: "pagerank", Backend: "cpu", Load: LoadOptions{Undirected: true},
 		Params: operators.Params{Damping: 1 - 1e-9, Tolerance: 1e-300, MaxIterations: 1 << 30}})
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("pagerank canceled while it runs: %v, want an error wrapping context.Canceled", err)
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("pagerank took %v to stop", d)
 	}
 
 	// Load and Graph.Run too.
