@@ -49,6 +49,7 @@ func sniffFile(head []byte) (what, fix string) {
 	return "not an Arrow IPC file (it does not start with the magic bytes ARROW1)", "check the path, or name the input's format with --input-format"
 }
 
+// ReadFile reads the Arrow IPC file at path, mapped into memory.
 func ReadFile(ctx context.Context, path string, opts edges.Options) (*edges.Table, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -103,8 +103,7 @@ func ErrNullWeight(file, column string, row int64) error {
 }
 
 // Reasons recorded in Table.Skipped.
-func SkipNullKey(column string) string { return fmt.Sprintf("null key in column %q", column) }
-
+func SkipNullKey(column string) string    { return fmt.Sprintf("null key in column %q", column) }
 func SkipNullWeight(column string) string { return fmt.Sprintf("null weight in column %q", column) }
 
 // SkipBadUTF8 is the reason recorded for text and CSV rows dropped because a

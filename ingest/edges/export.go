@@ -54,12 +54,9 @@ type tableReader struct {
 }
 
 func (r *tableReader) Schema() *arrow.Schema { return r.schema }
-
-func (r *tableReader) Record() arrow.Record { return r.rec }
-
-func (r *tableReader) Err() error { return nil }
-
-func (r *tableReader) Retain() { atomic.AddInt64(&r.refs, 1) }
+func (r *tableReader) Record() arrow.Record  { return r.rec }
+func (r *tableReader) Err() error            { return nil }
+func (r *tableReader) Retain()               { atomic.AddInt64(&r.refs, 1) }
 
 func (r *tableReader) Release() {
 	if atomic.AddInt64(&r.refs, -1) == 0 && r.rec != nil {

@@ -21,6 +21,8 @@ type ParquetWrite struct {
 	DictPageSize int64 // 0: the writer's default
 }
 
+// DefaultParquetWrite writes small row groups and pages, dictionary-encoded,
+// compressed with snappy.
 var DefaultParquetWrite = ParquetWrite{Codec: pqcompress.Codecs.Snappy, Dict: true, RowGroupRows: 400, PageSize: 1024}
 
 // WriteParquet writes the table to dir/name with pqarrow and returns the path.
@@ -53,6 +55,7 @@ func WriteParquet(t testing.TB, dir, name string, tbl arrow.Table, w ParquetWrit
 	return path
 }
 
+// With is w with row groups of rowGroupRows rows.
 func (w ParquetWrite) With(rowGroupRows int64) ParquetWrite {
 	w.RowGroupRows = rowGroupRows
 	return w
