@@ -9,6 +9,9 @@ import (
 	"github.com/gpipe/gpipe/ingest/edges"
 )
 
+// The edge columns of a schema, and of each record batch seen as raw Arrow
+// buffers, whatever they come from (an arrow.Array, a mapped file).
+
 // Edge column roles: index into the appender's columns.
 const (
 	roleSrc = iota

@@ -13,6 +13,9 @@ import (
 	"github.com/gpipe/gpipe/internal/alloc"
 )
 
+// A chunk's keys and weights out of raw columns: viewed in place where the
+// buffer already is what the chunk needs, converted or gathered otherwise.
+
 // allocate is a slice of n T from the table's allocator, freed with it.
 func allocate[T any](a *Appender, n int) []T {
 	s := alloc.Slice[T](a.opts.Alloc, n)
