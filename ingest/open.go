@@ -19,7 +19,6 @@ import (
 	"github.com/gpipe/gpipe/ingest/arrowipc"
 	"github.com/gpipe/gpipe/ingest/csv"
 	"github.com/gpipe/gpipe/ingest/edges"
-	"github.com/gpipe/gpipe/ingest/internal/sniff"
 	"github.com/gpipe/gpipe/ingest/parquet"
 	"github.com/gpipe/gpipe/ingest/text"
 	"github.com/gpipe/gpipe/internal/mmap"
@@ -27,13 +26,15 @@ import (
 )
 
 // Formats an input can have, by the name Options.Format and FormatOf use.
+// The readers' messages name them too (sniff.Parquet, ...), which the tests
+// check against these.
 const (
-	FormatParquet     = sniff.Parquet
-	FormatArrowFile   = sniff.ArrowFile   // Arrow IPC file (.arrow, .feather)
-	FormatArrowStream = sniff.ArrowStream // Arrow IPC stream (.arrows, and "-")
-	FormatCSV         = sniff.CSV         // CSV with a header row
-	FormatText        = sniff.Text        // whitespace-separated edge list (.txt, .el, .wel, .tsv, .edges)
-	FormatMTX         = sniff.MTX         // Matrix Market coordinate format
+	FormatParquet     = "parquet"
+	FormatArrowFile   = "arrow"  // Arrow IPC file (.arrow, .feather)
+	FormatArrowStream = "arrows" // Arrow IPC stream (.arrows, and "-")
+	FormatCSV         = "csv"    // CSV with a header row
+	FormatText        = "text"   // whitespace-separated edge list (.txt, .el, .wel, .tsv, .edges)
+	FormatMTX         = "mtx"    // Matrix Market coordinate format
 )
 
 // FormatOf is the format a path's extension implies; "-" is an Arrow IPC

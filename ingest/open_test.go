@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/ingest/internal/edgetest"
+	"github.com/gpipe/gpipe/ingest/internal/sniff"
 )
 
 // readFile reads path with opts, failing the test on an error.
@@ -159,5 +160,25 @@ func TestEdgeListExtensions(t *testing.T) {
 			t.Errorf("%s: Name %q", ext, tbl.Name)
 		}
 		tbl.Release()
+	}
+}
+
+// The format names the readers' messages suggest (--input-format csv, name
+// it .csv) are the ones Open takes, and the extensions they suggest say the
+// same format to FormatOf.
+func TestFormatNames(t *testing.T) {
+	for format, name := range map[string]string{
+		FormatParquet: sniff.Parquet, FormatArrowFile: sniff.ArrowFile, FormatArrowStream: sniff.ArrowStream,
+		FormatCSV: sniff.CSV, FormatText: sniff.Text, FormatMTX: sniff.MTX,
+	} {
+		if name != format {
+			t.Errorf("the readers name format %q %q", format, name)
+		}
+		if got, err := FormatOf("x" + sniff.Ext[format]); err != nil || got != format {
+			t.Errorf("format %s: messages suggest %q, which FormatOf reads as %q, %v", format, sniff.Ext[format], got, err)
+		}
+	}
+	if len(sniff.Ext) != 6 {
+		t.Errorf("extensions of %d formats, want 6", len(sniff.Ext))
 	}
 }

@@ -14,7 +14,9 @@ import (
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
-// The formats an input can have, by the names --input-format takes.
+// The formats an input can have, by the names --input-format takes, for the
+// messages that suggest one; ingest.FormatParquet and the others are the
+// same names.
 const (
 	Parquet     = "parquet"
 	ArrowFile   = "arrow"  // Arrow IPC file (.arrow, .feather)
