@@ -45,9 +45,9 @@ gpu-bundle:
 	./scripts/gpu-bundle.sh
 
 fuzz:
-	$(GO) test ./ingest -run XXX -fuzz FuzzText -fuzztime 30s
-	$(GO) test ./ingest -run XXX -fuzz FuzzMatrixMarket -fuzztime 30s
-	$(GO) test ./ingest -run XXX -fuzz FuzzCSV -fuzztime 30s
+	$(GO) test ./ingest/text -run XXX -fuzz FuzzText -fuzztime 30s
+	$(GO) test ./ingest/text -run XXX -fuzz FuzzMatrixMarket -fuzztime 30s
+	$(GO) test ./ingest/csv -run XXX -fuzz FuzzCSV -fuzztime 30s
 
 clean:
 	rm -rf bin .gpu-bundle .gpu-bundle.tgz

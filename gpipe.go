@@ -26,6 +26,7 @@ import (
 
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
 )
@@ -34,7 +35,7 @@ import (
 type LoadOptions struct {
 	// Columns names the src, dst and weight columns (defaults: src, dst,
 	// weight) and says whether to read weights at all.
-	Columns ingest.Columns
+	Columns edges.Columns
 	// Format overrides the input format the extension implies.
 	Format string
 	// Undirected makes every edge count in both directions.
@@ -63,7 +64,7 @@ type Graph struct {
 	// RowsRead counts the input's rows, skipped ones included.
 	RowsRead int64
 	// Skipped counts dropped rows by reason, reading and building together.
-	Skipped ingest.Skips
+	Skipped edges.Skips
 	// ReadTime and BuildTime are the wall time of the two stages.
 	ReadTime, BuildTime time.Duration
 }
@@ -78,7 +79,7 @@ func Load(ctx context.Context, input string, opts LoadOptions) (*Graph, error) {
 	}
 	stage(opts, "read")
 	start := time.Now()
-	t, err := ingest.Open(ctx, input, opts.Stdin, ingest.Options{
+	t, err := ingest.Open(ctx, input, opts.Stdin, edges.Options{
 		Columns: opts.Columns, Format: opts.Format, SkipInvalid: opts.SkipInvalid, Alloc: opts.Alloc,
 	})
 	if err != nil {
@@ -97,7 +98,7 @@ func Load(ctx context.Context, input string, opts LoadOptions) (*Graph, error) {
 // Build builds the graph of an edge table that was read already (from a
 // generator, or batches that arrived over Arrow Flight). The table may be
 // released once Build returns.
-func Build(ctx context.Context, t *ingest.EdgeTable, opts LoadOptions) (*Graph, error) {
+func Build(ctx context.Context, t *edges.Table, opts LoadOptions) (*Graph, error) {
 	stage(opts, "build")
 	start := time.Now()
 	cg, err := convert.Build(ctx, t, convert.BuildOptions{
@@ -111,7 +112,7 @@ func Build(ctx context.Context, t *ingest.EdgeTable, opts LoadOptions) (*Graph, 
 	if err != nil {
 		return nil, err
 	}
-	g := &Graph{Graph: cg, Name: t.Name, RowsRead: t.RowsRead, Skipped: ingest.Skips{}, BuildTime: time.Since(start)}
+	g := &Graph{Graph: cg, Name: t.Name, RowsRead: t.RowsRead, Skipped: edges.Skips{}, BuildTime: time.Since(start)}
 	for reason, n := range t.Skipped {
 		g.Skipped.Add(reason, n)
 	}

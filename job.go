@@ -9,7 +9,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
-	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
 	"github.com/gpipe/gpipe/sink"
@@ -105,7 +105,7 @@ func RunJob(ctx context.Context, job Job) (*Report, error) {
 		}
 	}
 	spec := op.Spec()
-	notes := weightColumnNotes(spec, job.Load.Columns)
+	notes := WeightColumnNotes(spec, job.Load.Columns)
 	job.Load.Columns.ReadWeight = spec.Weighted
 	job.Load.Weights = spec.Weights
 	job.Load.BuildIn = job.Load.BuildIn || spec.NeedsIn
@@ -184,11 +184,11 @@ func writeResult(ctx context.Context, res *Result, output string, opts sink.Opti
 	}, opts)
 }
 
-// weightColumnNotes notes a weight column named for an operator that uses no
-// weights. The column names are the table's, named once for every operator
-// of a pipeline, so that is not an error; the column is not read at all, so
-// neither is its absence.
-func weightColumnNotes(spec operators.Spec, cols ingest.Columns) []string {
+// WeightColumnNotes notes a weight column named for an operator that uses no
+// weights, for Report.Notes (and bench.Report's). The column names are the
+// table's, named once for every operator of a pipeline, so that is not an
+// error; the column is not read at all, so neither is its absence.
+func WeightColumnNotes(spec operators.Spec, cols edges.Columns) []string {
 	if spec.Weighted || !cols.WeightExplicit {
 		return nil
 	}

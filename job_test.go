@@ -18,7 +18,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/gpipe/gpipe/convert"
-	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/pollctx"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
@@ -338,13 +338,13 @@ func (a *countingAllocator) Reallocate(n int, b []byte) []byte {
 // vertices, seconds of work and as much memory as the result).
 func TestWriteResultCanceled(t *testing.T) {
 	const n = 1 << 20
-	tab := &ingest.EdgeTable{Name: "chain", Columns: ingest.Columns{}.WithDefaults(), KeyType: ingest.KeyInt64,
-		KeyArrowType: arrow.PrimitiveTypes.Int64, Skipped: ingest.Skips{}}
+	tab := &edges.Table{Name: "chain", Columns: edges.Columns{}.WithDefaults(), KeyType: edges.KeyInt64,
+		KeyArrowType: arrow.PrimitiveTypes.Int64, Skipped: edges.Skips{}}
 	src, dst := make([]int64, n-1), make([]int64, n-1)
 	for i := range src {
 		src[i], dst[i] = int64(3*i), int64(3*i+3)
 	}
-	tab.Chunks = []ingest.Chunk{{Src: ingest.Keys{Int64: src}, Dst: ingest.Keys{Int64: dst}}}
+	tab.Chunks = []edges.Chunk{{Src: edges.Keys{Int64: src}, Dst: edges.Keys{Int64: dst}}}
 	g, err := Build(context.Background(), tab, LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -430,7 +430,7 @@ func TestRunJobChecksFirst(t *testing.T) {
 	}
 }
 
-func ingestColumns(weights bool) ingest.Columns { return ingest.Columns{ReadWeight: weights} }
+func ingestColumns(weights bool) edges.Columns { return edges.Columns{ReadWeight: weights} }
 
 // A job whose input and graph live in a caller's allocator gives all of it
 // back on Release, for every input format and key type.

@@ -24,6 +24,7 @@ import (
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
 
 	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
 	"github.com/gpipe/gpipe/sink"
@@ -58,26 +59,26 @@ var rtEdges = []rtEdge{
 // keySet names the abstract vertices in one key type.
 type keySet struct {
 	name string
-	kind ingest.KeyType // KeyInt32/KeyInt64 compare as signed, KeyUint* as unsigned, KeyString bytewise
-	keys []string       // keys[i] names vertex i, as text
+	kind edges.KeyType // KeyInt32/KeyInt64 compare as signed, KeyUint* as unsigned, KeyString bytewise
+	keys []string      // keys[i] names vertex i, as text
 }
 
 var (
-	ksInt32 = keySet{"int32", ingest.KeyInt32, []string{
+	ksInt32 = keySet{"int32", edges.KeyInt32, []string{
 		"-7", "12", "3", "-2147483648", "2147483647", "0", "100000", "5", "-1", "42", "8"}}
-	ksInt64 = keySet{"int64", ingest.KeyInt64, []string{
+	ksInt64 = keySet{"int64", edges.KeyInt64, []string{
 		"-9000000000", "1099511627776", "17", "-1", "9223372036854775807", "0",
 		"-9223372036854775808", "3", "2", "11", "-12"}}
-	ksUint32 = keySet{"uint32", ingest.KeyUint32, []string{
+	ksUint32 = keySet{"uint32", edges.KeyUint32, []string{
 		"4000000000", "1", "0", "4294967295", "7", "2147483648", "65536", "12", "9", "3", "2147483647"}}
-	ksUint64 = keySet{"uint64", ingest.KeyUint64, []string{
+	ksUint64 = keySet{"uint64", edges.KeyUint64, []string{
 		"18446744073709551615", "9223372036854775808", "1", "0", "42", "9223372036854775807",
 		"5", "4294967296", "77", "6", "18446744073709551614"}}
 	// Strings that sort differently bytewise than by index, with a prefix
 	// ("a" < "a,b"), case, a quote, a comma, numbers written as strings and
 	// multi-byte UTF-8; none empty or with white space, so that every
 	// format that carries strings carries these.
-	ksString = keySet{"string", ingest.KeyString, []string{
+	ksString = keySet{"string", edges.KeyString, []string{
 		"alpha", "Ωmega", "a,b", `q"uote`, "007", "-3", "zeta", "Zeta", "a", "日本", "alpha2"}}
 )
 
@@ -86,11 +87,11 @@ func (ks keySet) less(a, b string) bool { return ks.compare(a, b) < 0 }
 
 func (ks keySet) compare(a, b string) int {
 	switch ks.kind {
-	case ingest.KeyInt32, ingest.KeyInt64:
+	case edges.KeyInt32, edges.KeyInt64:
 		x, _ := strconv.ParseInt(a, 10, 64)
 		y, _ := strconv.ParseInt(b, 10, 64)
 		return cmp.Compare(x, y)
-	case ingest.KeyUint32, ingest.KeyUint64:
+	case edges.KeyUint32, edges.KeyUint64:
 		x, _ := strconv.ParseUint(a, 10, 64)
 		y, _ := strconv.ParseUint(b, 10, 64)
 		return cmp.Compare(x, y)
@@ -453,7 +454,7 @@ func writeTextEdges(t testing.TB, path string, ks keySet, edges []rtEdge, sep st
 
 // ksMTX names the vertices by 1-based Matrix Market indices, with gaps
 // (indices 6 and 11 have no entries, so they are no vertices).
-var ksMTX = keySet{"mtx", ingest.KeyInt64, []string{"5", "2", "9", "1", "12", "7", "3", "10", "4", "8", "13"}}
+var ksMTX = keySet{"mtx", edges.KeyInt64, []string{"5", "2", "9", "1", "12", "7", "3", "10", "4", "8", "13"}}
 
 // writeMTX writes edges as a Matrix Market file of field real or pattern
 // (no values) and symmetry general or symmetric.
@@ -475,7 +476,7 @@ func writeMTX(t testing.TB, path string, edges []rtEdge, field, symmetry string)
 }
 
 // rtInputs writes the graph in every input format and key type into dir.
-func rtInputs(t testing.TB, dir string, edges []rtEdge) []rtInput {
+func rtInputs(t testing.TB, dir string, list []rtEdge) []rtInput {
 	t.Helper()
 	var ins []rtInput
 	dict := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
@@ -493,7 +494,7 @@ func rtInputs(t testing.TB, dir string, edges []rtEdge) []rtInput {
 		{ksString, dict, arrow.PrimitiveTypes.Float64, "dictionary"},
 	}
 	for _, c := range typed {
-		recs := edgeRecords(t, c.ks, edges, c.kt, c.wt)
+		recs := edgeRecords(t, c.ks, list, c.kt, c.wt)
 		vt := c.kt
 		if c.kt == dict {
 			vt = arrow.BinaryTypes.String
@@ -509,7 +510,7 @@ func rtInputs(t testing.TB, dir string, edges []rtEdge) []rtInput {
 				writeIPC(t, p, recs, true)
 			}
 			want := vt
-			if ext == ".parquet" && c.ks.kind == ingest.KeyString {
+			if ext == ".parquet" && c.ks.kind == edges.KeyString {
 				// Parquet has one string type; its keys come out as utf8.
 				want = arrow.BinaryTypes.String
 			}
@@ -526,16 +527,16 @@ func rtInputs(t testing.TB, dir string, edges []rtEdge) []rtInput {
 	}
 	for _, ks := range []keySet{ksInt64, ksString} {
 		p := filepath.Join(dir, ks.name+".csv")
-		writeCSVEdges(t, p, ks, edges)
+		writeCSVEdges(t, p, ks, list)
 		ins = append(ins, rtInput{name: ks.name + ".csv", path: p, ks: ks, vertex: ks.kind.ArrowType()})
 		for _, f := range []struct{ ext, sep string }{{".txt", " "}, {".el", "\t"}, {".tsv", "\t"}} {
 			p := filepath.Join(dir, ks.name+f.ext)
-			writeTextEdges(t, p, ks, edges, f.sep)
+			writeTextEdges(t, p, ks, list, f.sep)
 			ins = append(ins, rtInput{name: ks.name + f.ext, path: p, ks: ks, vertex: ks.kind.ArrowType()})
 		}
 	}
 	p := filepath.Join(dir, "graph.mtx")
-	writeMTX(t, p, edges, "real", "general")
+	writeMTX(t, p, list, "real", "general")
 	ins = append(ins, rtInput{name: "graph.mtx", path: p, ks: ksMTX, vertex: arrow.PrimitiveTypes.Int64})
 	return ins
 }
@@ -1074,7 +1075,7 @@ func TestEmptyTables(t *testing.T) {
 			switch ext {
 			case ".parquet":
 				writeParquet(t, p, recs)
-				if c.ks.kind == ingest.KeyString {
+				if c.ks.kind == edges.KeyString {
 					want = arrow.BinaryTypes.String
 				}
 			case ".arrow":
@@ -1132,9 +1133,9 @@ func mustLookup(t testing.TB, op string) operators.Operator {
 }
 
 // edgeRows is an edge table's rows as text: src, dst, weight.
-func edgeRows(t testing.TB, tab *ingest.EdgeTable) [][3]string {
+func edgeRows(t testing.TB, tab *edges.Table) [][3]string {
 	t.Helper()
-	key := func(k *ingest.Keys, i int) string {
+	key := func(k *edges.Keys, i int) string {
 		switch {
 		case k.Int32 != nil:
 			return strconv.FormatInt(int64(k.Int32[i]), 10)
@@ -1171,7 +1172,7 @@ func TestEdgeTableRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	ins := rtInputs(t, dir, rtEdges)
 	ctx := context.Background()
-	opts := ingest.Options{Columns: ingest.Columns{ReadWeight: true}}
+	opts := edges.Options{Columns: edges.Columns{ReadWeight: true}}
 	for _, in := range ins {
 		t.Run(in.name, func(t *testing.T) {
 			t.Parallel()
@@ -1221,10 +1222,10 @@ func TestEdgeTableRoundTrip(t *testing.T) {
 					// CSV keys are int64, or strings where some key is no
 					// int64 (uint64 keys above 2^63-1).
 					switch wantKT {
-					case ingest.KeyInt32, ingest.KeyUint32:
-						wantKT = ingest.KeyInt64
-					case ingest.KeyUint64:
-						wantKT = ingest.KeyString
+					case edges.KeyInt32, edges.KeyUint32:
+						wantKT = edges.KeyInt64
+					case edges.KeyUint64:
+						wantKT = edges.KeyString
 					}
 				}
 				if kt != wantKT {

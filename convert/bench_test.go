@@ -12,7 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/gen"
 )
 
 // benchScale is the Kronecker scale of the build benchmarks: 16 unless
@@ -81,11 +82,11 @@ func rusage() syscall.Rusage {
 }
 
 // inputBytes is the memory of the table's columns.
-func inputBytes(t *ingest.EdgeTable) int64 {
+func inputBytes(t *edges.Table) int64 {
 	var n int64
 	for i := range t.Chunks {
 		c := &t.Chunks[i]
-		for _, k := range []*ingest.Keys{&c.Src, &c.Dst} {
+		for _, k := range []*edges.Keys{&c.Src, &c.Dst} {
 			switch {
 			case k.Str != nil:
 				n += int64(len(k.Str.Offsets))*8 + int64(len(k.Str.Data))
@@ -105,7 +106,7 @@ func inputBytes(t *ingest.EdgeTable) int64 {
 // peak heap during a build (input columns included), over the input columns
 // plus the built graph (layout and keys) and in bytes per input edge above
 // the heap before the build. GPIPE_BENCH_TRACE=1 prints each phase's times.
-func benchBuild(b *testing.B, tab *ingest.EdgeTable, opts BuildOptions) {
+func benchBuild(b *testing.B, tab *edges.Table, opts BuildOptions) {
 	m := tab.NumEdges()
 	var graphBytes, layoutBytes int64
 	var peak, base uint64
@@ -152,13 +153,13 @@ func benchBuild(b *testing.B, tab *ingest.EdgeTable, opts BuildOptions) {
 func BenchmarkBuildKronecker(b *testing.B) {
 	scale := benchScale(b)
 	for _, weighted := range []bool{false, true} {
-		var tab *ingest.EdgeTable
+		var tab *edges.Table
 		for _, undirected := range []bool{false, true} {
 			name := fmt.Sprintf("scale=%d/undirected=%v/weighted=%v", scale, undirected, weighted)
 			b.Run(name, func(b *testing.B) {
 				if tab == nil {
 					var err error
-					tab, err = ingest.Kronecker{Scale: scale, EdgeFactor: 16, Seed: 1, Weighted: weighted}.Generate(context.Background())
+					tab, err = gen.Kronecker{Scale: scale, EdgeFactor: 16, Seed: 1, Weighted: weighted}.Generate(context.Background())
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -173,7 +174,7 @@ func BenchmarkBuildKronecker(b *testing.B) {
 // BenchmarkRenumberKronecker times the renumbering step alone.
 func BenchmarkRenumberKronecker(b *testing.B) {
 	scale := benchScale(b)
-	tab, err := ingest.Kronecker{Scale: scale, EdgeFactor: 16, Seed: 1}.Generate(context.Background())
+	tab, err := gen.Kronecker{Scale: scale, EdgeFactor: 16, Seed: 1}.Generate(context.Background())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -194,29 +195,29 @@ func BenchmarkBuildKeys(b *testing.B) {
 	scale := benchScale(b)
 	for _, keys := range []string{"int64-sparse", "string"} {
 		b.Run(fmt.Sprintf("scale=%d/keys=%s", scale, keys), func(b *testing.B) {
-			tab, err := ingest.Kronecker{Scale: scale, EdgeFactor: 16, Seed: 1}.Generate(context.Background())
+			tab, err := gen.Kronecker{Scale: scale, EdgeFactor: 16, Seed: 1}.Generate(context.Background())
 			if err != nil {
 				b.Fatal(err)
 			}
 			for i := range tab.Chunks {
 				c := &tab.Chunks[i]
-				for _, k := range []*ingest.Keys{&c.Src, &c.Dst} {
+				for _, k := range []*edges.Keys{&c.Src, &c.Dst} {
 					if keys == "int64-sparse" {
 						for j, v := range k.Int64 {
 							k.Int64[j] = int64(mix64(uint64(v)))
 						}
 						continue
 					}
-					s := &ingest.Strings{Offsets: make([]int64, 1, len(k.Int64)+1)}
+					s := &edges.Strings{Offsets: make([]int64, 1, len(k.Int64)+1)}
 					for _, v := range k.Int64 {
 						s.Data = strconv.AppendInt(append(s.Data, "user-"...), v, 10)
 						s.Offsets = append(s.Offsets, int64(len(s.Data)))
 					}
-					*k = ingest.Keys{Str: s}
+					*k = edges.Keys{Str: s}
 				}
 			}
 			if keys == "string" {
-				tab.KeyType, tab.KeyArrowType = ingest.KeyString, nil
+				tab.KeyType, tab.KeyArrowType = edges.KeyString, nil
 			}
 			benchBuild(b, tab, BuildOptions{Undirected: true})
 		})

@@ -9,7 +9,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
-	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/alloc"
 	"github.com/gpipe/gpipe/internal/par"
 	"github.com/gpipe/gpipe/internal/usererr"
@@ -38,7 +38,7 @@ import (
 // Rows dropped by the weight rule are dropped before renumbering: keys seen
 // only in them are not vertices. The result does not depend on the number of
 // cores. ctx is checked between the steps and inside their loops.
-func Build(ctx context.Context, t *ingest.EdgeTable, opts BuildOptions) (*Graph, error) {
+func Build(ctx context.Context, t *edges.Table, opts BuildOptions) (*Graph, error) {
 	if opts.Weighted && !t.HasWeight {
 		return nil, usererr.InFile(t.Name, "the graph must be weighted but the input has no weight column",
 			"name the weight column with --weight-col")
@@ -48,7 +48,7 @@ func Build(ctx context.Context, t *ingest.EdgeTable, opts BuildOptions) (*Graph,
 	}
 	spans := edgeSpans(t)
 	g := &Graph{Directed: !opts.Undirected, Weighted: opts.Weighted, alloc: opts.Alloc}
-	g.Stats.Skipped = ingest.Skips{}
+	g.Stats.Skipped = edges.Skips{}
 
 	var drop []uint64
 	var dropped int64
@@ -112,7 +112,7 @@ func weightProblem(w float64, rule WeightRule) string {
 }
 
 // keyArrowType is the output vertex column's type for the table's keys.
-func keyArrowType(t *ingest.EdgeTable) arrow.DataType {
+func keyArrowType(t *edges.Table) arrow.DataType {
 	if dt := t.KeyArrowType; dt != nil {
 		if d, ok := dt.(*arrow.DictionaryType); ok {
 			dt = d.ValueType
@@ -129,14 +129,14 @@ const spanLen = 1 << 16
 // span is a run of at most spanLen edges of one chunk: positions [lo, hi)
 // of chunk c, whose position j is edge base+j of the table.
 type span struct {
-	c      *ingest.Chunk
+	c      *edges.Chunk
 	lo, hi int
 	base   int
 	idx    int // the span's index in the list
 }
 
 // edgeSpans cuts the table's chunks into spans, in edge order.
-func edgeSpans(t *ingest.EdgeTable) []span {
+func edgeSpans(t *edges.Table) []span {
 	var spans []span
 	base := 0
 	for ci := range t.Chunks {
@@ -184,7 +184,7 @@ func isDropped(drop []uint64, i int) bool {
 // SkipInvalid the first offending row (in input order) is an error naming
 // its file, column and row. With it the offending edges are marked in the
 // returned bitmap (nil when there are none) and counted in skipped.
-func applyWeightRule(ctx context.Context, t *ingest.EdgeTable, spans []span, opts BuildOptions, skipped ingest.Skips) ([]uint64, int64, error) {
+func applyWeightRule(ctx context.Context, t *edges.Table, spans []span, opts BuildOptions, skipped edges.Skips) ([]uint64, int64, error) {
 	nonNeg := opts.Weights == NonNegativeWeights
 	bad := func(w float64) bool { return !(w-w == 0) || (nonNeg && w < 0) } // w-w is NaN for NaN and ±Inf
 	m := t.NumEdges()

@@ -19,6 +19,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/par"
 	"github.com/gpipe/gpipe/internal/pollctx"
 	"github.com/gpipe/gpipe/internal/usererr"
@@ -137,47 +138,47 @@ func randomEdges(r *rand.Rand, nv, m int) edgeList {
 
 // tableOf is the edge list as a table with keys of type kt (ordinals from
 // mode, or strings), cut into random chunks, some with row maps.
-func tableOf(r *rand.Rand, e edgeList, kt ingest.KeyType, mode keyMode, chunks int) *ingest.EdgeTable {
-	t := &ingest.EdgeTable{Name: "test.parquet", Columns: ingest.Columns{}.WithDefaults(), KeyType: kt, HasWeight: true, Skipped: ingest.Skips{}}
+func tableOf(r *rand.Rand, e edgeList, kt edges.KeyType, mode keyMode, chunks int) *edges.Table {
+	t := &edges.Table{Name: "test.parquet", Columns: edges.Columns{}.WithDefaults(), KeyType: kt, HasWeight: true, Skipped: edges.Skips{}}
 	var ords []uint64
 	var strs []string
 	switch kt {
-	case ingest.KeyInt32:
+	case edges.KeyInt32:
 		ords = ordinals(r, e.nv, mode, ord(int32(math.MinInt32)), ord(int32(math.MaxInt32)))
-	case ingest.KeyInt64:
+	case edges.KeyInt64:
 		ords = ordinals(r, e.nv, mode, ord(int64(math.MinInt64)), ord(int64(math.MaxInt64)))
-	case ingest.KeyUint32:
+	case edges.KeyUint32:
 		ords = ordinals(r, e.nv, mode, 0, math.MaxUint32)
-	case ingest.KeyUint64:
+	case edges.KeyUint64:
 		ords = ordinals(r, e.nv, mode, 0, math.MaxUint64)
-	case ingest.KeyString:
+	case edges.KeyString:
 		strs = randomStrings(r, e.nv)
 	}
-	keys := func(labels []int) ingest.Keys {
-		var k ingest.Keys
+	keys := func(labels []int) edges.Keys {
+		var k edges.Keys
 		switch kt {
-		case ingest.KeyInt32:
+		case edges.KeyInt32:
 			k.Int32 = []int32{}
 			for _, l := range labels {
 				k.Int32 = append(k.Int32, unord[int32](ords[l]))
 			}
-		case ingest.KeyInt64:
+		case edges.KeyInt64:
 			k.Int64 = []int64{}
 			for _, l := range labels {
 				k.Int64 = append(k.Int64, unord[int64](ords[l]))
 			}
-		case ingest.KeyUint32:
+		case edges.KeyUint32:
 			k.Uint32 = []uint32{}
 			for _, l := range labels {
 				k.Uint32 = append(k.Uint32, unord[uint32](ords[l]))
 			}
-		case ingest.KeyUint64:
+		case edges.KeyUint64:
 			k.Uint64 = []uint64{}
 			for _, l := range labels {
 				k.Uint64 = append(k.Uint64, unord[uint64](ords[l]))
 			}
-		case ingest.KeyString:
-			k.Str = &ingest.Strings{Offsets: []int64{0}}
+		case edges.KeyString:
+			k.Str = &edges.Strings{Offsets: []int64{0}}
 			for _, l := range labels {
 				k.Str.Data = append(k.Str.Data, strs[l]...)
 				k.Str.Offsets = append(k.Str.Offsets, int64(len(k.Str.Data)))
@@ -195,7 +196,7 @@ func tableOf(r *rand.Rand, e edgeList, kt ingest.KeyType, mode keyMode, chunks i
 	row := int64(0)
 	for i := 0; i+1 < len(cuts); i++ {
 		lo, hi := cuts[i], cuts[i+1]
-		c := ingest.Chunk{FirstRow: row, Src: keys(e.src[lo:hi]), Dst: keys(e.dst[lo:hi]), Weight: slices.Clone(e.w[lo:hi])}
+		c := edges.Chunk{FirstRow: row, Src: keys(e.src[lo:hi]), Dst: keys(e.dst[lo:hi]), Weight: slices.Clone(e.w[lo:hi])}
 		if r.IntN(2) == 0 { // rows were skipped inside the chunk
 			c.Rows = make([]int64, hi-lo)
 			for j := range c.Rows {
@@ -239,15 +240,15 @@ func sameKeys(t *testing.T, name string, got, want *VertexKeys) {
 	}
 	ok := true
 	switch got.Type {
-	case ingest.KeyInt32:
+	case edges.KeyInt32:
 		ok = slices.Equal(got.Int32, want.Int32)
-	case ingest.KeyInt64:
+	case edges.KeyInt64:
 		ok = slices.Equal(got.Int64, want.Int64)
-	case ingest.KeyUint32:
+	case edges.KeyUint32:
 		ok = slices.Equal(got.Uint32, want.Uint32)
-	case ingest.KeyUint64:
+	case edges.KeyUint64:
 		ok = slices.Equal(got.Uint64, want.Uint64)
-	case ingest.KeyString:
+	case edges.KeyString:
 		ok = slices.Equal(got.Str.Offsets, want.Str.Offsets) && string(got.Str.Data) == string(want.Str.Data)
 	}
 	if !ok {
@@ -275,7 +276,7 @@ func sameCSR(t *testing.T, name string, got, want *CSR) {
 
 // check builds t with opts, compares with the reference (errors included)
 // and with the reference's transposition, at several core counts.
-func check(t *testing.T, name string, tab *ingest.EdgeTable, opts BuildOptions) *Graph {
+func check(t *testing.T, name string, tab *edges.Table, opts BuildOptions) *Graph {
 	t.Helper()
 	ctx := context.Background()
 	want, werr := refBuild(ctx, tab, opts)
@@ -309,7 +310,7 @@ func check(t *testing.T, name string, tab *ingest.EdgeTable, opts BuildOptions) 
 	return first
 }
 
-var keyTypes = []ingest.KeyType{ingest.KeyInt32, ingest.KeyInt64, ingest.KeyUint32, ingest.KeyUint64, ingest.KeyString}
+var keyTypes = []edges.KeyType{edges.KeyInt32, edges.KeyInt64, edges.KeyUint32, edges.KeyUint64, edges.KeyString}
 
 func TestBuildRandom(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
@@ -337,20 +338,20 @@ func TestBuildLarge(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for i, kt := range keyTypes {
 		for _, mode := range []keyMode{denseKeys, sparseKeys} {
-			if kt == ingest.KeyString && mode == sparseKeys {
+			if kt == edges.KeyString && mode == sparseKeys {
 				continue
 			}
 			nv := 40000
 			e := randomEdges(r, nv, 150000)
 			tab := tableOf(r, e, kt, mode, 4)
-			opts := BuildOptions{Undirected: i%2 == 0, Weighted: mode == sparseKeys || kt == ingest.KeyString}
+			opts := BuildOptions{Undirected: i%2 == 0, Weighted: mode == sparseKeys || kt == edges.KeyString}
 			check(t, fmt.Sprintf("large %v %v", kt, mode), tab, opts)
 			if mode == denseKeys {
 				testBigRow = 300 // rows sorted by all cores, too short for the bitmap
 				check(t, fmt.Sprintf("large %v %v big rows", kt, mode), tab, BuildOptions{Undirected: opts.Undirected, Weighted: !opts.Weighted})
 				testBigRow = 0
 			}
-			if mode == sparseKeys || kt == ingest.KeyString {
+			if mode == sparseKeys || kt == edges.KeyString {
 				testSmallTables, testAtomicCounts = true, true
 				check(t, fmt.Sprintf("large %v %v small tables, atomic counts", kt, mode), tab, opts)
 				testSmallTables, testAtomicCounts = false, false
@@ -360,7 +361,7 @@ func TestBuildLarge(t *testing.T) {
 }
 
 // shaped is a table of int64 keys (label·7-3) for an explicit edge list.
-func shaped(src, dst []int, w []float64) *ingest.EdgeTable {
+func shaped(src, dst []int, w []float64) *edges.Table {
 	nv := 0
 	for i := range src {
 		nv = max(nv, src[i]+1, dst[i]+1)
@@ -370,7 +371,7 @@ func shaped(src, dst []int, w []float64) *ingest.EdgeTable {
 		e.w = make([]float64, len(src))
 	}
 	r := rand.New(rand.NewPCG(5, 6))
-	return tableOf(r, e, ingest.KeyInt64, denseKeys, 3)
+	return tableOf(r, e, edges.KeyInt64, denseKeys, 3)
 }
 
 func TestBuildShapes(t *testing.T) {
@@ -462,10 +463,10 @@ func TestBuildWeightRule(t *testing.T) {
 // TestBuildWeightRuleRow checks the row an error names when chunks map
 // their positions to input rows.
 func TestBuildWeightRuleRow(t *testing.T) {
-	tab := &ingest.EdgeTable{Name: "in.csv", Columns: ingest.Columns{Weight: "cost"}, KeyType: ingest.KeyInt32, HasWeight: true,
-		Chunks: []ingest.Chunk{
-			{FirstRow: 0, Src: ingest.Keys{Int32: []int32{1, 2}}, Dst: ingest.Keys{Int32: []int32{2, 3}}, Weight: []float64{1, 2}},
-			{FirstRow: 2, Rows: []int64{2, 5, 9}, Src: ingest.Keys{Int32: []int32{1, 2, 3}}, Dst: ingest.Keys{Int32: []int32{2, 3, 4}}, Weight: []float64{1, -4, math.NaN()}},
+	tab := &edges.Table{Name: "in.csv", Columns: edges.Columns{Weight: "cost"}, KeyType: edges.KeyInt32, HasWeight: true,
+		Chunks: []edges.Chunk{
+			{FirstRow: 0, Src: edges.Keys{Int32: []int32{1, 2}}, Dst: edges.Keys{Int32: []int32{2, 3}}, Weight: []float64{1, 2}},
+			{FirstRow: 2, Rows: []int64{2, 5, 9}, Src: edges.Keys{Int32: []int32{1, 2, 3}}, Dst: edges.Keys{Int32: []int32{2, 3, 4}}, Weight: []float64{1, -4, math.NaN()}},
 		}}
 	_, err := Build(context.Background(), tab, BuildOptions{Weighted: true, Weights: NonNegativeWeights})
 	var ue *usererr.Error
@@ -480,7 +481,7 @@ func TestBuildWeightRuleRow(t *testing.T) {
 	if g.Stats.Skipped.String() != want || g.Stats.InputEdges != 3 || g.NumVertices() != 3 {
 		t.Fatalf("skipped %q, %d edges, %d vertices", g.Stats.Skipped, g.Stats.InputEdges, g.NumVertices())
 	}
-	if _, err := Build(context.Background(), &ingest.EdgeTable{Name: "x", KeyType: ingest.KeyInt32}, BuildOptions{Weighted: true}); usererr.KindOf(err) != usererr.Input {
+	if _, err := Build(context.Background(), &edges.Table{Name: "x", KeyType: edges.KeyInt32}, BuildOptions{Weighted: true}); usererr.KindOf(err) != usererr.Input {
 		t.Fatalf("weighted build without weights: %v", err)
 	}
 }
@@ -494,7 +495,7 @@ func buildFileNonNegative(t *testing.T, name, data string) (string, error) {
 	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tab, err := ingest.Open(context.Background(), path, nil, ingest.Options{Columns: ingest.Columns{ReadWeight: true}})
+	tab, err := ingest.Open(context.Background(), path, nil, edges.Options{Columns: edges.Columns{ReadWeight: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -544,7 +545,7 @@ func TestBuildTooManyVertices(t *testing.T) {
 
 func TestBuildCanceled(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
-	tab := tableOf(r, randomEdges(r, 100, 1000), ingest.KeyInt64, sparseKeys, 2)
+	tab := tableOf(r, randomEdges(r, 100, 1000), edges.KeyInt64, sparseKeys, 2)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := Build(ctx, tab, BuildOptions{}); !errors.Is(err, context.Canceled) {
@@ -561,9 +562,9 @@ func TestBuildCanceledAnywhere(t *testing.T) {
 	testBigRow, psortBlock = 256, 1<<10
 	r := rand.New(rand.NewPCG(15, 16))
 	for _, c := range []struct {
-		kt   ingest.KeyType
+		kt   edges.KeyType
 		mode keyMode
-	}{{ingest.KeyInt64, sparseKeys}, {ingest.KeyUint32, denseKeys}, {ingest.KeyString, sparseKeys}} {
+	}{{edges.KeyInt64, sparseKeys}, {edges.KeyUint32, denseKeys}, {edges.KeyString, sparseKeys}} {
 		tab := tableOf(r, randomEdges(r, 60000, 40000), c.kt, c.mode, 3)
 		for _, opts := range []BuildOptions{
 			{Weighted: true, Weights: NonNegativeWeights, SkipInvalid: true, BuildIn: true},
@@ -589,7 +590,7 @@ func TestBuildCanceledAnywhere(t *testing.T) {
 // that Release gives all of it back.
 func TestBuildAllocator(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
-	tab := tableOf(r, randomEdges(r, 3000, 20000), ingest.KeyUint64, sparseKeys, 3)
+	tab := tableOf(r, randomEdges(r, 3000, 20000), edges.KeyUint64, sparseKeys, 3)
 	for _, undirected := range []bool{false, true} {
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 		g, err := Build(context.Background(), tab, BuildOptions{Undirected: undirected, Weighted: true, BuildIn: true, Alloc: mem})
@@ -610,7 +611,7 @@ func TestDegrees(t *testing.T) {
 	r := rand.New(rand.NewPCG(15, 16))
 	for i := 0; i < 30; i++ {
 		e := randomEdges(r, 1+r.IntN(3000), r.IntN(20000))
-		tab := tableOf(r, e, ingest.KeyInt64, denseKeys, 2)
+		tab := tableOf(r, e, edges.KeyInt64, denseKeys, 2)
 		opts := BuildOptions{Undirected: i%2 == 0, BuildIn: i%4 == 1}
 		g, err := Build(context.Background(), tab, opts)
 		if err != nil {
@@ -678,13 +679,13 @@ func TestKeysFindAndArray(t *testing.T) {
 					t.Fatalf("%v %v: keys %d and %d out of order", kt, mode, id-1, id)
 				}
 			}
-			if kt != ingest.KeyString {
+			if kt != edges.KeyString {
 				if _, err := k.Find("source", "x1"); usererr.KindOf(err) != usererr.Usage {
 					t.Fatalf("%v: bad key: %v", kt, err)
 				}
 			}
 			missing := "no such key"
-			if kt != ingest.KeyString {
+			if kt != edges.KeyString {
 				missing = missingInt(k)
 			}
 			if _, err := k.Find("source", missing); usererr.KindOf(err) != usererr.NotFound {
@@ -719,13 +720,13 @@ func TestKeysFindAndArray(t *testing.T) {
 
 func keyLess(k *VertexKeys, a, b int) bool {
 	switch k.Type {
-	case ingest.KeyInt32:
+	case edges.KeyInt32:
 		return k.Int32[a] < k.Int32[b]
-	case ingest.KeyInt64:
+	case edges.KeyInt64:
 		return k.Int64[a] < k.Int64[b]
-	case ingest.KeyUint32:
+	case edges.KeyUint32:
 		return k.Uint32[a] < k.Uint32[b]
-	case ingest.KeyUint64:
+	case edges.KeyUint64:
 		return k.Uint64[a] < k.Uint64[b]
 	}
 	return string(k.Str.At(a)) < string(k.Str.At(b))

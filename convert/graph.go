@@ -11,7 +11,7 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
-	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/ingest/edges"
 )
 
 // NoVertex marks "no vertex" in an id slice: an unreachable vertex's parent.
@@ -74,7 +74,7 @@ type Stats struct {
 	Merged     int64 // parallel edges merged into another (per stored direction)
 	MaxDegree  int64 // largest out-degree
 	// Skipped counts rows dropped by the weight rule under SkipInvalid.
-	Skipped ingest.Skips
+	Skipped edges.Skips
 }
 
 // NumVertices is the number of vertices.

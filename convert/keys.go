@@ -12,7 +12,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
-	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/echo"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
@@ -20,7 +20,7 @@ import (
 // VertexKeys maps dense ids back to the input's keys: id i has the i-th
 // smallest key. Exactly one slice is set, the one that matches Type.
 type VertexKeys struct {
-	Type ingest.KeyType
+	Type edges.KeyType
 	// ArrowType is the type of the output's vertex column: the input key
 	// column's type, with dictionary encoding removed.
 	ArrowType arrow.DataType
@@ -29,21 +29,21 @@ type VertexKeys struct {
 	Int64  []int64
 	Uint32 []uint32
 	Uint64 []uint64
-	Str    *ingest.Strings // sorted bytewise
+	Str    *edges.Strings // sorted bytewise
 }
 
 // Len is the number of vertices.
 func (k *VertexKeys) Len() int {
 	switch k.Type {
-	case ingest.KeyInt32:
+	case edges.KeyInt32:
 		return len(k.Int32)
-	case ingest.KeyInt64:
+	case edges.KeyInt64:
 		return len(k.Int64)
-	case ingest.KeyUint32:
+	case edges.KeyUint32:
 		return len(k.Uint32)
-	case ingest.KeyUint64:
+	case edges.KeyUint64:
 		return len(k.Uint64)
-	case ingest.KeyString:
+	case edges.KeyString:
 		if k.Str == nil {
 			return 0
 		}
@@ -55,11 +55,11 @@ func (k *VertexKeys) Len() int {
 // Bytes is the memory the keys hold.
 func (k *VertexKeys) Bytes() int64 {
 	switch k.Type {
-	case ingest.KeyInt32, ingest.KeyUint32:
+	case edges.KeyInt32, edges.KeyUint32:
 		return int64(k.Len()) * 4
-	case ingest.KeyInt64, ingest.KeyUint64:
+	case edges.KeyInt64, edges.KeyUint64:
 		return int64(k.Len()) * 8
-	case ingest.KeyString:
+	case edges.KeyString:
 		if k.Str == nil {
 			return 0
 		}
@@ -71,15 +71,15 @@ func (k *VertexKeys) Bytes() int64 {
 // Format is vertex id's key as text.
 func (k *VertexKeys) Format(id uint32) string {
 	switch k.Type {
-	case ingest.KeyInt32:
+	case edges.KeyInt32:
 		return strconv.FormatInt(int64(k.Int32[id]), 10)
-	case ingest.KeyInt64:
+	case edges.KeyInt64:
 		return strconv.FormatInt(k.Int64[id], 10)
-	case ingest.KeyUint32:
+	case edges.KeyUint32:
 		return strconv.FormatUint(uint64(k.Uint32[id]), 10)
-	case ingest.KeyUint64:
+	case edges.KeyUint64:
 		return strconv.FormatUint(k.Uint64[id], 10)
-	case ingest.KeyString:
+	case edges.KeyString:
 		return string(k.Str.At(int(id)))
 	}
 	return ""
@@ -107,31 +107,31 @@ func (k *VertexKeys) Find(what, text string) (uint32, error) {
 	var i int
 	var ok bool
 	switch k.Type {
-	case ingest.KeyInt32:
+	case edges.KeyInt32:
 		v, err := strconv.ParseInt(text, 10, 32)
 		if err != nil {
 			return 0, badKey(err)
 		}
 		i, ok = search(k.Int32, int32(v))
-	case ingest.KeyInt64:
+	case edges.KeyInt64:
 		v, err := strconv.ParseInt(text, 10, 64)
 		if err != nil {
 			return 0, badKey(err)
 		}
 		i, ok = search(k.Int64, v)
-	case ingest.KeyUint32:
+	case edges.KeyUint32:
 		v, err := strconv.ParseUint(strings.TrimPrefix(text, "+"), 10, 32)
 		if err != nil {
 			return 0, badKey(err)
 		}
 		i, ok = search(k.Uint32, uint32(v))
-	case ingest.KeyUint64:
+	case edges.KeyUint64:
 		v, err := strconv.ParseUint(strings.TrimPrefix(text, "+"), 10, 64)
 		if err != nil {
 			return 0, badKey(err)
 		}
 		i, ok = search(k.Uint64, v)
-	case ingest.KeyString:
+	case edges.KeyString:
 		n := k.Str.Len()
 		i = sort.Search(n, func(j int) bool { return bytes.Compare(k.Str.At(j), []byte(text)) >= 0 })
 		ok = i < n && bytes.Equal(k.Str.At(i), []byte(text))

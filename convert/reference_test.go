@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
@@ -18,13 +18,13 @@ import (
 // renumbers the table's keys, cleans its edges and builds the graph. Rows
 // that the weight rule drops are dropped before renumbering, so that keys
 // found only in dropped rows are not vertices (as with rows ingest skips).
-func refBuild(ctx context.Context, t *ingest.EdgeTable, opts BuildOptions) (*Graph, error) {
+func refBuild(ctx context.Context, t *edges.Table, opts BuildOptions) (*Graph, error) {
 	if opts.Weighted && !t.HasWeight {
 		return nil, usererr.InFile(t.Name, "the graph must be weighted but the input has no weight column",
 			"name the weight column with --weight-col")
 	}
 	g := &Graph{Directed: !opts.Undirected, Weighted: opts.Weighted, alloc: opts.Alloc}
-	g.Stats.Skipped = ingest.Skips{}
+	g.Stats.Skipped = edges.Skips{}
 	if opts.Weighted {
 		var err error
 		if t, err = refApplyWeightRule(t, opts, g.Stats.Skipped); err != nil {
@@ -53,7 +53,7 @@ func refBuild(ctx context.Context, t *ingest.EdgeTable, opts BuildOptions) (*Gra
 
 // refApplyWeightRule is the table without the rows whose weight the rule
 // rejects, or the error about the first of them.
-func refApplyWeightRule(t *ingest.EdgeTable, opts BuildOptions, skipped ingest.Skips) (*ingest.EdgeTable, error) {
+func refApplyWeightRule(t *edges.Table, opts BuildOptions, skipped edges.Skips) (*edges.Table, error) {
 	out := *t
 	out.Chunks = nil
 	for ci := range t.Chunks {
@@ -70,7 +70,7 @@ func refApplyWeightRule(t *ingest.EdgeTable, opts BuildOptions, skipped ingest.S
 			}
 			keep = append(keep, j)
 		}
-		nc := ingest.Chunk{FirstRow: c.FirstRow, Rows: []int64{}, Src: pickKeys(&c.Src, keep), Dst: pickKeys(&c.Dst, keep), Weight: []float64{}}
+		nc := edges.Chunk{FirstRow: c.FirstRow, Rows: []int64{}, Src: pickKeys(&c.Src, keep), Dst: pickKeys(&c.Dst, keep), Weight: []float64{}}
 		for _, j := range keep {
 			nc.Rows = append(nc.Rows, c.Row(j))
 			nc.Weight = append(nc.Weight, c.Weight[j])
@@ -81,8 +81,8 @@ func refApplyWeightRule(t *ingest.EdgeTable, opts BuildOptions, skipped ingest.S
 }
 
 // pickKeys is the keys at positions keep.
-func pickKeys(k *ingest.Keys, keep []int) ingest.Keys {
-	var o ingest.Keys
+func pickKeys(k *edges.Keys, keep []int) edges.Keys {
+	var o edges.Keys
 	switch {
 	case k.Int32 != nil:
 		o.Int32 = []int32{}
@@ -105,7 +105,7 @@ func pickKeys(k *ingest.Keys, keep []int) ingest.Keys {
 			o.Uint64 = append(o.Uint64, k.Uint64[j])
 		}
 	case k.Str != nil:
-		o.Str = &ingest.Strings{Offsets: []int64{0}}
+		o.Str = &edges.Strings{Offsets: []int64{0}}
 		for _, j := range keep {
 			o.Str.Data = append(o.Str.Data, k.Str.At(j)...)
 			o.Str.Offsets = append(o.Str.Offsets, int64(len(o.Str.Data)))
@@ -115,26 +115,26 @@ func pickKeys(k *ingest.Keys, keep []int) ingest.Keys {
 }
 
 // renumber maps every key to its rank among the distinct keys.
-func refRenumber(t *ingest.EdgeTable) (*VertexKeys, []uint32, []uint32, error) {
+func refRenumber(t *edges.Table) (*VertexKeys, []uint32, []uint32, error) {
 	k := &VertexKeys{Type: t.KeyType, ArrowType: keyArrowType(t)}
 	switch t.KeyType {
-	case ingest.KeyInt32:
+	case edges.KeyInt32:
 		var src, dst []uint32
-		k.Int32, src, dst = refRenumberOrdered(t, func(k *ingest.Keys) []int32 { return k.Int32 })
+		k.Int32, src, dst = refRenumberOrdered(t, func(k *edges.Keys) []int32 { return k.Int32 })
 		return k, src, dst, nil
-	case ingest.KeyInt64:
+	case edges.KeyInt64:
 		var src, dst []uint32
-		k.Int64, src, dst = refRenumberOrdered(t, func(k *ingest.Keys) []int64 { return k.Int64 })
+		k.Int64, src, dst = refRenumberOrdered(t, func(k *edges.Keys) []int64 { return k.Int64 })
 		return k, src, dst, nil
-	case ingest.KeyUint32:
+	case edges.KeyUint32:
 		var src, dst []uint32
-		k.Uint32, src, dst = refRenumberOrdered(t, func(k *ingest.Keys) []uint32 { return k.Uint32 })
+		k.Uint32, src, dst = refRenumberOrdered(t, func(k *edges.Keys) []uint32 { return k.Uint32 })
 		return k, src, dst, nil
-	case ingest.KeyUint64:
+	case edges.KeyUint64:
 		var src, dst []uint32
-		k.Uint64, src, dst = refRenumberOrdered(t, func(k *ingest.Keys) []uint64 { return k.Uint64 })
+		k.Uint64, src, dst = refRenumberOrdered(t, func(k *edges.Keys) []uint64 { return k.Uint64 })
 		return k, src, dst, nil
-	case ingest.KeyString:
+	case edges.KeyString:
 		var src, dst []uint32
 		k.Str, src, dst = refRenumberStrings(t)
 		return k, src, dst, nil
@@ -142,7 +142,7 @@ func refRenumber(t *ingest.EdgeTable) (*VertexKeys, []uint32, []uint32, error) {
 	return nil, nil, nil, usererr.InFile(t.Name, fmt.Sprintf("unsupported key type %v", t.KeyType), "")
 }
 
-func refRenumberOrdered[T cmp.Ordered](t *ingest.EdgeTable, col func(*ingest.Keys) []T) ([]T, []uint32, []uint32) {
+func refRenumberOrdered[T cmp.Ordered](t *edges.Table, col func(*edges.Keys) []T) ([]T, []uint32, []uint32) {
 	var all []T
 	for ci := range t.Chunks {
 		all = append(all, col(&t.Chunks[ci].Src)...)
@@ -166,10 +166,10 @@ func refRenumberOrdered[T cmp.Ordered](t *ingest.EdgeTable, col func(*ingest.Key
 	return slices.Clip(uniq), src, dst
 }
 
-func refRenumberStrings(t *ingest.EdgeTable) (*ingest.Strings, []uint32, []uint32) {
+func refRenumberStrings(t *edges.Table) (*edges.Strings, []uint32, []uint32) {
 	set := map[string]struct{}{}
 	for ci := range t.Chunks {
-		for _, s := range []*ingest.Strings{t.Chunks[ci].Src.Str, t.Chunks[ci].Dst.Str} {
+		for _, s := range []*edges.Strings{t.Chunks[ci].Src.Str, t.Chunks[ci].Dst.Str} {
 			for i := 0; i < s.Len(); i++ {
 				set[string(s.At(i))] = struct{}{}
 			}
@@ -180,7 +180,7 @@ func refRenumberStrings(t *ingest.EdgeTable) (*ingest.Strings, []uint32, []uint3
 		uniq = append(uniq, s)
 	}
 	slices.SortFunc(uniq, func(a, b string) int { return bytes.Compare([]byte(a), []byte(b)) })
-	keys := &ingest.Strings{Offsets: make([]int64, 1, len(uniq)+1)}
+	keys := &edges.Strings{Offsets: make([]int64, 1, len(uniq)+1)}
 	id := make(map[string]uint32, len(uniq))
 	for i, s := range uniq {
 		id[s] = uint32(i)

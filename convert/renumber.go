@@ -9,7 +9,7 @@ import (
 	"slices"
 	"sync/atomic"
 
-	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/par"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
@@ -18,7 +18,7 @@ import (
 var maxVertices = MaxVertices
 
 // tooManyVertices is the error for a table with more than maxVertices keys.
-func tooManyVertices(t *ingest.EdgeTable, n string) error {
+func tooManyVertices(t *edges.Table, n string) error {
 	return usererr.InFile(t.Name, fmt.Sprintf("the edges have %s distinct vertex keys, more than the %d vertices a graph can have", n, maxVertices),
 		"split the graph, or drop edges (filter the input) before loading it")
 }
@@ -26,20 +26,20 @@ func tooManyVertices(t *ingest.EdgeTable, n string) error {
 // renumber maps every key to its rank among the distinct keys of the edges
 // not marked in drop. It returns the keys in rank order and the endpoints'
 // ids (NoVertex sources for dropped edges).
-func renumber(ctx context.Context, t *ingest.EdgeTable, spans []span, drop []uint64) (*VertexKeys, edgeIDs, error) {
+func renumber(ctx context.Context, t *edges.Table, spans []span, drop []uint64) (*VertexKeys, edgeIDs, error) {
 	k := &VertexKeys{Type: t.KeyType, ArrowType: keyArrowType(t)}
 	var ids edgeIDs
 	var err error
 	switch t.KeyType {
-	case ingest.KeyInt32:
+	case edges.KeyInt32:
 		k.Int32, ids, err = renumberInts[int32](ctx, t, spans, drop)
-	case ingest.KeyInt64:
+	case edges.KeyInt64:
 		k.Int64, ids, err = renumberInts[int64](ctx, t, spans, drop)
-	case ingest.KeyUint32:
+	case edges.KeyUint32:
 		k.Uint32, ids, err = renumberInts[uint32](ctx, t, spans, drop)
-	case ingest.KeyUint64:
+	case edges.KeyUint64:
 		k.Uint64, ids, err = renumberInts[uint64](ctx, t, spans, drop)
-	case ingest.KeyString:
+	case edges.KeyString:
 		st := newStoredIDs(t)
 		k.Str, err = renumberStrings(ctx, t, spans, drop, st.src, st.dst)
 		ids = st
@@ -74,7 +74,7 @@ func (b *idBuf) get(n int) ([]uint32, []uint32) {
 // edge), where finding an id costs a hash lookup.
 type storedIDs struct{ src, dst []uint32 }
 
-func newStoredIDs(t *ingest.EdgeTable) *storedIDs {
+func newStoredIDs(t *edges.Table) *storedIDs {
 	m := int(t.NumEdges())
 	ids := bigSlice[uint32](2 * m)
 	return &storedIDs{src: ids[:m:m], dst: ids[m:]}
@@ -118,7 +118,7 @@ type intKey interface {
 }
 
 // column is the chunk keys' slice of type T.
-func column[T intKey](k *ingest.Keys) []T {
+func column[T intKey](k *edges.Keys) []T {
 	var z T
 	switch any(z).(type) {
 	case int32:
@@ -155,7 +155,7 @@ func unord[T intKey](u uint64) T {
 // hash table.
 func directLimit(endpoints int) uint64 { return max(1<<26, 8*uint64(endpoints)) }
 
-func renumberInts[T intKey](ctx context.Context, t *ingest.EdgeTable, spans []span, drop []uint64) ([]T, edgeIDs, error) {
+func renumberInts[T intKey](ctx context.Context, t *edges.Table, spans []span, drop []uint64) ([]T, edgeIDs, error) {
 	// The range of the keys.
 	workers := par.Workers()
 	type minMax struct {
@@ -199,7 +199,7 @@ func renumberInts[T intKey](ctx context.Context, t *ingest.EdgeTable, spans []sp
 
 // renumberDirect renumbers keys whose ordinals lie in [lo, lo+r): a bitmap
 // marks the keys present, per-word ranks turn it into ids.
-func renumberDirect[T intKey](ctx context.Context, t *ingest.EdgeTable, spans []span, drop []uint64, lo, r uint64) ([]T, edgeIDs, error) {
+func renumberDirect[T intKey](ctx context.Context, t *edges.Table, spans []span, drop []uint64, lo, r uint64) ([]T, edgeIDs, error) {
 	nw := int((r + 63) / 64)
 	words := make([]rankWord, nw)
 	// Each worker marks its own bitmap where they fit in little memory:
@@ -315,7 +315,7 @@ func rankKeys[T intKey](keys []T, lo uint64, words []rankWord, ids []uint32) {
 // renumberHashed renumbers keys of a wide range: the distinct keys go into a
 // hash table (each endpoint's slot noted in src/dst), are sorted, and the
 // slots are then replaced by the ranks.
-func renumberHashed[T intKey](ctx context.Context, t *ingest.EdgeTable, spans []span, drop []uint64, src, dst []uint32) ([]T, error) {
+func renumberHashed[T intKey](ctx context.Context, t *edges.Table, spans []span, drop []uint64, src, dst []uint32) ([]T, error) {
 	workers := par.Workers()
 	sketches := make([]hll, workers)
 	forSpans(ctx, spans, func(w int, s *span) {
@@ -466,7 +466,7 @@ func relabel(ctx context.Context, spans []span, src, dst []uint32, rankOf []uint
 
 // renumberStrings renumbers string keys, in bytewise order, through a hash
 // table of references into the key columns.
-func renumberStrings(ctx context.Context, t *ingest.EdgeTable, spans []span, drop []uint64, src, dst []uint32) (*ingest.Strings, error) {
+func renumberStrings(ctx context.Context, t *edges.Table, spans []span, drop []uint64, src, dst []uint32) (*edges.Strings, error) {
 	workers := par.Workers()
 	sketches := make([]hll, workers)
 	forSpans(ctx, spans, func(w int, s *span) {
@@ -570,7 +570,7 @@ func renumberStrings(ctx context.Context, t *ingest.EdgeTable, spans []span, dro
 	}
 
 	// The keys, in id order, and the ids of the slots.
-	keys := &ingest.Strings{Offsets: make([]int64, n+1)}
+	keys := &edges.Strings{Offsets: make([]int64, n+1)}
 	rankOf := make([]uint32, len(tab.slots))
 	par.For(n, 1<<14, func(lo, hi int) {
 		if ctx.Err() != nil {

@@ -9,26 +9,29 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/gpipe/gpipe/ingest/arrowipc"
+	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/internal/edgetest"
 )
 
 // An edge column whose name two columns have is ambiguous: the readers took
 // the first silently. Other columns may share a name.
 func TestDuplicateColumns(t *testing.T) {
-	weighted := Options{Columns: Columns{ReadWeight: true}}
+	weighted := edges.Options{Columns: edges.Columns{ReadWeight: true}}
 	for _, tc := range []struct {
 		names []string
-		opts  Options
+		opts  edges.Options
 		says  string // "" for no error
 	}{
 		{[]string{"src", "dst", "weight", "weight"}, weighted, `column "weight": 2 columns are named "weight", so the weight column is ambiguous (columns: src, dst, weight, weight); rename one of them, or name another weight column with --weight-col`},
-		{[]string{"src", "dst", "src"}, Options{}, `column "src": 2 columns are named "src", so the source column is ambiguous (columns: src, dst, src); rename one of them, or name another source column with --src-col`},
-		{[]string{"dst", "src", "dst", "dst"}, Options{}, `column "dst": 3 columns are named "dst", so the destination column is ambiguous`},
-		{[]string{"a", "b", "a"}, Options{Columns: Columns{Src: "a", Dst: "b"}}, `2 columns are named "a"`},
+		{[]string{"src", "dst", "src"}, edges.Options{}, `column "src": 2 columns are named "src", so the source column is ambiguous (columns: src, dst, src); rename one of them, or name another source column with --src-col`},
+		{[]string{"dst", "src", "dst", "dst"}, edges.Options{}, `column "dst": 3 columns are named "dst", so the destination column is ambiguous`},
+		{[]string{"a", "b", "a"}, edges.Options{Columns: edges.Columns{Src: "a", Dst: "b"}}, `2 columns are named "a"`},
 		// The weight column is not read: its name does not matter.
-		{[]string{"src", "dst", "weight", "weight"}, Options{}, ""},
+		{[]string{"src", "dst", "weight", "weight"}, edges.Options{}, ""},
 		{[]string{"src", "dst", "x", "x"}, weighted, ""},
 	} {
-		check := func(format string, tbl *EdgeTable, err error) {
+		check := func(format string, tbl *edges.Table, err error) {
 			t.Helper()
 			if tc.says == "" {
 				if err != nil {
@@ -43,7 +46,7 @@ func TestDuplicateColumns(t *testing.T) {
 				t.Errorf("%s %v: no error", format, tc.names)
 				return
 			}
-			userErr(t, err, "", tc.says)
+			edgetest.UserErr(t, err, "", tc.says)
 		}
 		// CSV.
 		var csvData bytes.Buffer
@@ -61,7 +64,7 @@ func TestDuplicateColumns(t *testing.T) {
 			csvData.WriteString("1")
 		}
 		csvData.WriteString("\n")
-		tbl, err := readCSVBytes(csvData.Bytes(), tc.opts)
+		tbl, err := csvBytes(csvData.Bytes(), tc.opts)
 		check("csv", tbl, err)
 
 		// Arrow IPC file and stream, and Parquet, of int64 columns.
@@ -79,18 +82,18 @@ func TestDuplicateColumns(t *testing.T) {
 		rec := array.NewRecord(schema, arrs, 2)
 		dir := t.TempDir()
 		path := filepath.Join(dir, "e.arrow")
-		arWriteFile(t, path, schema, []arrow.Record{rec})
+		edgetest.WriteArrowFile(t, path, schema, []arrow.Record{rec})
 		tbl, err = Open(context.Background(), path, nil, tc.opts)
 		check("arrow", tbl, err)
-		tbl, err = ReadArrowStream(context.Background(), "e.arrows", bytes.NewReader(arStream(t, schema, []arrow.Record{rec})), tc.opts)
+		tbl, err = arrowipc.ReadStream(context.Background(), "e.arrows", bytes.NewReader(edgetest.ArrowStream(t, schema, []arrow.Record{rec})), tc.opts)
 		check("arrows", tbl, err)
-		a, err := NewAppender("flight", schema, tc.opts)
+		a, err := arrowipc.NewAppender("flight", schema, tc.opts)
 		if err == nil {
 			a.Release()
 		}
-		check("appender", &EdgeTable{}, err)
+		check("appender", &edges.Table{}, err)
 		at := array.NewTableFromRecords(schema, []arrow.Record{rec})
-		path = pqWriteFile(t, dir, "e.parquet", at, pqDefaultWrite)
+		path = edgetest.WriteParquet(t, dir, "e.parquet", at, edgetest.DefaultParquetWrite)
 		at.Release()
 		tbl, err = Open(context.Background(), path, nil, tc.opts)
 		check("parquet", tbl, err)

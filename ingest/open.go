@@ -1,3 +1,10 @@
+// Package ingest reads an edge table from a path or a stream, in whichever
+// format it is: Open tells the format from the path's extension (FormatOf)
+// or Options.Format, and hands the input to that format's package: parquet,
+// arrowipc (Arrow IPC files and streams), csv, or text (edge lists and
+// Matrix Market). Standard input is read as it arrives where the format
+// allows. What every reader gives back is an edges.Table; gen generates
+// synthetic ones.
 package ingest
 
 import (
@@ -9,10 +16,18 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gpipe/gpipe/ingest/arrowipc"
+	"github.com/gpipe/gpipe/ingest/csv"
+	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/parquet"
+	"github.com/gpipe/gpipe/ingest/text"
+	"github.com/gpipe/gpipe/internal/mmap"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
 // Formats an input can have, by the name Options.Format and FormatOf use.
+// The readers' messages name them too (sniff.Parquet, ...), which the tests
+// check against these.
 const (
 	FormatParquet     = "parquet"
 	FormatArrowFile   = "arrow"  // Arrow IPC file (.arrow, .feather)
@@ -53,7 +68,7 @@ func FormatOf(path string) (string, error) {
 // Open reads the edge table at path in the format its extension (or
 // opts.Format) names. For "-" it reads stdin (os.Stdin when nil): an Arrow
 // IPC stream, or the format opts.Format names.
-func Open(ctx context.Context, path string, stdin io.Reader, opts Options) (*EdgeTable, error) {
+func Open(ctx context.Context, path string, stdin io.Reader, opts edges.Options) (*edges.Table, error) {
 	format := opts.Format
 	if format == "" {
 		var err error
@@ -71,7 +86,7 @@ func Open(ctx context.Context, path string, stdin io.Reader, opts Options) (*Edg
 		return openStdin(ctx, stdin, format, opts)
 	}
 	if format == FormatArrowFile {
-		return readArrowFile(ctx, path, opts)
+		return arrowipc.ReadFile(ctx, path, opts)
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -79,23 +94,23 @@ func Open(ctx context.Context, path string, stdin io.Reader, opts Options) (*Edg
 	}
 	defer f.Close()
 	if format == FormatParquet {
-		return readParquet(ctx, path, f, opts)
+		return parquet.Read(ctx, path, f, opts)
 	}
 	return readFrom(ctx, path, f, format, opts)
 }
 
 // readFrom reads r with the reader of a format that needs only an
 // io.Reader (it takes a file, and stdin, as it comes).
-func readFrom(ctx context.Context, name string, r io.Reader, format string, opts Options) (*EdgeTable, error) {
+func readFrom(ctx context.Context, name string, r io.Reader, format string, opts edges.Options) (*edges.Table, error) {
 	switch format {
 	case FormatArrowStream:
-		return ReadArrowStream(ctx, name, r, opts)
+		return arrowipc.ReadStream(ctx, name, r, opts)
 	case FormatCSV:
-		return readCSV(ctx, name, r, opts)
+		return csv.Read(ctx, name, r, opts)
 	case FormatText:
-		return readText(ctx, name, r, opts)
+		return text.Read(ctx, name, r, opts)
 	case FormatMTX:
-		return readMatrixMarket(ctx, name, r, opts)
+		return text.ReadMatrixMarket(ctx, name, r, opts)
 	}
 	return nil, usererr.New(usererr.Usage, fmt.Sprintf("unknown input format %q", format),
 		"use parquet, arrow, arrows, csv, text or mtx")
@@ -106,7 +121,7 @@ func readFrom(ctx context.Context, name string, r io.Reader, format string, opts
 // (Parquet and Arrow IPC files are read from their ends, edge lists in
 // parallel blocks), which is read into memory first, unless stdin is a
 // regular file (< file), which is read as a file is.
-func openStdin(ctx context.Context, stdin io.Reader, format string, opts Options) (*EdgeTable, error) {
+func openStdin(ctx context.Context, stdin io.Reader, format string, opts edges.Options) (*edges.Table, error) {
 	const name = "-"
 	if stdin == nil {
 		stdin = os.Stdin
@@ -117,15 +132,15 @@ func openStdin(ctx context.Context, stdin io.Reader, format string, opts Options
 	if f, ok := stdin.(*os.File); ok {
 		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
 			if format == FormatParquet {
-				return readParquetAt(ctx, name, f, st.Size(), opts)
+				return parquet.ReadAt(ctx, name, f, st.Size(), opts)
 			}
-			m, err := mapFile(name, f)
+			m, err := mmap.Map(name, f)
 			if err != nil {
 				return nil, err
 			}
-			t, err := readMappedArrow(ctx, name, m, opts)
+			t, err := arrowipc.ReadMapped(ctx, name, m, opts)
 			if err != nil {
-				m.close()
+				m.Close()
 				return nil, err
 			}
 			return t, nil
@@ -136,9 +151,9 @@ func openStdin(ctx context.Context, stdin io.Reader, format string, opts Options
 		return nil, usererr.InFile(name, "cannot read standard input: "+err.Error(), "")
 	}
 	if format == FormatParquet {
-		return readParquetAt(ctx, name, bytes.NewReader(data), int64(len(data)), opts)
+		return parquet.ReadAt(ctx, name, bytes.NewReader(data), int64(len(data)), opts)
 	}
-	return readMappedArrow(ctx, name, inMemory(data), opts)
+	return arrowipc.ReadMapped(ctx, name, mmap.InMemory(data), opts)
 }
 
 // formatNames are the formats as messages name them.

@@ -11,14 +11,28 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/internal/edgetest"
+	"github.com/gpipe/gpipe/ingest/internal/sniff"
 )
+
+// readFile reads path with opts, failing the test on an error.
+func readFile(t testing.TB, path string, opts edges.Options) *edges.Table {
+	t.Helper()
+	tbl, err := Open(context.Background(), path, nil, opts)
+	if err != nil {
+		t.Fatalf("read %s: %v", filepath.Base(path), err)
+	}
+	return tbl
+}
 
 // Standard input is read in the format --input-format names (it was always
 // an Arrow IPC stream, and other formats were refused): from a pipe, from
 // a regular file (< file), and from any io.Reader.
 func TestStdinFormats(t *testing.T) {
 	dir := t.TempDir()
-	want := []arEdge{{row: 0, src: int64(1), dst: int64(2), w: 0.5}, {row: 1, src: int64(2), dst: int64(3), w: 1.5}}
+	want := []edgetest.Edge{{Row: 0, Src: int64(1), Dst: int64(2), W: 0.5}, {Row: 1, Src: int64(2), Dst: int64(3), W: 1.5}}
 
 	mem := memory.NewGoAllocator()
 	schema := arrow.NewSchema([]arrow.Field{
@@ -32,9 +46,9 @@ func TestStdinFormats(t *testing.T) {
 	b.Release()
 	defer rec.Release()
 	arrowPath := filepath.Join(dir, "e.arrow")
-	arWriteFile(t, arrowPath, schema, []arrow.Record{rec})
+	edgetest.WriteArrowFile(t, arrowPath, schema, []arrow.Record{rec})
 	tbl := array.NewTableFromRecords(schema, []arrow.Record{rec})
-	pqPath := pqWriteFile(t, dir, "e.parquet", tbl, pqDefaultWrite)
+	pqPath := edgetest.WriteParquet(t, dir, "e.parquet", tbl, edgetest.DefaultParquetWrite)
 	tbl.Release()
 	fileBytes := func(path string) []byte {
 		data, err := os.ReadFile(path)
@@ -44,18 +58,18 @@ func TestStdinFormats(t *testing.T) {
 		return data
 	}
 	inputs := map[string][]byte{
-		FormatArrowStream: arStream(t, schema, []arrow.Record{rec}),
+		FormatArrowStream: edgetest.ArrowStream(t, schema, []arrow.Record{rec}),
 		FormatArrowFile:   fileBytes(arrowPath),
 		FormatParquet:     fileBytes(pqPath),
 		FormatCSV:         []byte("\xef\xbb\xbf\"src\",\"dst\",\"weight\"\n1,2,0.5\n2,3,1.5\n"),
 		FormatText:        []byte("# comment\n1 2 0.5\n2 3 1.5\n"),
 		FormatMTX:         []byte("%%MatrixMarket matrix coordinate real general\n3 3 2\n1 2 0.5\n2 3 1.5\n"),
 	}
-	opts := func(format string) Options {
-		return Options{Format: format, Columns: Columns{ReadWeight: true}}
+	opts := func(format string) edges.Options {
+		return edges.Options{Format: format, Columns: edges.Columns{ReadWeight: true}}
 	}
 	for format, data := range inputs {
-		check := func(how string, tbl *EdgeTable, err error) {
+		check := func(how string, tbl *edges.Table, err error) {
 			t.Helper()
 			if err != nil {
 				t.Fatalf("%s from %s: %v", format, how, err)
@@ -63,7 +77,7 @@ func TestStdinFormats(t *testing.T) {
 			if tbl.Name != "-" {
 				t.Errorf("%s from %s: name %q", format, how, tbl.Name)
 			}
-			sameEdges(t, tableEdges(t, tbl), want)
+			edgetest.Same(t, edgetest.Edges(t, tbl), want)
 			tbl.Release()
 		}
 		tbl, err := Open(context.Background(), "-", bytes.NewReader(data), opts(format))
@@ -103,29 +117,68 @@ func TestStdinFormats(t *testing.T) {
 		FormatMTX:       "-: the input is not an Arrow IPC stream: it looks like a Matrix Market file; pass --input-format mtx",
 		FormatText:      "-: the input is not an Arrow IPC stream: it looks like text (an edge list?); pass --input-format text",
 	} {
-		_, err := Open(context.Background(), "-", io.MultiReader(bytes.NewReader(inputs[format])), Options{})
-		userErr(t, err, "-", says)
+		_, err := Open(context.Background(), "-", io.MultiReader(bytes.NewReader(inputs[format])), edges.Options{})
+		edgetest.UserErr(t, err, "-", says)
 	}
 	// A file named .arrows says how to name it.
 	path := filepath.Join(dir, "e.arrows")
 	if err := os.WriteFile(path, inputs[FormatCSV], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Open(context.Background(), path, nil, Options{})
-	userErr(t, err, path, "it looks like CSV text; name it .csv or pass --input-format csv")
+	_, err := Open(context.Background(), path, nil, edges.Options{})
+	edgetest.UserErr(t, err, path, "it looks like CSV text; name it .csv or pass --input-format csv")
 
 	// An empty standard input is an error, as an empty file is (an empty
 	// edge list is an empty graph).
 	for format := range inputs {
-		tbl, err := Open(context.Background(), "-", bytes.NewReader(nil), Options{Format: format})
+		tbl, err := Open(context.Background(), "-", bytes.NewReader(nil), edges.Options{Format: format})
 		if format == FormatText {
 			if err != nil || tbl.NumEdges() != 0 {
 				t.Errorf("empty edge list: %v", err)
 			}
 			continue
 		}
-		userErr(t, err, "-")
+		edgetest.UserErr(t, err, "-")
 	}
-	_, err = Open(context.Background(), "-", bytes.NewReader(nil), Options{Format: "xml"})
-	userErr(t, err, "", `unknown input format "xml"`)
+	_, err = Open(context.Background(), "-", bytes.NewReader(nil), edges.Options{Format: "xml"})
+	edgetest.UserErr(t, err, "", `unknown input format "xml"`)
+}
+
+// Every extension an edge list has reads as one through Open, and names
+// the table by its path.
+func TestEdgeListExtensions(t *testing.T) {
+	dir := t.TempDir()
+	want := []edgetest.Edge{{Row: 0, Src: int64(1), Dst: int64(2), W: 0.5}, {Row: 1, Src: int64(2), Dst: int64(3), W: 1.5}}
+	for _, ext := range []string{".txt", ".el", ".wel", ".tsv", ".edges", ".snap"} {
+		path := filepath.Join(dir, "g"+ext)
+		if err := os.WriteFile(path, []byte("# c\n1\t2\t0.5\n2 3 1.5\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tbl := readFile(t, path, edges.Options{Columns: edges.Columns{ReadWeight: true}})
+		edgetest.Same(t, edgetest.Edges(t, tbl), want)
+		if tbl.Name != path {
+			t.Errorf("%s: Name %q", ext, tbl.Name)
+		}
+		tbl.Release()
+	}
+}
+
+// The format names the readers' messages suggest (--input-format csv, name
+// it .csv) are the ones Open takes, and the extensions they suggest say the
+// same format to FormatOf.
+func TestFormatNames(t *testing.T) {
+	for format, name := range map[string]string{
+		FormatParquet: sniff.Parquet, FormatArrowFile: sniff.ArrowFile, FormatArrowStream: sniff.ArrowStream,
+		FormatCSV: sniff.CSV, FormatText: sniff.Text, FormatMTX: sniff.MTX,
+	} {
+		if name != format {
+			t.Errorf("the readers name format %q %q", format, name)
+		}
+		if got, err := FormatOf("x" + sniff.Ext[format]); err != nil || got != format {
+			t.Errorf("format %s: messages suggest %q, which FormatOf reads as %q, %v", format, sniff.Ext[format], got, err)
+		}
+	}
+	if len(sniff.Ext) != 6 {
+		t.Errorf("extensions of %d formats, want 6", len(sniff.Ext))
+	}
 }

@@ -8,9 +8,27 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpipe/gpipe/internal/echo"
+	"github.com/gpipe/gpipe/ingest/csv"
+	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/internal/edgetest"
+	"github.com/gpipe/gpipe/ingest/text"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
+
+// textBytes reads data as a text edge list named edges.txt.
+func textBytes(data []byte, opts edges.Options) (*edges.Table, error) {
+	return text.Read(context.Background(), "edges.txt", bytes.NewReader(data), opts)
+}
+
+// mtxBytes reads data as a Matrix Market file named m.mtx.
+func mtxBytes(data []byte, opts edges.Options) (*edges.Table, error) {
+	return text.ReadMatrixMarket(context.Background(), "m.mtx", bytes.NewReader(data), opts)
+}
+
+// csvBytes reads data as a CSV edge table named edges.csv.
+func csvBytes(data []byte, opts edges.Options) (*edges.Table, error) {
+	return csv.Read(context.Background(), "edges.csv", bytes.NewReader(data), opts)
+}
 
 // A UTF-8 byte order mark at the start of a text input is dropped: it
 // became part of the first key of an edge list (all keys strings, "\ufeff1"),
@@ -18,34 +36,34 @@ import (
 // UTF-8"), made the parser fail with a bare quote.
 func TestUTF8BOM(t *testing.T) {
 	bom := "\xef\xbb\xbf"
-	tbl, err := readTextBytes([]byte(bom+"1 2\n2 3\n"), Options{})
+	tbl, err := textBytes([]byte(bom+"1 2\n2 3\n"), edges.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tbl.KeyType != KeyInt64 {
+	if tbl.KeyType != edges.KeyInt64 {
 		t.Errorf("edge list keys are %v, want int64", tbl.KeyType)
 	}
-	sameEdges(t, tableEdges(t, tbl), []arEdge{{row: 0, src: int64(1), dst: int64(2)}, {row: 1, src: int64(2), dst: int64(3)}})
+	edgetest.Same(t, edgetest.Edges(t, tbl), []edgetest.Edge{{Row: 0, Src: int64(1), Dst: int64(2)}, {Row: 1, Src: int64(2), Dst: int64(3)}})
 	tbl.Release()
 
-	tbl, err = readMTXBytes([]byte(bom+"%%MatrixMarket matrix coordinate pattern general\n3 3 2\n1 2\n2 3\n"), Options{})
+	tbl, err = mtxBytes([]byte(bom+"%%MatrixMarket matrix coordinate pattern general\n3 3 2\n1 2\n2 3\n"), edges.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameEdges(t, tableEdges(t, tbl), []arEdge{{row: 0, src: int64(1), dst: int64(2)}, {row: 1, src: int64(2), dst: int64(3)}})
+	edgetest.Same(t, edgetest.Edges(t, tbl), []edgetest.Edge{{Row: 0, Src: int64(1), Dst: int64(2)}, {Row: 1, Src: int64(2), Dst: int64(3)}})
 	tbl.Release()
 	// Lines are counted as before: the mark is part of line 1.
-	_, err = readMTXBytes([]byte(bom+"%%MatrixMarket matrix coordinate pattern general\n3 3 1\n1 9\n"), Options{})
-	if ue := userErr(t, err, "m.mtx", "column index 9 is outside 1..3"); ue.Line != 3 {
+	_, err = mtxBytes([]byte(bom+"%%MatrixMarket matrix coordinate pattern general\n3 3 1\n1 9\n"), edges.Options{})
+	if ue := edgetest.UserErr(t, err, "m.mtx", "column index 9 is outside 1..3"); ue.Line != 3 {
 		t.Errorf("line %d, want 3", ue.Line)
 	}
 
 	for _, data := range []string{bom + "\"src\",\"dst\"\n1,2\n2,3\n", bom + "src,dst\n1,2\n2,3\n"} {
-		tbl, err = readCSVBytes([]byte(data), Options{})
+		tbl, err = csvBytes([]byte(data), edges.Options{})
 		if err != nil {
 			t.Fatalf("%q: %v", data, err)
 		}
-		sameEdges(t, tableEdges(t, tbl), []arEdge{{row: 0, src: int64(1), dst: int64(2)}, {row: 1, src: int64(2), dst: int64(3)}})
+		edgetest.Same(t, edgetest.Edges(t, tbl), []edgetest.Edge{{Row: 0, Src: int64(1), Dst: int64(2)}, {Row: 1, Src: int64(2), Dst: int64(3)}})
 		tbl.Release()
 	}
 }
@@ -70,22 +88,22 @@ func TestWideText(t *testing.T) {
 	for _, be := range []bool{false, true} {
 		for _, r := range []struct {
 			name string
-			read func([]byte, Options) (*EdgeTable, error)
+			read func([]byte, edges.Options) (*edges.Table, error)
 			data string
 		}{
-			{"edges.csv", readCSVBytes, "src,dst\n1,2\n"},
-			{"edges.txt", readTextBytes, "1 2\n"},
-			{"m.mtx", readMTXBytes, "%%MatrixMarket matrix coordinate pattern general\n2 2 1\n1 2\n"},
+			{"edges.csv", csvBytes, "src,dst\n1,2\n"},
+			{"edges.txt", textBytes, "1 2\n"},
+			{"m.mtx", mtxBytes, "%%MatrixMarket matrix coordinate pattern general\n2 2 1\n1 2\n"},
 		} {
-			_, err := r.read(utf16(r.data, be), Options{})
-			ue := userErr(t, err, r.name, "is UTF-16 text", "iconv -f utf-16 -t utf-8")
+			_, err := r.read(utf16(r.data, be), edges.Options{})
+			ue := edgetest.UserErr(t, err, r.name, "is UTF-16 text", "iconv -f utf-16 -t utf-8")
 			if strings.Contains(err.Error(), "latin1") || ue.Line != 0 {
 				t.Errorf("%s: %v", r.name, err)
 			}
 		}
 	}
-	_, err := readCSVBytes([]byte{0xFF, 0xFE, 0, 0, 's', 0, 0, 0}, Options{})
-	userErr(t, err, "edges.csv", "UTF-32", "iconv -f utf-32 -t utf-8")
+	_, err := csvBytes([]byte{0xFF, 0xFE, 0, 0, 's', 0, 0, 0}, edges.Options{})
+	edgetest.UserErr(t, err, "edges.csv", "UTF-32", "iconv -f utf-32 -t utf-8")
 }
 
 // Binary files read as text say what they look like, in a short message
@@ -108,55 +126,31 @@ func TestBinaryAsText(t *testing.T) {
 	for _, tc := range cases {
 		for _, r := range []struct {
 			name, what string
-			read       func([]byte, Options) (*EdgeTable, error)
+			read       func([]byte, edges.Options) (*edges.Table, error)
 		}{
-			{"edges.csv", "not CSV text", readCSVBytes},
-			{"edges.txt", "not a text edge list", readTextBytes},
-			{"m.mtx", "not a Matrix Market file", readMTXBytes},
+			{"edges.csv", "not CSV text", csvBytes},
+			{"edges.txt", "not a text edge list", textBytes},
+			{"m.mtx", "not a Matrix Market file", mtxBytes},
 		} {
-			_, err := r.read(tc.data, Options{})
-			userErr(t, err, r.name, append([]string{r.what}, tc.says...)...)
+			_, err := r.read(tc.data, edges.Options{})
+			edgetest.UserErr(t, err, r.name, append([]string{r.what}, tc.says...)...)
 			if len(err.Error()) > 300 {
 				t.Errorf("%s: message of %d bytes: %v", r.name, len(err.Error()), err)
 			}
 		}
 	}
 	// Text that starts like a magic number is text.
-	tbl, err := readTextBytes([]byte("PAR1 PAR2\nBZh9 x\n"), Options{})
+	tbl, err := textBytes([]byte("PAR1 PAR2\nBZh9 x\n"), edges.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tbl.Release()
 	// Another binary file: its header is echoed short, and said not to be text.
 	junk := append([]byte("\x01\x02\x00\x00"), bytes.Repeat([]byte("\x00\xf0x"), 2000)...)
-	_, err = readCSVBytes(junk, Options{})
-	userErr(t, err, "edges.csv", `the file does not look like CSV text: its first line holds binary data ("\x01\x02\x00\x00\x00\xf0x`, `"...)`, "--input-format")
+	_, err = csvBytes(junk, edges.Options{})
+	edgetest.UserErr(t, err, "edges.csv", `the file does not look like CSV text: its first line holds binary data ("\x01\x02\x00\x00\x00\xf0x`, `"...)`, "--input-format")
 	if len(err.Error()) > 400 {
 		t.Errorf("message of %d bytes: %v", len(err.Error()), err)
-	}
-}
-
-// Column lists in messages are short: long names cut, many names cut.
-func TestListColumns(t *testing.T) {
-	long := strings.Repeat("c", 1000)
-	got := listColumns([]string{"src", long, "a\tb", "ключ"})
-	want := `src, "` + strings.Repeat("c", echo.Len) + `"..., "a\tb", ключ`
-	if got != want {
-		t.Errorf("got %s\nwant %s", got, want)
-	}
-	var many []string
-	for i := 0; i < 1000; i++ {
-		many = append(many, "c")
-	}
-	if got := listColumns(many); got != strings.Repeat("c, ", maxListed)+"... 1000 in all" {
-		t.Errorf("got %s", got)
-	}
-	// Through the CSV reader, a 10 MB header line.
-	data := []byte("src,dst," + strings.Repeat("c", 10<<20) + "\n1,2,3\n")
-	_, err := readCSV(context.Background(), "h.csv", bytes.NewReader(data), Options{Columns: Columns{Src: "x"}})
-	userErr(t, err, "h.csv", `no source column "x" (columns: src, dst, "ccc`)
-	if len(err.Error()) > 200 {
-		t.Errorf("message of %d bytes", len(err.Error()))
 	}
 }
 
@@ -170,8 +164,8 @@ func TestDirectoryInput(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, format := range []string{"", FormatParquet, FormatArrowFile, FormatArrowStream, FormatCSV, FormatText, FormatMTX} {
-			_, err := Open(context.Background(), path, nil, Options{Format: format})
-			ue := userErr(t, err, path, ": is a directory, not ", "; name a file in it")
+			_, err := Open(context.Background(), path, nil, edges.Options{Format: format})
+			ue := edgetest.UserErr(t, err, path, ": is a directory, not ", "; name a file in it")
 			if ue.Kind != usererr.Input {
 				t.Errorf("%s as %q: kind %v", name, format, ue.Kind)
 			}
@@ -203,9 +197,9 @@ func TestNotParquetOrArrowFile(t *testing.T) {
 		if err := os.WriteFile(path, []byte(inputs[tc.in]), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, err := Open(context.Background(), path, nil, Options{Format: tc.as})
-		userErr(t, err, path, tc.says)
-		_, err = Open(context.Background(), "-", strings.NewReader(inputs[tc.in]), Options{Format: tc.as})
-		userErr(t, err, "-", strings.Split(tc.says, ";")[0])
+		_, err := Open(context.Background(), path, nil, edges.Options{Format: tc.as})
+		edgetest.UserErr(t, err, path, tc.says)
+		_, err = Open(context.Background(), "-", strings.NewReader(inputs[tc.in]), edges.Options{Format: tc.as})
+		edgetest.UserErr(t, err, "-", strings.Split(tc.says, ";")[0])
 	}
 }

@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/internal/edgetest"
 )
 
 // Edge tables written by other tools: pyarrow and DuckDB (their Parquet,
@@ -20,7 +23,7 @@ const writersN = 2500
 // writerFixture is how one fixture is read and what its keys are.
 type writerFixture struct {
 	keys    string // int32, int64, uint32, uint64 or string: what key() gives
-	cols    Columns
+	cols    edges.Columns
 	intW    bool    // weights are integers: i % 97
 	nullRow []int64 // rows with a null key or weight (skipped with SkipInvalid)
 }
@@ -36,7 +39,7 @@ var writerFixtures = map[string]writerFixture{
 	"pyarrow-int32-weights.parquet":                {keys: "int64", intW: true},
 	"pyarrow-delta-int64.parquet":                  {keys: "int64"},
 	"pyarrow-delta-string.parquet":                 {keys: "string"},
-	"pyarrow-names-from-to-cost.parquet":           {keys: "int64", cols: Columns{Src: "from", Dst: "to", Weight: "cost"}},
+	"pyarrow-names-from-to-cost.parquet":           {keys: "int64", cols: edges.Columns{Src: "from", Dst: "to", Weight: "cost"}},
 	"pyarrow-nulls-int64.parquet":                  {keys: "int64", nullRow: []int64{17, 1203, 2100}},
 	"pyarrow-file-int64.arrow":                     {keys: "int64"},
 	"pyarrow-file-lz4-string.arrow":                {keys: "string"},
@@ -58,7 +61,7 @@ var writerFixtures = map[string]writerFixture{
 }
 
 // writersKey is key(x) of scripts/fixtures/pyarrow-writers.py, normalized
-// as tableKey gives it (int64, uint64 or string).
+// as edgetest.Key gives it (int64, uint64 or string).
 func writersKey(kind string, x int64) any {
 	switch kind {
 	case "int32":
@@ -77,13 +80,13 @@ func writersKey(kind string, x int64) any {
 }
 
 // writersRow is row i of the logical table.
-func writersRow(f writerFixture, i int64) arEdge {
+func writersRow(f writerFixture, i int64) edgetest.Edge {
 	a, b := (i*7919+13)%500, (i*104729+71)%500
 	w := float64(i%97) / 8
 	if f.intW {
 		w = float64(i % 97)
 	}
-	return arEdge{row: i, src: writersKey(f.keys, a), dst: writersKey(f.keys, b), w: w}
+	return edgetest.Edge{Row: i, Src: writersKey(f.keys, a), Dst: writersKey(f.keys, b), W: w}
 }
 
 func TestOtherWriters(t *testing.T) {
@@ -106,9 +109,9 @@ func TestOtherWriters(t *testing.T) {
 		seen[name] = true
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(dir, name)
-			opts := Options{Columns: f.cols}
+			opts := edges.Options{Columns: f.cols}
 			opts.Columns.ReadWeight = true
-			var want []arEdge
+			var want []edgetest.Edge
 			skip := map[int64]bool{}
 			for _, r := range f.nullRow {
 				skip[r] = true
@@ -120,7 +123,7 @@ func TestOtherWriters(t *testing.T) {
 			}
 			if len(f.nullRow) > 0 {
 				_, err := Open(context.Background(), path, nil, opts)
-				ue := userErr(t, err, path, `column "src", row 17: null vertex key`)
+				ue := edgetest.UserErr(t, err, path, `column "src", row 17: null vertex key`)
 				if ue.Row != 17 {
 					t.Errorf("row %d, want 17", ue.Row)
 				}
@@ -134,7 +137,7 @@ func TestOtherWriters(t *testing.T) {
 			if !tbl.HasWeight {
 				t.Fatal("the weight column was not read")
 			}
-			sameEdges(t, tableEdges(t, tbl), want)
+			edgetest.Same(t, edgetest.Edges(t, tbl), want)
 			if tbl.RowsRead != writersN || tbl.Skipped.Total() != int64(len(f.nullRow)) {
 				t.Errorf("rows read %d, skipped %v; want %d, %d", tbl.RowsRead, tbl.Skipped, writersN, len(f.nullRow))
 			}

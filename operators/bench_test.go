@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/gpipe/gpipe/convert"
-	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/ingest/gen"
 )
 
 // Benchmarks on an undirected Graph 500 Kronecker graph (edge factor 16,
@@ -46,7 +46,7 @@ func benchGraph(b *testing.B) *convert.Graph {
 	}
 	ctx := context.Background()
 	start := time.Now()
-	tab, err := ingest.Kronecker{Scale: scale, EdgeFactor: 16, Weighted: true}.Generate(ctx)
+	tab, err := gen.Kronecker{Scale: scale, EdgeFactor: 16, Weighted: true}.Generate(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/gpipe/gpipe/convert"
-	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/pollctx"
 )
 
@@ -34,8 +34,8 @@ func TestCanceledInsideSteps(t *testing.T) {
 	for i := int64(0); i < k; i++ {
 		chain = append(chain, tedge{i, i + 1, 1})
 	}
-	wide := buildGraph(t, shape{name: "broom", edges: broom}, true, true, ingest.KeyInt64)
-	long := buildGraph(t, shape{name: "chain", edges: chain}, true, true, ingest.KeyInt64)
+	wide := buildGraph(t, shape{name: "broom", edges: broom}, true, true, edges.KeyInt64)
+	long := buildGraph(t, shape{name: "chain", edges: chain}, true, true, edges.KeyInt64)
 	fewIterations := Params{Tolerance: 1e-15, MaxIterations: 5}
 	for _, c := range []struct {
 		op    Operator

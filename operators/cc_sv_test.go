@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/gpipe/gpipe/convert"
-	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/par"
 )
 
@@ -51,7 +51,7 @@ func shiloachVishkin(out *convert.CSR) []uint32 {
 
 func TestShiloachVishkin(t *testing.T) {
 	for _, s := range shapes(t) {
-		g := buildGraph(t, s, false, false, ingest.KeyInt64)
+		g := buildGraph(t, s, false, false, edges.KeyInt64)
 		got, want := shiloachVishkin(&g.Out), refCC(g)
 		for v := range want {
 			if got[v] != want[v] {

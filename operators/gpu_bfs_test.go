@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/gpipe/gpipe/convert"
-	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/ingest/edges"
 )
 
 // bfsStrategyConfigs are the BFS strategies of the seeds, and auto.
@@ -76,7 +76,7 @@ func TestGPUBFSStrategiesMatchCPU(t *testing.T) {
 	list = append(list, shape{name: "fresh-kronecker-19", edges: kroneckerEdges(t, 19, 16, seed+7)})
 	for _, s := range list {
 		for _, directed := range []bool{true, false} {
-			g := buildGraph(t, s, directed, false, ingest.KeyInt64)
+			g := buildGraph(t, s, directed, false, edges.KeyInt64)
 			checkBFSStrategies(t, b, fmt.Sprintf("%s/directed=%v", s.name, directed), g, sourcesOf(g), bfsStrategyConfigs, paths)
 		}
 	}
@@ -87,7 +87,7 @@ func TestGPUBFSStrategiesMatchCPU(t *testing.T) {
 	// end, and the host rebuilds it from the status array.
 	b4kTestCapacity = 64
 	for _, s := range []shape{{name: "kronecker-12", edges: kroneckerEdges(t, 12, 16, seed+8)}, gridShapes(seed)[0]} {
-		g := buildGraph(t, s, false, false, ingest.KeyInt64)
+		g := buildGraph(t, s, false, false, edges.KeyInt64)
 		checkBFSStrategies(t, b, s.name+"/small-queue", g, sourcesOf(g), []Params{{Strategy: "bfs4k"}}, paths)
 	}
 	b4kTestCapacity = 0

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/ingest/edges"
 )
 
 // Graphs the GPU strategies are checked on besides the random shapes: grids
@@ -85,7 +86,7 @@ func realGraphs(t testing.TB) []realGraph {
 	var list []realGraph
 	for _, file := range realGraphFiles {
 		path := filepath.Join(dir, file)
-		tab, err := ingest.Open(context.Background(), path, nil, ingest.Options{})
+		tab, err := ingest.Open(context.Background(), path, nil, edges.Options{})
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/gpu"
-	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
@@ -112,7 +112,7 @@ func TestGPUBFSMatchesCPU(t *testing.T) {
 	b := testGPU(t)
 	for _, s := range gpuShapes(t) {
 		for _, directed := range []bool{true, false} {
-			g := buildGraph(t, s, directed, false, ingest.KeyInt64)
+			g := buildGraph(t, s, directed, false, edges.KeyInt64)
 			for _, src := range sourcesOf(g) {
 				want := run(t, BFS{}, g, src, Params{}).Column("depth").Int32
 				for _, p := range gpuConfigs {
@@ -133,7 +133,7 @@ func TestGPUPageRankMatchesCPU(t *testing.T) {
 	b := testGPU(t)
 	for _, s := range gpuShapes(t) {
 		for _, directed := range []bool{true, false} {
-			g := buildGraph(t, s, directed, false, ingest.KeyInt64)
+			g := buildGraph(t, s, directed, false, edges.KeyInt64)
 			want := run(t, PageRank{}, g, 0, Params{})
 			for _, p := range gpuConfigs {
 				name := fmt.Sprintf("%s/directed=%v/%+v", s.name, directed, p)
@@ -164,7 +164,7 @@ func TestGPUPageRankMatchesCPU(t *testing.T) {
 
 func TestGPUPageRankNotConverged(t *testing.T) {
 	b := testGPU(t)
-	g := buildGraph(t, shape{name: "k10", edges: kroneckerEdges(t, 10, 16, 5)}, true, false, ingest.KeyInt64)
+	g := buildGraph(t, shape{name: "k10", edges: kroneckerEdges(t, 10, 16, 5)}, true, false, edges.KeyInt64)
 	r := runGPU(t, b, PageRank{}, g, 0, Params{MaxIterations: 3})
 	if r.Iterations != 3 || len(r.Warnings) != 1 {
 		t.Fatalf("iterations %d, warnings %q: want 3 and one warning", r.Iterations, r.Warnings)
@@ -173,7 +173,7 @@ func TestGPUPageRankNotConverged(t *testing.T) {
 
 func TestGPUOperatorWithoutKernels(t *testing.T) {
 	b := testGPU(t)
-	g := buildGraph(t, shapes(t)[2], true, true, ingest.KeyInt64)
+	g := buildGraph(t, shapes(t)[2], true, true, edges.KeyInt64)
 	_, err := b.Run(context.Background(), SSSP{}, Input{Graph: g, Params: Params{}})
 	if usererr.KindOf(err) != usererr.Backend {
 		t.Fatalf("sssp on the GPU: %v, want a Backend error", err)
@@ -182,7 +182,7 @@ func TestGPUOperatorWithoutKernels(t *testing.T) {
 
 func TestGPUCanceled(t *testing.T) {
 	b := testGPU(t)
-	g := buildGraph(t, shape{name: "chain", edges: shapes(t)[5].edges}, true, false, ingest.KeyInt64)
+	g := buildGraph(t, shape{name: "chain", edges: shapes(t)[5].edges}, true, false, edges.KeyInt64)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := b.Run(ctx, BFS{}, Input{Graph: g, Params: Params{}}); !errors.Is(err, context.Canceled) {
@@ -192,7 +192,7 @@ func TestGPUCanceled(t *testing.T) {
 
 func TestGPUConcurrentRuns(t *testing.T) {
 	b := testGPU(t)
-	g := buildGraph(t, shape{name: "k12", edges: kroneckerEdges(t, 12, 16, 9)}, false, false, ingest.KeyInt64)
+	g := buildGraph(t, shape{name: "k12", edges: kroneckerEdges(t, 12, 16, 9)}, false, false, edges.KeyInt64)
 	want := run(t, BFS{}, g, 0, Params{}).Column("depth").Int32
 	errs := make(chan error, 8)
 	for i := 0; i < 8; i++ {

@@ -11,7 +11,8 @@ import (
 	"testing"
 
 	"github.com/gpipe/gpipe/convert"
-	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/gen"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
@@ -32,39 +33,39 @@ type shape struct {
 // buildGraph builds edges with keys of the given type (integer keys are
 // mapped so that neither their order nor their values are the ids'; string
 // keys sort differently from the numbers they spell).
-func buildGraph(t testing.TB, s shape, directed, weighted bool, kt ingest.KeyType) *convert.Graph {
+func buildGraph(t testing.TB, s shape, directed, weighted bool, kt edges.KeyType) *convert.Graph {
 	t.Helper()
-	tab := &ingest.EdgeTable{
+	tab := &edges.Table{
 		Name:      s.name,
-		Columns:   ingest.Columns{}.WithDefaults(),
+		Columns:   edges.Columns{}.WithDefaults(),
 		KeyType:   kt,
 		HasWeight: weighted,
 		RowsRead:  int64(len(s.edges)),
-		Skipped:   ingest.Skips{},
+		Skipped:   edges.Skips{},
 	}
 	// Two chunks, to exercise chunked tables.
 	half := len(s.edges) / 2
 	for ci, part := range [][]tedge{s.edges[:half], s.edges[half:]} {
-		c := ingest.Chunk{FirstRow: int64(ci * half)}
-		var src, dst ingest.Keys
+		c := edges.Chunk{FirstRow: int64(ci * half)}
+		var src, dst edges.Keys
 		switch kt {
-		case ingest.KeyInt32:
+		case edges.KeyInt32:
 			src.Int32, dst.Int32 = make([]int32, 0, len(part)), make([]int32, 0, len(part))
 			for _, e := range part {
 				src.Int32 = append(src.Int32, int32(1000-3*e.u))
 				dst.Int32 = append(dst.Int32, int32(1000-3*e.v))
 			}
-		case ingest.KeyInt64:
+		case edges.KeyInt64:
 			src.Int64, dst.Int64 = make([]int64, 0, len(part)), make([]int64, 0, len(part))
 			for _, e := range part {
 				src.Int64 = append(src.Int64, e.u<<33+5)
 				dst.Int64 = append(dst.Int64, e.v<<33+5)
 			}
-		case ingest.KeyString:
-			src.Str, dst.Str = &ingest.Strings{Offsets: []int64{0}}, &ingest.Strings{Offsets: []int64{0}}
+		case edges.KeyString:
+			src.Str, dst.Str = &edges.Strings{Offsets: []int64{0}}, &edges.Strings{Offsets: []int64{0}}
 			for _, e := range part {
 				for _, p := range []struct {
-					s *ingest.Strings
+					s *edges.Strings
 					k int64
 				}{{src.Str, e.u}, {dst.Str, e.v}} {
 					p.s.Data = append(p.s.Data, "k"+strconv.FormatInt(p.k, 10)...)
@@ -92,7 +93,7 @@ func buildGraph(t testing.TB, s shape, directed, weighted bool, kt ingest.KeyTyp
 // kroneckerEdges draws a small Graph 500 graph with GAP's weights.
 func kroneckerEdges(t testing.TB, scale, edgeFactor int, seed uint64) []tedge {
 	t.Helper()
-	tab, err := ingest.Kronecker{Scale: scale, EdgeFactor: edgeFactor, Seed: seed, Weighted: true}.Generate(context.Background())
+	tab, err := gen.Kronecker{Scale: scale, EdgeFactor: edgeFactor, Seed: seed, Weighted: true}.Generate(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +279,7 @@ func checkAll(t *testing.T, g *convert.Graph, negative bool) {
 }
 
 func TestOperatorsAgainstReferences(t *testing.T) {
-	keyTypes := []ingest.KeyType{ingest.KeyInt64, ingest.KeyInt32, ingest.KeyString}
+	keyTypes := []edges.KeyType{edges.KeyInt64, edges.KeyInt32, edges.KeyString}
 	k := 0
 	for _, s := range shapes(t) {
 		for _, directed := range []bool{false, true} {
@@ -305,14 +306,14 @@ func TestOperatorsOddWorkers(t *testing.T) {
 		}
 		for _, directed := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/directed=%v", s.name, directed), func(t *testing.T) {
-				checkAll(t, buildGraph(t, s, directed, true, ingest.KeyInt64), false)
+				checkAll(t, buildGraph(t, s, directed, true, edges.KeyInt64), false)
 			})
 		}
 	}
 }
 
 func TestEmptyGraph(t *testing.T) {
-	tab := &ingest.EdgeTable{Name: "empty", Columns: ingest.Columns{}.WithDefaults(), KeyType: ingest.KeyInt64, Skipped: ingest.Skips{}}
+	tab := &edges.Table{Name: "empty", Columns: edges.Columns{}.WithDefaults(), KeyType: edges.KeyInt64, Skipped: edges.Skips{}}
 	g, err := convert.Build(context.Background(), tab, convert.BuildOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -407,7 +408,7 @@ func TestParams(t *testing.T) {
 }
 
 func TestSourceOutOfRange(t *testing.T) {
-	g := buildGraph(t, shape{name: "pair", edges: []tedge{{1, 2, 1}}}, false, true, ingest.KeyInt64)
+	g := buildGraph(t, shape{name: "pair", edges: []tedge{{1, 2, 1}}}, false, true, edges.KeyInt64)
 	for _, op := range []Operator{BFS{}, SSSP{}, SSWP{}} {
 		if _, err := op.RunCPU(context.Background(), Input{Graph: g, Source: 2}); usererr.KindOf(err) != usererr.Usage {
 			t.Errorf("%s with source 2 of 2 vertices: %v", op.Spec().Name, err)
@@ -416,7 +417,7 @@ func TestSourceOutOfRange(t *testing.T) {
 }
 
 func TestPageRankNotConverged(t *testing.T) {
-	g := buildGraph(t, shape{name: "k10", edges: kroneckerEdges(t, 10, 16, 1)}, true, false, ingest.KeyInt64)
+	g := buildGraph(t, shape{name: "k10", edges: kroneckerEdges(t, 10, 16, 1)}, true, false, edges.KeyInt64)
 	r := run(t, PageRank{}, g, 0, Params{MaxIterations: 3})
 	if r.Iterations != 3 || len(r.Warnings) != 1 {
 		t.Fatalf("iterations %d, warnings %q", r.Iterations, r.Warnings)
@@ -438,7 +439,7 @@ func TestPageRankNotConverged(t *testing.T) {
 // equation on a small directed graph with a dangling vertex.
 func TestPageRankSmall(t *testing.T) {
 	// 0→1, 0→2, 1→2, 2→0, 3→2, and 4 dangling (1→4).
-	g := buildGraph(t, shape{name: "small", edges: []tedge{{0, 1, 1}, {0, 2, 1}, {1, 2, 1}, {2, 0, 1}, {3, 2, 1}, {1, 4, 1}}}, true, false, ingest.KeyInt64)
+	g := buildGraph(t, shape{name: "small", edges: []tedge{{0, 1, 1}, {0, 2, 1}, {1, 2, 1}, {2, 0, 1}, {3, 2, 1}, {1, 4, 1}}}, true, false, edges.KeyInt64)
 	r := run(t, PageRank{}, g, 0, Params{Tolerance: 1e-15})
 	rank := r.Column("rank").Float64
 	// The fixed point satisfies the networkx equation exactly.
@@ -464,7 +465,7 @@ func TestPageRankSmall(t *testing.T) {
 }
 
 func TestCanceled(t *testing.T) {
-	g := buildGraph(t, shape{name: "k10", edges: kroneckerEdges(t, 10, 16, 1)}, false, true, ingest.KeyInt64)
+	g := buildGraph(t, shape{name: "k10", edges: kroneckerEdges(t, 10, 16, 1)}, false, true, edges.KeyInt64)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	for _, op := range All() {
@@ -485,7 +486,7 @@ func TestDeltaFar(t *testing.T) {
 		if s.name != "chain" && s.name != "random-sparse" && s.name != "kronecker-10-seed1" && s.name != "negative-weights" {
 			continue
 		}
-		g := buildGraph(t, s, true, true, ingest.KeyInt64)
+		g := buildGraph(t, s, true, true, edges.KeyInt64)
 		for _, src := range sourcesOf(g) {
 			if !s.negative {
 				r := run(t, SSSP{}, g, src, Params{Delta: 1e-4})
@@ -526,7 +527,7 @@ func TestSSSPLogChunks(t *testing.T) {
 			if s.name != "kronecker-12-seed3" && s.name != "zero-weights-ties" {
 				continue
 			}
-			g := buildGraph(t, s, false, true, ingest.KeyInt64)
+			g := buildGraph(t, s, false, true, edges.KeyInt64)
 			for _, src := range sourcesOf(g) {
 				r := run(t, SSSP{}, g, src, Params{})
 				if err := validateSSSP(g, src, r.Column("distance").Float64, r.Column("parent").Vertex, refDijkstra(g, src)); err != nil {
@@ -548,7 +549,7 @@ func TestPageRankFloat32(t *testing.T) {
 			continue
 		}
 		for _, directed := range []bool{false, true} {
-			g := buildGraph(t, s, directed, false, ingest.KeyInt64)
+			g := buildGraph(t, s, directed, false, edges.KeyInt64)
 			ref := refPageRank(g, DefaultDamping)
 			for _, tol := range []float64{prFloat32Tolerance, 1e-4} {
 				r32 := run(t, PageRank{}, g, 0, Params{Tolerance: tol})
@@ -595,7 +596,7 @@ func TestDeltaFrontierOrder(t *testing.T) {
 				continue
 			}
 			for _, weighted := range []bool{false, true} {
-				g := buildGraph(t, s, false, weighted, ingest.KeyInt64)
+				g := buildGraph(t, s, false, weighted, edges.KeyInt64)
 				for _, src := range sourcesOf(g) {
 					if !(s.negative && weighted) {
 						r := run(t, SSSP{}, g, src, Params{})

@@ -240,13 +240,9 @@ func TestCancelStopsWork(t *testing.T) {
 	}()
 	waitFor(t, "the query to start", func() bool { return ts.svc.jobs.running() == 1 })
 	time.Sleep(50 * time.Millisecond)
-	canceled := time.Now()
 	cancel()
 	wantCode(t, <-errc, codes.Canceled, "the canceled query")
 	waitFor(t, "the computation to stop", func() bool { return ts.svc.jobs.running() == 0 && ts.svc.graphs.refsOf("g") == 1 })
-	if d := time.Since(canceled); d > 2*time.Second {
-		t.Errorf("the computation took %v to stop", d)
-	}
 	waitFor(t, "the call's log line", func() bool {
 		return strings.Contains(ts.logs.String(), "method=DoGet graph=g op=pagerank rows=0")
 	})
@@ -381,12 +377,8 @@ func TestShutdown(t *testing.T) {
 
 	sctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
-	start := time.Now()
 	if forced := ts.Shutdown(sctx); !forced {
 		t.Error("Shutdown with a running query was not forced")
-	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("Shutdown took %v", d)
 	}
 	if err := <-ts.served; err != nil {
 		t.Errorf("Serve: %v", err)

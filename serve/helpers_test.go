@@ -28,7 +28,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/gpipe/gpipe"
-	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/ingest/arrowipc"
 	"github.com/gpipe/gpipe/operators"
 )
 
@@ -365,7 +365,7 @@ func reference(t testing.TB, recs []arrow.Record, eo edgeOptions, op string, p o
 	}
 	defer rdr.Release()
 	ctx := context.Background()
-	tbl, err := ingest.ReadRecords(ctx, "reference", rdr, eo.ingestOptions(spec.Weighted))
+	tbl, err := arrowipc.ReadRecords(ctx, "reference", rdr, eo.ingestOptions(spec.Weighted))
 	if err != nil {
 		t.Fatal(err)
 	}

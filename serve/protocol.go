@@ -12,7 +12,7 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow/flight"
 
-	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/echo"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
@@ -52,7 +52,7 @@ func (o *edgeOptions) check() error {
 		return usererr.New(usererr.Usage, fmt.Sprintf("the options name a weight column %s but ask for an unweighted graph", echo.Quote(o.Weight)),
 			`drop "weight" or "unweighted"`)
 	}
-	cols := ingest.Columns{Src: o.Src, Dst: o.Dst, Weight: o.Weight}.WithDefaults()
+	cols := edges.Columns{Src: o.Src, Dst: o.Dst, Weight: o.Weight}.WithDefaults()
 	if cols.Src == cols.Dst {
 		return usererr.New(usererr.Usage, fmt.Sprintf("the options name %s as both the source and the destination column", echo.Quote(cols.Src)),
 			`name two different columns in "src" and "dst"`)
@@ -62,9 +62,9 @@ func (o *edgeOptions) check() error {
 
 // ingestOptions are the read options for o; weights says whether the
 // weight column is read at all.
-func (o *edgeOptions) ingestOptions(weights bool) ingest.Options {
-	return ingest.Options{
-		Columns: ingest.Columns{
+func (o *edgeOptions) ingestOptions(weights bool) edges.Options {
+	return edges.Options{
+		Columns: edges.Columns{
 			Src: o.Src, Dst: o.Dst, Weight: o.Weight,
 			WeightExplicit: o.Weight != "",
 			ReadWeight:     weights && !o.Unweighted,

@@ -15,7 +15,8 @@ import (
 
 	"github.com/gpipe/gpipe"
 	"github.com/gpipe/gpipe/convert"
-	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/ingest/arrowipc"
+	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/bytesize"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
@@ -101,9 +102,9 @@ type builtGraph struct {
 // receive reads an upload's record batches into an edge table. The table
 // holds its bytes of the memory budget (held) as it grows; an upload over a
 // limit stops at the batch that crosses it. On error nothing is kept.
-func (s *service) receive(ctx context.Context, rdr *flight.Reader, name string, opts ingest.Options) (t *ingest.EdgeTable, held int64, err error) {
+func (s *service) receive(ctx context.Context, rdr *flight.Reader, name string, opts edges.Options) (t *edges.Table, held int64, err error) {
 	opts.Alloc = s.backend.Alloc()
-	a, err := ingest.NewAppender(name, rdr.Schema(), opts)
+	a, err := arrowipc.NewAppender(name, rdr.Schema(), opts)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -163,7 +164,7 @@ func readError(name string, err error) error {
 
 // build builds the graph of an upload's table in a job slot, then frees
 // the table and moves its share of the memory budget to the graph.
-func (s *service) build(ctx context.Context, t *ingest.EdgeTable, held int64, lo gpipe.LoadOptions) (*builtGraph, error) {
+func (s *service) build(ctx context.Context, t *edges.Table, held int64, lo gpipe.LoadOptions) (*builtGraph, error) {
 	defer func() {
 		t.Release()
 		s.mem.release(held)
@@ -193,7 +194,7 @@ func (s *service) build(ctx context.Context, t *ingest.EdgeTable, held int64, lo
 }
 
 // storedGraph describes a built graph for the registry.
-func (s *service) storedGraph(name string, b *builtGraph, cols ingest.Columns, upload time.Duration) *storedGraph {
+func (s *service) storedGraph(name string, b *builtGraph, cols edges.Columns, upload time.Duration) *storedGraph {
 	g := b.Graph
 	info := graphInfo{
 		Graph: name, Vertices: g.NumVertices(), Edges: g.NumEdges(),
@@ -230,7 +231,7 @@ func (s *service) backendOf(g *gpipe.Graph) (backend, note string) {
 
 // edgeSchema is the edge columns as the graph keeps them: the keys in
 // their output type, and float64 weights when it has weights.
-func edgeSchema(cols ingest.Columns, g *gpipe.Graph) *arrow.Schema {
+func edgeSchema(cols edges.Columns, g *gpipe.Graph) *arrow.Schema {
 	cols = cols.WithDefaults()
 	fields := []arrow.Field{{Name: cols.Src, Type: g.Keys.ArrowType}, {Name: cols.Dst, Type: g.Keys.ArrowType}}
 	if g.Weighted {

@@ -5,7 +5,7 @@
 // describe the graphs held; the "drop" action frees one.
 //
 // The service adds no second implementation of reading, building or
-// running: uploads go through ingest.Appender, graphs are built by
+// running: uploads go through arrowipc.Appender, graphs are built by
 // gpipe.Build and queried with gpipe.Graph.Run, and results are
 // gpipe.Result.Record cut into bounded batches. See docs/serve.md for the
 // protocol, its JSON and its status codes.

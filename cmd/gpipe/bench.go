@@ -10,7 +10,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gpipe/gpipe"
-	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/bench"
+	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/bytesize"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
@@ -20,14 +21,14 @@ func benchCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:      "bench",
 		Usage:     "load and build a graph once, then time an operator over several trials",
-		UsageText: "gpipe bench (--input PATH | --gen kronecker:SCALE[:EDGEFACTOR]) --op OP [--backend cpu|gpu] [--trials N] [--json]",
+		UsageText: "gpipe bench (--input PATH | --gen kronecker:SCALE[:EDGEFACTOR] | --gen grid:ROWSxCOLS) --op OP [--backend cpu|gpu] [--trials N] [--json]",
 		Description: "Trial times are the operator's own compute time (CUDA events on the GPU), after one\n" +
 			"untimed warm-up run. bfs, sssp and sswp start each trial from a different random vertex\n" +
 			"with out-edges (seeded). bfs reports GTEPS as Graph 500 does: input edges over time,\n" +
 			"harmonic mean over trials. With --gen, sssp and sswp get GAP's weights (integers in [1, 255]).",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "edge table `PATH` (also GAP's .el/.wel edge lists)"},
-			&cli.StringFlag{Name: "gen", Usage: "generate the graph: kronecker:SCALE[:EDGEFACTOR] (edge factor 16 by default)"},
+			&cli.StringFlag{Name: "gen", Usage: "generate the graph: kronecker:SCALE[:EDGEFACTOR] (edge factor 16 by default) or grid:ROWSxCOLS (add --undirected)"},
 			&cli.StringFlag{Name: "op", Usage: "operator"},
 			&cli.StringFlag{Name: "backend", Value: "cpu", Usage: "cpu, gpu or auto (the GPU when one is usable and the graph fits)"},
 			&cli.IntFlag{Name: "trials", Value: 16, Usage: "timed runs"},
@@ -72,10 +73,10 @@ func benchCommand(e *env) *cli.Command {
 			}
 			progress := newProgress(e.stderr)
 			defer progress.Stop()
-			rep, err := gpipe.Bench(c.Context, gpipe.BenchConfig{
+			rep, err := bench.Run(c.Context, bench.Config{
 				Input: c.String("input"), Gen: c.String("gen"),
 				Load: gpipe.LoadOptions{
-					Columns: ingest.Columns{
+					Columns: edges.Columns{
 						Src: c.String("src-col"), Dst: c.String("dst-col"), Weight: c.String("weight-col"),
 						WeightExplicit: c.IsSet("weight-col"),
 					},
@@ -101,7 +102,7 @@ func benchCommand(e *env) *cli.Command {
 	}
 }
 
-func printBench(e *env, rep *gpipe.BenchReport) {
+func printBench(e *env, rep *bench.Report) {
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "graph\t%s: %d vertices, %d edges (%d input edges)\n", rep.Input, rep.Vertices, rep.Edges, rep.InputEdges)
 	fmt.Fprintf(tw, "read, build\t%.3f s, %.3f s\n", rep.ReadS, rep.BuildS)

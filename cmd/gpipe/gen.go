@@ -12,6 +12,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/gen"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/sink"
 )
@@ -23,9 +25,9 @@ func genCommand(e *env) *cli.Command {
 		// Reached only without a known generator.
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
-				return usererr.New(usererr.Usage, "name a generator: gpipe gen kronecker ...", "see 'gpipe gen kronecker --help'")
+				return usererr.New(usererr.Usage, "name a generator: gpipe gen kronecker ... or gpipe gen grid ...", "see 'gpipe gen kronecker --help' or 'gpipe gen grid --help'")
 			}
-			return usererr.New(usererr.Usage, fmt.Sprintf("unknown generator %q", c.Args().First()), "gpipe gen has one generator, kronecker; see 'gpipe gen kronecker --help'")
+			return usererr.New(usererr.Usage, fmt.Sprintf("unknown generator %q", c.Args().First()), "gpipe gen has two generators, kronecker and grid; see 'gpipe gen kronecker --help' or 'gpipe gen grid --help'")
 		},
 		Before: e.endOnSecondSignal,
 		Subcommands: []*cli.Command{{
@@ -35,44 +37,75 @@ func genCommand(e *env) *cli.Command {
 			Description: "Writes 2^scale vertices' worth of edges, edge-factor × 2^scale rows, with int64 columns\n" +
 				"src and dst, and with --weighted a float64 weight column of integers drawn uniformly from\n" +
 				"[1, 255] (the GAP benchmark suite's weights). The same seed gives the same graph on any machine.",
-			Flags: []cli.Flag{
+			Flags: append([]cli.Flag{
 				&cli.IntFlag{Name: "scale", Usage: "log2 of the number of vertices (1 to 31)"},
 				&cli.IntFlag{Name: "edge-factor", Value: 16, Usage: "edges per vertex"},
-				&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random seed"},
-				&cli.BoolFlag{Name: "weighted", Usage: "add a weight column"},
-				&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "edge table `PATH` (\"-\": Arrow IPC stream on stdout)"},
-				&cli.StringFlag{Name: "output-format", Usage: "override the extension: parquet, arrow, arrows, csv, text (an edge list: src dst [weight] lines)"},
-			},
+			}, genOutputFlags()...),
 			Action: func(c *cli.Context) error {
 				if !c.IsSet("scale") || c.String("output") == "" {
 					return usererr.New(usererr.Usage, "--scale and --output are required", "see 'gpipe gen kronecker --help'")
 				}
-				if err := checkNotTerminal(e, c.String("output"), c.String("output-format")); err != nil {
-					return err
-				}
-				start := time.Now()
-				t, err := ingest.Kronecker{
+				return generate(c, e, gen.Kronecker{
 					Scale: c.Int("scale"), EdgeFactor: c.Int("edge-factor"), Seed: c.Uint64("seed"), Weighted: c.Bool("weighted"),
-				}.Generate(c.Context)
-				if err != nil {
-					return err
+				})
+			},
+		}, {
+			Name:      "grid",
+			Usage:     "a rows × cols grid, each vertex joined to its right and lower neighbours",
+			UsageText: "gpipe gen grid --rows 1024 --cols 1024 [--seed 1] [--weighted] --output grid.parquet",
+			Description: "Writes the 4-neighbour grid of rows × cols vertices, vertex r·cols + c, with int64 columns\n" +
+				"src and dst: an edge (v, v+1) within each row and (v, v+cols) between rows, each once, so\n" +
+				"run it with --undirected (the BFS depth of vertex r·cols + c from 0 is then r + c). With\n" +
+				"--weighted a float64 weight column of integers drawn uniformly from [1, 255], the same for\n" +
+				"the same seed; the edges are the same with or without weights.",
+			Flags: append([]cli.Flag{
+				&cli.IntFlag{Name: "rows", Usage: "rows of the grid"},
+				&cli.IntFlag{Name: "cols", Usage: "columns of the grid (vertices per row)"},
+			}, genOutputFlags()...),
+			Action: func(c *cli.Context) error {
+				if !c.IsSet("rows") || !c.IsSet("cols") || c.String("output") == "" {
+					return usererr.New(usererr.Usage, "--rows, --cols and --output are required", "see 'gpipe gen grid --help'")
 				}
-				defer t.Release()
-				if err := writeTable(c, e, t); err != nil {
-					return err
-				}
-				if c.String("output") != "-" {
-					fmt.Fprintf(e.stderr, "gpipe: wrote %d edges to %s in %.1f s\n", t.NumEdges(), c.String("output"), time.Since(start).Seconds())
-				}
-				return nil
+				return generate(c, e, gen.Grid{Rows: c.Int("rows"), Cols: c.Int("cols"), Seed: c.Uint64("seed"), Weighted: c.Bool("weighted")})
 			},
 		}},
 	}
 }
 
+// genOutputFlags are the flags every generator takes: its seed, weights,
+// and where the table goes.
+func genOutputFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random seed"},
+		&cli.BoolFlag{Name: "weighted", Usage: "add a weight column"},
+		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "edge table `PATH` (\"-\": Arrow IPC stream on stdout)"},
+		&cli.StringFlag{Name: "output-format", Usage: "override the extension: parquet, arrow, arrows, csv, text (an edge list: src dst [weight] lines)"},
+	}
+}
+
+// generate makes g's table and writes it where --output says.
+func generate(c *cli.Context, e *env, g gen.Generator) error {
+	if err := checkNotTerminal(e, c.String("output"), c.String("output-format")); err != nil {
+		return err
+	}
+	start := time.Now()
+	t, err := g.Generate(c.Context)
+	if err != nil {
+		return err
+	}
+	defer t.Release()
+	if err := writeTable(c, e, t); err != nil {
+		return err
+	}
+	if c.String("output") != "-" {
+		fmt.Fprintf(e.stderr, "gpipe: wrote %d edges to %s in %.1f s\n", t.NumEdges(), c.String("output"), time.Since(start).Seconds())
+	}
+	return nil
+}
+
 // writeTable writes an edge table through the sink, record by record, or
 // as a whitespace edge list.
-func writeTable(c *cli.Context, e *env, t *ingest.EdgeTable) error {
+func writeTable(c *cli.Context, e *env, t *edges.Table) error {
 	out, format := c.String("output"), c.String("output-format")
 	if sep, ok := edgeListSeparator(out, format); ok {
 		if out == "-" {
@@ -133,7 +166,7 @@ func edgeListSeparator(out, format string) (byte, bool) {
 // benchmark suite read them (its .el and .wel), so that one generated graph
 // can be run by both. Like the sink, it writes a temporary file beside out
 // and renames it when complete.
-func writeEdgeList(c *cli.Context, out string, t *ingest.EdgeTable, sep byte) error {
+func writeEdgeList(c *cli.Context, out string, t *edges.Table, sep byte) error {
 	f, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".*.tmp")
 	if err != nil {
 		return usererr.New(usererr.Usage, fmt.Sprintf("cannot create %s: %v", out, err), "check that the directory exists and is writable")
@@ -165,7 +198,7 @@ func writeEdgeList(c *cli.Context, out string, t *ingest.EdgeTable, sep byte) er
 // writeEdgeLines writes t's edges (int64 keys, as the generator makes
 // them) to w, one "src dst [weight]" line each, checking for cancellation
 // every linesPerCheck lines.
-func writeEdgeLines(c *cli.Context, w *bufio.Writer, t *ingest.EdgeTable, sep byte) error {
+func writeEdgeLines(c *cli.Context, w *bufio.Writer, t *edges.Table, sep byte) error {
 	const linesPerCheck = 1 << 16
 	var line []byte
 	for _, ch := range t.Chunks {

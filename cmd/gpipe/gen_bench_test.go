@@ -184,6 +184,87 @@ func TestGenKronecker(t *testing.T) {
 	checkBFS(t, readOutput(t, filepath.Join(dir, "bfs.parquet")), newRef(es, false, true, true), src)
 }
 
+// gpipe gen grid writes the rows × cols grid, each right and down neighbour
+// once, the same rows in every format, weights from the seed on the same
+// edges; read with --undirected, vertex r·cols + c is r + c BFS levels from
+// vertex 0.
+func TestGenGrid(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const rows, cols = 6, 9
+	var want []string
+	for v := int64(0); v < rows*cols; v++ {
+		if v%cols+1 < cols {
+			want = append(want, fmt.Sprint(v, " ", v+1))
+		}
+		if v/cols+1 < rows {
+			want = append(want, fmt.Sprint(v, " ", v+cols))
+		}
+	}
+	gen := func(out string, args ...string) result {
+		r := ok(t, dir, nil, append([]string{"gen", "grid", "--rows", "6", "--cols", "9", "--output", out}, args...)...)
+		if out != "-" && !strings.Contains(r.stderr, fmt.Sprintf("wrote %d edges to %s", len(want), out)) {
+			t.Errorf("stderr %q does not say what was written", r.stderr)
+		}
+		return r
+	}
+	gen("g.parquet")
+	gen("g.csv")
+	gen("g.arrow")
+	r := gen("-")
+	for _, out := range []string{"g.parquet", "g.csv", "g.arrow", "-"} {
+		path := out
+		if out != "-" {
+			path = filepath.Join(dir, out)
+		}
+		if got := readGenerated(t, path, r.stdout); !slices.Equal(got, want) {
+			t.Errorf("%s: rows\n%v\nwant\n%v", out, got, want)
+		}
+	}
+	gen("g.el")
+	if b, err := os.ReadFile(filepath.Join(dir, "g.el")); err != nil || string(b) != strings.Join(want, "\n")+"\n" {
+		t.Errorf("g.el: %q, %v", b, err)
+	}
+
+	gen("w.parquet", "--weighted", "--seed", "3")
+	gen("w.arrows", "--weighted", "--seed", "3")
+	gen("w4.parquet", "--weighted", "--seed", "4")
+	wrows := readGenerated(t, filepath.Join(dir, "w.parquet"), "")
+	if !slices.Equal(wrows, readGenerated(t, filepath.Join(dir, "w.arrows"), "")) {
+		t.Error("--weighted: the same seed gave different rows")
+	}
+	if slices.Equal(wrows, readGenerated(t, filepath.Join(dir, "w4.parquet"), "")) {
+		t.Error("--weighted: seeds 3 and 4 gave the same rows")
+	}
+	for i, row := range wrows {
+		f := strings.Fields(row)
+		w, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if len(f) != 3 || f[0]+" "+f[1] != want[i] || err != nil || w != math.Trunc(w) || w < 1 || w > 255 {
+			t.Fatalf("weighted row %d %q: want %q and an integer weight in [1, 255]", i, row, want[i])
+		}
+	}
+
+	ok(t, dir, nil, "run", "--input", "g.el", "--op", "bfs", "--source", "0", "--undirected", "--output", "bfs.parquet")
+	depth := readOutput(t, filepath.Join(dir, "bfs.parquet")).byVertex(t, "depth")
+	if len(depth) != rows*cols {
+		t.Fatalf("%d vertices, want %d", len(depth), rows*cols)
+	}
+	for v := 0; v < rows*cols; v++ {
+		if d := depth[strconv.Itoa(v)]; d != int64(v/cols+v%cols) {
+			t.Errorf("vertex %d: depth %v, want %d", v, d, v/cols+v%cols)
+		}
+	}
+
+	// Bad sizes fail on one line before anything is written.
+	fails(t, dir, nil, 2, []string{"grid 0x9: rows and columns must be at least 1"}, "gen", "grid", "--rows", "0", "--cols", "9", "--output", "bad.parquet")
+	fails(t, dir, nil, 2, []string{"grid 6x-2"}, "gen", "grid", "--rows", "6", "--cols", "-2", "--output", "bad.parquet")
+	fails(t, dir, nil, 2, []string{"more than 4294967295 vertices", "uint32"}, "gen", "grid", "--rows", "100000", "--cols", "100000", "--output", "bad.parquet")
+	fails(t, dir, nil, 2, []string{"--rows, --cols and --output are required", "gpipe gen grid --help"}, "gen", "grid", "--cols", "9", "--output", "bad.parquet")
+	if _, err := os.Stat(filepath.Join(dir, "bad.parquet")); err == nil {
+		t.Error("a refused gen left an output file")
+	}
+}
+
 // benchJSON runs gpipe bench with --json and parses stdout.
 func benchJSON(t *testing.T, dir string, args ...string) map[string]any {
 	t.Helper()
@@ -279,6 +360,23 @@ func TestBenchGen(t *testing.T) {
 	if _, has := rep["gteps"]; has {
 		t.Errorf("pagerank report has gteps")
 	}
+}
+
+// gpipe bench --gen grid:ROWSxCOLS benchmarks the grid, as deep as it is wide.
+func TestBenchGrid(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	rep := benchJSON(t, dir, "--gen", "grid:32x48", "--undirected", "--op", "bfs", "--trials", "2")
+	checkBenchReport(t, rep, "bfs", 2)
+	m := 32*47 + 31*48
+	if rep["vertices"] != float64(32*48) || rep["input_edges"] != float64(m) || rep["edges"] != float64(2*m) || rep["input"] != "grid:32x48" {
+		t.Errorf("vertices %v, input_edges %v, edges %v, input %v; want %d, %d, %d, grid:32x48",
+			rep["vertices"], rep["input_edges"], rep["edges"], rep["input"], 32*48, m, 2*m)
+	}
+	rep = benchJSON(t, dir, "--gen", "grid:16x16", "--undirected", "--op", "sssp", "--trials", "1")
+	checkBenchReport(t, rep, "sssp", 1)
+	fails(t, dir, nil, 2, []string{"grid 0x4: rows and columns must be at least 1"}, "bench", "--gen", "grid:0x4", "--op", "bfs")
+	fails(t, dir, nil, 2, []string{`bad generator "grid:4"`, "grid:ROWSxCOLS"}, "bench", "--gen", "grid:4", "--op", "bfs")
 }
 
 func TestBenchInput(t *testing.T) {
@@ -387,7 +485,7 @@ func TestHelp(t *testing.T) {
 			t.Errorf("gpipe run --help lacks %q", want)
 		}
 	}
-	for _, cmd := range [][]string{{"gen", "kronecker", "--help"}, {"bench", "--help"}, {"devices", "--help"}} {
+	for _, cmd := range [][]string{{"gen", "kronecker", "--help"}, {"gen", "grid", "--help"}, {"bench", "--help"}, {"devices", "--help"}} {
 		r := ok(t, dir, nil, cmd...)
 		if !strings.Contains(r.stdout, "USAGE") {
 			t.Errorf("gpipe %s: no usage:\n%s", strings.Join(cmd, " "), r.stdout)
@@ -438,6 +536,6 @@ func TestGenTooLarge(t *testing.T) {
 func TestGenUnknownGenerator(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	fails(t, dir, nil, 2, []string{`unknown generator "erdos"`, "kronecker"}, "gen", "erdos", "--scale", "3", "--output", "g.parquet")
+	fails(t, dir, nil, 2, []string{`unknown generator "erdos"`, "kronecker and grid"}, "gen", "erdos", "--scale", "3", "--output", "g.parquet")
 	fails(t, dir, nil, 2, []string{"name a generator"}, "gen")
 }

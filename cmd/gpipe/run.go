@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpipe/gpipe"
 	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
 	"github.com/gpipe/gpipe/sink"
@@ -181,7 +182,7 @@ func runAction(c *cli.Context, e *env) error {
 		Params:  params,
 		Backend: c.String("backend"),
 		Load: gpipe.LoadOptions{
-			Columns: ingest.Columns{
+			Columns: edges.Columns{
 				Src: c.String("src-col"), Dst: c.String("dst-col"), Weight: c.String("weight-col"),
 				WeightExplicit: c.IsSet("weight-col"),
 			},
@@ -200,7 +201,7 @@ func runAction(c *cli.Context, e *env) error {
 	}
 	defer rep.Release()
 	if rep.RowsSkipped > 0 {
-		fmt.Fprintf(e.stderr, "gpipe: skipped %s (%s)\n", invalidRows(rep.RowsSkipped), ingest.Skips(rep.Skipped))
+		fmt.Fprintf(e.stderr, "gpipe: skipped %s (%s)\n", invalidRows(rep.RowsSkipped), edges.Skips(rep.Skipped))
 	}
 	for _, w := range rep.Warnings {
 		fmt.Fprintf(e.stderr, "gpipe: warning: %s\n", w)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/ingest/edges"
 )
 
 // The example runs as documented against the bundled graph.
@@ -19,7 +20,7 @@ func TestExampleRuns(t *testing.T) {
 		// The result tables are read back as edge tables of (vertex, vertex):
 		// enough to check that 34 rows with the right key column arrived.
 		tab, err := ingest.Open(context.Background(), filepath.Join(out, name), nil,
-			ingest.Options{Columns: ingest.Columns{Src: "vertex", Dst: "vertex"}})
+			edges.Options{Columns: edges.Columns{Src: "vertex", Dst: "vertex"}})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

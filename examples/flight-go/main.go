@@ -31,6 +31,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/ingest/edges"
 )
 
 func main() {
@@ -63,7 +64,7 @@ func run(addr, input, caFile string, top int) error {
 
 	// 1. Upload: the descriptor's path names the graph, its command holds
 	// the options as JSON. The put's result describes the built graph.
-	table, err := ingest.Open(ctx, input, nil, ingest.Options{})
+	table, err := ingest.Open(ctx, input, nil, edges.Options{})
 	if err != nil {
 		return err
 	}
@@ -89,7 +90,7 @@ func run(addr, input, caFile string, top int) error {
 	// 3. Exchange: edges in, results out in one call; the server keeps
 	// nothing. The descriptor's command holds the upload options and the
 	// query.
-	again, err := ingest.Open(ctx, input, nil, ingest.Options{})
+	again, err := ingest.Open(ctx, input, nil, edges.Options{})
 	if err != nil {
 		return err
 	}

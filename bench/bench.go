@@ -1,0 +1,306 @@
+// Package bench is the benchmark harness behind `gpipe bench`: it reads or
+// generates a graph and builds it once, then times an operator over several
+// trials, as Graph 500 and the GAP benchmark suite do, and reports the
+// trials' times, GTEPS and memory.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gpipe/gpipe"
+	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/gen"
+	"github.com/gpipe/gpipe/internal/usererr"
+	"github.com/gpipe/gpipe/operators"
+)
+
+// Config is one `gpipe bench`: load and build once, then run an
+// operator Trials times.
+type Config struct {
+	// Input is an edge table path; Gen a generator spec
+	// ("kronecker:SCALE[:EDGEFACTOR]" or "grid:ROWSxCOLS", as gen.Parse
+	// reads it). Exactly one is set.
+	Input, Gen string
+	Load       gpipe.LoadOptions
+	Op         string
+	Params     operators.Params
+	Backend    string // "cpu" or "gpu" ("auto" is allowed but says less)
+	Trials     int
+	// Sources is how many distinct random sources the trials cycle through
+	// (bfs, sssp, sswp); 0 means one per trial.
+	Sources int
+	Seed    uint64
+	// Stage, when set, is told about each trial as it starts.
+	Stage func(string)
+	// CPUProfile, when set, receives a CPU profile (pprof) of the timed
+	// trials, the warm-up, loading and building left out.
+	CPUProfile io.Writer
+}
+
+// Report is what `gpipe bench --json` prints.
+type Report struct {
+	Op         string    `json:"op"`
+	Backend    string    `json:"backend"`
+	Strategy   string    `json:"strategy"`
+	Input      string    `json:"input"`
+	Vertices   int       `json:"vertices"`
+	Edges      int64     `json:"edges"`
+	InputEdges int64     `json:"input_edges"`
+	ReadS      float64   `json:"read_s"`
+	BuildS     float64   `json:"build_s"`
+	TrialsS    []float64 `json:"trials_s"`
+	MedianS    float64   `json:"median_s"`
+	MinS       float64   `json:"min_s"`
+	Sources    []string  `json:"sources,omitempty"`
+	// GTEPS is the harmonic mean over trials of input edges / trial time
+	// (the Graph 500 convention), for bfs.
+	GTEPS float64 `json:"gteps,omitempty"`
+	// Iterations and SPerIteration are PageRank's (median trial).
+	Iterations    int     `json:"iterations,omitempty"`
+	SPerIteration float64 `json:"s_per_iteration,omitempty"`
+	// BackendReason says why the backend was chosen, for auto.
+	BackendReason string `json:"backend_reason,omitempty"`
+	// Memory of reading and building: the edge table's columns, the built
+	// layout (CSR, CSC where it is a separate array, vertex keys), and the
+	// process's peak resident set once the graph is built (Linux VmHWM; 0
+	// elsewhere), also per input edge.
+	InputBytes   int64   `json:"input_bytes"`
+	LayoutBytes  int64   `json:"layout_bytes"`
+	PeakRSSBytes int64   `json:"peak_rss_bytes,omitempty"`
+	BytesPerEdge float64 `json:"bytes_per_edge,omitempty"`
+	// Notes are as in gpipe.Report.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Run runs a benchmark. Trial times are the operators' own compute times
+// (CUDA events on the GPU), so loading, building and copying the graph to the
+// device stay out of them; the first run is a warm-up and is not counted.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if (cfg.Input == "") == (cfg.Gen == "") {
+		return nil, usererr.New(usererr.Usage, "give exactly one of --input and --gen", "see 'gpipe bench --help'")
+	}
+	if cfg.Trials < 1 {
+		return nil, usererr.Newf(usererr.Usage, "--trials must be at least 1, not %d", cfg.Trials)
+	}
+	op, err := operators.Lookup(cfg.Op)
+	if err != nil {
+		return nil, err
+	}
+	if err := op.Prepare(&cfg.Params); err != nil {
+		return nil, err
+	}
+	if err := operators.CheckGPUParams(op, cfg.Params); err != nil {
+		return nil, err
+	}
+	spec := op.Spec()
+	cfg.Load.Columns.ReadWeight = spec.Weighted
+	cfg.Load.Weights = spec.Weights
+	cfg.Load.BuildIn = cfg.Load.BuildIn || spec.NeedsIn
+
+	backend, err := gpipe.OpenBackend(cfg.Backend)
+	if err != nil {
+		return nil, err
+	}
+	if err := backend.Check(op); err != nil {
+		return nil, err
+	}
+	if cfg.Load.Alloc == nil {
+		cfg.Load.Alloc = backend.Alloc()
+	}
+	g, name, inputBytes, err := benchGraph(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	peak := peakRSS()
+	defer g.Release()
+	defer backend.Release(g.Graph)
+	runner, reason, err := backend.For(g.Graph, op, cfg.Params)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{
+		Op: cfg.Op, Backend: runner.Name(), Input: name, BackendReason: reason,
+		Vertices: g.NumVertices(), Edges: g.NumEdges(), InputEdges: g.Stats.InputEdges,
+		ReadS: g.ReadTime.Seconds(), BuildS: g.BuildTime.Seconds(),
+		InputBytes: inputBytes, LayoutBytes: g.Bytes(), PeakRSSBytes: peak,
+		Notes: gpipe.WeightColumnNotes(spec, cfg.Load.Columns),
+	}
+	if peak > 0 && g.Stats.InputEdges > 0 {
+		rep.BytesPerEdge = float64(peak) / float64(g.Stats.InputEdges)
+	}
+	var sources []string
+	if spec.NeedsSource {
+		if sources, err = randomSources(g, cfg); err != nil {
+			return nil, err
+		}
+		rep.Sources = sources
+	}
+	var iterations []int
+	for trial := -1; trial < cfg.Trials; trial++ { // trial -1 is the warm-up
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		p := cfg.Params
+		if sources != nil {
+			p.Source = sources[max(trial, 0)%len(sources)]
+		}
+		if cfg.Stage != nil {
+			cfg.Stage(fmt.Sprintf("trial %d of %d", trial+1, cfg.Trials))
+		}
+		runtime.GC()
+		res, err := g.Run(ctx, cfg.Op, p, runner)
+		if err != nil {
+			return nil, err
+		}
+		rep.Strategy = res.Strategy
+		if trial < 0 {
+			if cfg.CPUProfile != nil {
+				if err := pprof.StartCPUProfile(cfg.CPUProfile); err != nil {
+					return nil, fmt.Errorf("starting the CPU profile: %w", err)
+				}
+				defer pprof.StopCPUProfile()
+			}
+			continue
+		}
+		rep.TrialsS = append(rep.TrialsS, res.Compute.Seconds())
+		iterations = append(iterations, res.Iterations)
+	}
+	if cfg.CPUProfile != nil {
+		pprof.StopCPUProfile()
+	}
+	sorted := slices.Clone(rep.TrialsS)
+	slices.Sort(sorted)
+	rep.MedianS = median(sorted)
+	rep.MinS = sorted[0]
+	switch cfg.Op {
+	case "bfs":
+		var inv float64
+		for _, s := range rep.TrialsS {
+			inv += s / float64(rep.InputEdges)
+		}
+		rep.GTEPS = float64(len(rep.TrialsS)) / inv / 1e9
+	case "pagerank":
+		mid := slices.Index(rep.TrialsS, rep.MedianS)
+		if mid < 0 {
+			mid = 0
+		}
+		rep.Iterations = iterations[mid]
+		if rep.Iterations > 0 {
+			rep.SPerIteration = rep.MedianS / float64(rep.Iterations)
+		}
+	}
+	return rep, nil
+}
+
+// median of a sorted slice: the middle value, or the lower of the two middle
+// ones, so that it is always one trial's time.
+func median(sorted []float64) float64 {
+	return sorted[(len(sorted)-1)/2]
+}
+
+// benchGraph loads or generates the graph, as Load does, and also returns
+// the size of the edge table's columns.
+func benchGraph(ctx context.Context, cfg Config) (*gpipe.Graph, string, int64, error) {
+	var t *edges.Table
+	var err error
+	start := time.Now()
+	name := cfg.Input
+	if cfg.Input != "" {
+		if cfg.Load.Stage != nil {
+			cfg.Load.Stage("read")
+		}
+		t, err = ingest.Open(ctx, cfg.Input, cfg.Load.Stdin, edges.Options{
+			Columns: cfg.Load.Columns, Format: cfg.Load.Format, SkipInvalid: cfg.Load.SkipInvalid, Alloc: cfg.Load.Alloc,
+		})
+	} else {
+		var g gen.Generator
+		if g, err = gen.Parse(cfg.Gen, cfg.Seed, cfg.Load.Columns.ReadWeight); err != nil {
+			return nil, "", 0, err
+		}
+		t, err = g.Generate(ctx)
+		if err == nil {
+			name = t.Name
+		}
+	}
+	if err != nil {
+		return nil, "", 0, err
+	}
+	defer t.Release()
+	readTime := time.Since(start)
+	g, err := gpipe.Build(ctx, t, cfg.Load)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	g.ReadTime = readTime
+	return g, name, tableBytes(t), nil
+}
+
+// tableBytes is the size of an edge table's columns.
+func tableBytes(t *edges.Table) int64 {
+	keys := func(k *edges.Keys) int64 {
+		b := int64(len(k.Int32))*4 + int64(len(k.Int64))*8 + int64(len(k.Uint32))*4 + int64(len(k.Uint64))*8
+		if k.Str != nil {
+			b += int64(len(k.Str.Offsets))*8 + int64(len(k.Str.Data))
+		}
+		return b
+	}
+	var b int64
+	for i := range t.Chunks {
+		c := &t.Chunks[i]
+		b += keys(&c.Src) + keys(&c.Dst) + int64(len(c.Weight))*8 + int64(len(c.Rows))*8
+	}
+	return b
+}
+
+// peakRSS is the process's peak resident set size in bytes (VmHWM), or 0
+// where /proc does not say.
+func peakRSS() int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			f := strings.Fields(rest)
+			if len(f) == 2 && f[1] == "kB" {
+				if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+					return kb << 10
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// randomSources draws the trials' sources: random vertices with at least
+// one out-edge, seeded, as Graph 500 and GAP pick them.
+func randomSources(g *gpipe.Graph, cfg Config) ([]string, error) {
+	n := g.NumVertices()
+	count := cfg.Sources
+	if count <= 0 {
+		count = cfg.Trials
+	}
+	if n == 0 || g.NumEdges() == 0 {
+		return nil, usererr.InFile(g.Name, "the graph has no edges, so there is no source to start from", "")
+	}
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x5eed))
+	sources := make([]string, 0, count)
+	for len(sources) < count {
+		v := uint32(rng.IntN(n))
+		if g.Out.Degree(v) > 0 {
+			sources = append(sources, g.Keys.Format(v))
+		}
+	}
+	return sources, nil
+}

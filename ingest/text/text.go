@@ -1,0 +1,772 @@
+// Package text reads whitespace-separated edge lists (SNAP, GAP .el/.wel, TSV
+// without a header) and Matrix Market files (mtx.go), whose entries the edge
+// list parser reads.
+//
+// The input is memory-mapped (or read whole), cut into blocks of a few
+// megabytes at line ends, and the blocks are parsed in parallel, each into
+// its own chunk, with a hand-written integer parser and no allocation per
+// line. A block's newlines are counted first, which sizes its columns and
+// numbers its lines for messages. Keys are parsed as int64; when some key
+// is not an integer, every block is parsed again with string keys, as they
+// are written.
+package text
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/internal/sniff"
+	"github.com/gpipe/gpipe/internal/alloc"
+	"github.com/gpipe/gpipe/internal/mmap"
+	"github.com/gpipe/gpipe/internal/par"
+	"github.com/gpipe/gpipe/internal/usererr"
+)
+
+// maxBlock is the most bytes of input a block holds (it ends at the next
+// line end after that), and minBlock the least, but for the last:
+// inputs smaller than a few blocks per core get smaller blocks. Tests set
+// them small to cut their inputs into many blocks.
+var (
+	maxBlock = 8 << 20
+	minBlock = 256 << 10
+)
+
+// The modes a block's keys are parsed in.
+const (
+	modeInts = iota
+	modeStrings
+)
+
+// config is what a parse of edge lines needs to know.
+type config struct {
+	name string
+	opts edges.Options
+	// mtx: Matrix Market entries: integer keys, exactly fields fields, in
+	// [1, rows] × [1, cols]; mirror (1 symmetric, -1 skew-symmetric) adds
+	// each off-diagonal entry's transpose.
+	mtx        bool
+	fields     int
+	rows, cols int64
+	mirror     int
+	// intValues: the values (weights) must be integers (a Matrix Market
+	// integer matrix).
+	intValues bool
+	// firstLine is the line number of the input's first byte.
+	firstLine int64
+}
+
+// blockError is the first error in a block.
+type blockError struct {
+	line   int    // within the block, 0-based
+	row    int    // data line within the block, 0-based
+	column string // "" when none
+	token  string
+	kind   int
+	nf     int // fields on the line
+}
+
+// Kinds of blockError.
+const (
+	kindFields   = iota + 1 // 1 field, or more than 3
+	kindMismatch            // a different number of fields than the line before
+	kindWeight              // a weight that is not a number
+	kindIndex               // mtx: an index that is not an integer
+	kindRange               // mtx: an index out of range
+	kindUTF8                // a string key that is not valid UTF-8
+	kindInteger             // mtx: a value of an integer matrix that is not an integer
+)
+
+// block is a block of input lines and what parsing it gave.
+type block struct {
+	data     []byte
+	newlines int // '\n' in data
+	mode     int // how it was parsed
+	nonInt   bool
+	rows     int // data lines (kept or not)
+	nf       int // fields on the first data line
+	nfLine   int // its line within the block
+	err      *blockError
+	skipped  int64 // lines dropped for bad weights
+	badUTF8  int64 // lines dropped for keys that are not UTF-8
+	// The chunk's columns; rowsOf maps positions to rows relative to the
+	// block's first row where lines were dropped or entries mirrored.
+	src, dst   []int64
+	sStr, dStr edges.Strings
+	w          []float64
+	rowsOf     []int64
+	n          int // edges kept
+	// gaps holds, for each blank or comment line, the number of data lines
+	// before it in the block: what maps rows back to lines (edges.LineMap).
+	gaps  []int32
+	frees []func()
+}
+
+// inputBytes is the bytes of an input: mapped for a file, else read whole.
+func inputBytes(name string, r io.Reader) ([]byte, func(), error) {
+	if f, ok := r.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			m, err := mmap.Map(name, f)
+			if err != nil {
+				return nil, nil, err
+			}
+			return m.Data, m.Close, nil
+		}
+	}
+	var data []byte
+	var err error
+	if l, ok := r.(interface{ Len() int }); ok {
+		// A bytes.Reader or the like: read it in one go.
+		data = make([]byte, l.Len())
+		_, err = io.ReadFull(r, data)
+	} else {
+		data, err = io.ReadAll(r)
+	}
+	if err != nil {
+		return nil, nil, usererr.InFile(name, "cannot read: "+err.Error(), "check the path")
+	}
+	return data, func() {}, nil
+}
+
+// Read reads the edge list r holds, named name in messages.
+func Read(ctx context.Context, name string, r io.Reader, opts edges.Options) (*edges.Table, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	opts.Columns = opts.Columns.WithDefaults()
+	data, done, err := inputBytes(name, r)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	skip, err := sniff.TextStart(name, "a text edge list", data[:min(len(data), sniff.Len)])
+	if err != nil {
+		return nil, err
+	}
+	return parseEdgeLines(ctx, data[skip:], config{name: name, opts: opts, firstLine: 1})
+}
+
+// split cuts data into blocks at line ends.
+func split(data []byte) []block {
+	size := maxBlock
+	if w := par.Workers(); len(data)/(4*w) < size {
+		size = max(len(data)/(4*w), minBlock)
+	}
+	var blocks []block
+	for len(data) > 0 {
+		end := len(data)
+		if end > size {
+			if j := bytes.IndexByte(data[size:], '\n'); j >= 0 {
+				end = size + j + 1
+			}
+		}
+		blocks = append(blocks, block{data: data[:end]})
+		data = data[end:]
+	}
+	return blocks
+}
+
+// parseEdgeLines parses the lines of data into an edge table.
+func parseEdgeLines(ctx context.Context, data []byte, cfg config) (*edges.Table, error) {
+	blocks := split(data)
+	var strMode atomic.Bool
+	parse := func(force bool) {
+		par.For(len(blocks), 1, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				if ctx.Err() != nil {
+					return
+				}
+				b := &blocks[i]
+				if force {
+					if b.mode == modeStrings {
+						continue
+					}
+					b.reset()
+				} else {
+					b.newlines = bytes.Count(b.data, []byte{'\n'})
+				}
+				mode := modeInts
+				if strMode.Load() && !cfg.mtx {
+					mode = modeStrings
+				}
+				cfg.parseBlock(b, mode)
+				if b.nonInt && !cfg.mtx {
+					strMode.Store(true)
+					b.reset()
+					cfg.parseBlock(b, modeStrings)
+				}
+			}
+		})
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			for i := range blocks {
+				blocks[i].reset()
+			}
+		}
+	}()
+	parse(false)
+	if strMode.Load() {
+		parse(true)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := cfg.firstError(blocks); err != nil {
+		return nil, err
+	}
+	t := cfg.assemble(blocks, strMode.Load())
+	ok = true
+	return t, nil
+}
+
+// reset frees what parsing the block allocated.
+func (b *block) reset() {
+	for _, f := range b.frees {
+		f()
+	}
+	*b = block{data: b.data, newlines: b.newlines}
+}
+
+// allocate is a slice of n T from the allocator, freed by the block's reset
+// or with the table.
+func allocate[T any](a memory.Allocator, b *block, n int) []T {
+	s := alloc.Slice[T](a, n)
+	if a != nil && n > 0 {
+		b.frees = append(b.frees, func() { alloc.Free(a, s) })
+	}
+	return s
+}
+
+// columnNames names the fields of a line in messages.
+var columnNames = [3]string{"src", "dst", "weight"}
+
+// isSep marks the bytes that end a field: blanks and the line end.
+var isSep = [256]bool{' ': true, '\t': true, '\r': true, '\v': true, '\f': true, '\n': true}
+
+// isBlank marks the blanks between fields.
+var isBlank = [256]bool{' ': true, '\t': true, '\r': true, '\v': true, '\f': true}
+
+// parseInt parses the integer field starting at b[p] (not a separator). It
+// returns the value, the position after the field, and false when the
+// field is not an int64 (then q is still the field's end).
+func parseInt(b []byte, p int) (v int64, q int, ok bool) {
+	start := p
+	neg := false
+	if c := b[p]; c == '-' || c == '+' {
+		neg = c == '-'
+		p++
+	}
+	digits := p
+	var u uint64
+	for p < len(b) {
+		d := b[p] - '0'
+		if d > 9 {
+			break
+		}
+		u = u*10 + uint64(d)
+		p++
+	}
+	n := p - digits
+	if p < len(b) && !isSep[b[p]] || n == 0 || n > 19 {
+		for p < len(b) && !isSep[b[p]] {
+			p++
+		}
+		if n <= 19 {
+			return 0, p, false
+		}
+		// More than 19 digits: leading zeros (any number of them, as
+		// strconv and the CSV reader allow), or too large. Let strconv judge.
+		x, err := strconv.ParseInt(unsafe.String(&b[start], p-start), 10, 64)
+		return x, p, err == nil
+	}
+	if neg {
+		if u > 1<<63 {
+			return 0, p, false
+		}
+		return -int64(u), p, true
+	}
+	if u > math.MaxInt64 {
+		return 0, p, false
+	}
+	return int64(u), p, true
+}
+
+// pow10 are the powers of ten a float64 holds exactly.
+var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// parseFloat parses a weight field: plain decimals of up to 15 digits exactly
+// and fast (as strconv would round them), anything else with strconv.
+func parseFloat(tok []byte) (float64, bool) {
+	p := 0
+	neg := false
+	if len(tok) > 0 && (tok[0] == '-' || tok[0] == '+') {
+		neg = tok[0] == '-'
+		p++
+	}
+	var m uint64
+	digits, frac := 0, -1
+	for ; p < len(tok); p++ {
+		c := tok[p]
+		switch {
+		case c >= '0' && c <= '9':
+			m = m*10 + uint64(c-'0')
+			digits++
+			if frac >= 0 {
+				frac++
+			}
+			continue
+		case c == '.' && frac < 0:
+			frac = 0
+			continue
+		}
+		break
+	}
+	if p == len(tok) && digits > 0 && digits <= 15 {
+		f := float64(m)
+		if frac > 0 {
+			f /= pow10[frac]
+		}
+		if neg {
+			f = -f
+		}
+		return f, true
+	}
+	if len(tok) == 0 {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(unsafe.String(&tok[0], len(tok)), 64)
+	// Out of range is ±Inf or 0, as strconv rounds it: a number still.
+	return f, err == nil || errors.Is(err, strconv.ErrRange)
+}
+
+// parseBlock parses a block's lines, stopping at the first error (or, in
+// int mode, at the first key that is not an integer: b.nonInt). The loop
+// keeps its state in locals; it runs once per input line.
+func (cfg *config) parseBlock(b *block, mode int) {
+	b.mode = mode
+	data := b.data
+	a := cfg.opts.Alloc
+	capN := b.newlines + 1 // lines: the most edges, or twice that mirrored
+	if cfg.mirror != 0 {
+		capN *= 2
+	}
+	var src, dst []int64
+	var sOff, dOff []int64
+	var sData, dData []byte
+	if mode == modeInts {
+		src = allocate[int64](a, b, capN)
+		dst = allocate[int64](a, b, capN)
+	} else {
+		sOff = allocate[int64](a, b, capN+1)
+		dOff = allocate[int64](a, b, capN+1)
+		sData = make([]byte, 0, len(data)/4+16)
+		dData = make([]byte, 0, len(data)/4+16)
+	}
+	var w []float64
+	var rowsOf []int64
+	readWeight := cfg.opts.Columns.ReadWeight
+	intValues := cfg.intValues
+	ints, mtx, mirror := mode == modeInts, cfg.mtx, cfg.mirror
+	wantFields := cfg.fields
+	n, rows, line, p := 0, 0, 0, 0
+	b.gaps = b.gaps[:0]
+	defer func() {
+		b.src, b.dst, b.w, b.rowsOf = src, dst, w, rowsOf
+		b.n, b.rows = n, rows
+		if mode == modeStrings {
+			b.sStr = edges.Strings{Offsets: sOff[:n+1], Data: keep(a, b, sData)}
+			b.dStr = edges.Strings{Offsets: dOff[:n+1], Data: keep(a, b, dData)}
+		}
+	}()
+	for p < len(data) {
+		c := data[p]
+		for isBlank[c] {
+			if p++; p == len(data) {
+				return
+			}
+			c = data[p]
+		}
+		if c == '\n' {
+			b.gaps = append(b.gaps, int32(rows))
+			line++
+			p++
+			continue
+		}
+		if c == '#' || c == '%' {
+			j := bytes.IndexByte(data[p:], '\n')
+			if j < 0 {
+				return
+			}
+			b.gaps = append(b.gaps, int32(rows))
+			p += j + 1
+			line++
+			continue
+		}
+		// A data line: src dst [weight].
+		var fs, fe [3]int // field starts and ends
+		var sv, dv int64
+		nf := 0
+		badIndex := -1
+		for p < len(data) && data[p] != '\n' {
+			if nf == 3 {
+				nf = 4 // or more
+				break
+			}
+			fs[nf] = p
+			if ints && nf < 2 {
+				v, q, ok := parseInt(data, p)
+				if !ok {
+					if !mtx {
+						b.nonInt = true
+						return
+					}
+					if badIndex < 0 {
+						badIndex = nf
+					}
+				}
+				if nf == 0 {
+					sv = v
+				} else {
+					dv = v
+				}
+				p = q
+			} else {
+				for p < len(data) && !isSep[data[p]] {
+					p++
+				}
+			}
+			fe[nf] = p
+			nf++
+			for p < len(data) && isBlank[data[p]] {
+				p++
+			}
+		}
+		switch {
+		case nf < 2 || nf > 3:
+			b.fail(kindFields, line, rows, nf, "", nil)
+			return
+		case nf != wantFields:
+			if wantFields != 0 {
+				b.fail(kindMismatch, line, rows, nf, "", nil)
+				return
+			}
+			b.nf, b.nfLine = nf, line
+			wantFields = nf
+		}
+		if mtx {
+			switch {
+			case badIndex >= 0:
+				b.fail(kindIndex, line, rows, nf, columnNames[badIndex], data[fs[badIndex]:fe[badIndex]])
+				return
+			case sv < 1 || sv > cfg.rows:
+				b.fail(kindRange, line, rows, nf, "src", data[fs[0]:fe[0]])
+				return
+			case dv < 1 || dv > cfg.cols:
+				b.fail(kindRange, line, rows, nf, "dst", data[fs[1]:fe[1]])
+				return
+			}
+		}
+		var wv float64
+		if nf == 3 && readWeight {
+			if w == nil {
+				w = allocate[float64](a, b, capN)
+			}
+			ok, kind := false, kindWeight
+			if intValues {
+				var v int64
+				v, _, ok = parseInt(data, fs[2])
+				wv, kind = float64(v), kindInteger
+			} else {
+				wv, ok = parseFloat(data[fs[2]:fe[2]])
+			}
+			if !ok {
+				if !cfg.opts.SkipInvalid {
+					b.fail(kind, line, rows, nf, "weight", data[fs[2]:fe[2]])
+					return
+				}
+				b.skipped++
+				if rowsOf == nil {
+					rowsOf = rowMap(n, capN)
+				}
+				rows++
+				line++
+				p++ // the newline, if any
+				continue
+			}
+		}
+		if ints {
+			src[n], dst[n] = sv, dv
+		} else {
+			// String keys become Arrow utf8, which other readers (pyarrow,
+			// DuckDB) refuse unless it is valid UTF-8.
+			if k := badUTF8Key(data, fs, fe); k >= 0 {
+				if !cfg.opts.SkipInvalid {
+					b.fail(kindUTF8, line, rows, nf, columnNames[k], data[fs[k]:fe[k]])
+					return
+				}
+				b.badUTF8++
+				if rowsOf == nil {
+					rowsOf = rowMap(n, capN)
+				}
+				rows++
+				line++
+				p++ // the newline, if any
+				continue
+			}
+			sData = append(sData, data[fs[0]:fe[0]]...)
+			dData = append(dData, data[fs[1]:fe[1]]...)
+			sOff[n+1] = int64(len(sData))
+			dOff[n+1] = int64(len(dData))
+		}
+		if w != nil {
+			w[n] = wv
+		}
+		if rowsOf != nil {
+			rowsOf = append(rowsOf, int64(rows))
+		}
+		n++
+		if mirror != 0 && sv != dv {
+			if rowsOf == nil {
+				rowsOf = rowMap(n, capN)
+			}
+			src[n], dst[n] = dv, sv
+			if w != nil {
+				w[n] = wv * float64(mirror)
+			}
+			rowsOf = append(rowsOf, int64(rows))
+			n++
+		}
+		rows++
+		line++
+		p++ // the newline, if any
+	}
+}
+
+// badUTF8Key is the index of the first key field (src, dst) that is not
+// valid UTF-8, or -1.
+func badUTF8Key(data []byte, fs, fe [3]int) int {
+	for k := 0; k < 2; k++ {
+		if !utf8.Valid(data[fs[k]:fe[k]]) {
+			return k
+		}
+	}
+	return -1
+}
+
+// fail records the block's error.
+func (b *block) fail(kind, line, row, nf int, column string, token []byte) {
+	tok := string(token[:min(len(token), 60)])
+	if len(token) > 60 {
+		tok += "..."
+	}
+	b.err = &blockError{line: line, kind: kind, column: column, token: tok, nf: nf, row: row}
+}
+
+// rowMap starts the row map of a block whose first n positions are rows
+// 0..n-1.
+func rowMap(n, capN int) []int64 {
+	rows := make([]int64, n, capN)
+	for i := range rows {
+		rows[i] = int64(i)
+	}
+	return rows
+}
+
+// keep is string data built in Go memory, moved to the allocator's.
+func keep(a memory.Allocator, b *block, data []byte) []byte {
+	if a == nil {
+		if cap(data) > len(data)+len(data)/4+1024 {
+			return bytes.Clone(data)
+		}
+		return data
+	}
+	out := allocate[byte](a, b, len(data))
+	copy(out, data)
+	return out
+}
+
+// lineOf is the line number of line l of block i.
+func (cfg *config) lineOf(blocks []block, i, l int) int64 {
+	line := cfg.firstLine + int64(l)
+	for _, b := range blocks[:i] {
+		line += int64(b.newlines)
+	}
+	return line
+}
+
+// firstError is the error of the earliest line, if any.
+func (cfg *config) firstError(blocks []block) error {
+	want, wantLine := cfg.fields, int64(0)
+	var rows int64
+	for i := range blocks {
+		b := &blocks[i]
+		if b.nf != 0 && want == 0 {
+			want, wantLine = b.nf, cfg.lineOf(blocks, i, b.nfLine)
+		}
+		// A block's first data line (before its error, if any) must agree
+		// with the first of the file.
+		if b.nf != 0 && b.nf != want {
+			return cfg.fieldsError(cfg.lineOf(blocks, i, b.nfLine), b.nf, want, wantLine)
+		}
+		if e := b.err; e != nil {
+			line := cfg.lineOf(blocks, i, e.line)
+			if e.kind == kindMismatch {
+				return cfg.fieldsError(line, e.nf, want, wantLine)
+			}
+			return cfg.lineError(e, line, rows+int64(e.row))
+		}
+		rows += int64(b.rows)
+	}
+	return nil
+}
+
+// fieldsError reports a line with another number of fields than wanted.
+func (cfg *config) fieldsError(line int64, nf, want int, wantLine int64) error {
+	if cfg.mtx {
+		// The parser stops counting at 4.
+		has := fmt.Sprintf("%d fields", nf)
+		switch {
+		case nf == 1:
+			has = "1 field"
+		case nf > 3:
+			has = "more than 3 fields"
+		}
+		return usererr.AtLine(cfg.name, line, fmt.Sprintf("entry has %s where this matrix's entries have %d (%s)", has, want, mtxEntryForm(want)),
+			"give every entry the same fields, as the header's field type says")
+	}
+	return usererr.AtLine(cfg.name, line, fmt.Sprintf("line has %d fields where line %d has %d", nf, wantLine, want),
+		"give every line src dst, or every line src dst weight")
+}
+
+// lineError reports a block's error at line (input row row).
+func (cfg *config) lineError(e *blockError, line, row int64) error {
+	switch e.kind {
+	case kindFields:
+		if cfg.mtx {
+			return cfg.fieldsError(line, e.nf, cfg.fields, 0)
+		}
+		what := fmt.Sprintf("line has %d field", e.nf)
+		if e.nf > 3 {
+			what = "line has more than 3 fields"
+		}
+		return usererr.AtLine(cfg.name, line, what+"; an edge list line is src dst, or src dst weight",
+			"separate the fields with spaces or tabs; for a table with more columns, use CSV with a header row")
+	case kindWeight:
+		return &usererr.Error{Kind: usererr.Input, File: cfg.name, Column: e.column, Row: row, Line: line,
+			Problem: fmt.Sprintf("weight %q is not a number", e.token),
+			Fix:     "write weights as decimal numbers, or pass --skip-invalid to drop such lines"}
+	case kindInteger:
+		problem := fmt.Sprintf("value %q is not an integer, as the banner's field type integer says it must be", e.token)
+		fix := "write the value as an integer, or make the banner's field type real; or pass --skip-invalid to drop such entries"
+		// The token is cut at 60 characters: all digits, it was too large.
+		digits := strings.TrimSuffix(e.token, "...")
+		if len(digits) > 0 && (digits[0] == '+' || digits[0] == '-') {
+			digits = digits[1:]
+		}
+		if digits != "" && strings.Trim(digits, "0123456789") == "" {
+			problem = fmt.Sprintf("value %s is too large for an integer (the banner's field type is integer: at most 19 digits)", e.token)
+			fix = "make the banner's field type real, or pass --skip-invalid to drop such entries"
+		}
+		return &usererr.Error{Kind: usererr.Input, File: cfg.name, Column: e.column, Row: row, Line: line, Problem: problem, Fix: fix}
+	case kindIndex:
+		what := "row"
+		if e.column == "dst" {
+			what = "column"
+		}
+		return usererr.AtLine(cfg.name, line, fmt.Sprintf("%s index %q is not an integer", what, e.token),
+			"a coordinate entry is: row column [value], with 1-based integer indices")
+	case kindUTF8:
+		return &usererr.Error{Kind: usererr.Input, File: cfg.name, Column: e.column, Row: row, Line: line,
+			Problem: fmt.Sprintf("vertex key %q is not valid UTF-8", e.token),
+			Fix:     "convert the file to UTF-8 (iconv -f latin1 -t utf-8, say), or pass --skip-invalid to drop such lines"}
+	case kindRange:
+		what, limit := "row", cfg.rows
+		if e.column == "dst" {
+			what, limit = "column", cfg.cols
+		}
+		return usererr.AtLine(cfg.name, line, fmt.Sprintf("%s index %s is outside 1..%d (the size line's %s count)", what, e.token, limit, what),
+			"fix the entry or the size line")
+	}
+	return usererr.AtLine(cfg.name, line, "cannot parse the line", "")
+}
+
+// assemble makes the table from the parsed blocks, one chunk per block.
+func (cfg *config) assemble(blocks []block, strKeys bool) *edges.Table {
+	t := &edges.Table{
+		Name:         cfg.name,
+		Columns:      cfg.opts.Columns,
+		KeyType:      edges.KeyInt64,
+		KeyArrowType: arrow.PrimitiveTypes.Int64,
+		Skipped:      edges.Skips{},
+	}
+	if strKeys {
+		t.KeyType, t.KeyArrowType = edges.KeyString, arrow.BinaryTypes.String
+	}
+	want := cfg.fields
+	for i := range blocks {
+		if want == 0 {
+			want = blocks[i].nf
+		}
+	}
+	t.HasWeight = cfg.opts.Columns.ReadWeight && want == 3
+	var row, skipped, badUTF8 int64
+	lines := &edges.LineMap{}
+	firstLine := cfg.firstLine
+	for i := range blocks {
+		b := &blocks[i]
+		if b.rows > 0 {
+			lines.AddBlock(row, firstLine, b.gaps)
+		}
+		firstLine += int64(b.newlines)
+		for _, f := range b.frees {
+			t.OnRelease(f)
+		}
+		b.frees = nil
+		skipped += b.skipped
+		badUTF8 += b.badUTF8
+		if b.n > 0 {
+			ch := edges.Chunk{FirstRow: row}
+			if strKeys {
+				s, d := b.sStr, b.dStr
+				ch.Src.Str, ch.Dst.Str = &s, &d
+			} else {
+				ch.Src.Int64, ch.Dst.Int64 = b.src[:b.n], b.dst[:b.n]
+			}
+			if t.HasWeight {
+				ch.Weight = b.w[:b.n]
+			}
+			if b.rowsOf != nil {
+				ch.Rows = b.rowsOf
+				for k := range ch.Rows {
+					ch.Rows[k] += row
+				}
+			}
+			t.Chunks = append(t.Chunks, ch)
+		}
+		row += int64(b.rows)
+	}
+	t.RowsRead = row
+	t.Lines = lines
+	if skipped > 0 {
+		t.Skipped.Add(edges.SkipBadWeight(cfg.opts.Columns.Weight), skipped)
+	}
+	if badUTF8 > 0 {
+		t.Skipped.Add(edges.SkipBadUTF8, badUTF8)
+	}
+	return t
+}
