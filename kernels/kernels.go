@@ -31,6 +31,14 @@ var sources embed.FS
 const (
 	BFSVWC      = "bfs_vwc"
 	PageRankVWC = "pagerank_vwc"
+	// The vertex-program engine (vertex_program.cuh): the pieces every
+	// layout shares, the CSR push, G-Shards and Concatenated Windows.
+	VPCommon  = "vp_common"
+	VPVWC     = "vp_vwc"
+	VPGShards = "vp_gshards"
+	VPCW      = "vp_cw"
+	// CCAfforest is connected components by Afforest.
+	CCAfforest = "cc_afforest"
 )
 
 // PTXDirEnv names a directory whose NAME.ptx files replace the embedded

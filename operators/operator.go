@@ -96,6 +96,9 @@ type Result struct {
 	Op       string
 	Backend  string // "cpu" or "gpu"
 	Strategy string // the algorithm or GPU strategy that ran
+	// StrategyReason says why the GPU strategy was chosen: auto's rule, or
+	// the one --strategy named.
+	StrategyReason string
 	// Iterations is PageRank's iteration count, BFS's number of levels.
 	Iterations int
 	// NotConverged says PageRank stopped at its iteration limit before the
