@@ -59,23 +59,27 @@ func benchGPUOp(b *testing.B, gb *GPU, op Operator, p Params) {
 
 func BenchmarkGPUPageRankLayouts(b *testing.B) {
 	gb := benchGPU(b)
-	defer func() { prHubOrder = true }()
+	defer func() { prHubOrder, prHubCache = true, true }()
 	for _, c := range []struct {
-		name string
-		p    Params
-		hub  bool
+		name       string
+		p          Params
+		hub, cache bool
 	}{
-		{"vwc-hub-f64", Params{Strategy: "vwc"}, true},
-		{"vwc-plain-f64", Params{Strategy: "vwc"}, false},
-		{"vwc-hub-f32", Params{Strategy: "vwc", Tolerance: 1e-6}, true},
-		{"vwc-plain-f32", Params{Strategy: "vwc", Tolerance: 1e-6}, false},
-		{"vwc-hub-f64-k16", Params{Strategy: "vwc", VWarp: 16}, true},
-		{"vwc-hub-f64-nodefer", Params{Strategy: "vwc", DeferOutliers: -1}, true},
-		{"gshards-f64", Params{Strategy: "gshards"}, true},
-		{"cw-f64", Params{Strategy: "cw"}, true},
+		{"vwc-cache-f64", Params{Strategy: "vwc"}, true, true},
+		{"vwc-hub-f64", Params{Strategy: "vwc"}, true, false},
+		{"vwc-plain-f64", Params{Strategy: "vwc"}, false, false},
+		{"vwc-cache-f32", Params{Strategy: "vwc", Tolerance: 1e-6}, true, true},
+		{"vwc-hub-f32", Params{Strategy: "vwc", Tolerance: 1e-6}, true, false},
+		{"vwc-plain-f32", Params{Strategy: "vwc", Tolerance: 1e-6}, false, false},
+		{"vwc-cache-f64-k16", Params{Strategy: "vwc", VWarp: 16}, true, true},
+		{"vwc-cache-f64-k8", Params{Strategy: "vwc", VWarp: 8}, true, true},
+		{"vwc-cache-f64-defer256", Params{Strategy: "vwc", DeferOutliers: 256}, true, true},
+		{"vwc-cache-f64-dynamic", Params{Strategy: "vwc", Dynamic: true}, true, true},
+		{"gshards-f64", Params{Strategy: "gshards"}, true, true},
+		{"cw-f64", Params{Strategy: "cw"}, true, true},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			prHubOrder = c.hub
+			prHubOrder, prHubCache = c.hub, c.cache
 			gb.Forget(benchGraph(b))
 			// At most 20 iterations; float64 contributions run all 20.
 			p := c.p

@@ -25,9 +25,18 @@ import (
 // and the L1 change are networkx's. Contributions are float32 where the
 // tolerance allows it, by the CPU's rule (prFloat32Tolerance).
 
-// prHubOrder makes the vwc strategy read the hubs-first CSC; the operator
-// benchmarks turn it off to measure what it gains.
-var prHubOrder = true
+// prHubOrder makes the vwc strategy read the hubs-first CSC, and
+// prHubCache keeps the hubs' contributions in shared memory (with
+// prHubOrder); the operator benchmarks turn them off to measure what they
+// gain.
+var (
+	prHubOrder = true
+	prHubCache = true
+)
+
+// prCacheThreads is the block of the hub-cache kernels
+// (__launch_bounds__(1024, 1) in kernels/pagerank_vwc.cu): one block an SM.
+const prCacheThreads = 1024
 
 func (o PageRank) gpuPlans() []gpuPlan {
 	return []gpuPlan{
@@ -238,7 +247,12 @@ func (pr *prRun) vwc(ctx context.Context) ([]float64, error) {
 	if prHubOrder {
 		suffix += "_hub"
 	}
-	names := []string{"pr_init_" + suffix, fmt.Sprintf("pr_pull_k%d_%s", cfg.k, suffix), "pr_outliers_" + pr.suffix, "pr_outliers_finish_" + suffix}
+	pullName := fmt.Sprintf("pr_pull_k%d_%s", cfg.k, suffix)
+	cache := prHubOrder && prHubCache
+	if cache {
+		pullName = fmt.Sprintf("pr_pull_cached_k%d_%s", cfg.k, pr.suffix)
+	}
+	names := []string{"pr_init_" + suffix, pullName, "pr_outliers_" + pr.suffix, "pr_outliers_finish_" + suffix}
 	k := make([]*launchable, len(names))
 	for i, name := range names {
 		var err error
@@ -247,6 +261,15 @@ func (pr *prRun) vwc(ctx context.Context) ([]float64, error) {
 		}
 	}
 	initRanks, pull, sumOutliers, finishOutliers := k[0], k[1], k[2], k[3]
+	var cached uint32
+	if cache {
+		// The hubs' contributions fill the shared memory a block may have.
+		avail := b.Device().SharedMemPerBlockOptin - pull.fn.Attributes().SharedSizeBytes
+		cached = uint32(min(n, int64(avail)/prContribBytes(p)))
+		if err := pull.fn.SetMaxDynamicSharedMemory(int(int64(cached) * prContribBytes(p))); err != nil {
+			return nil, err
+		}
+	}
 	parts, transfer, err := b.layouts(g, s, prVWCParts()...)
 	if err != nil {
 		return nil, err
@@ -292,6 +315,9 @@ func (pr *prRun) vwc(ctx context.Context) ([]float64, error) {
 	if prHubOrder {
 		pr.res.Strategy += ", sources numbered hubs first"
 	}
+	if cache {
+		pr.res.Strategy += fmt.Sprintf(", %d hubs cached in shared memory", cached)
+	}
 
 	t, err := newTimer(b.ctx, s)
 	if err != nil {
@@ -305,8 +331,16 @@ func (pr *prRun) vwc(ctx context.Context) ([]float64, error) {
 		return nil, err
 	}
 	ranks, err := pr.iterate(ctx, it, func(cur, next int) error {
-		if err := pull.launch(s, inOffs, inSrcs, devicePtr(hubID), contrib[cur], invDegree, it.rank[cur], it.rank[next], contrib[next],
-			n, p.Damping, it.dangling[cur], it.dangling[next], it.l1, devicePtr(counter), cfg.chunk, cfg.outlierDegree); err != nil {
+		args := []any{inOffs, inSrcs, devicePtr(hubID), contrib[cur], invDegree, it.rank[cur], it.rank[next], contrib[next],
+			n, p.Damping, it.dangling[cur], it.dangling[next], it.l1, devicePtr(counter), cfg.chunk, cfg.outlierDegree}
+		var err error
+		if cache {
+			err = gpu.Launch(pull.fn, gpu.Dim(uint32(b.Device().SMs)), gpu.Dim(prCacheThreads), uint32(int64(cached)*prContribBytes(p)), s,
+				append(args, cached)...)
+		} else {
+			err = pull.launch(s, args...)
+		}
+		if err != nil {
 			return err
 		}
 		if len(outliers) > 0 {

@@ -46,22 +46,36 @@ func ssspProgram(g *convert.Graph) vprogram {
 	return ssspF64
 }
 
-func (o SSSP) gpuPlans() []gpuPlan {
-	plan := func(name, why string) gpuPlan {
-		return gpuPlan{name: name, why: why, bytes: func(g *convert.Graph, p Params) int64 {
-			return vpBytes(g, ssspProgram(g), name, false, p) + parentBytes(g)
-		}}
-	}
-	return []gpuPlan{
-		plan(strategyVWC, "the frontier push over the CSR, near-far ordered, relaxes most edges once, where G-Shards and CW sweep every shard with a changed source each iteration; fastest for sssp on every graph measured (BENCHMARKS.md)"),
-		plan(strategyGShards, "G-Shards"),
-		plan(strategyCW, "Concatenated Windows"),
-	}
+func (o SSSP) gpuPlans(g *convert.Graph) []gpuPlan {
+	return monotonePlans(g, func(g *convert.Graph, name string, p Params) int64 {
+		return vpBytes(g, ssspProgram(g), name, false, p) + parentBytes(g)
+	})
 }
 
-func (o SSSP) gpuStrategies() []string { return planNames(o.gpuPlans()) }
+// smallGraphEdges is where auto's choice for sssp and sswp turns: below it
+// Concatenated Windows measured fastest (BENCHMARKS.md: the real graphs,
+// 9 thousand to 870 thousand edges), at and above it the CSR push (ego-
+// Twitter's 2.7 million edges, the 2048² grid, Kronecker 22).
+const smallGraphEdges = 1 << 20
 
-func (o SSSP) gpuBytes(g *convert.Graph, p Params) int64 { return planBytes(o.gpuPlans(), g, p) }
+// monotonePlans are the strategies of sssp and sswp, auto's preference
+// first for g (nil: the default order, vwc first).
+func monotonePlans(g *convert.Graph, bytes func(*convert.Graph, string, Params) int64) []gpuPlan {
+	plan := func(name, why string) gpuPlan {
+		return gpuPlan{name: name, why: why, bytes: func(g *convert.Graph, p Params) int64 { return bytes(g, name, p) }}
+	}
+	vwc := plan(strategyVWC, "the frontier push over the CSR, near-far ordered, relaxes most edges about once where G-Shards and CW sweep whole shards each iteration: measured fastest on graphs of a million edges or more (BENCHMARKS.md)")
+	gs := plan(strategyGShards, "G-Shards")
+	cw := plan(strategyCW, "on graphs under a million edges Concatenated Windows measured fastest (BENCHMARKS.md): few shards, few launches, and values travel several edges within a launch")
+	if g != nil && g.NumEdges() < smallGraphEdges {
+		return []gpuPlan{cw, vwc, gs}
+	}
+	return []gpuPlan{vwc, gs, cw}
+}
+
+func (o SSSP) gpuStrategies() []string { return planNames(o.gpuPlans(nil)) }
+
+func (o SSSP) gpuBytes(g *convert.Graph, p Params) int64 { return planBytes(o.gpuPlans(g), g, p) }
 
 // parentBytes is the parent pass's memory: parents, passes, a counter.
 func parentBytes(g *convert.Graph) int64 { return int64(g.NumVertices())*8 + 8 }
@@ -93,7 +107,7 @@ func (o SSSP) runGPU(ctx context.Context, b *GPU, in Input) (*Result, error) {
 		return nil, err
 	}
 	g, p := in.Graph, in.Params
-	plan, reason, err := b.choosePlan(o.gpuPlans(), g, p)
+	plan, reason, err := b.choosePlan(o.gpuPlans(g), g, p)
 	if err != nil {
 		return nil, err
 	}

@@ -25,22 +25,15 @@ func sswpProgram(g *convert.Graph) vprogram {
 	return sswpK64
 }
 
-func (o SSWP) gpuPlans() []gpuPlan {
-	plan := func(name, why string) gpuPlan {
-		return gpuPlan{name: name, why: why, bytes: func(g *convert.Graph, p Params) int64 {
-			return vpBytes(g, sswpProgram(g), name, false, p)
-		}}
-	}
-	return []gpuPlan{
-		plan(strategyVWC, "the frontier push over the CSR, widest first, relaxes most edges once, where G-Shards and CW sweep every shard with a changed source each iteration; fastest for sswp on every graph measured (BENCHMARKS.md)"),
-		plan(strategyGShards, "G-Shards"),
-		plan(strategyCW, "Concatenated Windows"),
-	}
+func (o SSWP) gpuPlans(g *convert.Graph) []gpuPlan {
+	return monotonePlans(g, func(g *convert.Graph, name string, p Params) int64 {
+		return vpBytes(g, sswpProgram(g), name, false, p)
+	})
 }
 
-func (o SSWP) gpuStrategies() []string { return planNames(o.gpuPlans()) }
+func (o SSWP) gpuStrategies() []string { return planNames(o.gpuPlans(nil)) }
 
-func (o SSWP) gpuBytes(g *convert.Graph, p Params) int64 { return planBytes(o.gpuPlans(), g, p) }
+func (o SSWP) gpuBytes(g *convert.Graph, p Params) int64 { return planBytes(o.gpuPlans(g), g, p) }
 
 // sswpBucketsGPU is how many near-far steps the default Δ cuts the weight
 // range into: few, so that each step's frontier is wide.
@@ -54,7 +47,7 @@ func (o SSWP) runGPU(ctx context.Context, b *GPU, in Input) (*Result, error) {
 		return nil, err
 	}
 	g, p := in.Graph, in.Params
-	plan, reason, err := b.choosePlan(o.gpuPlans(), g, p)
+	plan, reason, err := b.choosePlan(o.gpuPlans(g), g, p)
 	if err != nil {
 		return nil, err
 	}

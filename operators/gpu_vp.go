@@ -404,7 +404,9 @@ func (d *vpDevice) prepareShards() error {
 	}
 	d.shardKernel = k.fn
 	V := r.prog.valueBytes()
-	work, free, err := b.buffers(int64(len(sh.SrcIndex))*V, d.n*V, int64(d.S)*4, vpStateBytes)
+	// At least one value of SrcValue, so that a graph without edges has a
+	// buffer to fill.
+	work, free, err := b.buffers(max(int64(len(sh.SrcIndex)), 1)*V, d.n*V, int64(d.S)*4, vpStateBytes)
 	if err != nil {
 		return err
 	}

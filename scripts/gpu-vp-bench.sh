@@ -91,6 +91,9 @@ for what in "$@"; do
 				bench "$op-${file%.*}-gpu" --input "$real/$file" $flag --op $op --backend gpu --strategy "$(gpu_strategies $op)" --trials 8
 				bench "$op-${file%.*}-cpu" --input "$real/$file" $flag --op $op --backend cpu --trials 8
 			done
+			for op in sswp pagerank; do
+				bench "$op-${file%.*}-gpu" --input "$real/$file" $flag --op $op --backend gpu --strategy "$(gpu_strategies $op)" --trials 4
+			done
 		done
 		;;
 	esac
