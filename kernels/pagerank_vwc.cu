@@ -6,8 +6,8 @@
 // vertices without out-edges.
 //
 // One iteration is one launch of pr_pull_k<K>_<C>: each vertex goes to a
-// virtual warp whose K lanes sum its in-neighbours' contributions, four
-// independent loads per lane in flight; lane 0 writes the new rank and the
+// virtual warp whose K lanes sum its in-neighbours' contributions, up to
+// four independent loads a lane in flight; lane 0 writes the new rank and the
 // vertex's next contribution, and adds to the L1 change and to the next
 // iteration's dangling sum: one pass over the graph, as on the CPU. With
 // deferred outliers, vertices of huge in-degree are skipped there and summed
@@ -46,50 +46,36 @@ __device__ __forceinline__ void pr_init(
     if (threadIdx.x == 0 && sum != 0) atomicAdd(dangling, sum);
 }
 
-// Where a gather reads a contribution: contrib in global memory, or for
-// the first `cached` vertices (the hubs, numbered first) their copy in
-// shared memory.
-template <typename C>
-struct Contributions {
-    const C* __restrict__ global;
-    const C* hot;      // shared memory, or null
-    unsigned cached;   // vertices in hot
-    __device__ __forceinline__ double operator[](vid_t u) const {
-        return (double)(u < cached ? hot[u] : global[u]);
-    }
-};
-
-// The sources of in-edges: STREAM reads them with the evict-first hint
-// (ld.global.cs), so that the stream of indices does not push the gathered
-// contributions out of the caches.
-template <bool STREAM>
-__device__ __forceinline__ vid_t source_at(const vid_t* __restrict__ sources, eid_t e) {
-    return STREAM ? __ldcs(&sources[e]) : sources[e];
+// The source of in-edge e. With stream set, the load carries the
+// evict-first hint (ld.global.cs): the indices are read once an iteration,
+// and should not push the gathered contributions out of L1 and L2.
+__device__ __forceinline__ vid_t source_at(const vid_t* __restrict__ sources, eid_t e, bool stream) {
+    return stream ? __ldcs(&sources[e]) : sources[e];
 }
 
 // Σ contrib[sources[e]] over [first, last), K lanes apart, up to four
 // loads in flight a lane.
-template <int K, bool STREAM, typename Contrib>
-__device__ __forceinline__ double gather(const vid_t* __restrict__ sources, const Contrib& contrib,
-                                         eid_t first, eid_t last, unsigned lane)
+template <int K, typename C>
+__device__ __forceinline__ double gather(const vid_t* __restrict__ sources, const C* __restrict__ contrib,
+                                         eid_t first, eid_t last, unsigned lane, bool stream)
 {
     double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
     eid_t e = first + lane;
     for (; e + 3 * K < last; e += 4 * K) {
-        const vid_t a = source_at<STREAM>(sources, e), b = source_at<STREAM>(sources, e + K);
-        const vid_t c = source_at<STREAM>(sources, e + 2 * K), d = source_at<STREAM>(sources, e + 3 * K);
-        s0 += contrib[a];
-        s1 += contrib[b];
-        s2 += contrib[c];
-        s3 += contrib[d];
+        const vid_t a = source_at(sources, e, stream), b = source_at(sources, e + K, stream);
+        const vid_t c = source_at(sources, e + 2 * K, stream), d = source_at(sources, e + 3 * K, stream);
+        s0 += (double)contrib[a];
+        s1 += (double)contrib[b];
+        s2 += (double)contrib[c];
+        s3 += (double)contrib[d];
     }
     if (e + K < last) {
-        const vid_t a = source_at<STREAM>(sources, e), b = source_at<STREAM>(sources, e + K);
-        s0 += contrib[a];
-        s1 += contrib[b];
+        const vid_t a = source_at(sources, e, stream), b = source_at(sources, e + K, stream);
+        s0 += (double)contrib[a];
+        s1 += (double)contrib[b];
         e += 2 * K;
     }
-    if (e < last) s2 += contrib[source_at<STREAM>(sources, e)];
+    if (e < last) s2 += (double)contrib[source_at(sources, e, stream)];
     return (s0 + s1) + (s2 + s3);
 }
 
@@ -99,7 +85,7 @@ __device__ __forceinline__ void pr_pull(
     const C* __restrict__ contrib, const double* __restrict__ inv_degree,
     const double* __restrict__ rank, double* __restrict__ next_rank, C* __restrict__ next_contrib,
     long long n, double damping, const double* dangling, double* next_dangling, double* l1,
-    unsigned long long* counter, long long chunk, long long outlier_degree)
+    unsigned long long* counter, long long chunk, long long outlier_degree, bool stream)
 {
     __shared__ double scratch[32];
     VirtualWarp<K> vw;
@@ -110,71 +96,13 @@ __device__ __forceinline__ void pr_pull(
         for (long long v = start; v < end; v++) {
             eid_t first = in_offsets[v], last = in_offsets[v + 1];
             if (outlier_degree > 0 && last - first > outlier_degree) continue;
-            double sum = vw.sum(gather<K, false>(in_sources, Contributions<C>{contrib, nullptr, 0}, first, last, vw.lane));
+            double sum = vw.sum(gather<K, C>(in_sources, contrib, first, last, vw.lane, stream));
             if (vw.lane == 0)
                 update.apply(v, HUB ? (long long)hub_id[v] : v, sum, rank, inv_degree, next_rank, next_contrib);
         }
     }
     update.flush(scratch, l1, next_dangling);
 }
-
-// pr_pull over the hubs-first CSC with the hub cache of Enterprise (SC'15
-// §4.3): each block first copies the contributions of the first `cached`
-// vertices, the most-read ones, into shared memory, so that their gathers
-// cost no L2 traffic; one block of 1024 threads an SM, the cache taking
-// the shared memory. The indices stream past the caches.
-template <int K, typename C>
-__device__ __forceinline__ void pr_pull_cached(
-    const eid_t* __restrict__ in_offsets, const vid_t* __restrict__ in_sources, const vid_t* __restrict__ hub_id,
-    const C* __restrict__ contrib, const double* __restrict__ inv_degree,
-    const double* __restrict__ rank, double* __restrict__ next_rank, C* __restrict__ next_contrib,
-    long long n, double damping, const double* dangling, double* next_dangling, double* l1,
-    unsigned long long* counter, long long chunk, long long outlier_degree, unsigned cached)
-{
-    __shared__ double scratch[32];
-    extern __shared__ __align__(8) unsigned char smem[];
-    C* hot = (C*)smem;
-    for (unsigned k = threadIdx.x; k < cached; k += blockDim.x) hot[k] = contrib[k];
-    __syncthreads();
-    const Contributions<C> c{contrib, hot, cached};
-    VirtualWarp<K> vw;
-    ChunkSchedule<K> schedule(vw, counter, chunk, n);
-    RankUpdate update(damping, dangling, n);
-    for (long long start = schedule.take(); start < n; start = schedule.take()) {
-        long long end = min(start + chunk, n);
-        for (long long v = start; v < end; v++) {
-            eid_t first = in_offsets[v], last = in_offsets[v + 1];
-            if (outlier_degree > 0 && last - first > outlier_degree) continue;
-            double sum = vw.sum(gather<K, true>(in_sources, c, first, last, vw.lane));
-            if (vw.lane == 0) update.apply(v, (long long)hub_id[v], sum, rank, inv_degree, next_rank, next_contrib);
-        }
-    }
-    update.flush(scratch, l1, next_dangling);
-}
-
-#define PR_PULL_CACHED(K, SUF, C)                                                                         \
-    extern "C" __global__ void __launch_bounds__(1024, 1) pr_pull_cached_k##K##_##SUF(                     \
-        const eid_t* in_offsets, const vid_t* in_sources, const vid_t* hub_id, const C* contrib,             \
-        const double* inv_degree, const double* rank, double* next_rank, C* next_contrib, long long n,       \
-        double damping, const double* dangling, double* next_dangling, double* l1,                           \
-        unsigned long long* counter, long long chunk, long long outlier_degree, unsigned cached)              \
-    {                                                                                                        \
-        pr_pull_cached<K, C>(in_offsets, in_sources, hub_id, contrib, inv_degree, rank, next_rank,           \
-                             next_contrib, n, damping, dangling, next_dangling, l1, counter, chunk,          \
-                             outlier_degree, cached);                                                        \
-    }
-PR_PULL_CACHED(1, f64, double)
-PR_PULL_CACHED(2, f64, double)
-PR_PULL_CACHED(4, f64, double)
-PR_PULL_CACHED(8, f64, double)
-PR_PULL_CACHED(16, f64, double)
-PR_PULL_CACHED(32, f64, double)
-PR_PULL_CACHED(1, f32, float)
-PR_PULL_CACHED(2, f32, float)
-PR_PULL_CACHED(4, f32, float)
-PR_PULL_CACHED(8, f32, float)
-PR_PULL_CACHED(16, f32, float)
-PR_PULL_CACHED(32, f32, float)
 
 // Sums the outliers' in-edge segments into acc, one block per segment.
 // segments[i] is (outlier index in the low 32 bits, segment in the high 32);
@@ -222,11 +150,11 @@ __device__ __forceinline__ void pr_outliers_finish(
         const eid_t* in_offsets, const vid_t* in_sources, const vid_t* hub_id, const C* contrib,             \
         const double* inv_degree, const double* rank, double* next_rank, C* next_contrib, long long n,       \
         double damping, const double* dangling, double* next_dangling, double* l1,                           \
-        unsigned long long* counter, long long chunk, long long outlier_degree)                               \
+        unsigned long long* counter, long long chunk, long long outlier_degree, bool stream)                  \
     {                                                                                                        \
         pr_pull<K, C, HUB>(in_offsets, in_sources, hub_id, contrib, inv_degree, rank, next_rank,             \
                            next_contrib, n, damping, dangling, next_dangling, l1, counter, chunk,            \
-                           outlier_degree);                                                                  \
+                           outlier_degree, stream);                                                          \
     }
 
 #define PR_VARIANT(SUF, C, HUB)                                                                           \

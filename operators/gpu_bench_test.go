@@ -59,27 +59,26 @@ func benchGPUOp(b *testing.B, gb *GPU, op Operator, p Params) {
 
 func BenchmarkGPUPageRankLayouts(b *testing.B) {
 	gb := benchGPU(b)
-	defer func() { prHubOrder, prHubCache = true, true }()
+	defer func() { prHubOrder, prStreamIndices = true, true }()
 	for _, c := range []struct {
-		name       string
-		p          Params
-		hub, cache bool
+		name        string
+		p           Params
+		hub, stream bool
 	}{
-		{"vwc-cache-f64", Params{Strategy: "vwc"}, true, true},
-		{"vwc-hub-f64", Params{Strategy: "vwc"}, true, false},
-		{"vwc-plain-f64", Params{Strategy: "vwc"}, false, false},
-		{"vwc-cache-f32", Params{Strategy: "vwc", Tolerance: 1e-6}, true, true},
-		{"vwc-hub-f32", Params{Strategy: "vwc", Tolerance: 1e-6}, true, false},
-		{"vwc-plain-f32", Params{Strategy: "vwc", Tolerance: 1e-6}, false, false},
-		{"vwc-cache-f64-k16", Params{Strategy: "vwc", VWarp: 16}, true, true},
-		{"vwc-cache-f64-k8", Params{Strategy: "vwc", VWarp: 8}, true, true},
-		{"vwc-cache-f64-defer256", Params{Strategy: "vwc", DeferOutliers: 256}, true, true},
-		{"vwc-cache-f64-dynamic", Params{Strategy: "vwc", Dynamic: true}, true, true},
+		{"vwc-hub-f64", Params{Strategy: "vwc"}, true, true},
+		{"vwc-hub-nostream-f64", Params{Strategy: "vwc"}, true, false},
+		{"vwc-plain-f64", Params{Strategy: "vwc"}, false, true},
+		{"vwc-plain-nostream-f64", Params{Strategy: "vwc"}, false, false},
+		{"vwc-hub-f32", Params{Strategy: "vwc", Tolerance: 1e-6}, true, true},
+		{"vwc-plain-f32", Params{Strategy: "vwc", Tolerance: 1e-6}, false, true},
+		{"vwc-hub-f64-k16", Params{Strategy: "vwc", VWarp: 16}, true, true},
+		{"vwc-hub-f64-dynamic", Params{Strategy: "vwc", Dynamic: true}, true, true},
+		{"vwc-hub-f64-defer4096", Params{Strategy: "vwc", DeferOutliers: 4096}, true, true},
 		{"gshards-f64", Params{Strategy: "gshards"}, true, true},
 		{"cw-f64", Params{Strategy: "cw"}, true, true},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			prHubOrder, prHubCache = c.hub, c.cache
+			prHubOrder, prStreamIndices = c.hub, c.stream
 			gb.Forget(benchGraph(b))
 			// At most 20 iterations; float64 contributions run all 20.
 			p := c.p

@@ -16,7 +16,7 @@ import (
 // in-edges, or the symmetric shards. Every strategy labels a component with
 // its smallest vertex id, as the CPU does.
 
-func (o CC) gpuPlans() []gpuPlan {
+func (o CC) gpuPlans(*convert.Graph) []gpuPlan {
 	plan := func(name, why string) gpuPlan {
 		return gpuPlan{name: name, why: why, bytes: func(g *convert.Graph, p Params) int64 {
 			return vpBytes(g, ccLabels, name, true, p)
@@ -24,16 +24,16 @@ func (o CC) gpuPlans() []gpuPlan {
 	}
 	return []gpuPlan{
 		{name: strategyAfforest, bytes: afforestBytes,
-			why: "Afforest links two neighbours a vertex, then only the edges of vertices outside the largest component: a few passes over the vertices where label propagation sweeps the edges once a diameter step; fastest for cc on every graph measured (BENCHMARKS.md)"},
+			why: "Afforest links two neighbours a vertex, then only the edges of vertices outside the largest component: a few passes over the vertices where label propagation sweeps the edges once a diameter step; measured fastest for cc on every graph (BENCHMARKS.md)"},
 		plan(strategyVWC, "label propagation, CSR push"),
 		plan(strategyGShards, "label propagation, G-Shards"),
 		plan(strategyCW, "label propagation, Concatenated Windows"),
 	}
 }
 
-func (o CC) gpuStrategies() []string { return planNames(o.gpuPlans()) }
+func (o CC) gpuStrategies() []string { return planNames(o.gpuPlans(nil)) }
 
-func (o CC) gpuBytes(g *convert.Graph, p Params) int64 { return planBytes(o.gpuPlans(), g, p) }
+func (o CC) gpuBytes(g *convert.Graph, p Params) int64 { return planBytes(o.gpuPlans(g), g, p) }
 
 func afforestParts(g *convert.Graph) []layout {
 	parts := []layout{outOffsets, outTargets}
@@ -56,7 +56,7 @@ func ccCheckOptions(strategy string, p Params) error {
 func (o CC) runGPU(ctx context.Context, b *GPU, in Input) (*Result, error) {
 	g, p := in.Graph, in.Params
 	n := g.NumVertices()
-	plan, reason, err := b.choosePlan(o.gpuPlans(), g, p)
+	plan, reason, err := b.choosePlan(o.gpuPlans(g), g, p)
 	if err != nil {
 		return nil, err
 	}
@@ -110,8 +110,9 @@ func (b *GPU) ccLabelPropagation(ctx context.Context, s *gpu.Stream, g *convert.
 	return download[uint32](d)
 }
 
-// afforestRounds is the neighbours a vertex links in the sampling phase
-// (afforestRounds in cc.go, as in GAP).
+// afforest runs kernels/cc_afforest.cu: afforestRounds (cc.go) sampling
+// rounds, each a link and a compress, the most frequent label found on the
+// device, the remaining edges of the other vertices, and a last compress.
 func (b *GPU) afforest(ctx context.Context, s *gpu.Stream, g *convert.Graph, cfg vwcConfig, res *Result) ([]uint32, error) {
 	n := int64(g.NumVertices())
 	parts, transfer, err := b.layouts(g, s, afforestParts(g)...)

@@ -26,30 +26,33 @@ import (
 // tolerance allows it, by the CPU's rule (prFloat32Tolerance).
 
 // prHubOrder makes the vwc strategy read the hubs-first CSC, and
-// prHubCache keeps the hubs' contributions in shared memory (with
-// prHubOrder); the operator benchmarks turn them off to measure what they
-// gain.
+// prStreamIndices reads the CSC's sources with the evict-first hint; the
+// operator benchmarks turn them off to measure what they gain.
 var (
-	prHubOrder = true
-	prHubCache = true
+	prHubOrder      = true
+	prStreamIndices = true
 )
 
-// prCacheThreads is the block of the hub-cache kernels
-// (__launch_bounds__(1024, 1) in kernels/pagerank_vwc.cu): one block an SM.
-const prCacheThreads = 1024
-
-func (o PageRank) gpuPlans() []gpuPlan {
-	return []gpuPlan{
-		{name: strategyVWC, bytes: prVWCBytes,
-			why: "the pull over the CSC reads 4 bytes an edge and gathers the contributions from cache, where G-Shards and CW read and write SrcValue, DestIndex and SrcIndex or the Mapper, 14 to 26 bytes an edge; fastest for pagerank on every graph measured (BENCHMARKS.md)"},
-		{name: strategyGShards, bytes: prShardBytes(strategyGShards), why: "G-Shards"},
-		{name: strategyCW, bytes: prShardBytes(strategyCW), why: "Concatenated Windows"},
+func (o PageRank) gpuPlans(g *convert.Graph) []gpuPlan {
+	vwc := gpuPlan{name: strategyVWC, bytes: prVWCBytes,
+		why: "the pull over the CSC reads 4 bytes an edge and gathers the contributions from cache, where G-Shards and CW read and write 22 to 24 bytes an edge an iteration: measured fastest on graphs of 4 million edges or more (BENCHMARKS.md)"}
+	gs := gpuPlan{name: strategyGShards, bytes: prShardBytes(strategyGShards), why: "G-Shards"}
+	cw := gpuPlan{name: strategyCW, bytes: prShardBytes(strategyCW),
+		why: "on graphs under 4 million edges Concatenated Windows measured fastest (BENCHMARKS.md): every read coalesced, and one block a shard keeps a small graph's iteration short"}
+	if g != nil && g.NumEdges() < prSmallGraphEdges {
+		return []gpuPlan{cw, vwc, gs}
 	}
+	return []gpuPlan{vwc, gs, cw}
 }
 
-func (o PageRank) gpuStrategies() []string { return planNames(o.gpuPlans()) }
+// prSmallGraphEdges is where auto's choice for pagerank turns: below it
+// Concatenated Windows measured fastest (BENCHMARKS.md: the real graphs, up
+// to ego-Twitter's 2.7 million edges), above it the pull (Kronecker 22, 24).
+const prSmallGraphEdges = 1 << 22
 
-func (o PageRank) gpuBytes(g *convert.Graph, p Params) int64 { return planBytes(o.gpuPlans(), g, p) }
+func (o PageRank) gpuStrategies() []string { return planNames(o.gpuPlans(nil)) }
+
+func (o PageRank) gpuBytes(g *convert.Graph, p Params) int64 { return planBytes(o.gpuPlans(g), g, p) }
 
 // prContribBytes is the width of a contribution at p's tolerance.
 func prContribBytes(p Params) int64 {
@@ -131,7 +134,7 @@ func (o PageRank) runGPU(ctx context.Context, b *GPU, in Input) (*Result, error)
 		return nil, err
 	}
 	g := in.Graph
-	plan, reason, err := b.choosePlan(o.gpuPlans(), g, p)
+	plan, reason, err := b.choosePlan(o.gpuPlans(g), g, p)
 	if err != nil {
 		return nil, err
 	}
@@ -247,12 +250,7 @@ func (pr *prRun) vwc(ctx context.Context) ([]float64, error) {
 	if prHubOrder {
 		suffix += "_hub"
 	}
-	pullName := fmt.Sprintf("pr_pull_k%d_%s", cfg.k, suffix)
-	cache := prHubOrder && prHubCache
-	if cache {
-		pullName = fmt.Sprintf("pr_pull_cached_k%d_%s", cfg.k, pr.suffix)
-	}
-	names := []string{"pr_init_" + suffix, pullName, "pr_outliers_" + pr.suffix, "pr_outliers_finish_" + suffix}
+	names := []string{"pr_init_" + suffix, fmt.Sprintf("pr_pull_k%d_%s", cfg.k, suffix), "pr_outliers_" + pr.suffix, "pr_outliers_finish_" + suffix}
 	k := make([]*launchable, len(names))
 	for i, name := range names {
 		var err error
@@ -261,15 +259,6 @@ func (pr *prRun) vwc(ctx context.Context) ([]float64, error) {
 		}
 	}
 	initRanks, pull, sumOutliers, finishOutliers := k[0], k[1], k[2], k[3]
-	var cached uint32
-	if cache {
-		// The hubs' contributions fill the shared memory a block may have.
-		avail := b.Device().SharedMemPerBlockOptin - pull.fn.Attributes().SharedSizeBytes
-		cached = uint32(min(n, int64(avail)/prContribBytes(p)))
-		if err := pull.fn.SetMaxDynamicSharedMemory(int(int64(cached) * prContribBytes(p))); err != nil {
-			return nil, err
-		}
-	}
 	parts, transfer, err := b.layouts(g, s, prVWCParts()...)
 	if err != nil {
 		return nil, err
@@ -315,9 +304,6 @@ func (pr *prRun) vwc(ctx context.Context) ([]float64, error) {
 	if prHubOrder {
 		pr.res.Strategy += ", sources numbered hubs first"
 	}
-	if cache {
-		pr.res.Strategy += fmt.Sprintf(", %d hubs cached in shared memory", cached)
-	}
 
 	t, err := newTimer(b.ctx, s)
 	if err != nil {
@@ -331,16 +317,8 @@ func (pr *prRun) vwc(ctx context.Context) ([]float64, error) {
 		return nil, err
 	}
 	ranks, err := pr.iterate(ctx, it, func(cur, next int) error {
-		args := []any{inOffs, inSrcs, devicePtr(hubID), contrib[cur], invDegree, it.rank[cur], it.rank[next], contrib[next],
-			n, p.Damping, it.dangling[cur], it.dangling[next], it.l1, devicePtr(counter), cfg.chunk, cfg.outlierDegree}
-		var err error
-		if cache {
-			err = gpu.Launch(pull.fn, gpu.Dim(uint32(b.Device().SMs)), gpu.Dim(prCacheThreads), uint32(int64(cached)*prContribBytes(p)), s,
-				append(args, cached)...)
-		} else {
-			err = pull.launch(s, args...)
-		}
-		if err != nil {
+		if err := pull.launch(s, inOffs, inSrcs, devicePtr(hubID), contrib[cur], invDegree, it.rank[cur], it.rank[next], contrib[next],
+			n, p.Damping, it.dangling[cur], it.dangling[next], it.l1, devicePtr(counter), cfg.chunk, cfg.outlierDegree, prStreamIndices); err != nil {
 			return err
 		}
 		if len(outliers) > 0 {

@@ -214,11 +214,11 @@ func TestGPUCCMatchesCPU(t *testing.T) {
 
 // TestGPUPageRankStrategies runs PageRank in every layout, at the default
 // tolerance (float64 contributions) and at 1e-6 (float32), with and
-// without the hubs-first numbering and the hub cache, on the shapes and the
-// real graphs.
+// without the hubs-first numbering and the evict-first hint on the
+// indices, on the shapes and the real graphs.
 func TestGPUPageRankStrategies(t *testing.T) {
 	b := testGPU(t)
-	defer func() { prHubOrder, prHubCache = true, true }()
+	defer func() { prHubOrder, prStreamIndices = true, true }()
 	for _, vg := range vpGraphs(t) {
 		if vg.g.Weighted && !strings.Contains(vg.name, "rome99") {
 			continue // pagerank reads no weights
@@ -227,17 +227,17 @@ func TestGPUPageRankStrategies(t *testing.T) {
 		for _, tol := range []float64{0, 1e-6} {
 			want := run(t, PageRank{}, g, 0, Params{Tolerance: tol})
 			for _, c := range []struct {
-				p          Params
-				hub, cache bool
+				p           Params
+				hub, stream bool
 			}{
 				{Params{Tolerance: tol}, true, true},
 				{Params{Tolerance: tol, Strategy: "vwc", VWarp: 4, Dynamic: true}, true, false},
-				{Params{Tolerance: tol, Strategy: "vwc", VWarp: 2}, false, false},
+				{Params{Tolerance: tol, Strategy: "vwc", VWarp: 2}, false, true},
 				{Params{Tolerance: tol, Strategy: "gshards"}, true, true},
 				{Params{Tolerance: tol, Strategy: "cw"}, true, true},
 			} {
-				prHubOrder, prHubCache = c.hub, c.cache
-				name := fmt.Sprintf("%s/%+v/hub=%v/cache=%v", vg.name, c.p, c.hub, c.cache)
+				prHubOrder, prStreamIndices = c.hub, c.stream
+				name := fmt.Sprintf("%s/%+v/hub=%v/stream=%v", vg.name, c.p, c.hub, c.stream)
 				r, err := runGPUErr(t, b, PageRank{}, g, 0, c.p)
 				if err != nil {
 					t.Errorf("%s: %v", name, err)
