@@ -18,12 +18,12 @@ import (
 
 func (o CC) gpuPlans(*convert.Graph) []gpuPlan {
 	plan := func(name, why string) gpuPlan {
-		return gpuPlan{name: name, why: why, bytes: func(g *convert.Graph, p Params) int64 {
-			return vpBytes(g, ccLabels, name, true, p)
-		}}
+		return gpuPlan{name: name, why: why, vwarp: name == strategyVWC, vwc: name == strategyVWC,
+			bytes: func(g *convert.Graph, p Params) int64 { return vpBytes(g, ccLabels, name, true, p) }}
 	}
 	return []gpuPlan{
-		{name: strategyAfforest, bytes: afforestBytes,
+		// Afforest's last phase is virtual warp-centric: it reads --vwarp.
+		{name: strategyAfforest, bytes: afforestBytes, vwarp: true,
 			why: "Afforest links two neighbours a vertex, then only the edges of vertices outside the largest component: a few passes over the vertices where label propagation sweeps the edges once a diameter step; measured fastest for cc on every graph (BENCHMARKS.md)"},
 		plan(strategyVWC, "label propagation, CSR push"),
 		plan(strategyGShards, "label propagation, G-Shards"),
@@ -33,7 +33,7 @@ func (o CC) gpuPlans(*convert.Graph) []gpuPlan {
 
 func (o CC) gpuStrategies() []string { return planNames(o.gpuPlans(nil)) }
 
-func (o CC) gpuBytes(g *convert.Graph, p Params) int64 { return planBytes(o.gpuPlans(g), g, p) }
+func (o CC) gpuBytes(g *convert.Graph, p Params) int64 { return planBytes("cc", o.gpuPlans(g), g, p) }
 
 func afforestParts(g *convert.Graph) []layout {
 	parts := []layout{outOffsets, outTargets}
@@ -47,20 +47,11 @@ func afforestBytes(g *convert.Graph, _ Params) int64 {
 	return layoutBytes(g, afforestParts(g)...) + int64(g.NumVertices())*4 + 8
 }
 
-// ccCheckOptions: Afforest's final phase is virtual warp-centric, so it
-// takes --vwarp; the label propagation strategies are vertex programs.
-func ccCheckOptions(strategy string, p Params) error {
-	return checkOptions("cc", strategy, p, strategy == strategyVWC || strategy == strategyAfforest, strategy == strategyVWC)
-}
-
 func (o CC) runGPU(ctx context.Context, b *GPU, in Input) (*Result, error) {
 	g, p := in.Graph, in.Params
 	n := g.NumVertices()
-	plan, reason, err := b.choosePlan(o.gpuPlans(g), g, p)
+	plan, reason, err := b.choosePlan("cc", o.gpuPlans(g), g, p)
 	if err != nil {
-		return nil, err
-	}
-	if err := ccCheckOptions(plan.name, p); err != nil {
 		return nil, err
 	}
 	res := &Result{Op: "cc", Backend: "gpu", Strategy: plan.name, StrategyReason: reason}

@@ -34,7 +34,7 @@ var (
 )
 
 func (o PageRank) gpuPlans(g *convert.Graph) []gpuPlan {
-	vwc := gpuPlan{name: strategyVWC, bytes: prVWCBytes,
+	vwc := gpuPlan{name: strategyVWC, bytes: prVWCBytes, vwarp: true, vwc: true,
 		why: "the pull over the CSC reads 4 bytes an edge and gathers the contributions from cache, where G-Shards and CW read and write 22 to 24 bytes an edge an iteration: measured fastest on graphs of 4 million edges or more (BENCHMARKS.md)"}
 	gs := gpuPlan{name: strategyGShards, bytes: prShardBytes(strategyGShards), why: "G-Shards"}
 	cw := gpuPlan{name: strategyCW, bytes: prShardBytes(strategyCW),
@@ -52,7 +52,9 @@ const prSmallGraphEdges = 1 << 22
 
 func (o PageRank) gpuStrategies() []string { return planNames(o.gpuPlans(nil)) }
 
-func (o PageRank) gpuBytes(g *convert.Graph, p Params) int64 { return planBytes(o.gpuPlans(g), g, p) }
+func (o PageRank) gpuBytes(g *convert.Graph, p Params) int64 {
+	return planBytes("pagerank", o.gpuPlans(g), g, p)
+}
 
 // prContribBytes is the width of a contribution at p's tolerance.
 func prContribBytes(p Params) int64 {
@@ -134,11 +136,8 @@ func (o PageRank) runGPU(ctx context.Context, b *GPU, in Input) (*Result, error)
 		return nil, err
 	}
 	g := in.Graph
-	plan, reason, err := b.choosePlan(o.gpuPlans(g), g, p)
+	plan, reason, err := b.choosePlan("pagerank", o.gpuPlans(g), g, p)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkOptions("pagerank", plan.name, p, plan.name == strategyVWC, plan.name == strategyVWC); err != nil {
 		return nil, err
 	}
 	res := &Result{Op: "pagerank", Backend: "gpu", Strategy: plan.name, StrategyReason: reason}

@@ -62,7 +62,8 @@ const smallGraphEdges = 1 << 20
 // first for g (nil: the default order, vwc first).
 func monotonePlans(g *convert.Graph, bytes func(*convert.Graph, string, Params) int64) []gpuPlan {
 	plan := func(name, why string) gpuPlan {
-		return gpuPlan{name: name, why: why, bytes: func(g *convert.Graph, p Params) int64 { return bytes(g, name, p) }}
+		return gpuPlan{name: name, why: why, vwarp: name == strategyVWC, vwc: name == strategyVWC,
+			bytes: func(g *convert.Graph, p Params) int64 { return bytes(g, name, p) }}
 	}
 	vwc := plan(strategyVWC, "the frontier push over the CSR, near-far ordered, relaxes most edges about once where G-Shards and CW sweep whole shards each iteration: measured fastest on graphs of a million edges or more (BENCHMARKS.md)")
 	gs := plan(strategyGShards, "G-Shards")
@@ -75,7 +76,9 @@ func monotonePlans(g *convert.Graph, bytes func(*convert.Graph, string, Params) 
 
 func (o SSSP) gpuStrategies() []string { return planNames(o.gpuPlans(nil)) }
 
-func (o SSSP) gpuBytes(g *convert.Graph, p Params) int64 { return planBytes(o.gpuPlans(g), g, p) }
+func (o SSSP) gpuBytes(g *convert.Graph, p Params) int64 {
+	return planBytes("sssp", o.gpuPlans(g), g, p)
+}
 
 // parentBytes is the parent pass's memory: parents, passes, a counter.
 func parentBytes(g *convert.Graph) int64 { return int64(g.NumVertices())*8 + 8 }
@@ -107,11 +110,8 @@ func (o SSSP) runGPU(ctx context.Context, b *GPU, in Input) (*Result, error) {
 		return nil, err
 	}
 	g, p := in.Graph, in.Params
-	plan, reason, err := b.choosePlan(o.gpuPlans(g), g, p)
+	plan, reason, err := b.choosePlan("sssp", o.gpuPlans(g), g, p)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkOptions("sssp", plan.name, p, plan.name == strategyVWC, plan.name == strategyVWC); err != nil {
 		return nil, err
 	}
 	r := vpRun{

@@ -33,7 +33,9 @@ func (o SSWP) gpuPlans(g *convert.Graph) []gpuPlan {
 
 func (o SSWP) gpuStrategies() []string { return planNames(o.gpuPlans(nil)) }
 
-func (o SSWP) gpuBytes(g *convert.Graph, p Params) int64 { return planBytes(o.gpuPlans(g), g, p) }
+func (o SSWP) gpuBytes(g *convert.Graph, p Params) int64 {
+	return planBytes("sswp", o.gpuPlans(g), g, p)
+}
 
 // sswpBucketsGPU is how many near-far steps the default Δ cuts the weight
 // range into: few, so that each step's frontier is wide.
@@ -47,11 +49,8 @@ func (o SSWP) runGPU(ctx context.Context, b *GPU, in Input) (*Result, error) {
 		return nil, err
 	}
 	g, p := in.Graph, in.Params
-	plan, reason, err := b.choosePlan(o.gpuPlans(g), g, p)
+	plan, reason, err := b.choosePlan("sswp", o.gpuPlans(g), g, p)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkOptions("sswp", plan.name, p, plan.name == strategyVWC, plan.name == strategyVWC); err != nil {
 		return nil, err
 	}
 	w := g.Weights()

@@ -1,6 +1,7 @@
 package operators
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -72,74 +73,24 @@ const (
 // ---- choosing a strategy ----
 
 // gpuPlan is one GPU strategy of an operator: its name, the device memory
-// a run of it takes, and why auto prefers it (for the plans auto tries
-// first).
+// a run of it takes, which of the virtual warp-centric options it reads
+// (--vwarp; --defer-outliers, --dynamic and --chunk-size), and why auto
+// prefers it (for the plans auto tries first).
 type gpuPlan struct {
-	name  string
-	bytes func(g *convert.Graph, p Params) int64
-	why   string
+	name       string
+	bytes      func(g *convert.Graph, p Params) int64
+	vwarp, vwc bool
+	why        string
 }
 
-// planNames lists the plans' names.
-func planNames(plans []gpuPlan) []string {
-	names := make([]string, len(plans))
-	for i, pl := range plans {
-		names[i] = pl.name
-	}
-	return names
-}
-
-// planBytes is the memory of the plan p names, or for auto the smallest
-// plan's (a run fits when that one does).
-func planBytes(plans []gpuPlan, g *convert.Graph, p Params) int64 {
-	least := int64(math.MaxInt64)
-	for _, pl := range plans {
-		b := pl.bytes(g, p)
-		if pl.name == p.Strategy {
-			return b
-		}
-		least = min(least, b)
-	}
-	return least
-}
-
-// choosePlan is the plan that runs and why: the one p names, or auto's:
-// the first of plans (fastest first, by the measurements in BENCHMARKS.md)
-// that fits in the GPU's free memory.
-func (b *GPU) choosePlan(plans []gpuPlan, g *convert.Graph, p Params) (gpuPlan, string, error) {
-	if p.Strategy != "" && p.Strategy != "auto" {
-		for _, pl := range plans {
-			if pl.name == p.Strategy {
-				return pl, "named by --strategy", nil
-			}
-		}
-	}
-	var skipped []string
-	var last error
-	for _, pl := range plans {
-		need := pl.bytes(g, p)
-		if err := b.fitsBytes(g, need); err != nil {
-			skipped = append(skipped, fmt.Sprintf("%s needs %d MiB", pl.name, need>>20))
-			last = err
-			continue
-		}
-		reason := "auto: " + pl.why
-		if len(skipped) > 0 {
-			reason += "; chosen because it fits in the GPU's free memory where " + strings.Join(skipped, ", ") + " would not"
-		}
-		return pl, reason, nil
-	}
-	return gpuPlan{}, "", last
-}
-
-// checkOptions refuses the virtual warp-centric options for a strategy
-// that does not read them, rather than ignoring them.
-func checkOptions(op, strategy string, p Params, takesVWarp, takesVWCOptions bool) error {
+// options refuses the virtual warp-centric options the plan does not
+// read, rather than ignoring them.
+func (pl gpuPlan) options(op string, p Params) error {
 	var given []string
-	if p.VWarp != 0 && !takesVWarp {
+	if p.VWarp != 0 && !pl.vwarp {
 		given = append(given, "vwarp")
 	}
-	if !takesVWCOptions {
+	if !pl.vwc {
 		if p.DeferOutliers != 0 {
 			given = append(given, "defer-outliers")
 		}
@@ -153,8 +104,88 @@ func checkOptions(op, strategy string, p Params, takesVWarp, takesVWCOptions boo
 	if len(given) == 0 {
 		return nil
 	}
-	return usererr.New(usererr.Usage, fmt.Sprintf("operator %s: %s does not apply to GPU strategy %s", op, strings.Join(given, ", "), strategy),
+	return usererr.New(usererr.Usage, fmt.Sprintf("operator %s: %s does not apply to GPU strategy %s", op, strings.Join(given, ", "), pl.name),
 		"leave it out, or pick --strategy vwc")
+}
+
+// planNames lists the plans' names.
+func planNames(plans []gpuPlan) []string {
+	names := make([]string, len(plans))
+	for i, pl := range plans {
+		names[i] = pl.name
+	}
+	return names
+}
+
+// candidates are the plans that may run p: the one p names, or for auto
+// those (in auto's order) that read every option p gives, since an option
+// is meant for the strategies that read it. err is the options' error when
+// none does.
+func candidates(op string, plans []gpuPlan, p Params) ([]gpuPlan, error) {
+	if p.Strategy != "" && p.Strategy != "auto" {
+		for _, pl := range plans {
+			if pl.name == p.Strategy {
+				return []gpuPlan{pl}, pl.options(op, p)
+			}
+		}
+	}
+	var take []gpuPlan
+	var first error
+	for _, pl := range plans {
+		if err := pl.options(op, p); err != nil {
+			first = cmp.Or(first, err)
+			continue
+		}
+		take = append(take, pl)
+	}
+	if len(take) == 0 {
+		return nil, first
+	}
+	return take, nil
+}
+
+// planBytes is the memory of the plan that would run p, or for auto the
+// smallest candidate's (a run fits when that one does).
+func planBytes(op string, plans []gpuPlan, g *convert.Graph, p Params) int64 {
+	take, err := candidates(op, plans, p)
+	if err != nil {
+		take = plans
+	}
+	least := int64(math.MaxInt64)
+	for _, pl := range take {
+		least = min(least, pl.bytes(g, p))
+	}
+	return least
+}
+
+// choosePlan is the plan that runs and why: the one p names, or auto's:
+// the first candidate (fastest first, by the measurements in
+// BENCHMARKS.md) that fits in the GPU's free memory.
+func (b *GPU) choosePlan(op string, plans []gpuPlan, g *convert.Graph, p Params) (gpuPlan, string, error) {
+	take, err := candidates(op, plans, p)
+	if err != nil {
+		return gpuPlan{}, "", err
+	}
+	if p.Strategy != "" && p.Strategy != "auto" {
+		return take[0], "named by --strategy", nil
+	}
+	var skipped []string
+	for _, pl := range take {
+		need := pl.bytes(g, p)
+		if err = b.fitsBytes(g, need); err != nil {
+			skipped = append(skipped, fmt.Sprintf("%s needs %d MiB", pl.name, need>>20))
+			continue
+		}
+		reason := "auto: " + pl.why
+		if len(take) < len(plans) {
+			reason += "; of the strategies that read the options given"
+		}
+		if len(skipped) > 0 {
+			reason += "; chosen because it fits in the GPU's free memory where " + strings.Join(skipped, ", ") + " would not"
+		}
+		return pl, reason, nil
+	}
+	return gpuPlan{}, "", err
 }
 
 // ---- the device state of a run ----

@@ -348,13 +348,37 @@ func TestOrderKeys(t *testing.T) {
 	}
 }
 
-func TestCheckOptions(t *testing.T) {
-	if err := checkOptions("sssp", "vwc", Params{VWarp: 4, Dynamic: true, ChunkSize: 8, DeferOutliers: 9}, true, true); err != nil {
-		t.Errorf("vwc: %v", err)
+// TestCandidates: auto considers the strategies that read every option
+// given (an option is meant for them), in its order for the graph; a
+// strategy named with an option it does not read is refused.
+func TestCandidates(t *testing.T) {
+	small := buildGraph(t, shapes(t)[4], true, false, ingest.KeyInt64)
+	for _, c := range []struct {
+		op    string
+		plans []gpuPlan
+		p     Params
+		want  []string
+	}{
+		{"pagerank", PageRank{}.gpuPlans(small), Params{}, []string{"cw", "vwc", "gshards"}},
+		{"pagerank", PageRank{}.gpuPlans(nil), Params{}, []string{"vwc", "gshards", "cw"}},
+		{"pagerank", PageRank{}.gpuPlans(small), Params{VWarp: 1}, []string{"vwc"}},
+		{"sssp", SSSP{}.gpuPlans(small), Params{}, []string{"cw", "vwc", "gshards"}},
+		{"sssp", SSSP{}.gpuPlans(nil), Params{DeferOutliers: 5}, []string{"vwc"}},
+		{"sswp", SSWP{}.gpuPlans(small), Params{Strategy: "gshards"}, []string{"gshards"}},
+		{"cc", CC{}.gpuPlans(small), Params{VWarp: 2}, []string{"afforest", "vwc"}},
+		{"cc", CC{}.gpuPlans(small), Params{Dynamic: true}, []string{"vwc"}},
+	} {
+		got, err := candidates(c.op, c.plans, c.p)
+		if err != nil || !slices.Equal(planNames(got), c.want) {
+			t.Errorf("%s %+v: %v, %v; want %v", c.op, c.p, planNames(got), err, c.want)
+		}
 	}
-	err := checkOptions("cc", "afforest", Params{VWarp: 4, Dynamic: true}, true, false)
+	_, err := candidates("cc", CC{}.gpuPlans(small), Params{Strategy: "afforest", VWarp: 4, Dynamic: true})
 	if usererr.KindOf(err) != usererr.Usage || !strings.Contains(err.Error(), "dynamic") || strings.Contains(err.Error(), "vwarp") {
 		t.Errorf("afforest with --dynamic: %v", err)
+	}
+	if got := planBytes("pagerank", PageRank{}.gpuPlans(small), small, Params{VWarp: 1}); got != prVWCBytes(small, Params{VWarp: 1}) {
+		t.Errorf("auto with --vwarp: %d bytes, want vwc's %d", got, prVWCBytes(small, Params{VWarp: 1}))
 	}
 }
 
