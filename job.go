@@ -35,6 +35,9 @@ type Report struct {
 	Op       string `json:"op"`
 	Backend  string `json:"backend"`
 	Strategy string `json:"strategy"`
+	// StrategyReason says why the GPU strategy was chosen: auto's rule, or
+	// that --strategy named it.
+	StrategyReason string `json:"strategy_reason,omitempty"`
 	// BackendReason says why --backend auto chose the backend it did.
 	BackendReason string  `json:"backend_reason,omitempty"`
 	Timings       Timings `json:"timings"`
@@ -151,7 +154,7 @@ func RunJob(ctx context.Context, job Job) (*Report, error) {
 
 	rep := &Report{
 		Input: job.Input, Output: job.Output, Op: job.Op,
-		Backend: res.Backend, Strategy: res.Strategy, BackendReason: reason,
+		Backend: res.Backend, Strategy: res.Strategy, StrategyReason: res.StrategyReason, BackendReason: reason,
 		RowsRead: g.RowsRead, RowsSkipped: g.Skipped.Total(), Skipped: g.Skipped,
 		Vertices: g.NumVertices(), Edges: g.NumEdges(), InputEdges: g.Stats.InputEdges,
 		SelfLoops: g.Stats.SelfLoops, MergedEdges: g.Stats.Merged,

@@ -25,8 +25,8 @@ import (
 	"github.com/gpipe/gpipe/operators"
 )
 
-// Config is one `gpipe bench`: load and build once, then run an
-// operator Trials times.
+// Config is one `gpipe bench`: load and build once, then run an operator
+// Trials times (for each GPU strategy Params.Strategy lists).
 type Config struct {
 	// Input is an edge table path; Gen a generator spec
 	// ("kronecker:SCALE[:EDGEFACTOR]" or "grid:ROWSxCOLS", as gen.Parse
@@ -34,9 +34,12 @@ type Config struct {
 	Input, Gen string
 	Load       gpipe.LoadOptions
 	Op         string
-	Params     operators.Params
-	Backend    string // "cpu" or "gpu" ("auto" is allowed but says less)
-	Trials     int
+	// Params are the operator's parameters. Params.Strategy may list
+	// several GPU strategies, separated by commas, to compare them side by
+	// side on the same graph.
+	Params  operators.Params
+	Backend string // "cpu" or "gpu" ("auto" is allowed but says less)
+	Trials  int
 	// Sources is how many distinct random sources the trials cycle through
 	// (bfs, sssp, sswp); 0 means one per trial.
 	Sources int
@@ -48,21 +51,26 @@ type Config struct {
 	CPUProfile io.Writer
 }
 
-// Report is what `gpipe bench --json` prints.
+// Report is what `gpipe bench --json` prints, one for each strategy.
 type Report struct {
-	Op         string    `json:"op"`
-	Backend    string    `json:"backend"`
-	Strategy   string    `json:"strategy"`
-	Input      string    `json:"input"`
-	Vertices   int       `json:"vertices"`
-	Edges      int64     `json:"edges"`
-	InputEdges int64     `json:"input_edges"`
-	ReadS      float64   `json:"read_s"`
-	BuildS     float64   `json:"build_s"`
-	TrialsS    []float64 `json:"trials_s"`
-	MedianS    float64   `json:"median_s"`
-	MinS       float64   `json:"min_s"`
-	Sources    []string  `json:"sources,omitempty"`
+	Op       string `json:"op"`
+	Backend  string `json:"backend"`
+	Strategy string `json:"strategy"`
+	// StrategyReason says why the GPU strategy was chosen.
+	StrategyReason string    `json:"strategy_reason,omitempty"`
+	Input          string    `json:"input"`
+	Vertices       int       `json:"vertices"`
+	Edges          int64     `json:"edges"`
+	InputEdges     int64     `json:"input_edges"`
+	ReadS          float64   `json:"read_s"`
+	BuildS         float64   `json:"build_s"`
+	TrialsS        []float64 `json:"trials_s"`
+	MedianS        float64   `json:"median_s"`
+	MinS           float64   `json:"min_s"`
+	Sources        []string  `json:"sources,omitempty"`
+	// TransferS is the first run's copy of the graph's layouts to the GPU
+	// (the warm-up's; the trials find them there).
+	TransferS float64 `json:"transfer_s,omitempty"`
 	// GTEPS is the harmonic mean over trials of input edges / trial time
 	// (the Graph 500 convention), for bfs.
 	GTEPS float64 `json:"gteps,omitempty"`
@@ -83,10 +91,12 @@ type Report struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-// Run runs a benchmark. Trial times are the operators' own compute times
-// (CUDA events on the GPU), so loading, building and copying the graph to the
-// device stay out of them; the first run is a warm-up and is not counted.
-func Run(ctx context.Context, cfg Config) (*Report, error) {
+// Run runs a benchmark: a report for each strategy Params.Strategy lists
+// (one when it names one or none). Trial times are the operators' own
+// compute times (CUDA events on the GPU), so loading, building and copying
+// the graph to the device stay out of them; the first run of each strategy
+// is a warm-up and is not counted.
+func Run(ctx context.Context, cfg Config) ([]*Report, error) {
 	if (cfg.Input == "") == (cfg.Gen == "") {
 		return nil, usererr.New(usererr.Usage, "give exactly one of --input and --gen", "see 'gpipe bench --help'")
 	}
@@ -100,8 +110,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := op.Prepare(&cfg.Params); err != nil {
 		return nil, err
 	}
-	if err := operators.CheckGPUParams(op, cfg.Params); err != nil {
-		return nil, err
+	strategies := strings.Split(cfg.Params.Strategy, ",")
+	for _, s := range strategies {
+		p := cfg.Params
+		p.Strategy = strings.TrimSpace(s)
+		if err := operators.CheckGPUParams(op, p); err != nil {
+			return nil, err
+		}
 	}
 	spec := op.Spec()
 	cfg.Load.Columns.ReadWeight = spec.Weighted
@@ -125,33 +140,53 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	peak := peakRSS()
 	defer g.Release()
 	defer backend.Release(g.Graph)
-	runner, reason, err := backend.For(g.Graph, op, cfg.Params)
-	if err != nil {
-		return nil, err
-	}
-	rep := &Report{
-		Op: cfg.Op, Backend: runner.Name(), Input: name, BackendReason: reason,
-		Vertices: g.NumVertices(), Edges: g.NumEdges(), InputEdges: g.Stats.InputEdges,
-		ReadS: g.ReadTime.Seconds(), BuildS: g.BuildTime.Seconds(),
-		InputBytes: inputBytes, LayoutBytes: g.Bytes(), PeakRSSBytes: peak,
-		Notes: gpipe.WeightColumnNotes(spec, cfg.Load.Columns),
-	}
-	if peak > 0 && g.Stats.InputEdges > 0 {
-		rep.BytesPerEdge = float64(peak) / float64(g.Stats.InputEdges)
-	}
 	var sources []string
 	if spec.NeedsSource {
 		if sources, err = randomSources(g, cfg); err != nil {
 			return nil, err
 		}
-		rep.Sources = sources
 	}
-	var iterations []int
-	for trial := -1; trial < cfg.Trials; trial++ { // trial -1 is the warm-up
-		if err := ctx.Err(); err != nil {
+	var reps []*Report
+	for _, s := range strategies {
+		p := cfg.Params
+		p.Strategy = strings.TrimSpace(s)
+		runner, reason, err := backend.For(g.Graph, op, p)
+		if err != nil {
 			return nil, err
 		}
-		p := cfg.Params
+		rep := &Report{
+			Op: cfg.Op, Backend: runner.Name(), Input: name, BackendReason: reason, Sources: sources,
+			Vertices: g.NumVertices(), Edges: g.NumEdges(), InputEdges: g.Stats.InputEdges,
+			ReadS: g.ReadTime.Seconds(), BuildS: g.BuildTime.Seconds(),
+			InputBytes: inputBytes, LayoutBytes: g.Bytes(), PeakRSSBytes: peak,
+			Notes: gpipe.WeightColumnNotes(spec, cfg.Load.Columns),
+		}
+		if peak > 0 && g.Stats.InputEdges > 0 {
+			rep.BytesPerEdge = float64(peak) / float64(g.Stats.InputEdges)
+		}
+		if err := benchTrials(ctx, cfg, g, runner, p, sources, rep); err != nil {
+			return nil, err
+		}
+		reps = append(reps, rep)
+		cfg.CPUProfile = nil // a profile of the first strategy's trials only
+	}
+	return reps, nil
+}
+
+// benchTrials runs the warm-up and the trials of one strategy into rep.
+func benchTrials(ctx context.Context, cfg Config, g *gpipe.Graph, runner operators.Backend, params operators.Params, sources []string, rep *Report) error {
+	var iterations []int
+	profiling := false
+	defer func() {
+		if profiling {
+			pprof.StopCPUProfile()
+		}
+	}()
+	for trial := -1; trial < cfg.Trials; trial++ { // trial -1 is the warm-up
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		p := params
 		if sources != nil {
 			p.Source = sources[max(trial, 0)%len(sources)]
 		}
@@ -161,23 +196,21 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		runtime.GC()
 		res, err := g.Run(ctx, cfg.Op, p, runner)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		rep.Strategy = res.Strategy
+		rep.Strategy, rep.StrategyReason = res.Strategy, res.StrategyReason
 		if trial < 0 {
+			rep.TransferS = res.Transfer.Seconds()
 			if cfg.CPUProfile != nil {
 				if err := pprof.StartCPUProfile(cfg.CPUProfile); err != nil {
-					return nil, fmt.Errorf("starting the CPU profile: %w", err)
+					return fmt.Errorf("starting the CPU profile: %w", err)
 				}
-				defer pprof.StopCPUProfile()
+				profiling = true
 			}
 			continue
 		}
 		rep.TrialsS = append(rep.TrialsS, res.Compute.Seconds())
 		iterations = append(iterations, res.Iterations)
-	}
-	if cfg.CPUProfile != nil {
-		pprof.StopCPUProfile()
 	}
 	sorted := slices.Clone(rep.TrialsS)
 	slices.Sort(sorted)
@@ -200,7 +233,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			rep.SPerIteration = rep.MedianS / float64(rep.Iterations)
 		}
 	}
-	return rep, nil
+	return nil
 }
 
 // median of a sorted slice: the middle value, or the lower of the two middle

@@ -65,6 +65,12 @@ type Graph struct {
 	in      CSR
 	degOnce sync.Once
 	deg     DegreeStats
+
+	// The GPU strategies' layouts (layouts.go, shards.go): plain and
+	// symmetric shards, the hubs-first numbering, the weights' statistics.
+	shards      [2]onceValue[*Shards]
+	hubOrder    onceValue[*HubOrder]
+	weightStats onceValue[WeightStats]
 }
 
 // Stats counts what building the graph did to the input.

@@ -33,6 +33,14 @@ const (
 	BFSEnterprise = "bfs_enterprise"
 	BFS4K         = "bfs_4k"
 	PageRankVWC   = "pagerank_vwc"
+	// The vertex-program engine (vertex_program.cuh): the pieces every
+	// layout shares, the CSR push, G-Shards and Concatenated Windows.
+	VPCommon  = "vp_common"
+	VPVWC     = "vp_vwc"
+	VPGShards = "vp_gshards"
+	VPCW      = "vp_cw"
+	// CCAfforest is connected components by Afforest.
+	CCAfforest = "cc_afforest"
 )
 
 // PTXDirEnv names a directory whose NAME.ptx files replace the embedded

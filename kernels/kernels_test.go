@@ -39,7 +39,17 @@ func TestPTXHasEveryKernel(t *testing.T) {
 		BFSVWC:        {"bfs_vwc_k1", "bfs_vwc_k32", "bfs_vwc_outliers", "bfs_init_source"},
 		BFSEnterprise: {"ent_init", "ent_td_thread", "ent_td_warp", "ent_td_block", "ent_td_grid", "ent_queue", "ent_bu_small", "ent_bu_middle", "ent_bu_wide"},
 		BFS4K:         {"b4k_init", "b4k_vw_k4", "b4k_vw_k8", "b4k_vw_k16", "b4k_vw_k32", "b4k_ed", "b4k_hubs", "b4k_single", "b4k_rebuild"},
-		PageRankVWC:   {"pr_init", "pr_pull_k1", "pr_pull_k32", "pr_outliers", "pr_outliers_finish"},
+		PageRankVWC: {"pr_init_f64", "pr_init_f32_hub", "pr_pull_k1_f64", "pr_pull_k32_f32_hub", "pr_outliers_f64",
+			"pr_outliers_f32", "pr_outliers_finish_f64_hub"},
+		VPCommon: {"vp_seed32", "vp_seed64", "vp_iota", "vp_parent_init", "vp_unresolved32", "vp_unresolved64"},
+		VPVWC: {"vwc_sssp_u32u_k1", "vwc_sssp_u32_k32", "vwc_sssp_f64_k16", "vwc_sswp_k32u_k2", "vwc_sswp_k32_k4",
+			"vwc_sswp_k64_k8", "vwc_cc_k32", "vwc_cc_outliers", "vwc_sssp_f64_outliers", "csr_parent_sssp_u32u",
+			"csr_parent_sssp_u32", "csr_parent_sssp_f64"},
+		VPGShards: {"gs_sssp_u32u", "gs_sssp_u32", "gs_sssp_f64", "gs_sswp_k32u", "gs_sswp_k32", "gs_sswp_k64", "gs_cc",
+			"gs_parent_sssp_u32", "gs_pr_compute_f64", "gs_pr_write_back_f32"},
+		VPCW: {"cw_sssp_u32u", "cw_sssp_u32", "cw_sssp_f64", "cw_sswp_k32u", "cw_sswp_k32", "cw_sswp_k64", "cw_cc",
+			"cw_parent_sssp_f64", "cw_pr_compute_f32", "cw_pr_write_back_f64"},
+		CCAfforest: {"cc_init", "cc_link_round", "cc_compress", "cc_sample", "cc_link_rest_k1", "cc_link_rest_k32"},
 	}
 	for module, entries := range want {
 		text, err := PTX(module)

@@ -1,24 +1,34 @@
 // PageRank, pull-based over the in-edge layout (CSC), virtual warp-centric
-// (PPoPP'11 §3.1, with §3.2's options). The definition is networkx's, as on
-// the CPU: x'[v] = d·(Σ_{u→v} c[u] + dangling/n) + (1−d)/n, where c[u] is
-// x[u]/outdeg(u) and dangling the rank of the vertices without out-edges.
+// (PPoPP'11 §3.1, with §3.2's options): the sum program of the vertex-program
+// engine (vertex_program.cuh's RankUpdate) in the vwc layout. The definition
+// is networkx's, as on the CPU: x'[v] = d·(Σ_{u→v} c[u] + dangling/n) +
+// (1−d)/n, where c[u] is x[u]/outdeg(u) and dangling the rank of the
+// vertices without out-edges.
 //
-// One iteration is one launch of pr_pull_k<K>: each vertex goes to a virtual
-// warp whose K lanes sum its in-neighbours' contributions; lane 0 writes the
-// new rank and the vertex's next contribution, and adds to the L1 change and
-// to the next iteration's dangling sum — one pass over the graph, as on the
-// CPU. With deferred outliers, vertices of huge in-degree are skipped there
-// and summed by pr_outliers (a block per segment of OUTLIER_SEGMENT in-edges,
+// One iteration is one launch of pr_pull_k<K>_<C>: each vertex goes to a
+// virtual warp whose K lanes sum its in-neighbours' contributions, up to
+// four independent loads a lane in flight; lane 0 writes the new rank and the
+// vertex's next contribution, and adds to the L1 change and to the next
+// iteration's dangling sum: one pass over the graph, as on the CPU. With
+// deferred outliers, vertices of huge in-degree are skipped there and summed
+// by pr_outliers (a block per segment of OUTLIER_SEGMENT in-edges,
 // atomically into acc) and finished by pr_outliers_finish.
-#include "common.cuh"
+//
+// C is the contributions' type: double, or float where the tolerance allows
+// it (the CPU's rule, operators/pagerank.go). The _hub kernels read a CSC
+// whose sources are renumbered hubs first (hub_id[v] is v's new number), so
+// that the contributions every edge gathers at random sit together, the
+// most-read ones in L1 and the rest in L2; ranks stay in vertex order.
+#include "vertex_program.cuh"
 
 #define OUTLIER_SEGMENT 4096
 
 // Starts the iteration: x = 1/n, inv_degree = 1/outdeg (0 without
 // out-edges), c = x·inv_degree, and the dangling sum.
-extern "C" __global__ void __launch_bounds__(256) pr_init(
-    const eid_t* __restrict__ out_offsets, double* __restrict__ rank,
-    double* __restrict__ inv_degree, double* __restrict__ contrib, long long n, double* dangling)
+template <typename C, bool HUB>
+__device__ __forceinline__ void pr_init(
+    const eid_t* __restrict__ out_offsets, const vid_t* __restrict__ hub_id, double* __restrict__ rank,
+    double* __restrict__ inv_degree, C* __restrict__ contrib, long long n, double* dangling)
 {
     __shared__ double scratch[32];
     const double x0 = 1.0 / (double)n;
@@ -29,51 +39,53 @@ extern "C" __global__ void __launch_bounds__(256) pr_init(
         double inv = degree > 0 ? 1.0 / (double)degree : 0.0;
         rank[u] = x0;
         inv_degree[u] = inv;
-        contrib[u] = x0 * inv;
+        contrib[HUB ? hub_id[u] : u] = (C)(x0 * inv);
         if (degree == 0) sum += x0;
     }
     sum = block_sum(sum, scratch);
     if (threadIdx.x == 0 && sum != 0) atomicAdd(dangling, sum);
 }
 
-// The end of one vertex's update, shared by the pull and outlier kernels.
-struct RankUpdate {
-    double base, damping, change, dangle;
+// The source of in-edge e. With stream set, the load carries the
+// evict-first hint (ld.global.cs): the indices are read once an iteration,
+// and should not push the gathered contributions out of L1 and L2.
+__device__ __forceinline__ vid_t source_at(const vid_t* __restrict__ sources, eid_t e, bool stream) {
+    return stream ? __ldcs(&sources[e]) : sources[e];
+}
 
-    __device__ __forceinline__ RankUpdate(double damping_, const double* dangling, long long n)
-        : base((1.0 - damping_) / (double)n + damping_ * (*dangling) / (double)n),
-          damping(damping_), change(0), dangle(0) {}
-
-    __device__ __forceinline__ void apply(long long v, double sum, const double* __restrict__ rank,
-                                          const double* __restrict__ inv_degree,
-                                          double* __restrict__ next_rank, double* __restrict__ next_contrib) {
-        double x = base + damping * sum;
-        double inv = inv_degree[v];
-        change += fabs(x - rank[v]);
-        next_rank[v] = x;
-        next_contrib[v] = x * inv;
-        if (inv == 0) dangle += x;
+// Σ contrib[sources[e]] over [first, last), K lanes apart, up to four
+// loads in flight a lane.
+template <int K, typename C>
+__device__ __forceinline__ double gather(const vid_t* __restrict__ sources, const C* __restrict__ contrib,
+                                         eid_t first, eid_t last, unsigned lane, bool stream)
+{
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    eid_t e = first + lane;
+    for (; e + 3 * K < last; e += 4 * K) {
+        const vid_t a = source_at(sources, e, stream), b = source_at(sources, e + K, stream);
+        const vid_t c = source_at(sources, e + 2 * K, stream), d = source_at(sources, e + 3 * K, stream);
+        s0 += (double)contrib[a];
+        s1 += (double)contrib[b];
+        s2 += (double)contrib[c];
+        s3 += (double)contrib[d];
     }
-
-    // Adds this thread's change and dangling rank to the block's, and the
-    // block's to the totals.
-    __device__ __forceinline__ void flush(double* scratch, double* l1, double* next_dangling) {
-        double c = block_sum(change, scratch);
-        double d = block_sum(dangle, scratch);
-        if (threadIdx.x == 0) {
-            if (c != 0) atomicAdd(l1, c);
-            if (d != 0) atomicAdd(next_dangling, d);
-        }
+    if (e + K < last) {
+        const vid_t a = source_at(sources, e, stream), b = source_at(sources, e + K, stream);
+        s0 += (double)contrib[a];
+        s1 += (double)contrib[b];
+        e += 2 * K;
     }
-};
+    if (e < last) s2 += (double)contrib[source_at(sources, e, stream)];
+    return (s0 + s1) + (s2 + s3);
+}
 
-template <int K>
+template <int K, typename C, bool HUB>
 __device__ __forceinline__ void pr_pull(
-    const eid_t* __restrict__ in_offsets, const vid_t* __restrict__ in_sources,
-    const double* __restrict__ contrib, const double* __restrict__ inv_degree,
-    const double* __restrict__ rank, double* __restrict__ next_rank, double* __restrict__ next_contrib,
+    const eid_t* __restrict__ in_offsets, const vid_t* __restrict__ in_sources, const vid_t* __restrict__ hub_id,
+    const C* __restrict__ contrib, const double* __restrict__ inv_degree,
+    const double* __restrict__ rank, double* __restrict__ next_rank, C* __restrict__ next_contrib,
     long long n, double damping, const double* dangling, double* next_dangling, double* l1,
-    unsigned long long* counter, long long chunk, long long outlier_degree)
+    unsigned long long* counter, long long chunk, long long outlier_degree, bool stream)
 {
     __shared__ double scratch[32];
     VirtualWarp<K> vw;
@@ -84,38 +96,21 @@ __device__ __forceinline__ void pr_pull(
         for (long long v = start; v < end; v++) {
             eid_t first = in_offsets[v], last = in_offsets[v + 1];
             if (outlier_degree > 0 && last - first > outlier_degree) continue;
-            double sum = 0;
-            for (eid_t e = first + vw.lane; e < last; e += K) sum += contrib[in_sources[e]];
-            sum = vw.sum(sum);
-            if (vw.lane == 0) update.apply(v, sum, rank, inv_degree, next_rank, next_contrib);
+            double sum = vw.sum(gather<K, C>(in_sources, contrib, first, last, vw.lane, stream));
+            if (vw.lane == 0)
+                update.apply(v, HUB ? (long long)hub_id[v] : v, sum, rank, inv_degree, next_rank, next_contrib);
         }
     }
     update.flush(scratch, l1, next_dangling);
 }
 
-#define PR_PULL(K)                                                                                       \
-    extern "C" __global__ void __launch_bounds__(256) pr_pull_k##K(                                      \
-        const eid_t* in_offsets, const vid_t* in_sources, const double* contrib,                         \
-        const double* inv_degree, const double* rank, double* next_rank, double* next_contrib,           \
-        long long n, double damping, const double* dangling, double* next_dangling, double* l1,          \
-        unsigned long long* counter, long long chunk, long long outlier_degree)                           \
-    {                                                                                                    \
-        pr_pull<K>(in_offsets, in_sources, contrib, inv_degree, rank, next_rank, next_contrib, n,        \
-                   damping, dangling, next_dangling, l1, counter, chunk, outlier_degree);                \
-    }
-PR_PULL(1)
-PR_PULL(2)
-PR_PULL(4)
-PR_PULL(8)
-PR_PULL(16)
-PR_PULL(32)
-
 // Sums the outliers' in-edge segments into acc, one block per segment.
 // segments[i] is (outlier index in the low 32 bits, segment in the high 32);
 // outliers[k] is the k-th outlier vertex.
-extern "C" __global__ void __launch_bounds__(256) pr_outliers(
+template <typename C>
+__device__ __forceinline__ void pr_outliers(
     const eid_t* __restrict__ in_offsets, const vid_t* __restrict__ in_sources,
-    const double* __restrict__ contrib, const vid_t* __restrict__ outliers,
+    const C* __restrict__ contrib, const vid_t* __restrict__ outliers,
     const unsigned long long* __restrict__ segments, unsigned count, double* acc)
 {
     __shared__ double scratch[32];
@@ -126,24 +121,79 @@ extern "C" __global__ void __launch_bounds__(256) pr_outliers(
         eid_t first = in_offsets[v] + (eid_t)(entry >> 32) * OUTLIER_SEGMENT;
         eid_t last = min(first + OUTLIER_SEGMENT, in_offsets[v + 1]);
         double sum = 0;
-        for (eid_t e = first + threadIdx.x; e < last; e += blockDim.x) sum += contrib[in_sources[e]];
+        for (eid_t e = first + threadIdx.x; e < last; e += blockDim.x) sum += (double)contrib[in_sources[e]];
         sum = block_sum(sum, scratch);
         if (threadIdx.x == 0) atomicAdd(&acc[k], sum);
     }
 }
 
 // Turns the outliers' sums into ranks and clears acc for the next iteration.
-extern "C" __global__ void __launch_bounds__(256) pr_outliers_finish(
-    const vid_t* __restrict__ outliers, unsigned count, double* acc,
+template <typename C, bool HUB>
+__device__ __forceinline__ void pr_outliers_finish(
+    const vid_t* __restrict__ outliers, const vid_t* __restrict__ hub_id, unsigned count, double* acc,
     const double* __restrict__ inv_degree, const double* __restrict__ rank,
-    double* __restrict__ next_rank, double* __restrict__ next_contrib, long long n, double damping,
+    double* __restrict__ next_rank, C* __restrict__ next_contrib, long long n, double damping,
     const double* dangling, double* next_dangling, double* l1)
 {
     __shared__ double scratch[32];
     RankUpdate update(damping, dangling, n);
     for (unsigned k = blockIdx.x * blockDim.x + threadIdx.x; k < count; k += gridDim.x * blockDim.x) {
-        update.apply(outliers[k], acc[k], rank, inv_degree, next_rank, next_contrib);
+        vid_t v = outliers[k];
+        update.apply(v, HUB ? (long long)hub_id[v] : (long long)v, acc[k], rank, inv_degree, next_rank, next_contrib);
         acc[k] = 0;
     }
     update.flush(scratch, l1, next_dangling);
+}
+
+#define PR_PULL(K, SUF, C, HUB)                                                                           \
+    extern "C" __global__ void __launch_bounds__(256) pr_pull_k##K##_##SUF(                                 \
+        const eid_t* in_offsets, const vid_t* in_sources, const vid_t* hub_id, const C* contrib,             \
+        const double* inv_degree, const double* rank, double* next_rank, C* next_contrib, long long n,       \
+        double damping, const double* dangling, double* next_dangling, double* l1,                           \
+        unsigned long long* counter, long long chunk, long long outlier_degree, bool stream)                  \
+    {                                                                                                        \
+        pr_pull<K, C, HUB>(in_offsets, in_sources, hub_id, contrib, inv_degree, rank, next_rank,             \
+                           next_contrib, n, damping, dangling, next_dangling, l1, counter, chunk,            \
+                           outlier_degree, stream);                                                          \
+    }
+
+#define PR_VARIANT(SUF, C, HUB)                                                                           \
+    PR_PULL(1, SUF, C, HUB)                                                                                  \
+    PR_PULL(2, SUF, C, HUB)                                                                                  \
+    PR_PULL(4, SUF, C, HUB)                                                                                  \
+    PR_PULL(8, SUF, C, HUB)                                                                                  \
+    PR_PULL(16, SUF, C, HUB)                                                                                 \
+    PR_PULL(32, SUF, C, HUB)                                                                                 \
+    extern "C" __global__ void __launch_bounds__(256) pr_init_##SUF(                                         \
+        const eid_t* out_offsets, const vid_t* hub_id, double* rank, double* inv_degree, C* contrib,         \
+        long long n, double* dangling)                                                                       \
+    {                                                                                                        \
+        pr_init<C, HUB>(out_offsets, hub_id, rank, inv_degree, contrib, n, dangling);                        \
+    }                                                                                                        \
+    extern "C" __global__ void __launch_bounds__(256) pr_outliers_finish_##SUF(                              \
+        const vid_t* outliers, const vid_t* hub_id, unsigned count, double* acc, const double* inv_degree,    \
+        const double* rank, double* next_rank, C* next_contrib, long long n, double damping,                 \
+        const double* dangling, double* next_dangling, double* l1)                                           \
+    {                                                                                                        \
+        pr_outliers_finish<C, HUB>(outliers, hub_id, count, acc, inv_degree, rank, next_rank, next_contrib,  \
+                                   n, damping, dangling, next_dangling, l1);                                 \
+    }
+
+PR_VARIANT(f64, double, false)
+PR_VARIANT(f32, float, false)
+PR_VARIANT(f64_hub, double, true)
+PR_VARIANT(f32_hub, float, true)
+
+extern "C" __global__ void __launch_bounds__(256) pr_outliers_f64(
+    const eid_t* in_offsets, const vid_t* in_sources, const double* contrib, const vid_t* outliers,
+    const unsigned long long* segments, unsigned count, double* acc)
+{
+    pr_outliers<double>(in_offsets, in_sources, contrib, outliers, segments, count, acc);
+}
+
+extern "C" __global__ void __launch_bounds__(256) pr_outliers_f32(
+    const eid_t* in_offsets, const vid_t* in_sources, const float* contrib, const vid_t* outliers,
+    const unsigned long long* segments, unsigned count, double* acc)
+{
+    pr_outliers<float>(in_offsets, in_sources, contrib, outliers, segments, count, acc);
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/gpipe/gpipe/gpu"
 	"github.com/gpipe/gpipe/internal/alloc"
 	"github.com/gpipe/gpipe/internal/echo"
+	"github.com/gpipe/gpipe/internal/par"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/kernels"
 )
@@ -127,7 +128,13 @@ func (b *GPU) Fits(op Operator, g *convert.Graph, p Params) error {
 	if !ok {
 		return errNoGPUImplementation(op.Spec().Name)
 	}
-	need := o.gpuBytes(g, p) - b.resident(g)
+	return b.fitsBytes(g, o.gpuBytes(g, p))
+}
+
+// fitsBytes says whether need bytes for a run on g fit in the GPU's free
+// memory, counting g's copies already there.
+func (b *GPU) fitsBytes(g *convert.Graph, need int64) error {
+	need -= b.resident(g)
 	// Allocation granularity: keep 2% and 64 MiB spare.
 	return b.Device().MemoryFits(need + need/50 + 64<<20)
 }
@@ -295,10 +302,35 @@ const (
 	inOffsets
 	inSources
 	inWeights
+	// The vertex-program engine's (gpu_vp.go): the CSR weights as the
+	// programs keep them (integers; float order keys, gpu_sswp.go) ...
+	outWeightsU32
+	outWeightsKey32
+	outWeightsKey64
+	// ... the in-edges with sources numbered hubs first (convert.HubOrder)
+	// and that numbering ...
+	inSourcesHub
+	hubIDs
+	// ... and G-Shards and Concatenated Windows (convert.Shards).
+	shardStart
+	shardWindows
+	shardSrc
+	shardDest
+	shardWeightsU32
+	shardWeightsF64
+	shardWeightsKey32
+	shardWeightsKey64
+	cwStart
+	cwSrc
+	cwMapper
 )
 
+// symmetric marks a shard part as one of the symmetric shards (every edge
+// both ways: weak connectivity on a directed graph).
+const symmetric layout = 1 << 8
+
 // of is the part of g that holds part: for an undirected graph the in-edge
-// layout is the out-edge one.
+// layout is the out-edge one, and the symmetric shards are the shards.
 func (part layout) of(g *convert.Graph) layout {
 	if g.Directed {
 		return part
@@ -311,25 +343,63 @@ func (part layout) of(g *convert.Graph) layout {
 	case inWeights:
 		return outWeights
 	}
-	return part
+	return part &^ symmetric
 }
 
-// host is the host array the part is copied from, building the in-edge
-// layout if need be.
-func (part layout) host(g *convert.Graph) []byte {
+// host is the host array the part is copied from, building the layout if
+// need be.
+func (part layout) host(g *convert.Graph) ([]byte, error) {
 	switch part {
 	case outOffsets:
-		return alloc.Bytes(g.Out.Offsets)
+		return alloc.Bytes(g.Out.Offsets), nil
 	case outTargets:
-		return alloc.Bytes(g.Out.Targets)
+		return alloc.Bytes(g.Out.Targets), nil
 	case outWeights:
-		return alloc.Bytes(g.Out.Weights)
+		return alloc.Bytes(g.Out.Weights), nil
 	case inOffsets:
-		return alloc.Bytes(g.In().Offsets)
+		return alloc.Bytes(g.In().Offsets), nil
 	case inSources:
-		return alloc.Bytes(g.In().Targets)
+		return alloc.Bytes(g.In().Targets), nil
 	case inWeights:
-		return alloc.Bytes(g.In().Weights)
+		return alloc.Bytes(g.In().Weights), nil
+	case outWeightsU32:
+		return alloc.Bytes(convertWeights(g.Out.Weights, func(w float64) uint32 { return uint32(w) })), nil
+	case outWeightsKey32:
+		return alloc.Bytes(convertWeights(g.Out.Weights, key32)), nil
+	case outWeightsKey64:
+		return alloc.Bytes(convertWeights(g.Out.Weights, key64)), nil
+	case inSourcesHub:
+		return alloc.Bytes(g.HubOrder().InSources), nil
+	case hubIDs:
+		return alloc.Bytes(g.HubOrder().ID), nil
+	}
+	sh, err := g.Shards(part&symmetric != 0)
+	if err != nil {
+		return nil, err
+	}
+	switch part &^ symmetric {
+	case shardStart:
+		return alloc.Bytes(sh.Start), nil
+	case shardWindows:
+		return alloc.Bytes(sh.Windows), nil
+	case shardSrc:
+		return alloc.Bytes(sh.SrcIndex), nil
+	case shardDest:
+		return alloc.Bytes(sh.DestIndex), nil
+	case shardWeightsU32:
+		return alloc.Bytes(convertWeights(sh.Weights, func(w float64) uint32 { return uint32(w) })), nil
+	case shardWeightsF64:
+		return alloc.Bytes(sh.Weights), nil
+	case shardWeightsKey32:
+		return alloc.Bytes(convertWeights(sh.Weights, key32)), nil
+	case shardWeightsKey64:
+		return alloc.Bytes(convertWeights(sh.Weights, key64)), nil
+	case cwStart:
+		return alloc.Bytes(sh.CW().Start), nil
+	case cwSrc:
+		return alloc.Bytes(sh.CW().SrcIndex), nil
+	case cwMapper:
+		return alloc.Bytes(sh.CW().Mapper), nil
 	}
 	panic(fmt.Sprintf("operators: no host array for layout part %d", part))
 }
@@ -337,18 +407,60 @@ func (part layout) host(g *convert.Graph) []byte {
 // bytes is the device memory the part takes, without building it.
 func (part layout) bytes(g *convert.Graph) int64 {
 	n, m := int64(g.NumVertices()), g.NumEdges()
-	switch part {
-	case outOffsets, inOffsets:
-		return (n + 1) * 8
-	case outTargets, inSources:
-		return m * 4
-	case outWeights, inWeights:
+	weighted := func(size int64) int64 {
 		if !g.Weighted {
 			return 0
 		}
-		return m * 8
+		return size
+	}
+	switch part {
+	case outOffsets, inOffsets:
+		return (n + 1) * 8
+	case outTargets, inSources, inSourcesHub:
+		return m * 4
+	case outWeights, inWeights, outWeightsKey64:
+		return weighted(m * 8)
+	case outWeightsU32, outWeightsKey32:
+		return weighted(m * 4)
+	case hubIDs:
+		return n * 4
+	}
+	entries := convert.ShardEntries(g, part&symmetric != 0)
+	S := int64(0)
+	if n > 0 {
+		N := int64(convert.ShardVertices(int(n), entries))
+		S = (n + N - 1) / N
+	}
+	switch part &^ symmetric {
+	case shardStart, cwStart:
+		return (S + 1) * 4
+	case shardWindows:
+		return S * (S + 1) * 4
+	case shardSrc, cwMapper:
+		return entries * 4
+	case shardDest, cwSrc:
+		return entries * 2
+	case shardWeightsU32, shardWeightsKey32:
+		return weighted(entries * 4)
+	case shardWeightsF64, shardWeightsKey64:
+		return weighted(entries * 8)
 	}
 	panic(fmt.Sprintf("operators: no size for layout part %d", part))
+}
+
+// convertWeights is w with each weight converted by f, in parallel (nil for
+// no weights).
+func convertWeights[T any](w []float64, f func(float64) T) []T {
+	if w == nil {
+		return nil
+	}
+	out := make([]T, len(w))
+	par.For(len(w), 1<<16, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			out[i] = f(w[i])
+		}
+	})
+	return out
 }
 
 // layouts returns the device copies of the parts of g that a run needs,
@@ -364,7 +476,10 @@ func (b *GPU) layouts(g *convert.Graph, s *gpu.Stream, parts ...layout) ([]*gpu.
 	for i, part := range parts {
 		part = part.of(g)
 		if dg.parts[part] == nil {
-			host := part.host(g)
+			host, err := part.host(g)
+			if err != nil {
+				return nil, 0, err
+			}
 			buf, err := b.ctx.Alloc(max(int64(len(host)), 8))
 			if err != nil {
 				return nil, 0, err

@@ -10,16 +10,90 @@ import (
 	"github.com/gpipe/gpipe/kernels"
 )
 
-// PageRank on the GPU: pull over the in-edge layout, virtual warp-centric,
-// one launch per iteration (kernels/pagerank_vwc.cu).
+// PageRank on the GPU, the engine's sum program in three layouts:
+//
+//	vwc      pull over the in-edges (CSC), virtual warp-centric, one launch
+//	         an iteration (kernels/pagerank_vwc.cu); the sources numbered
+//	         hubs first (convert.HubOrder) so the gathered contributions stay
+//	         in cache
+//	gshards  G-Shards: per shard, the entries' SrcValue summed into shared
+//	         memory, then a second launch writes the new contributions back
+//	         into the windows (kernels/shards.cuh)
+//	cw       the same with the Concatenated Windows write-back
+//
+// Every layout iterates synchronously, as the CPU does, so iteration counts
+// and the L1 change are networkx's. Contributions are float32 where the
+// tolerance allows it, by the CPU's rule (prFloat32Tolerance).
 
-func (PageRank) gpuStrategies() []string { return []string{"vwc"} }
+// prHubOrder makes the vwc strategy read the hubs-first CSC, and
+// prStreamIndices reads the CSC's sources with the evict-first hint; the
+// operator benchmarks turn them off to measure what they gain.
+var (
+	prHubOrder      = true
+	prStreamIndices = true
+)
 
-func (PageRank) gpuBytes(g *convert.Graph, p Params) int64 {
+func (o PageRank) gpuPlans(g *convert.Graph) []gpuPlan {
+	vwc := gpuPlan{name: strategyVWC, bytes: prVWCBytes, vwarp: true, vwc: true,
+		why: "the pull over the CSC reads 4 bytes an edge and gathers the contributions from cache, where G-Shards and CW read and write 22 to 24 bytes an edge an iteration: measured fastest on graphs of 4 million edges or more (BENCHMARKS.md)"}
+	gs := gpuPlan{name: strategyGShards, bytes: prShardBytes(strategyGShards), why: "G-Shards"}
+	cw := gpuPlan{name: strategyCW, bytes: prShardBytes(strategyCW),
+		why: "on graphs under 4 million edges Concatenated Windows measured fastest (BENCHMARKS.md): every read coalesced, and one block a shard keeps a small graph's iteration short"}
+	if g != nil && g.NumEdges() < prSmallGraphEdges {
+		return []gpuPlan{cw, vwc, gs}
+	}
+	return []gpuPlan{vwc, gs, cw}
+}
+
+// prSmallGraphEdges is where auto's choice for pagerank turns: below it
+// Concatenated Windows measured fastest (BENCHMARKS.md: the real graphs, up
+// to ego-Twitter's 2.7 million edges), above it the pull (Kronecker 22, 24).
+const prSmallGraphEdges = 1 << 22
+
+func (o PageRank) gpuStrategies() []string { return planNames(o.gpuPlans(nil)) }
+
+func (o PageRank) gpuBytes(g *convert.Graph, p Params) int64 {
+	return planBytes("pagerank", o.gpuPlans(g), g, p)
+}
+
+// prContribBytes is the width of a contribution at p's tolerance.
+func prContribBytes(p Params) int64 {
+	if prFloat32(p) {
+		return 4
+	}
+	return 8
+}
+
+// prFloat32 says whether contributions are float32 (the CPU's rule; a
+// tolerance of 0 is the default, 1e-9).
+func prFloat32(p Params) bool { return p.Tolerance >= prFloat32Tolerance }
+
+func prVWCParts() []layout {
+	if prHubOrder {
+		return []layout{outOffsets, inOffsets, inSourcesHub, hubIDs}
+	}
+	return []layout{outOffsets, inOffsets, inSources}
+}
+
+func prVWCBytes(g *convert.Graph, p Params) int64 {
 	n := int64(g.NumVertices())
 	outliers, segments := prOutliers(g.In(), outlierDegree(p))
-	return layoutBytes(g, outOffsets, inOffsets, inSources) + 5*n*8 + prAccBytes +
+	return layoutBytes(g, prVWCParts()...) + 3*n*8 + 2*n*prContribBytes(p) + prAccBytes +
 		int64(len(outliers))*(4+8) + int64(len(segments))*8
+}
+
+func prShardParts(strategy string) []layout {
+	if strategy == strategyGShards {
+		return []layout{outOffsets, shardStart, shardDest, shardWindows, shardSrc}
+	}
+	return []layout{outOffsets, shardStart, shardDest, cwStart, cwSrc, cwMapper}
+}
+
+func prShardBytes(strategy string) func(*convert.Graph, Params) int64 {
+	return func(g *convert.Graph, p Params) int64 {
+		n := int64(g.NumVertices())
+		return layoutBytes(g, prShardParts(strategy)...) + g.NumEdges()*prContribBytes(p) + 3*n*8 + n*prContribBytes(p) + prAccBytes
+	}
 }
 
 // The accumulators: two dangling sums (this iteration's and the next's),
@@ -56,61 +130,157 @@ func prOutliers(in *convert.CSR, threshold int64) ([]uint32, []uint64) {
 	return outliers, segments
 }
 
-func (PageRank) runGPU(ctx context.Context, b *GPU, in Input) (*Result, error) {
+func (o PageRank) runGPU(ctx context.Context, b *GPU, in Input) (*Result, error) {
 	p := in.Params
-	if err := (PageRank{}).Prepare(&p); err != nil {
+	if err := o.Prepare(&p); err != nil {
 		return nil, err
 	}
 	g := in.Graph
-	n := g.NumVertices()
-	res := &Result{Op: "pagerank", Backend: "gpu"}
-	if n == 0 {
-		res.Strategy = "vwc"
+	plan, reason, err := b.choosePlan("pagerank", o.gpuPlans(g), g, p)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Op: "pagerank", Backend: "gpu", Strategy: plan.name, StrategyReason: reason}
+	if g.NumVertices() == 0 {
 		res.Columns = []Column{{Name: "rank", Type: Float64Column, Float64: []float64{}}}
 		return res, nil
-	}
-	cfg := vwcConfigFor(p, g.In())
-	res.Strategy = cfg.String()
-	initRanks, err := b.kernel(kernels.PageRankVWC, "pr_init")
-	if err != nil {
-		return nil, err
-	}
-	pull, err := b.kernel(kernels.PageRankVWC, fmt.Sprintf("pr_pull_k%d", cfg.k))
-	if err != nil {
-		return nil, err
-	}
-	sumOutliers, err := b.kernel(kernels.PageRankVWC, "pr_outliers")
-	if err != nil {
-		return nil, err
-	}
-	finishOutliers, err := b.kernel(kernels.PageRankVWC, "pr_outliers_finish")
-	if err != nil {
-		return nil, err
 	}
 	s, err := b.ctx.NewStream()
 	if err != nil {
 		return nil, err
 	}
 	defer s.Destroy()
-	parts, transfer, err := b.layouts(g, s, outOffsets, inOffsets, inSources)
+	pr := &prRun{b: b, s: s, g: g, p: p, n: int64(g.NumVertices()), res: res, suffix: "f64"}
+	if prFloat32(p) {
+		pr.suffix = "f32"
+	}
+	var ranks []float64
+	if plan.name == strategyVWC {
+		ranks, err = pr.vwc(ctx)
+	} else {
+		ranks, err = pr.shards(ctx, plan.name)
+	}
 	if err != nil {
 		return nil, err
 	}
-	res.Transfer = transfer
+	res.Columns = []Column{{Name: "rank", Type: Float64Column, Float64: ranks}}
+	return res, nil
+}
+
+// prRun is one PageRank run on the GPU.
+type prRun struct {
+	b      *GPU
+	s      *gpu.Stream
+	g      *convert.Graph
+	p      Params
+	n      int64
+	res    *Result
+	suffix string // the contributions' type in kernel names: f64 or f32
+}
+
+// prIteration is the per-iteration state every layout shares: the ranks
+// and dangling sums by parity, the L1 change.
+type prIteration struct {
+	rank               [2]*gpu.DeviceBuffer
+	dangling           [2]*gpu.DeviceBuffer
+	l1, counter, reset *gpu.DeviceBuffer
+	acc                *gpu.DeviceBuffer
+}
+
+func newPRIteration(rank0, rank1, acc *gpu.DeviceBuffer) *prIteration {
+	it := &prIteration{rank: [2]*gpu.DeviceBuffer{rank0, rank1}, acc: acc}
+	it.dangling[0], _ = acc.Slice(prDanglingAt, 8)
+	it.dangling[1], _ = acc.Slice(prDanglingAt+8, 8)
+	it.l1, _ = acc.Slice(prL1At, 8)
+	it.counter, _ = acc.Slice(prCounterAt, 8)
+	it.reset, _ = acc.Slice(prResetAt, prResetLength)
+	return it
+}
+
+// iterate runs step(cur, next) until the L1 change is below the
+// tolerance or the iterations run out, and returns the final ranks.
+func (pr *prRun) iterate(ctx context.Context, it *prIteration, step func(cur, next int) error) ([]float64, error) {
+	s, p, res := pr.s, pr.p, pr.res
+	change := []float64{0}
+	cur := 0
+	converged := false
+	for res.Iterations < p.MaxIterations {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		next := 1 - cur
+		if err := it.reset.Memset8(s, 0); err != nil {
+			return nil, err
+		}
+		if err := it.dangling[next].Memset8(s, 0); err != nil {
+			return nil, err
+		}
+		if err := step(cur, next); err != nil {
+			return nil, err
+		}
+		// A download to Go memory waits for the iteration to finish.
+		if err := gpu.Download(s, change, it.l1); err != nil {
+			return nil, err
+		}
+		res.Iterations++
+		cur = next
+		if change[0] < p.Tolerance {
+			converged = true
+			break
+		}
+	}
+	ranks := make([]float64, pr.n)
+	poisonHost(pr.b, ranks, math.NaN())
+	if err := gpu.Download(s, ranks, it.rank[cur]); err != nil {
+		return nil, err
+	}
+	if !converged {
+		res.NotConverged = true
+		res.Warnings = append(res.Warnings, notConverged(res.Iterations, change[0], p.Tolerance))
+	}
+	return ranks, nil
+}
+
+// vwc is the pull over the CSC.
+func (pr *prRun) vwc(ctx context.Context) ([]float64, error) {
+	b, s, g, p, n := pr.b, pr.s, pr.g, pr.p, pr.n
+	cfg := vwcConfigFor(p, g.In())
+	suffix := pr.suffix
+	if prHubOrder {
+		suffix += "_hub"
+	}
+	names := []string{"pr_init_" + suffix, fmt.Sprintf("pr_pull_k%d_%s", cfg.k, suffix), "pr_outliers_" + pr.suffix, "pr_outliers_finish_" + suffix}
+	k := make([]*launchable, len(names))
+	for i, name := range names {
+		var err error
+		if k[i], err = b.kernel(kernels.PageRankVWC, name); err != nil {
+			return nil, err
+		}
+	}
+	initRanks, pull, sumOutliers, finishOutliers := k[0], k[1], k[2], k[3]
+	parts, transfer, err := b.layouts(g, s, prVWCParts()...)
+	if err != nil {
+		return nil, err
+	}
+	pr.res.Transfer = transfer
 	outOffs, inOffs, inSrcs := parts[0], parts[1], parts[2]
+	var hubID *gpu.DeviceBuffer
+	if prHubOrder {
+		hubID = parts[3]
+	}
 
 	outliers, segments := prOutliers(g.In(), cfg.outlierDegree)
-	vec := int64(n) * 8
-	bufs, free, err := b.buffers(vec, vec, vec, vec, vec, prAccBytes,
+	vec, cvec := n*8, n*prContribBytes(p)
+	bufs, free, err := b.buffers(vec, vec, cvec, cvec, vec, prAccBytes,
 		int64(len(outliers))*4, int64(len(segments))*8, int64(len(outliers))*8)
 	if err != nil {
 		return nil, err
 	}
 	defer free()
-	rank := [2]*gpu.DeviceBuffer{bufs[0], bufs[1]}
 	contrib := [2]*gpu.DeviceBuffer{bufs[2], bufs[3]}
-	invDegree, acc := bufs[4], bufs[5]
+	invDegree := bufs[4]
 	outlierBuf, segmentBuf, outlierAcc := bufs[6], bufs[7], bufs[8]
+	it := newPRIteration(bufs[0], bufs[1], bufs[5])
 	if err := b.poison(s, bufs...); err != nil {
 		return nil, err
 	}
@@ -125,14 +295,13 @@ func (PageRank) runGPU(ctx context.Context, b *GPU, in Input) (*Result, error) {
 			return nil, err
 		}
 	}
-	dangling := [2]*gpu.DeviceBuffer{}
-	dangling[0], _ = acc.Slice(prDanglingAt, 8)
-	dangling[1], _ = acc.Slice(prDanglingAt+8, 8)
-	l1, _ := acc.Slice(prL1At, 8)
-	counter, _ := acc.Slice(prCounterAt, 8)
-	reset, _ := acc.Slice(prResetAt, prResetLength)
+	counter := it.counter
 	if !cfg.dynamic {
 		counter = nil
+	}
+	pr.res.Strategy = cfg.String() + ", pull, " + pr.describe()
+	if prHubOrder {
+		pr.res.Strategy += ", sources numbered hubs first"
 	}
 
 	t, err := newTimer(b.ctx, s)
@@ -140,64 +309,122 @@ func (PageRank) runGPU(ctx context.Context, b *GPU, in Input) (*Result, error) {
 		return nil, err
 	}
 	defer t.destroy()
-	if err := acc.Memset8(s, 0); err != nil {
+	if err := it.acc.Memset8(s, 0); err != nil {
 		return nil, err
 	}
-	if err := initRanks.launch(s, outOffs, rank[0], invDegree, contrib[0], int64(n), dangling[0]); err != nil {
+	if err := initRanks.launch(s, outOffs, devicePtr(hubID), it.rank[0], invDegree, contrib[0], n, it.dangling[0]); err != nil {
 		return nil, err
 	}
-	change := []float64{0}
-	cur := 0
-	converged := false
-	for res.Iterations < p.MaxIterations {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		next := 1 - cur
-		if err := reset.Memset8(s, 0); err != nil {
-			return nil, err
-		}
-		if err := dangling[next].Memset8(s, 0); err != nil {
-			return nil, err
-		}
-		if err := pull.launch(s, inOffs, inSrcs, contrib[cur], invDegree, rank[cur], rank[next], contrib[next],
-			int64(n), p.Damping, dangling[cur], dangling[next], l1, devicePtr(counter), cfg.chunk, cfg.outlierDegree); err != nil {
-			return nil, err
+	ranks, err := pr.iterate(ctx, it, func(cur, next int) error {
+		if err := pull.launch(s, inOffs, inSrcs, devicePtr(hubID), contrib[cur], invDegree, it.rank[cur], it.rank[next], contrib[next],
+			n, p.Damping, it.dangling[cur], it.dangling[next], it.l1, devicePtr(counter), cfg.chunk, cfg.outlierDegree, prStreamIndices); err != nil {
+			return err
 		}
 		if len(outliers) > 0 {
 			if err := sumOutliers.launch(s, inOffs, inSrcs, contrib[cur], outlierBuf, segmentBuf, uint32(len(segments)), outlierAcc); err != nil {
-				return nil, err
+				return err
 			}
-			if err := finishOutliers.launch(s, outlierBuf, uint32(len(outliers)), outlierAcc, invDegree, rank[cur],
-				rank[next], contrib[next], int64(n), p.Damping, dangling[cur], dangling[next], l1); err != nil {
-				return nil, err
-			}
+			return finishOutliers.launch(s, outlierBuf, devicePtr(hubID), uint32(len(outliers)), outlierAcc, invDegree, it.rank[cur],
+				it.rank[next], contrib[next], n, p.Damping, it.dangling[cur], it.dangling[next], it.l1)
 		}
-		// A download to Go memory waits for the iteration to finish.
-		if err := gpu.Download(s, change, l1); err != nil {
-			return nil, err
-		}
-		res.Iterations++
-		cur = next
-		if change[0] < p.Tolerance {
-			converged = true
-			break
-		}
-	}
-	if res.Compute, err = t.elapsed(s); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	ranks := make([]float64, n)
-	poisonHost(b, ranks, math.NaN())
-	if err := gpu.Download(s, ranks, rank[cur]); err != nil {
+	if pr.res.Compute, err = t.elapsed(s); err != nil {
 		return nil, err
 	}
-	if !converged {
-		res.NotConverged = true
-		res.Warnings = append(res.Warnings, notConverged(res.Iterations, change[0], p.Tolerance))
+	return ranks, nil
+}
+
+// describe says how contributions are kept.
+func (pr *prRun) describe() string {
+	if pr.suffix == "f32" {
+		return "float32 contributions"
 	}
-	res.Columns = []Column{{Name: "rank", Type: Float64Column, Float64: ranks}}
-	return res, nil
+	return "float64 contributions"
+}
+
+// shards runs PageRank over G-Shards or Concatenated Windows: a launch for
+// the sums and ranks (steps 1-3), one for the write-back (step 4).
+func (pr *prRun) shards(ctx context.Context, strategy string) ([]float64, error) {
+	b, s, g, p, n := pr.b, pr.s, pr.g, pr.p, pr.n
+	module, prefix := kernels.VPGShards, "gs_"
+	if strategy == strategyCW {
+		module, prefix = kernels.VPCW, "cw_"
+	}
+	initRanks, err := b.kernel(kernels.PageRankVWC, "pr_init_"+pr.suffix)
+	if err != nil {
+		return nil, err
+	}
+	compute, err := b.kernel(module, prefix+"pr_compute_"+pr.suffix)
+	if err != nil {
+		return nil, err
+	}
+	writeBack, err := b.kernel(module, prefix+"pr_write_back_"+pr.suffix)
+	if err != nil {
+		return nil, err
+	}
+	parts, transfer, err := b.layouts(g, s, prShardParts(strategy)...)
+	if err != nil {
+		return nil, err
+	}
+	pr.res.Transfer = transfer
+	sh, err := g.Shards(false)
+	if err != nil {
+		return nil, err
+	}
+	N, S := uint32(sh.N), uint32(sh.Count)
+	cb := prContribBytes(p)
+	bufs, free, err := b.buffers(int64(len(sh.SrcIndex))*cb, n*8, n*8, n*cb, n*8, prAccBytes)
+	if err != nil {
+		return nil, err
+	}
+	defer free()
+	srcValue, contrib, invDegree := bufs[0], bufs[3], bufs[4]
+	it := newPRIteration(bufs[1], bufs[2], bufs[5])
+	if err := b.poison(s, bufs...); err != nil {
+		return nil, err
+	}
+	outOffs, start, dest := parts[0], parts[1], parts[2]
+	grid, block := gpu.Dim(S), gpu.Dim(blockSize)
+	writeBackArgs := func() []any {
+		if strategy == strategyGShards {
+			return []any{parts[3], parts[4], srcValue, contrib, uint32(n), N, S}
+		}
+		return []any{parts[3], parts[4], parts[5], srcValue, contrib, uint32(n), N, S}
+	}()
+	pr.res.Strategy = fmt.Sprintf("%s N=%d shards=%d, %s", strategy, N, S, pr.describe())
+
+	t, err := newTimer(b.ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	defer t.destroy()
+	if err := it.acc.Memset8(s, 0); err != nil {
+		return nil, err
+	}
+	if err := initRanks.launch(s, outOffs, gpu.DevicePtr(0), it.rank[0], invDegree, contrib, n, it.dangling[0]); err != nil {
+		return nil, err
+	}
+	if err := gpu.Launch(writeBack.fn, grid, block, uint32(int64(N)*cb), s, writeBackArgs...); err != nil {
+		return nil, err
+	}
+	ranks, err := pr.iterate(ctx, it, func(cur, next int) error {
+		if err := gpu.Launch(compute.fn, grid, block, N*8, s, start, dest, srcValue, invDegree, it.rank[cur], it.rank[next],
+			contrib, uint32(n), N, S, p.Damping, it.dangling[cur], it.dangling[next], it.l1); err != nil {
+			return err
+		}
+		return gpu.Launch(writeBack.fn, grid, block, uint32(int64(N)*cb), s, writeBackArgs...)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if pr.res.Compute, err = t.elapsed(s); err != nil {
+		return nil, err
+	}
+	return ranks, nil
 }
 
 // notConverged is the warning for ranks returned before they converged.

@@ -96,8 +96,8 @@ type Result struct {
 	Op       string
 	Backend  string // "cpu" or "gpu"
 	Strategy string // the algorithm or GPU strategy that ran
-	// StrategyReason says why the GPU strategy was chosen ("asked for", or
-	// auto's reason from the graph's statistics); empty on the CPU.
+	// StrategyReason says why the GPU strategy was chosen: auto's rule from
+	// the graph's statistics, or "asked for"; empty on the CPU.
 	StrategyReason string
 	// Iterations is PageRank's iteration count, BFS's number of levels.
 	Iterations int

@@ -11,7 +11,6 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/flight"
-	"google.golang.org/grpc/codes"
 
 	"github.com/gpipe/gpipe"
 	"github.com/gpipe/gpipe/operators"
@@ -19,9 +18,8 @@ import (
 
 // TestGPUBackend serves queries from the GPU: a graph uploaded into pinned
 // memory, BFS and PageRank from several clients at once on its device
-// copy, an operator without GPU kernels falling back to the CPU under
-// auto and refused under gpu. It skips without a usable GPU, and fails
-// instead with GPIPE_REQUIRE_GPU=1.
+// copy, sssp and cc on the vertex-program engine under auto and under gpu.
+// It skips without a usable GPU, and fails instead with GPIPE_REQUIRE_GPU=1.
 func TestGPUBackend(t *testing.T) {
 	if _, err := gpipe.SharedGPU(); err != nil {
 		if os.Getenv("GPIPE_REQUIRE_GPU") == "1" {
@@ -68,24 +66,44 @@ func TestGPUBackend(t *testing.T) {
 		t.Error(err)
 	}
 
-	res, err := get(ctx, c, map[string]any{"graph": "g", "op": "sssp", "source": source})
-	if err != nil {
-		t.Fatal(err)
+	// sssp and cc run on the GPU's vertex-program engine, under auto and
+	// under gpu, equal to the CPU (sssp's parents may differ where paths
+	// tie, and must then be tight edges).
+	sssp := reference(t, recs, edgeOptions{Undirected: true}, "sssp", operators.Params{Source: source})
+	defer sssp.Release()
+	cc := reference(t, recs, edgeOptions{Undirected: true}, "cc", operators.Params{})
+	defer cc.Release()
+	engineQueries := func(c flight.Client, backend string) {
+		for _, q := range []struct {
+			ticket map[string]any
+			want   arrow.Record
+		}{
+			{map[string]any{"graph": "g", "op": "sssp", "source": source}, sssp},
+			{map[string]any{"graph": "g", "op": "cc"}, cc},
+		} {
+			res, err := get(ctx, c, q.ticket)
+			if err != nil {
+				t.Errorf("%v under --backend %s: %v", q.ticket, backend, err)
+				continue
+			}
+			if res.meta.Backend != "gpu" {
+				t.Errorf("%v under --backend %s ran on %q, want the gpu", q.ticket, backend, res.meta.Backend)
+			}
+			if err := sameRecord(res.rec, q.want, tree); err != nil {
+				t.Errorf("%v under --backend %s: %v", q.ticket, backend, err)
+			}
+			res.release()
+		}
 	}
-	if res.meta.Backend != "cpu" {
-		t.Errorf("sssp under auto ran on %q, want the cpu", res.meta.Backend)
-	}
-	res.release()
+	engineQueries(c, "auto")
 	doAction(t, c, "drop", "g")
 
 	only := startServer(t, Config{Backend: "gpu"})
 	oc := dial(t, only.addr)
-	if _, err := put(ctx, oc, pathDescriptor("g", nil), recs[0].Schema(), recs); err != nil {
+	if _, err := put(ctx, oc, pathDescriptor("g", map[string]any{"undirected": true}), recs[0].Schema(), recs); err != nil {
 		t.Fatal(err)
 	}
-	_, err = get(ctx, oc, map[string]any{"graph": "g", "op": "sssp", "source": source})
-	wantCode(t, err, codes.FailedPrecondition, "sssp under --backend gpu")
-	wantMessage(t, err, "no GPU implementation", "--backend cpu")
+	engineQueries(oc, "gpu")
 }
 
 // gpuQuery runs BFS (or PageRank) and checks that it ran on the GPU and

@@ -21,11 +21,13 @@ func benchCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:      "bench",
 		Usage:     "load and build a graph once, then time an operator over several trials",
-		UsageText: "gpipe bench (--input PATH | --gen kronecker:SCALE[:EDGEFACTOR] | --gen grid:ROWSxCOLS) --op OP [--backend cpu|gpu] [--trials N] [--json]",
+		UsageText: "gpipe bench (--input PATH | --gen kronecker:SCALE[:EDGEFACTOR] | --gen grid:ROWSxCOLS) --op OP [--backend cpu|gpu] [--strategy S[,S...]] [--trials N] [--json]",
 		Description: "Trial times are the operator's own compute time (CUDA events on the GPU), after one\n" +
 			"untimed warm-up run. bfs, sssp and sswp start each trial from a different random vertex\n" +
 			"with out-edges (seeded). bfs reports GTEPS as Graph 500 does: input edges over time,\n" +
-			"harmonic mean over trials. With --gen, sssp and sswp get GAP's weights (integers in [1, 255]).",
+			"harmonic mean over trials. With --gen, sssp and sswp get GAP's weights (integers in [1, 255]).\n" +
+			"--strategy may list several GPU strategies (vwc,gshards,cw): each runs on the same graph,\n" +
+			"and each gets its report (--json: one object a line).",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "edge table `PATH` (also GAP's .el/.wel edge lists)"},
 			&cli.StringFlag{Name: "gen", Usage: "generate the graph: kronecker:SCALE[:EDGEFACTOR] (edge factor 16 by default) or grid:ROWSxCOLS (add --undirected)"},
@@ -73,7 +75,7 @@ func benchCommand(e *env) *cli.Command {
 			}
 			progress := newProgress(e.stderr)
 			defer progress.Stop()
-			rep, err := bench.Run(c.Context, bench.Config{
+			reps, err := bench.Run(c.Context, bench.Config{
 				Input: c.String("input"), Gen: c.String("gen"),
 				Load: gpipe.LoadOptions{
 					Columns: edges.Columns{
@@ -93,10 +95,15 @@ func benchCommand(e *env) *cli.Command {
 			if err != nil {
 				return err
 			}
-			if c.Bool("json") {
-				return json.NewEncoder(e.stdout).Encode(rep)
+			for _, rep := range reps {
+				if c.Bool("json") {
+					if err := json.NewEncoder(e.stdout).Encode(rep); err != nil {
+						return err
+					}
+					continue
+				}
+				printBench(e, rep)
 			}
-			printBench(e, rep)
 			return nil
 		},
 	}
@@ -111,6 +118,9 @@ func printBench(e *env, rep *bench.Report) {
 			bytesize.Format(rep.PeakRSSBytes), rep.BytesPerEdge, bytesize.Format(rep.InputBytes), bytesize.Format(rep.LayoutBytes))
 	}
 	fmt.Fprintf(tw, "operator\t%s on %s (%s)\n", rep.Op, rep.Backend, rep.Strategy)
+	if rep.StrategyReason != "" {
+		fmt.Fprintf(tw, "strategy\t%s\n", rep.StrategyReason)
+	}
 	fmt.Fprintf(tw, "trials\t%d: median %.3f ms, min %.3f ms\n", len(rep.TrialsS), rep.MedianS*1e3, rep.MinS*1e3)
 	if rep.GTEPS > 0 {
 		fmt.Fprintf(tw, "GTEPS\t%.3f (harmonic mean)\n", rep.GTEPS)

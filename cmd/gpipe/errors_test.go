@@ -289,10 +289,10 @@ func TestParamsThatDoNotApply(t *testing.T) {
 		want []string
 	}{
 		{[]string{"--op", "pagerank", "--source", "1"}, []string{"--source does not apply to operator pagerank", "--tolerance, --max-iterations, --damping"}},
-		{[]string{"--op", "cc", "--source", "1"}, []string{"--source does not apply to operator cc (it takes no parameters)"}},
+		{[]string{"--op", "cc", "--source", "1"}, []string{"--source does not apply to operator cc (it takes --strategy, --vwarp"}},
 		{[]string{"--op", "bfs", "--source", "1", "--damping", "0.5"}, []string{"--damping does not apply to operator bfs"}},
 		{[]string{"--op", "sssp", "--source", "1", "--max-iterations", "3"}, []string{"--max-iterations does not apply to operator sssp", "--delta"}},
-		{[]string{"--op", "cc", "--vwarp", "8"}, []string{"--vwarp does not apply to operator cc"}},
+		{[]string{"--op", "cc", "--strategy", "gshard"}, []string{`operator cc has no GPU strategy "gshard"`, "afforest, vwc, gshards, cw"}},
 		{[]string{"--op", "pagerank", "--max-iterations", "0"}, []string{"--max-iterations 0 is not valid"}},
 		{[]string{"--op", "pagerank", "--tolerance", "0"}, []string{"--tolerance 0 is not valid"}},
 		{[]string{"--op", "pagerank", "--damping", "0"}, []string{"--damping 0 is not valid"}},

@@ -1,0 +1,136 @@
+package convert
+
+import (
+	"math"
+	"math/bits"
+	"sync"
+
+	"github.com/gpipe/gpipe/internal/par"
+)
+
+// Layouts and statistics for the GPU strategies, built from a graph on
+// first use and cached on it, like the in-edge layout: shards.go's G-Shards
+// and Concatenated Windows, and here the hubs-first numbering and the
+// weights' statistics.
+
+// onceValue computes a value once; later calls return the first result.
+type onceValue[T any] struct {
+	once sync.Once
+	v    T
+	err  error
+}
+
+func (o *onceValue[T]) get(build func() (T, error)) (T, error) {
+	o.once.Do(func() { o.v, o.err = build() })
+	return o.v, o.err
+}
+
+// WeightStats says what a graph's weights are, so that the GPU can keep
+// values in narrower types where that loses nothing.
+type WeightStats struct {
+	// Integers says every weight is an integer in [0, 2^32).
+	Integers bool
+	// Float32 says every weight is exactly a float32.
+	Float32  bool
+	Min, Max float64
+}
+
+// Weights is the statistics of g's weights (all 1 without weights),
+// computed on first use and cached.
+func (g *Graph) Weights() WeightStats {
+	s, _ := g.weightStats.get(func() (WeightStats, error) { return weightStats(g.Out.Weights), nil })
+	return s
+}
+
+func weightStats(w []float64) WeightStats {
+	if w == nil {
+		return WeightStats{Integers: true, Float32: true, Min: 1, Max: 1}
+	}
+	const grain = 1 << 16
+	chunks := (len(w) + grain - 1) / grain
+	part := make([]WeightStats, chunks)
+	par.For(len(w), grain, func(lo, hi int) {
+		s := WeightStats{Integers: true, Float32: true, Min: math.Inf(1), Max: math.Inf(-1)}
+		for _, x := range w[lo:hi] {
+			if s.Integers && !(x >= 0 && x < 1<<32 && x == math.Trunc(x)) {
+				s.Integers = false
+			}
+			if s.Float32 && float64(float32(x)) != x {
+				s.Float32 = false
+			}
+			s.Min, s.Max = min(s.Min, x), max(s.Max, x)
+		}
+		part[lo/grain] = s
+	})
+	s := WeightStats{Integers: true, Float32: true, Min: math.Inf(1), Max: math.Inf(-1)}
+	for _, p := range part {
+		s.Integers = s.Integers && p.Integers
+		s.Float32 = s.Float32 && p.Float32
+		s.Min, s.Max = min(s.Min, p.Min), max(s.Max, p.Max)
+	}
+	if len(w) == 0 {
+		s.Min, s.Max = 1, 1
+	}
+	return s
+}
+
+// HubOrder numbers the vertices hubs first, for the GPU's pull over the
+// in-edges: a gather reads each source's value once per out-edge, so with
+// the most-read values numbered together they share cache lines and stay
+// in cache while the rest stream. Vertices are ordered by the bit length of
+// their out-degree, largest first, then by id.
+type HubOrder struct {
+	// ID is each vertex's number in the hubs-first order.
+	ID []uint32
+	// InSources is the in-edge layout's Targets (In().Targets), each source
+	// renumbered by ID; the rows stay in vertex order.
+	InSources []uint32
+}
+
+// HubOrder is g's hubs-first numbering, built on first use and cached.
+func (g *Graph) HubOrder() *HubOrder {
+	h, _ := g.hubOrder.get(func() (*HubOrder, error) { return hubOrder(&g.Out, g.In()), nil })
+	return h
+}
+
+func hubOrder(out, in *CSR) *HubOrder {
+	n := out.NumVertices()
+	class := func(v int) int { return 64 - bits.Len64(uint64(out.Offsets[v+1]-out.Offsets[v])) } // 0 for the largest degrees
+	// A counting sort by class, stable in id: per block counts, then offsets.
+	blocks := max(1, min(par.Workers(), n/4096))
+	cnt := make([][65]int, blocks)
+	span := func(b int) (int, int) { return n * b / blocks, n * (b + 1) / blocks }
+	par.For(blocks, 1, func(lo, hi int) {
+		for b := lo; b < hi; b++ {
+			a, z := span(b)
+			for v := a; v < z; v++ {
+				cnt[b][class(v)]++
+			}
+		}
+	})
+	pos := 0
+	for c := 0; c < 65; c++ {
+		for b := 0; b < blocks; b++ {
+			k := cnt[b][c]
+			cnt[b][c] = pos
+			pos += k
+		}
+	}
+	h := &HubOrder{ID: make([]uint32, n), InSources: make([]uint32, len(in.Targets))}
+	par.For(blocks, 1, func(lo, hi int) {
+		for b := lo; b < hi; b++ {
+			a, z := span(b)
+			for v := a; v < z; v++ {
+				c := class(v)
+				h.ID[v] = uint32(cnt[b][c])
+				cnt[b][c]++
+			}
+		}
+	})
+	par.For(len(in.Targets), 1<<16, func(lo, hi int) {
+		for e := lo; e < hi; e++ {
+			h.InSources[e] = h.ID[in.Targets[e]]
+		}
+	})
+	return h
+}

@@ -1,0 +1,301 @@
+package operators
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/gpipe/gpipe/convert"
+	"github.com/gpipe/gpipe/gpu"
+	"github.com/gpipe/gpipe/kernels"
+)
+
+// SSSP on the GPU: the vertex program SSSP32 or SSSP64 (kernels/
+// vertex_program.cuh) in one of the engine's layouts (gpu_vp.go), then the
+// shortest-path tree from the final distances.
+//
+// The tree: the last relaxation that lowered a vertex v to its final
+// distance D came along an edge u→v from a value x of u that was at least
+// u's final distance d, with fl(x + w) = D. If x > d, then fl(d + w) = D too
+// (rounding is monotone and D is final) and d < D; so v has a tight in-edge
+// from a strictly closer vertex, unless x = d, when u reached its final
+// distance before v did. Pass 0 gives every vertex with a tight edge from a
+// strictly closer one such a parent; pass r gives the others a tight edge
+// from a vertex whose parent came in an earlier pass. By induction on
+// (distance, time of the final relaxation) every reached vertex gets a
+// parent; parents closer to the source, or from earlier passes, cannot close
+// a cycle. Integer weights without zeros need pass 0 only.
+
+// gpuWideValues makes SSSP and SSWP keep 8-byte values whatever the
+// weights of a weighted graph, so that tests reach the wide kernels on
+// integer weights.
+var gpuWideValues = false
+
+// ssspProgram is the SSSP instance for g's weights: uint32 distances when
+// the weights are integers and no distance can reach 2^32 − 1, else doubles.
+func ssspProgram(g *convert.Graph) vprogram {
+	if !g.Weighted {
+		return ssspUnit
+	}
+	if gpuWideValues {
+		return ssspF64
+	}
+	if w := g.Weights(); w.Integers && float64(g.NumVertices())*w.Max < math.MaxUint32 {
+		return ssspU32
+	}
+	return ssspF64
+}
+
+func (o SSSP) gpuPlans(g *convert.Graph) []gpuPlan {
+	return monotonePlans(g, func(g *convert.Graph, name string, p Params) int64 {
+		return vpBytes(g, ssspProgram(g), name, false, p) + parentBytes(g)
+	})
+}
+
+// smallGraphEdges is where auto's choice for sssp and sswp turns: below it
+// Concatenated Windows measured fastest (BENCHMARKS.md: the real graphs,
+// 9 thousand to 870 thousand edges), at and above it the CSR push (ego-
+// Twitter's 2.7 million edges, the 2048² grid, Kronecker 22).
+const smallGraphEdges = 1 << 20
+
+// monotonePlans are the strategies of sssp and sswp, auto's preference
+// first for g (nil: the default order, vwc first).
+func monotonePlans(g *convert.Graph, bytes func(*convert.Graph, string, Params) int64) []gpuPlan {
+	plan := func(name, why string) gpuPlan {
+		return gpuPlan{name: name, why: why, vwarp: name == strategyVWC, vwc: name == strategyVWC,
+			bytes: func(g *convert.Graph, p Params) int64 { return bytes(g, name, p) }}
+	}
+	vwc := plan(strategyVWC, "the frontier push over the CSR, near-far ordered, relaxes most edges about once where G-Shards and CW sweep whole shards each iteration: measured fastest on graphs of a million edges or more (BENCHMARKS.md)")
+	gs := plan(strategyGShards, "G-Shards")
+	cw := plan(strategyCW, "on graphs under a million edges Concatenated Windows measured fastest (BENCHMARKS.md): few shards, few launches, and values travel several edges within a launch")
+	if g != nil && g.NumEdges() < smallGraphEdges {
+		return []gpuPlan{cw, vwc, gs}
+	}
+	return []gpuPlan{vwc, gs, cw}
+}
+
+func (o SSSP) gpuStrategies() []string { return planNames(o.gpuPlans(nil)) }
+
+func (o SSSP) gpuBytes(g *convert.Graph, p Params) int64 {
+	return planBytes("sssp", o.gpuPlans(g), g, p)
+}
+
+// parentBytes is the parent pass's memory: parents, passes, a counter.
+func parentBytes(g *convert.Graph) int64 { return int64(g.NumVertices())*8 + 8 }
+
+// gpuSSSPDelta is the near-far step: --delta, or near-far's rule (Davidson
+// et al., IPDPS'14): a warp's width of edges, 32 · mean weight / average
+// degree, so that a step's frontier keeps the GPU's lanes busy.
+func gpuSSSPDelta(g *convert.Graph, p Params) float64 {
+	if p.Delta > 0 {
+		return p.Delta
+	}
+	mean, _, _ := sampleWeights(&g.Out)
+	avg := float64(g.NumEdges()) / float64(max(g.NumVertices(), 1))
+	d := 32 * mean / max(avg, 1)
+	if !g.Weighted || g.Weights().Integers {
+		d = math.Ceil(d)
+	}
+	if !(d > 0) || math.IsInf(d, 0) {
+		return math.Inf(1)
+	}
+	return d
+}
+
+func (o SSSP) runGPU(ctx context.Context, b *GPU, in Input) (*Result, error) {
+	if err := checkSource("sssp", in); err != nil {
+		return nil, err
+	}
+	if err := checkDelta("sssp", in.Params.Delta); err != nil {
+		return nil, err
+	}
+	g, p := in.Graph, in.Params
+	plan, reason, err := b.choosePlan("sssp", o.gpuPlans(g), g, p)
+	if err != nil {
+		return nil, err
+	}
+	r := vpRun{
+		prog: ssspProgram(g), strategy: plan.name, cfg: vwcConfigFor(p, &g.Out),
+		delta: gpuSSSPDelta(g, p), source: in.Source, seed: 0,
+	}
+	s, err := b.ctx.NewStream()
+	if err != nil {
+		return nil, err
+	}
+	defer s.Destroy()
+	d, err := b.prepareVP(s, g, r)
+	if err != nil {
+		return nil, err
+	}
+	defer d.free()
+	pp, err := d.prepareParents()
+	if err != nil {
+		return nil, err
+	}
+	defer pp.free()
+	t, err := newTimer(b.ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	defer t.destroy()
+	iterations, err := d.run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	parent, err := d.parents(ctx, pp)
+	if err != nil {
+		return nil, err
+	}
+	compute, err := t.elapsed(s)
+	if err != nil {
+		return nil, err
+	}
+	dist := make([]float64, d.n)
+	if r.prog.wide {
+		values, err := download[uint64](d)
+		if err != nil {
+			return nil, err
+		}
+		for v, x := range values {
+			dist[v] = math.Float64frombits(x)
+			if x == ^uint64(0) || math.IsInf(dist[v], 0) {
+				dist[v] = math.NaN()
+			}
+		}
+	} else {
+		values, err := download[uint32](d)
+		if err != nil {
+			return nil, err
+		}
+		for v, x := range values {
+			dist[v] = float64(x)
+			if x == math.MaxUint32 {
+				dist[v] = math.NaN()
+			}
+		}
+	}
+	return &Result{
+		Op: "sssp", Backend: "gpu", Strategy: d.describe() + ", " + r.prog.describeValues(),
+		StrategyReason: reason, Iterations: iterations, Compute: compute, Transfer: d.transfer,
+		Columns: []Column{
+			{Name: "distance", Type: Float64Column, Float64: dist},
+			{Name: "parent", Type: VertexColumn, Vertex: parent},
+		},
+	}, nil
+}
+
+// describeValues says how the program keeps its values.
+func (p vprogram) describeValues() string {
+	switch p {
+	case ssspUnit:
+		return "uint32 distances, weight 1"
+	case ssspU32:
+		return "uint32 distances"
+	case ssspF64:
+		return "float64 distances"
+	case sswpUnit:
+		return "float32 widths, weight 1"
+	case sswpK32:
+		return "float32 widths (every weight is exact in float32)"
+	case sswpK64:
+		return "float64 widths"
+	}
+	return "uint32 labels"
+}
+
+// parentPass holds the parent pass's buffers and kernels.
+type parentPass struct {
+	parent, round, count *gpu.DeviceBuffer
+	free                 func()
+	pass                 *launchable
+	init, unresolved     *launchable
+}
+
+func (d *vpDevice) prepareParents() (*parentPass, error) {
+	b := d.b
+	bufs, free, err := b.buffers(d.n*4, d.n*4, 8)
+	if err != nil {
+		return nil, err
+	}
+	pp := &parentPass{parent: bufs[0], round: bufs[1], count: bufs[2], free: free}
+	module, prefix := kernels.VPVWC, "csr_parent_"
+	switch d.r.strategy {
+	case strategyGShards:
+		module, prefix = kernels.VPGShards, "gs_parent_"
+	case strategyCW:
+		module, prefix = kernels.VPCW, "cw_parent_"
+	}
+	if pp.pass, err = b.kernel(module, prefix+d.r.prog.name); err == nil {
+		if pp.init, err = b.kernel(kernels.VPCommon, "vp_parent_init"); err == nil {
+			name := "vp_unresolved32"
+			if d.r.prog.wide {
+				name = "vp_unresolved64"
+			}
+			pp.unresolved, err = b.kernel(kernels.VPCommon, name)
+		}
+	}
+	if err == nil {
+		err = b.poison(d.s, bufs...)
+	}
+	if err != nil {
+		free()
+		return nil, err
+	}
+	return pp, nil
+}
+
+// parents runs the passes until every reached vertex has a parent.
+func (d *vpDevice) parents(ctx context.Context, pp *parentPass) ([]uint32, error) {
+	s := d.s
+	if err := pp.parent.Memset8(s, 0xff); err != nil {
+		return nil, err
+	}
+	if err := pp.round.Memset8(s, 0xff); err != nil {
+		return nil, err
+	}
+	if err := gpu.Launch(pp.init.fn, gpu.Dim(1), gpu.Dim(1), 0, s, pp.parent, pp.round, d.r.source); err != nil {
+		return nil, err
+	}
+	left := []uint32{0}
+	for r := uint32(0); ; r++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		var err error
+		switch d.r.strategy {
+		case strategyVWC:
+			err = pp.pass.launch(s, d.offs, d.targets, devicePtr(d.weights), d.n, d.values, pp.parent, pp.round, r, d.r.source)
+		case strategyGShards:
+			err = gpu.Launch(pp.pass.fn, gpu.Dim(uint32(d.S)), gpu.Dim(blockSize), 0, s, d.start, d.src, d.dest,
+				devicePtr(d.weights), d.values, pp.parent, pp.round, r, d.r.source, uint32(d.N), uint32(d.S))
+		default:
+			err = gpu.Launch(pp.pass.fn, gpu.Dim(uint32(d.S)), gpu.Dim(blockSize), 0, s, d.start, d.cwStart, d.cwSrc,
+				d.mapper, d.dest, devicePtr(d.weights), d.values, pp.parent, pp.round, r, d.r.source, uint32(d.N), uint32(d.S))
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := pp.count.Memset8(s, 0); err != nil {
+			return nil, err
+		}
+		if err := pp.unresolved.launch(s, d.values, pp.round, d.n, pp.count); err != nil {
+			return nil, err
+		}
+		before := left[0]
+		if err := gpu.Download(s, left, pp.count); err != nil {
+			return nil, err
+		}
+		if left[0] == 0 {
+			break
+		}
+		if r > 0 && left[0] == before {
+			return nil, fmt.Errorf("operators: sssp on the GPU: %d reached vertices found no parent in pass %d (a bug; use --backend cpu)", left[0], r)
+		}
+	}
+	parent := make([]uint32, d.n)
+	poisonHost(d.b, parent, 0xdeadbeef)
+	if err := gpu.Download(s, parent, pp.parent); err != nil {
+		return nil, err
+	}
+	return parent, nil
+}

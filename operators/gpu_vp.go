@@ -1,0 +1,645 @@
+package operators
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/gpipe/gpipe/convert"
+	"github.com/gpipe/gpipe/gpu"
+	"github.com/gpipe/gpipe/internal/usererr"
+	"github.com/gpipe/gpipe/kernels"
+)
+
+// The vertex-program engine on the GPU (kernels/vertex_program.cuh): SSSP,
+// SSWP and CC are monotone vertex programs that run, unchanged, in three
+// layouts, each a strategy:
+//
+//	vwc      the CSR, pushed along out-edges by virtual warps, driven by a
+//	         frontier of flagged groups, near-far ordered (kernels/vp_vwc.cu)
+//	gshards  CuSha's G-Shards: one block a shard, four steps (kernels/shards.cuh)
+//	cw       CuSha's Concatenated Windows: G-Shards with step 4 through the Mapper
+//
+// PageRank is the sum program, in the same three layouts (gpu_pagerank.go).
+// A run's state lives on the device (vpState) and its last block advances
+// it, so the host queues iterations in growing batches and reads the state
+// once per batch.
+
+// vprogram is a vertex program as the host sees it: the suffix of its
+// kernels' names, its value width, the weights it reads and the bytes of
+// its "no value".
+type vprogram struct {
+	name     string
+	wide     bool   // 8-byte values, else 4
+	weights  layout // the CSR's weights in the program's type, or noWeights
+	shardW   layout // the shards' weights, or noWeights
+	none     byte   // every byte of the value "none" (unreached)
+	priority bool   // near-far ordered
+}
+
+// noWeights is the weights part of an unweighted program.
+const noWeights layout = -1
+
+func (p vprogram) valueBytes() int64 {
+	if p.wide {
+		return 8
+	}
+	return 4
+}
+
+// The programs' instances, as kernels/vp_*.cu name them.
+var (
+	ssspUnit = vprogram{name: "sssp_u32u", weights: noWeights, shardW: noWeights, none: 0xff, priority: true}
+	ssspU32  = vprogram{name: "sssp_u32", weights: outWeightsU32, shardW: shardWeightsU32, none: 0xff, priority: true}
+	ssspF64  = vprogram{name: "sssp_f64", wide: true, weights: outWeights, shardW: shardWeightsF64, none: 0xff, priority: true}
+	sswpUnit = vprogram{name: "sswp_k32u", weights: noWeights, shardW: noWeights, none: 0, priority: true}
+	sswpK32  = vprogram{name: "sswp_k32", weights: outWeightsKey32, shardW: shardWeightsKey32, none: 0, priority: true}
+	sswpK64  = vprogram{name: "sswp_k64", wide: true, weights: outWeightsKey64, shardW: shardWeightsKey64, none: 0, priority: true}
+	ccLabels = vprogram{name: "cc", weights: noWeights, shardW: noWeights, none: 0xff}
+)
+
+// The engine's strategies.
+const (
+	strategyVWC      = "vwc"
+	strategyGShards  = "gshards"
+	strategyCW       = "cw"
+	strategyAfforest = "afforest"
+)
+
+// ---- choosing a strategy ----
+
+// gpuPlan is one GPU strategy of an operator: its name, the device memory
+// a run of it takes, which of the virtual warp-centric options it reads
+// (--vwarp; --defer-outliers, --dynamic and --chunk-size), and why auto
+// prefers it (for the plans auto tries first).
+type gpuPlan struct {
+	name       string
+	bytes      func(g *convert.Graph, p Params) int64
+	vwarp, vwc bool
+	why        string
+}
+
+// options refuses the virtual warp-centric options the plan does not
+// read, rather than ignoring them.
+func (pl gpuPlan) options(op string, p Params) error {
+	var given []string
+	if p.VWarp != 0 && !pl.vwarp {
+		given = append(given, "vwarp")
+	}
+	if !pl.vwc {
+		if p.DeferOutliers != 0 {
+			given = append(given, "defer-outliers")
+		}
+		if p.Dynamic {
+			given = append(given, "dynamic")
+		}
+		if p.ChunkSize != 0 {
+			given = append(given, "chunk-size")
+		}
+	}
+	if len(given) == 0 {
+		return nil
+	}
+	return usererr.New(usererr.Usage, fmt.Sprintf("operator %s: %s does not apply to GPU strategy %s", op, strings.Join(given, ", "), pl.name),
+		"leave it out, or pick --strategy vwc")
+}
+
+// planNames lists the plans' names.
+func planNames(plans []gpuPlan) []string {
+	names := make([]string, len(plans))
+	for i, pl := range plans {
+		names[i] = pl.name
+	}
+	return names
+}
+
+// candidates are the plans that may run p: the one p names, or for auto
+// those (in auto's order) that read every option p gives, since an option
+// is meant for the strategies that read it. err is the options' error when
+// none does.
+func candidates(op string, plans []gpuPlan, p Params) ([]gpuPlan, error) {
+	if p.Strategy != "" && p.Strategy != "auto" {
+		for _, pl := range plans {
+			if pl.name == p.Strategy {
+				return []gpuPlan{pl}, pl.options(op, p)
+			}
+		}
+	}
+	var take []gpuPlan
+	var first error
+	for _, pl := range plans {
+		if err := pl.options(op, p); err != nil {
+			first = cmp.Or(first, err)
+			continue
+		}
+		take = append(take, pl)
+	}
+	if len(take) == 0 {
+		return nil, first
+	}
+	return take, nil
+}
+
+// planBytes is the memory of the plan that would run p, or for auto the
+// smallest candidate's (a run fits when that one does).
+func planBytes(op string, plans []gpuPlan, g *convert.Graph, p Params) int64 {
+	take, err := candidates(op, plans, p)
+	if err != nil {
+		take = plans
+	}
+	least := int64(math.MaxInt64)
+	for _, pl := range take {
+		least = min(least, pl.bytes(g, p))
+	}
+	return least
+}
+
+// choosePlan is the plan that runs and why: the one p names, or auto's:
+// the first candidate (fastest first, by the measurements in
+// BENCHMARKS.md) that fits in the GPU's free memory.
+func (b *GPU) choosePlan(op string, plans []gpuPlan, g *convert.Graph, p Params) (gpuPlan, string, error) {
+	take, err := candidates(op, plans, p)
+	if err != nil {
+		return gpuPlan{}, "", err
+	}
+	if p.Strategy != "" && p.Strategy != "auto" {
+		return take[0], "named by --strategy", nil
+	}
+	var skipped []string
+	for _, pl := range take {
+		need := pl.bytes(g, p)
+		if err = b.fitsBytes(g, need); err != nil {
+			skipped = append(skipped, fmt.Sprintf("%s needs %d MiB", pl.name, need>>20))
+			continue
+		}
+		reason := "auto: " + pl.why
+		if len(take) < len(plans) {
+			reason += "; of the strategies that read the options given"
+		}
+		if len(skipped) > 0 {
+			reason += "; chosen because it fits in the GPU's free memory where " + strings.Join(skipped, ", ") + " would not"
+		}
+		return pl, reason, nil
+	}
+	return gpuPlan{}, "", err
+}
+
+// ---- the device state of a run ----
+
+// vpState mirrors kernels/vertex_program.cuh's VPState.
+type vpState struct {
+	Threshold  float64
+	FarMin     uint64
+	Delta      float64
+	Top        float64
+	Active     uint32
+	Done       uint32
+	Iteration  uint32
+	Worked     uint32
+	BlocksDone uint32
+	Counter    uint32
+	Outliers   [2]uint32
+}
+
+const vpStateBytes = int64(unsafe.Sizeof(vpState{}))
+
+func (s *vpState) words() []uint64 {
+	return unsafe.Slice((*uint64)(unsafe.Pointer(s)), vpStateBytes/8)
+}
+
+// ---- a run of a monotone program ----
+
+// vpRun says what to run: the program, the strategy, how it starts.
+type vpRun struct {
+	prog     vprogram
+	strategy string
+	cfg      vwcConfig // vwc only
+	delta    float64   // near-far step in priority units; +Inf: none
+	top      float64   // SSWP: the largest weight
+	source   uint32
+	seed     uint64 // the source's value
+	labels   bool   // CC: every vertex starts as its own label, and none has a source
+	// both pushes along in-edges too (vwc) or uses the symmetric shards:
+	// CC on a directed graph.
+	both bool
+}
+
+// vpDevice is a run's device side: its layouts, buffers and kernels.
+type vpDevice struct {
+	b        *GPU
+	s        *gpu.Stream
+	g        *convert.Graph
+	r        vpRun
+	n        int64
+	transfer time.Duration
+	free     func()
+
+	values, state *gpu.DeviceBuffer
+	// vwc
+	offs, targets, weights, inOffs, inSrcs *gpu.DeviceBuffer
+	expanded, flags, queue                 *gpu.DeviceBuffer
+	groups, queueCap                       int64
+	iterate, outliers                      *launchable
+	// shards
+	start, windows, src, dest, cwStart, cwSrc, mapper *gpu.DeviceBuffer
+	srcValue, dirty                                   *gpu.DeviceBuffer
+	N, S                                              int
+	shardKernel                                       *gpu.Function
+}
+
+// vpGroup is the vertices a frontier flag covers (GROUP in vp_vwc.cu).
+const vpGroup = 32
+
+// vwcQueueCap is the room of the deferred-outlier queue, per parity: at
+// most one entry per segment of every vertex of more than threshold edges.
+func vwcQueueCap(m, threshold int64) int64 {
+	if threshold <= 0 {
+		return 1
+	}
+	return m/threshold + m/outlierSegment + 1
+}
+
+// vpBytes is the device memory of a run of prog with strategy on g,
+// layouts included (the parent pass of sssp adds its own, gpu_sssp.go).
+func vpBytes(g *convert.Graph, prog vprogram, strategy string, both bool, p Params) int64 {
+	n, m := int64(g.NumVertices()), g.NumEdges()
+	V := prog.valueBytes()
+	sym := layout(0)
+	if both {
+		sym = symmetric
+	}
+	switch strategy {
+	case strategyVWC:
+		parts := []layout{outOffsets, outTargets}
+		if prog.weights != noWeights {
+			parts = append(parts, prog.weights)
+		}
+		edges := m
+		if both && g.Directed {
+			parts = append(parts, inOffsets, inSources)
+			edges *= 2
+		}
+		groups := (n + vpGroup - 1) / vpGroup
+		return layoutBytes(g, parts...) + 2*n*V + 2*groups + 2*vwcQueueCap(edges, outlierDegree(p))*8 + vpStateBytes
+	case strategyGShards, strategyCW:
+		parts := []layout{shardStart | sym, shardDest | sym}
+		if strategy == strategyGShards {
+			parts = append(parts, shardWindows|sym, shardSrc|sym)
+		} else {
+			parts = append(parts, cwStart|sym, cwSrc|sym, cwMapper|sym)
+		}
+		if prog.shardW != noWeights {
+			parts = append(parts, prog.shardW)
+		}
+		entries := convert.ShardEntries(g, both)
+		S := (shardStart|sym).bytes(g)/4 - 1
+		return layoutBytes(g, parts...) + entries*V + n*V + S*4 + vpStateBytes
+	}
+	panic("operators: no strategy " + strategy)
+}
+
+// prepareVP uploads the layouts the run reads and allocates its buffers;
+// the copies are timed into transfer.
+func (b *GPU) prepareVP(s *gpu.Stream, g *convert.Graph, r vpRun) (*vpDevice, error) {
+	d := &vpDevice{b: b, s: s, g: g, r: r, n: int64(g.NumVertices()), free: func() {}}
+	var err error
+	switch r.strategy {
+	case strategyVWC:
+		err = d.prepareVWC()
+	case strategyGShards, strategyCW:
+		err = d.prepareShards()
+	default:
+		err = fmt.Errorf("operators: no strategy %q", r.strategy)
+	}
+	if err != nil {
+		d.free()
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *vpDevice) prepareVWC() error {
+	b, g, r := d.b, d.g, d.r
+	parts := []layout{outOffsets, outTargets}
+	if r.prog.weights != noWeights {
+		parts = append(parts, r.prog.weights)
+	}
+	both := r.both && g.Directed
+	if both {
+		parts = append(parts, inOffsets, inSources)
+	}
+	bufs, transfer, err := b.layouts(g, d.s, parts...)
+	if err != nil {
+		return err
+	}
+	d.transfer = transfer
+	d.offs, d.targets = bufs[0], bufs[1]
+	if r.prog.weights != noWeights {
+		d.weights = bufs[2]
+	}
+	if both {
+		d.inOffs, d.inSrcs = bufs[len(bufs)-2], bufs[len(bufs)-1]
+	}
+	if d.iterate, err = b.kernel(kernels.VPVWC, fmt.Sprintf("vwc_%s_k%d", r.prog.name, r.cfg.k)); err != nil {
+		return err
+	}
+	if d.hasOutliers() {
+		if d.outliers, err = b.kernel(kernels.VPVWC, "vwc_"+r.prog.name+"_outliers"); err != nil {
+			return err
+		}
+	}
+	edges := g.NumEdges()
+	if both {
+		edges *= 2
+	}
+	d.groups = (d.n + vpGroup - 1) / vpGroup
+	d.queueCap = vwcQueueCap(edges, r.cfg.outlierDegree)
+	V := r.prog.valueBytes()
+	work, free, err := b.buffers(d.n*V, d.n*V, 2*d.groups, 2*d.queueCap*8, vpStateBytes)
+	if err != nil {
+		return err
+	}
+	d.free = free
+	d.values, d.expanded, d.flags, d.queue, d.state = work[0], work[1], work[2], work[3], work[4]
+	return b.poison(d.s, work...)
+}
+
+// hasOutliers says whether any vertex has more edges than the deferring
+// threshold, so that the outlier kernel has work at all.
+func (d *vpDevice) hasOutliers() bool {
+	t := d.r.cfg.outlierDegree
+	if t <= 0 {
+		return false
+	}
+	if d.g.Stats.MaxDegree > t {
+		return true
+	}
+	if !d.r.both || !d.g.Directed {
+		return false
+	}
+	in := d.g.In()
+	for v := range uint32(in.NumVertices()) {
+		if in.Degree(v) > t {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *vpDevice) prepareShards() error {
+	b, g, r := d.b, d.g, d.r
+	sym := layout(0)
+	if r.both {
+		sym = symmetric
+	}
+	parts := []layout{shardStart | sym, shardDest | sym}
+	if r.strategy == strategyGShards {
+		parts = append(parts, shardWindows|sym, shardSrc|sym)
+	} else {
+		parts = append(parts, cwStart|sym, cwSrc|sym, cwMapper|sym)
+	}
+	if r.prog.shardW != noWeights {
+		parts = append(parts, r.prog.shardW)
+	}
+	bufs, transfer, err := b.layouts(g, d.s, parts...)
+	if err != nil {
+		return err
+	}
+	d.transfer = transfer
+	d.start, d.dest = bufs[0], bufs[1]
+	if r.strategy == strategyGShards {
+		d.windows, d.src = bufs[2], bufs[3]
+	} else {
+		d.cwStart, d.cwSrc, d.mapper = bufs[2], bufs[3], bufs[4]
+	}
+	if r.prog.shardW != noWeights {
+		d.weights = bufs[len(bufs)-1]
+	}
+	sh, err := g.Shards(r.both)
+	if err != nil {
+		return err
+	}
+	d.N, d.S = sh.N, sh.Count
+	prefix := "gs_"
+	module := kernels.VPGShards
+	if r.strategy == strategyCW {
+		prefix, module = "cw_", kernels.VPCW
+	}
+	k, err := b.kernel(module, prefix+r.prog.name)
+	if err != nil {
+		return err
+	}
+	d.shardKernel = k.fn
+	V := r.prog.valueBytes()
+	// At least one value of SrcValue, so that a graph without edges has a
+	// buffer to fill.
+	work, free, err := b.buffers(max(int64(len(sh.SrcIndex)), 1)*V, d.n*V, int64(d.S)*4, vpStateBytes)
+	if err != nil {
+		return err
+	}
+	d.free = free
+	d.srcValue, d.values, d.dirty, d.state = work[0], work[1], work[2], work[3]
+	return b.poison(d.s, work...)
+}
+
+// run runs the program to its fixed point and returns the iterations that
+// changed something.
+func (d *vpDevice) run(ctx context.Context) (int, error) {
+	b, s, r := d.b, d.s, d.r
+	// Start: every value none, then the source's value (or every vertex's
+	// label), and what must run first.
+	if err := d.values.Memset8(s, r.prog.none); err != nil {
+		return 0, err
+	}
+	var flags, dirty *gpu.DeviceBuffer
+	if r.strategy == strategyVWC {
+		if err := d.expanded.Memset8(s, r.prog.none); err != nil {
+			return 0, err
+		}
+		if err := d.flags.Memset8(s, 0); err != nil {
+			return 0, err
+		}
+		flags = d.flags
+	} else {
+		if err := d.srcValue.Memset8(s, r.prog.none); err != nil {
+			return 0, err
+		}
+		// -1: clean until written into; 0: runs at iteration 0.
+		fill := byte(0xff)
+		if r.labels {
+			fill = 0
+		}
+		if err := d.dirty.Memset8(s, fill); err != nil {
+			return 0, err
+		}
+		dirty = d.dirty
+	}
+	if r.labels {
+		iota, err := b.kernel(kernels.VPCommon, "vp_iota")
+		if err != nil {
+			return 0, err
+		}
+		if err := iota.launch(s, d.values, d.n); err != nil {
+			return 0, err
+		}
+		if flags != nil {
+			first, _ := flags.Slice(0, d.groups)
+			if err := first.Memset8(s, 1); err != nil {
+				return 0, err
+			}
+		}
+	} else {
+		name := "vp_seed32"
+		if r.prog.wide {
+			name = "vp_seed64"
+		}
+		seed, err := b.kernel(kernels.VPCommon, name)
+		if err != nil {
+			return 0, err
+		}
+		var value any = uint32(r.seed)
+		if r.prog.wide {
+			value = r.seed
+		}
+		if err := gpu.Launch(seed.fn, gpu.Dim(1), gpu.Dim(1), 0, s, d.values, r.source, value,
+			devicePtr(flags), devicePtr(dirty), uint32(max(d.N, 1))); err != nil {
+			return 0, err
+		}
+	}
+	st := vpState{Threshold: math.Inf(1), FarMin: math.Float64bits(math.Inf(1)), Delta: r.delta, Top: r.top}
+	if r.prog.priority {
+		st.Threshold = r.delta
+	}
+	if err := gpu.Upload(s, d.state, st.words()); err != nil {
+		return 0, err
+	}
+	// Iterate in batches of growing length: a launch after the run is done
+	// returns at once.
+	for batch := 1; ; batch = min(2*batch, 64) {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		for i := 0; i < batch; i++ {
+			if err := d.launchIteration(); err != nil {
+				return 0, err
+			}
+		}
+		if err := gpu.Download(s, st.words(), d.state); err != nil {
+			return 0, err
+		}
+		if st.Done != 0 {
+			return int(st.Worked), nil
+		}
+		if int64(st.Iteration) > vpMaxIterations(d.n) {
+			return 0, fmt.Errorf("operators: %s on the GPU (%s) did not settle in %d iterations (a bug; use --backend cpu)", r.prog.name, r.strategy, st.Iteration)
+		}
+	}
+}
+
+// vpMaxIterations bounds a run, so that a bug cannot hang it: far more
+// than the iterations of any run measured (a Bellman-Ford bound of n
+// rounds, near-far steps and batches on top).
+func vpMaxIterations(n int64) int64 { return 1<<20 + 16*n }
+
+// launchIteration queues one iteration.
+func (d *vpDevice) launchIteration() error {
+	r, s := d.r, d.s
+	switch r.strategy {
+	case strategyVWC:
+		chunk := uint32(0)
+		if r.cfg.dynamic {
+			chunk = uint32(max(1, r.cfg.chunk/vpGroup))
+		}
+		if err := d.iterate.launch(s, d.offs, d.targets, devicePtr(d.weights), devicePtr(d.inOffs), devicePtr(d.inSrcs),
+			d.values, d.expanded, d.flags, d.groups, d.queue, d.queueCap, d.n, d.state, r.cfg.outlierDegree, chunk); err != nil {
+			return err
+		}
+		if d.outliers != nil {
+			return d.outliers.launch(s, d.offs, d.targets, devicePtr(d.weights), devicePtr(d.inOffs), devicePtr(d.inSrcs),
+				d.values, d.expanded, d.flags, d.groups, d.queue, d.queueCap, d.state)
+		}
+		return nil
+	case strategyGShards:
+		return gpu.Launch(d.shardKernel, gpu.Dim(uint32(d.S)), gpu.Dim(blockSize), d.shardSmem(), s,
+			d.start, d.windows, d.src, d.dest, devicePtr(d.weights), d.srcValue, d.values, d.dirty, d.state,
+			uint32(d.n), uint32(d.N), uint32(d.S))
+	}
+	return gpu.Launch(d.shardKernel, gpu.Dim(uint32(d.S)), gpu.Dim(blockSize), d.shardSmem(), s,
+		d.start, d.cwStart, d.cwSrc, d.mapper, d.dest, devicePtr(d.weights), d.srcValue, d.values, d.dirty, d.state,
+		uint32(d.n), uint32(d.N), uint32(d.S))
+}
+
+// shardSmem is a shard block's dynamic shared memory: N values and N flags.
+func (d *vpDevice) shardSmem() uint32 {
+	return uint32(int64(d.N) * (d.r.prog.valueBytes() + 1))
+}
+
+// describe names what ran, for Result.Strategy.
+func (d *vpDevice) describe() string {
+	switch d.r.strategy {
+	case strategyVWC:
+		s := fmt.Sprintf("vwc push k=%d", d.r.cfg.k)
+		if d.r.cfg.dynamic {
+			s += fmt.Sprintf(" dynamic chunk=%d", max(1, d.r.cfg.chunk/vpGroup)*vpGroup)
+		}
+		if d.r.cfg.outlierDegree > 0 {
+			s += fmt.Sprintf(" defer>%d", d.r.cfg.outlierDegree)
+		}
+		if d.r.prog.priority && !math.IsInf(d.r.delta, 1) {
+			s += fmt.Sprintf(", near-far delta=%.4g", d.r.delta)
+		}
+		return s
+	case strategyGShards:
+		return fmt.Sprintf("gshards N=%d shards=%d", d.N, d.S)
+	}
+	return fmt.Sprintf("cw N=%d shards=%d", d.N, d.S)
+}
+
+// download copies the values to the host: V is uint32 or uint64, as the
+// program's width.
+func download[V uint32 | uint64](d *vpDevice) ([]V, error) {
+	out := make([]V, d.n)
+	poisonHost(d.b, out, V(0xdeadbeef))
+	if err := gpu.Download(d.s, out, d.values); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ---- order keys (kernels/vertex_program.cuh) ----
+
+// key32 is the order key of w as a float32: unsigned integers ordered as
+// the floats are.
+func key32(w float64) uint32 {
+	b := math.Float32bits(float32(w))
+	if b&(1<<31) != 0 {
+		return ^b
+	}
+	return b | 1<<31
+}
+
+func key64(w float64) uint64 {
+	b := math.Float64bits(w)
+	if b&(1<<63) != 0 {
+		return ^b
+	}
+	return b | 1<<63
+}
+
+func fromKey32(k uint32) float64 {
+	if k&(1<<31) != 0 {
+		return float64(math.Float32frombits(k &^ (1 << 31)))
+	}
+	return float64(math.Float32frombits(^k))
+}
+
+func fromKey64(k uint64) float64 {
+	if k&(1<<63) != 0 {
+		return math.Float64frombits(k &^ (1 << 63))
+	}
+	return math.Float64frombits(^k)
+}
