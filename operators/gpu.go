@@ -83,9 +83,10 @@ func CheckGPUParams(op Operator, p Params) error {
 		return usererr.New(usererr.Usage, fmt.Sprintf("operator %s has no GPU strategy %s", op.Spec().Name, echo.Quote(p.Strategy)),
 			"use one of "+strings.Join(g.gpuStrategies(), ", ")+" (or auto)")
 	}
-	if vwcOptionsSet(p) && p.Strategy != "" && p.Strategy != "auto" && p.Strategy != "vwc" {
-		return usererr.New(usererr.Usage, fmt.Sprintf("vwarp, defer-outliers, dynamic and chunk-size tune the vwc strategy, not %s", p.Strategy),
-			"leave them out, or use --strategy vwc (they select it when no strategy is given)")
+	if c, ok := op.(strategyOptionChecker); ok {
+		if err := c.checkStrategyOptions(p); err != nil {
+			return err
+		}
 	}
 	if p.VWarp != 0 && (p.VWarp < 1 || p.VWarp > 32 || p.VWarp&(p.VWarp-1) != 0) {
 		return usererr.Newf(usererr.Usage, "vwarp (the virtual warp size) %d is not 1, 2, 4, 8, 16 or 32", p.VWarp)
@@ -100,8 +101,16 @@ func CheckGPUParams(op Operator, p Params) error {
 	return nil
 }
 
+// strategyOptionChecker is an operator whose strategies differ in the
+// options they read and that can tell, from the parameters alone, that the
+// strategy named does not read one given. (The vertex-program operators
+// check theirs when they choose a plan for a graph.)
+type strategyOptionChecker interface {
+	checkStrategyOptions(p Params) error
+}
+
 // vwcOptionsSet says whether p sets any of the virtual warp-centric
-// options (PPoPP'11 §3), which only the vwc strategies take.
+// options (PPoPP'11 §3).
 func vwcOptionsSet(p Params) bool {
 	return p.VWarp != 0 || p.DeferOutliers != 0 || p.Dynamic || p.ChunkSize != 0
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/gpu"
+	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/kernels"
 )
 
@@ -64,6 +65,16 @@ func chooseBFS(g *convert.Graph, p Params, seenLevels int) (name, reason string)
 		return "bfs4k", fmt.Sprintf("low degrees (average %.1f, max %d) suggest a high diameter: bfs4k runs small levels in one block without returning to the host", d.Average, d.Max)
 	}
 	return "enterprise", fmt.Sprintf("degrees average %.1f, max %d: a small-world graph, where direction-optimizing enterprise skips most edges once the frontier explodes", d.Average, d.Max)
+}
+
+// checkStrategyOptions refuses the virtual warp-centric options with a BFS
+// strategy other than vwc, which alone reads them.
+func (BFS) checkStrategyOptions(p Params) error {
+	if vwcOptionsSet(p) && p.Strategy != "" && p.Strategy != "auto" && p.Strategy != "vwc" {
+		return usererr.New(usererr.Usage, fmt.Sprintf("operator bfs: vwarp, defer-outliers, dynamic and chunk-size tune the vwc strategy, not %s", p.Strategy),
+			"leave them out, or use --strategy vwc (they select it when no strategy is given)")
+	}
+	return nil
 }
 
 // The vwc flags buffer: the dynamic work counter (8 bytes), "discovered"
