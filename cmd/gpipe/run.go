@@ -41,7 +41,8 @@ Operators and their columns:
 
 GPU strategies (--strategy; auto picks the fastest measured that fits in the
    GPU's memory, and --json says which and why):
-   bfs       vwc (virtual warp-centric)
+   bfs       enterprise (direction-optimizing, Enterprise), bfs4k (BFS-4K,
+             for high-diameter graphs), vwc (virtual warp-centric)
    sssp      vwc (frontier push over the CSR, near-far), gshards (CuSha's
              G-Shards), cw (Concatenated Windows)
    sswp      vwc, gshards, cw
@@ -97,7 +98,7 @@ func paramFlags() []cli.Flag {
 		&cli.IntFlag{Name: "max-iterations", Usage: "pagerank: most iterations", DefaultText: "1000"},
 		&cli.Float64Flag{Name: "damping", Usage: "pagerank: damping factor", DefaultText: "0.85"},
 		&cli.Float64Flag{Name: "delta", Usage: "sssp, sswp: Δ-stepping bucket width; 0 chooses", DefaultText: "chosen from the weights"},
-		&cli.StringFlag{Name: "strategy", Usage: "GPU strategy: vwc (virtual warp-centric), gshards (CuSha's G-Shards), cw (Concatenated Windows), afforest (cc) or auto (see \"GPU strategies\" below)", DefaultText: "auto"},
+		&cli.StringFlag{Name: "strategy", Usage: "GPU strategy: enterprise, bfs4k (bfs), vwc (virtual warp-centric), gshards (CuSha's G-Shards), cw (Concatenated Windows), afforest (cc) or auto (see \"GPU strategies\" below)", DefaultText: "auto"},
 		&cli.IntFlag{Name: "vwarp", Usage: "GPU virtual warp size K: 1, 2, 4, 8, 16 or 32; 0 chooses", DefaultText: "from the average degree"},
 		&cli.Int64Flag{Name: "defer-outliers", Usage: "GPU: defer vertices with more edges than this to whole blocks; -1: off, 0: default", DefaultText: "1024"},
 		&cli.BoolFlag{Name: "dynamic", Usage: "GPU: warps take chunks of vertices from a global counter"},
