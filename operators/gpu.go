@@ -222,6 +222,19 @@ func (b *GPU) kernel(module, name string) (*launchable, error) {
 	return k, nil
 }
 
+// kernelsOf loads the kernels of module named by slots' keys into the
+// slots.
+func (b *GPU) kernelsOf(module string, slots map[string]**launchable) error {
+	for name, slot := range slots {
+		k, err := b.kernel(module, name)
+		if err != nil {
+			return err
+		}
+		*slot = k
+	}
+	return nil
+}
+
 // launch queues k on s with its full grid.
 func (k *launchable) launch(s *gpu.Stream, args ...any) error {
 	return gpu.Launch(k.fn, gpu.Dim(k.grid), gpu.Dim(blockSize), 0, s, args...)

@@ -88,21 +88,19 @@ type b4kKernels struct {
 
 func (b *GPU) b4kKernels() (*b4kKernels, error) {
 	k := &b4kKernels{vw: map[int]*launchable{}}
-	for _, e := range []struct {
-		name string
-		to   **launchable
-	}{{"b4k_init", &k.init}, {"b4k_ed", &k.ed}, {"b4k_hubs", &k.hubs}, {"b4k_single", &k.single}, {"b4k_rebuild", &k.rebuild}} {
-		var err error
-		if *e.to, err = b.kernel(kernels.BFS4K, e.name); err != nil {
-			return nil, err
-		}
+	slots := map[string]**launchable{
+		"b4k_init": &k.init, "b4k_ed": &k.ed, "b4k_hubs": &k.hubs, "b4k_single": &k.single, "b4k_rebuild": &k.rebuild,
 	}
-	for _, K := range []int{4, 8, 16, 32} {
-		vw, err := b.kernel(kernels.BFS4K, fmt.Sprintf("b4k_vw_k%d", K))
-		if err != nil {
-			return nil, err
-		}
-		k.vw[K] = vw
+	widths := []int{4, 8, 16, 32}
+	vw := make([]*launchable, len(widths))
+	for i, K := range widths {
+		slots[fmt.Sprintf("b4k_vw_k%d", K)] = &vw[i]
+	}
+	if err := b.kernelsOf(kernels.BFS4K, slots); err != nil {
+		return nil, err
+	}
+	for i, K := range widths {
+		k.vw[K] = vw[i]
 	}
 	if err := k.single.fn.SetMaxDynamicSharedMemory(b4kSingleShared); err != nil {
 		return nil, err

@@ -98,19 +98,12 @@ type enterpriseKernels struct {
 
 func (b *GPU) enterpriseKernels() (*enterpriseKernels, error) {
 	k := &enterpriseKernels{}
-	for _, e := range []struct {
-		name string
-		to   **launchable
-	}{
-		{"ent_init", &k.init}, {"ent_queue", &k.queue}, {"ent_bu_small", &k.bottomUp[0]}, {"ent_bu_middle", &k.bottomUp[1]}, {"ent_bu_wide", &k.bottomUp[2]},
-		{"ent_td_thread", &k.topDown[0]}, {"ent_td_warp", &k.topDown[1]}, {"ent_td_block", &k.topDown[2]}, {"ent_td_grid", &k.topDown[3]},
-	} {
-		var err error
-		if *e.to, err = b.kernel(kernels.BFSEnterprise, e.name); err != nil {
-			return nil, err
-		}
-	}
-	return k, nil
+	err := b.kernelsOf(kernels.BFSEnterprise, map[string]**launchable{
+		"ent_init": &k.init, "ent_queue": &k.queue,
+		"ent_bu_small": &k.bottomUp[0], "ent_bu_middle": &k.bottomUp[1], "ent_bu_wide": &k.bottomUp[2],
+		"ent_td_thread": &k.topDown[0], "ent_td_warp": &k.topDown[1], "ent_td_block": &k.topDown[2], "ent_td_grid": &k.topDown[3],
+	})
+	return k, err
 }
 
 // tdItems is how many work items a class's queue entries make for its
