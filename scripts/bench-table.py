@@ -1,17 +1,20 @@
 #!/usr/bin/env python3
-"""Prints one line per `gpipe bench --json` file: the figures BENCHMARKS.md quotes."""
+"""Prints one line per report in `gpipe bench --json` files (one JSON object a line, one a
+strategy): the figures BENCHMARKS.md quotes."""
 import json
 import sys
 
 for path in sys.argv[1:]:
     try:
-        r = json.load(open(path))
+        lines = [line for line in open(path).read().split("\n") if line.strip()]
+        reports = [json.loads(line) for line in lines]
     except (OSError, ValueError) as e:
         print(f"{path}: {e}")
         continue
-    line = f"{path.rsplit('/', 1)[-1]:32s} {r['op']:8s} {r['backend']:4s} {r.get('strategy', ''):14s} median {r['median_s'] * 1e3:9.3f} ms"
-    if r.get("gteps"):
-        line += f"  {r['gteps']:7.3f} GTEPS"
-    if r.get("iterations"):
-        line += f"  {r['iterations']} it, {r['s_per_iteration'] * 1e3:.3f} ms/it"
-    print(line)
+    for r in reports:
+        line = f"{path.rsplit('/', 1)[-1]:32s} {r['op']:8s} {r['backend']:4s} {r.get('strategy', ''):14s} median {r['median_s'] * 1e3:9.3f} ms"
+        if r.get("gteps"):
+            line += f"  {r['gteps']:7.3f} GTEPS"
+        if r.get("iterations"):
+            line += f"  {r['iterations']} it, {r['s_per_iteration'] * 1e3:.3f} ms/it"
+        print(line)

@@ -34,7 +34,7 @@ if [ "$what" = bench ] || [ "$what" = sweep ] || [ "$what" = all ]; then
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
 	( cd gpu && "$bundle/gpu.test" -test.run XXX -test.bench 'H2D|D2H' -test.benchtime 5x ) 2>&1 | tee "$logs/bench-h2d.log"
-	bench bfs-gpu --op bfs --backend gpu --trials 64
+	bench bfs-gpu --op bfs --backend gpu --strategy enterprise,bfs4k,vwc --trials 64
 	bench bfs-cpu --op bfs --backend cpu --trials 64
 	bench pagerank-gpu --op pagerank --backend gpu --trials 9
 	bench pagerank-cpu --op pagerank --backend cpu --trials 3
