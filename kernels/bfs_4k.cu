@@ -43,7 +43,6 @@ struct FrontierStats {
     unsigned hub_segments;          // deferred hub segments queued
     unsigned long long next_edges;  // their out-edges
     int level;                      // b4k_single: the level the next frontier is at
-    int done;                       // b4k_single: the search ended
 };
 
 #define HUB_SEGMENT 4096
@@ -92,12 +91,20 @@ __device__ __forceinline__ void visit_and_append(
     if (keep) edges += offsets[w + 1] - offsets[w];
 }
 
-// Queues the segments of a hub's edges for b4k_hubs.
-__device__ __forceinline__ void defer_hub(vid_t u, eid_t degree, segment_t* segments, FrontierStats* stats)
+// Queues the segments of a hub's edges for b4k_hubs, if they fit in the
+// queue's cap entries (a frontier's duplicates can repeat a hub); false
+// when they do not, and the caller expands the hub itself.
+__device__ __forceinline__ bool defer_hub(vid_t u, eid_t degree, segment_t* segments, unsigned cap, FrontierStats* stats)
 {
     unsigned n = (unsigned)((degree + HUB_SEGMENT - 1) / HUB_SEGMENT);
-    unsigned at = atomicAdd(&stats->hub_segments, n);
+    unsigned at = stats->hub_segments, seen;
+    do {
+        if (at + n > cap) return false;
+        seen = at;
+        at = atomicCAS(&stats->hub_segments, seen, seen + n);
+    } while (at != seen);
     for (unsigned s = 0; s < n; s++) segments[at + s] = (segment_t)u | ((segment_t)s << 32);
+    return true;
 }
 
 extern "C" __global__ void b4k_init(int* depth, vid_t* parent, vid_t source, vid_t* frontier)
@@ -116,7 +123,7 @@ __device__ __forceinline__ void vw_level(
     const eid_t* __restrict__ offsets, const vid_t* __restrict__ targets, int* __restrict__ depth,
     vid_t* __restrict__ parent, const vid_t* __restrict__ frontier, unsigned count, int level,
     WarpQueue& next, unsigned long long& edges, FrontierStats* stats, long long hub_degree, segment_t* segments,
-    unsigned long long* dups, unsigned first_warp, unsigned warps)
+    unsigned segment_cap, unsigned long long* dups, unsigned first_warp, unsigned warps)
 {
     const unsigned lane = lane_id() & (K - 1), per_warp = 32 / K;
     for (unsigned base = first_warp * per_warp; base < count; base += warps * per_warp) {
@@ -128,8 +135,11 @@ __device__ __forceinline__ void vw_level(
             first = offsets[u];
             last = offsets[u + 1];
             if (hub_degree > 0 && last - first > hub_degree) {
-                if (lane == 0) defer_hub(u, last - first, segments, stats);
-                last = first;
+                bool deferred = false;
+                if (lane == 0) deferred = defer_hub(u, last - first, segments, segment_cap, stats);
+                // The lanes of a virtual warp share its vertex, so they are all here.
+                unsigned group = K == 32 ? FULL_MASK : ((1u << K) - 1u) << (lane_id() & ~(K - 1u));
+                if (__shfl_sync(group, deferred, 0, K)) last = first;
             }
         }
         eid_t widest = last - first;
@@ -148,7 +158,7 @@ __device__ __forceinline__ void vw_level(
     extern "C" __global__ void __launch_bounds__(256) b4k_vw_k##K(                                        \
         const eid_t* offsets, const vid_t* targets, int* depth, vid_t* parent, const vid_t* frontier,     \
         unsigned count, int level, vid_t* next, unsigned cap, FrontierStats* stats, long long hub_degree, \
-        segment_t* segments)                                                                              \
+        segment_t* segments, unsigned segment_cap)                                                        \
     {                                                                                                     \
         __shared__ unsigned long long dups[DUP_SLOTS];                                                    \
         __shared__ vid_t stages[8 * WARP_STAGE];                                                          \
@@ -156,7 +166,7 @@ __device__ __forceinline__ void vw_level(
         WarpQueue q(warp_stage(stages, 0, 1), next, &stats->next_count, cap);                             \
         unsigned long long edges = 0;                                                                     \
         vw_level<K>(offsets, targets, depth, parent, frontier, count, level, q, edges, stats, hub_degree,   \
-                    segments, dups, (blockIdx.x * blockDim.x + threadIdx.x) >> 5,                         \
+                    segments, segment_cap, dups, (blockIdx.x * blockDim.x + threadIdx.x) >> 5,            \
                     gridDim.x * (blockDim.x >> 5));                                                       \
         q.flush();                                                                                        \
         block_add(edges, &stats->next_edges);                                                             \
@@ -171,7 +181,7 @@ __device__ __forceinline__ void ed_level(
     const eid_t* __restrict__ offsets, const vid_t* __restrict__ targets, int* __restrict__ depth,
     vid_t* __restrict__ parent, const vid_t* __restrict__ frontier, unsigned count, int level,
     WarpQueue& next, unsigned long long& edges, FrontierStats* stats, long long hub_degree, segment_t* segments,
-    unsigned long long* dups, unsigned first_warp, unsigned warps)
+    unsigned segment_cap, unsigned long long* dups, unsigned first_warp, unsigned warps)
 {
     for (unsigned base = first_warp * 32; base < count; base += warps * 32) {
         unsigned i = base + lane_id();
@@ -181,10 +191,7 @@ __device__ __forceinline__ void ed_level(
             u = frontier[i];
             first = offsets[u];
             degree = offsets[u + 1] - first;
-            if (hub_degree > 0 && degree > hub_degree) {
-                defer_hub(u, degree, segments, stats);
-                degree = 0;
-            }
+            if (hub_degree > 0 && degree > hub_degree && defer_hub(u, degree, segments, segment_cap, stats)) degree = 0;
         }
         eid_t total;
         eid_t start = warp_exclusive_sum(degree, total);
@@ -209,14 +216,15 @@ __device__ __forceinline__ void ed_level(
 
 extern "C" __global__ void __launch_bounds__(256) b4k_ed(
     const eid_t* offsets, const vid_t* targets, int* depth, vid_t* parent, const vid_t* frontier,
-    unsigned count, int level, vid_t* next, unsigned cap, FrontierStats* stats, long long hub_degree, segment_t* segments)
+    unsigned count, int level, vid_t* next, unsigned cap, FrontierStats* stats, long long hub_degree, segment_t* segments,
+    unsigned segment_cap)
 {
     __shared__ unsigned long long dups[DUP_SLOTS];
     __shared__ vid_t stages[8 * WARP_STAGE];
     clear_duplicates(dups);
     WarpQueue q(warp_stage(stages, 0, 1), next, &stats->next_count, cap);
     unsigned long long edges = 0;
-    ed_level(offsets, targets, depth, parent, frontier, count, level, q, edges, stats, hub_degree, segments, dups,
+    ed_level(offsets, targets, depth, parent, frontier, count, level, q, edges, stats, hub_degree, segments, segment_cap, dups,
              (blockIdx.x * blockDim.x + threadIdx.x) >> 5, gridDim.x * (blockDim.x >> 5));
     q.flush();
     block_add(edges, &stats->next_edges);
@@ -252,10 +260,11 @@ extern "C" __global__ void __launch_bounds__(256) b4k_hubs(
 }
 
 // The single-block kernel's limits: it runs while the frontier has at most
-// SINGLE_CAPACITY vertices and SINGLE_EDGES edges, and returns the next
-// frontier to the host (in global memory) when it would exceed either.
+// `capacity` vertices (as many as the GPU's shared memory holds: 6,144 on
+// Hopper, fewer on older GPUs; the host passes it) and SINGLE_EDGES edges,
+// and returns the next frontier to the host (in global memory) when it would
+// exceed either.
 #define SINGLE_THREADS 1024
-#define SINGLE_CAPACITY 6144
 #define SINGLE_EDGES 32768
 // A thread takes a frontier vertex of up to SINGLE_NARROW edges alone, 4
 // edges at a time with their loads issued together; wider vertices go to a
@@ -292,7 +301,7 @@ __device__ __forceinline__ bool claim(int* depth, vid_t w, int level)
 // and degree: one shared atomic per warp, since atomics on one address
 // serialize in shared memory too. Every lane of the warp must call it.
 __device__ __forceinline__ void single_push(bool won, vid_t w, eid_t first, eid_t last, SharedFrontier next,
-                                            SingleLevel* lvl, vid_t* spill, unsigned cap)
+                                            unsigned capacity, SingleLevel* lvl, vid_t* spill, unsigned cap)
 {
     unsigned mask = __ballot_sync(FULL_MASK, won);
     if (mask == 0) return;
@@ -301,12 +310,12 @@ __device__ __forceinline__ void single_push(bool won, vid_t w, eid_t first, eid_
     base = __shfl_sync(FULL_MASK, base, __ffs(mask) - 1);
     if (!won) return;
     unsigned at = base + __popc(mask & lanes_below());
-    if (at < SINGLE_CAPACITY) {
+    if (at < capacity) {
         next.vertex[at] = w;
         next.first[at] = first;
         next.degree[at] = (unsigned)(last - first);
-    } else if (at - SINGLE_CAPACITY < cap) {
-        spill[at - SINGLE_CAPACITY] = w;
+    } else if (at - capacity < cap) {
+        spill[at - capacity] = w;
     }
 }
 
@@ -316,7 +325,7 @@ __device__ __forceinline__ void single_push(bool won, vid_t w, eid_t first, eid_
 __device__ __forceinline__ void single_level(
     const eid_t* __restrict__ offsets, const vid_t* __restrict__ targets, int* __restrict__ depth,
     vid_t* __restrict__ parent, SharedFrontier cur, unsigned count, int level, SharedFrontier next,
-    SingleLevel* lvl, unsigned* wide, vid_t* spill, unsigned cap)
+    unsigned capacity, SingleLevel* lvl, unsigned* wide, vid_t* spill, unsigned cap)
 {
     unsigned long long added = 0;
     for (unsigned base = threadIdx.x & ~31u; base < count; base += SINGLE_THREADS) {
@@ -350,7 +359,7 @@ __device__ __forceinline__ void single_level(
 #pragma unroll
             for (int j = 0; j < 4; j++) {
                 if (won[j]) parent[w[j]] = u;
-                single_push(won[j], w[j], lo[j], hi[j], next, lvl, spill, cap);
+                single_push(won[j], w[j], lo[j], hi[j], next, capacity, lvl, spill, cap);
                 added += hi[j] - lo[j];
             }
         }
@@ -368,7 +377,7 @@ __device__ __forceinline__ void single_level(
             bool won = w != GPIPE_NO_VERTEX && claim(depth, w, level);
             eid_t lo = won ? offsets[w] : 0, hi = won ? offsets[w + 1] : 0;
             if (won) parent[w] = u;
-            single_push(won, w, lo, hi, next, lvl, spill, cap);
+            single_push(won, w, lo, hi, next, capacity, lvl, spill, cap);
             added += hi - lo;
         }
     }
@@ -377,25 +386,23 @@ __device__ __forceinline__ void single_level(
     if (lane_id() == 0 && added) atomicAdd(&lvl->next_edges, added);
 }
 
-// The single-block kernel's dynamic shared memory, in bytes: two frontiers
-// and the wide list.
-#define SINGLE_SHARED (2 * SINGLE_CAPACITY * (8 + 4 + 4) + SINGLE_WIDE * 4)
-
 // Runs levels from `level` with the frontier given (count vertices, at most
-// SINGLE_CAPACITY) in one block of SINGLE_THREADS threads until the search
-// ends or the next frontier outgrows the block; then the next frontier is
-// in next (global memory) and stats says its size and level.
+// capacity) in one block of SINGLE_THREADS threads until the search ends or
+// the next frontier outgrows the block; then the next frontier is in next
+// (global memory) and stats says its size and level. Its dynamic shared
+// memory holds two frontiers of capacity vertices (16 bytes each: vertex,
+// first edge, degree) and the list of SINGLE_WIDE wide vertices.
 extern "C" __global__ void __launch_bounds__(SINGLE_THREADS, 1) b4k_single(
     const eid_t* __restrict__ offsets, const vid_t* __restrict__ targets, int* __restrict__ depth,
     vid_t* __restrict__ parent, const vid_t* __restrict__ frontier, unsigned count, int level,
-    vid_t* __restrict__ next, unsigned cap, FrontierStats* stats)
+    vid_t* __restrict__ next, unsigned cap, FrontierStats* stats, unsigned capacity)
 {
     extern __shared__ unsigned long long shared[];
     eid_t* firsts = (eid_t*)shared;
-    unsigned* words = (unsigned*)(firsts + 2 * SINGLE_CAPACITY);
-    SharedFrontier cur = {words, firsts, words + SINGLE_CAPACITY};
-    SharedFrontier nxt = {words + 2 * SINGLE_CAPACITY, firsts + SINGLE_CAPACITY, words + 3 * SINGLE_CAPACITY};
-    unsigned* wide = words + 4 * SINGLE_CAPACITY;
+    unsigned* words = (unsigned*)(firsts + 2 * capacity);
+    SharedFrontier cur = {words, firsts, words + capacity};
+    SharedFrontier nxt = {words + 2 * capacity, firsts + capacity, words + 3 * capacity};
+    unsigned* wide = words + 4 * capacity;
     __shared__ SingleLevel lvl;
 
     for (unsigned i = threadIdx.x; i < count; i += blockDim.x) {
@@ -408,7 +415,7 @@ extern "C" __global__ void __launch_bounds__(SINGLE_THREADS, 1) b4k_single(
     for (;;) {
         if (threadIdx.x == 0) lvl = SingleLevel{0, 0, 0};
         __syncthreads();
-        single_level(offsets, targets, depth, parent, cur, count, level, nxt, &lvl, wide, next, cap);
+        single_level(offsets, targets, depth, parent, cur, count, level, nxt, capacity, &lvl, wide, next, cap);
         __syncthreads();
         count = lvl.next_count;
         unsigned long long edges = lvl.next_edges;
@@ -417,10 +424,10 @@ extern "C" __global__ void __launch_bounds__(SINGLE_THREADS, 1) b4k_single(
         cur = nxt;
         nxt = t;
         __syncthreads();  // every thread has read the counters before thread 0 resets them
-        if (count == 0 || count > SINGLE_CAPACITY || edges > SINGLE_EDGES) {
+        if (count == 0 || count > capacity || edges > SINGLE_EDGES) {
             // Hand the next frontier to the host: the spilled part is at the
             // start of next already; the part in shared memory goes after it.
-            unsigned in_shared = min(count, (unsigned)SINGLE_CAPACITY);
+            unsigned in_shared = min(count, capacity);
             unsigned spilled = count - in_shared;
             for (unsigned i = threadIdx.x; i < in_shared; i += blockDim.x)
                 if (spilled + i < cap) next[spilled + i] = cur.vertex[i];
@@ -428,7 +435,6 @@ extern "C" __global__ void __launch_bounds__(SINGLE_THREADS, 1) b4k_single(
                 stats->next_count = count;
                 stats->next_edges = edges;
                 stats->level = level;
-                stats->done = count == 0;
             }
             return;
         }

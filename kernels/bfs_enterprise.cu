@@ -32,9 +32,10 @@
 //
 // The host switches to bottom-up when the share of hub vertices in the
 // frontier, γ = F_h / T_h, exceeds 30% (§4.3), and back to top-down when a
-// bottom-up level finds few vertices (below n/24, Beamer's β); the paper
-// never switches back, but on graphs with many unreachable vertices each
-// bottom-up level would scan all of their edges again.
+// bottom-up level finds few vertices (below n/24, Beamer's β) while many
+// remain unvisited (more than n/24); the paper never switches back, but on
+// graphs with many unreachable vertices each bottom-up level would scan all
+// of their edges again.
 #include "frontier.cuh"
 
 // What a level leaves for the host, which reads it after each level.
@@ -43,8 +44,6 @@ struct LevelStats {
     unsigned hubs;            // F_h: hub vertices in the next top-down frontier
     unsigned found;           // vertices a bottom-up level visited
     unsigned hub_list;        // entries of the next hub list
-    unsigned pad;
-    unsigned long long edges;  // edges of the next queue's vertices
 };
 
 // Large frontier vertices (256 to 65,535 edges) are split into segments of
@@ -130,7 +129,7 @@ extern "C" __global__ void __launch_bounds__(256) ent_td_grid(
 // Builds the queues of the vertices whose depth is want, by the degree class
 // class_offsets gives them (out-degree for a top-down frontier, in-degree
 // for the bottom-up queue), into queues[class * cap ...] with the counts and
-// edges in stats. With hub_degree > 0 it also counts the hub vertices among
+// counts in stats. With hub_degree > 0 it also counts the hub vertices among
 // them (out-degree above hub_degree) and lists them in hubs for the next
 // level's hub cache; with bits, it writes them as a bitmap too.
 extern "C" __global__ void __launch_bounds__(256) ent_queue(
@@ -146,7 +145,6 @@ extern "C" __global__ void __launch_bounds__(256) ent_queue(
         WarpQueue(warp_stage(stages, 2, CLASSES), queues + 2 * cap, &stats->count[2], ~0u),
         WarpQueue(warp_stage(stages, 3, CLASSES), queues + 3 * cap, &stats->count[3], ~0u),
     };
-    unsigned long long edges = 0;
     unsigned hub_count = 0;
     // Blocks start at multiples of 256, so each warp's 32 vertices are one
     // word of the bitmap.
@@ -162,12 +160,10 @@ extern "C" __global__ void __launch_bounds__(256) ent_queue(
         warp_append(hub, (vid_t)v, hubs, &stats->hub_list, ~0u);
         unsigned word = __ballot_sync(FULL_MASK, match);
         if (bits && lane_id() == 0 && v < n) bits[v >> 5] = word;
-        edges += degree;
         hub_count += hub;
     }
 #pragma unroll
     for (int k = 0; k < CLASSES; k++) q[k].flush();
-    block_add(edges, &stats->edges);
     block_add(hub_count, &stats->hubs);
 }
 

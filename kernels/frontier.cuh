@@ -27,31 +27,6 @@ __device__ __forceinline__ T warp_exclusive_sum(T x, T& total) {
     return v - x;
 }
 
-// Exclusive prefix sum of x over the block (the second level of BFS-4K's
-// two-level sum); total gets the block's sum. scratch holds 33 values: one
-// per warp (up to 32) and the total. Every thread must call it; it
-// synchronizes the block.
-template <typename T>
-__device__ __forceinline__ T block_exclusive_sum(T x, T* scratch, T& total) {
-    T warp_total;
-    T within = warp_exclusive_sum(x, warp_total);
-    unsigned warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
-    if (lane_id() == 31) scratch[warp] = warp_total;
-    __syncthreads();
-    if (warp == 0) {
-        T w = lane_id() < warps ? scratch[lane_id()] : T(0);
-        T all;
-        T before = warp_exclusive_sum(w, all);
-        if (lane_id() < warps) scratch[lane_id()] = before;
-        if (lane_id() == 0) scratch[32] = all;
-    }
-    __syncthreads();
-    T result = scratch[warp] + within;
-    total = scratch[32];
-    __syncthreads();
-    return result;
-}
-
 // Appends v to queue where keep is set, for every lane of the warp at once:
 // the warp reserves its run with one atomic (the binary prefix sum of
 // BFS-4K §5.1: ballot and popc), and the lanes write consecutive slots, so

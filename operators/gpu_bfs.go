@@ -21,10 +21,12 @@ import (
 func (BFS) gpuStrategies() []string { return []string{"enterprise", "bfs4k", "vwc"} }
 
 func (BFS) gpuBytes(g *convert.Graph, p Params) int64 {
-	if name, _ := chooseBFS(g, p, 0); name != "auto" {
-		return bfsBytes(g, p, name)
+	name, _ := chooseBFS(g, p, 0)
+	if name == "enterprise" || name == "bfs4k" {
+		// auto's choice between them may depend on earlier searches.
+		return max(bfsBytes(g, p, "enterprise"), bfsBytes(g, p, "bfs4k"))
 	}
-	return max(bfsBytes(g, p, "enterprise"), bfsBytes(g, p, "bfs4k"))
+	return bfsBytes(g, p, name)
 }
 
 // bfsBytes is the device memory a search with the named strategy takes.
@@ -48,8 +50,7 @@ const highDiameterLevels = 64
 
 // chooseBFS is the strategy p asks for, or auto's choice from the degree
 // statistics and seenLevels, the most levels an earlier search on the graph
-// ran (0 when none did: the estimate of the diameter), with the reason. It
-// says "auto" when the choice depends on seenLevels and none is known yet.
+// ran (0 when none did: the estimate of the diameter), with the reason.
 func chooseBFS(g *convert.Graph, p Params, seenLevels int) (name, reason string) {
 	switch {
 	case p.Strategy != "" && p.Strategy != "auto":
@@ -59,6 +60,8 @@ func chooseBFS(g *convert.Graph, p Params, seenLevels int) (name, reason string)
 	}
 	d := g.Degrees()
 	switch {
+	case int64(g.NumVertices()) > b4kMaxVertices:
+		return "enterprise", fmt.Sprintf("%d vertices, more than bfs4k takes", g.NumVertices())
 	case seenLevels > highDiameterLevels:
 		return "bfs4k", fmt.Sprintf("an earlier search on this graph ran %d levels: a high diameter, and bfs4k runs small levels in one block without returning to the host", seenLevels)
 	case d.Average < 8 && d.Max <= 64:

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/gpu"
+	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/kernels"
 )
 
@@ -26,14 +27,12 @@ const (
 	b4kHubSegmentsAt = 4
 	b4kNextEdgesAt   = 8
 	b4kLevelAt       = 16
-	b4kDoneAt        = 20
 )
 
 type b4kStats struct {
 	nextCount uint32
 	nextEdges uint64
 	level     int32
-	done      bool
 }
 
 func parseB4KStats(b []byte) b4kStats {
@@ -41,22 +40,29 @@ func parseB4KStats(b []byte) b4kStats {
 		nextCount: binary.LittleEndian.Uint32(b[b4kNextCountAt:]),
 		nextEdges: binary.LittleEndian.Uint64(b[b4kNextEdgesAt:]),
 		level:     int32(binary.LittleEndian.Uint32(b[b4kLevelAt:])),
-		done:      binary.LittleEndian.Uint32(b[b4kDoneAt:]) != 0,
 	}
 }
 
 // The single-block kernel's geometry and limits (SINGLE_* in
-// kernels/bfs_4k.cu): it takes a frontier of at most b4kSingleCapacity
-// vertices and b4kSingleEdges edges.
+// kernels/bfs_4k.cu): it takes a frontier of at most b4kKernels.capacity
+// vertices and b4kSingleEdges edges. Its shared memory holds two frontiers
+// of 16 bytes a vertex and the list of wide vertices; the capacity is what
+// the GPU's shared memory allows, up to b4kSingleCapacity.
 const (
 	b4kSingleThreads  = 1024
 	b4kSingleCapacity = 6144
 	b4kSingleEdges    = 32768
 	b4kSingleNarrow   = 16
-	// SINGLE_SHARED: two frontiers (vertex, first edge, degree) and the
-	// list of wide vertices.
-	b4kSingleShared = 2*b4kSingleCapacity*(8+4+4) + b4kSingleEdges/b4kSingleNarrow*4
+	b4kSingleWide     = b4kSingleEdges / b4kSingleNarrow * 4 // bytes
 )
+
+// b4kSingleShared is the single-block kernel's dynamic shared memory for a
+// capacity.
+func b4kSingleShared(capacity int) int { return 2*capacity*(8+4+4) + b4kSingleWide }
+
+// b4kMaxVertices is the most vertices bfs4k takes: its frontier counters
+// are 32-bit, and a frontier may hold twice the vertices.
+const b4kMaxVertices = 1<<31 - 1
 
 // b4kHubDegree is the degree above which a frontier vertex's edges go to
 // the hub kernel in segments of b4kHubSegment edges (HUB_SEGMENT), rather
@@ -84,6 +90,8 @@ func b4kSegmentBytes(g *convert.Graph) int64 {
 type b4kKernels struct {
 	init, ed, hubs, single, rebuild *launchable
 	vw                              map[int]*launchable // by K: 4, 8, 16, 32
+	// capacity is the single-block kernel's frontier room on this GPU.
+	capacity int
 }
 
 func (b *GPU) b4kKernels() (*b4kKernels, error) {
@@ -102,8 +110,18 @@ func (b *GPU) b4kKernels() (*b4kKernels, error) {
 	for i, K := range widths {
 		k.vw[K] = vw[i]
 	}
-	if err := k.single.fn.SetMaxDynamicSharedMemory(b4kSingleShared); err != nil {
-		return nil, err
+	// As many vertices as the block's shared memory holds beside the
+	// kernel's own, in whole warps.
+	room := b.Device().Attributes.SharedMemPerBlockOptin - k.single.fn.Attributes().SharedSizeBytes - b4kSingleWide
+	k.capacity = min(b4kSingleCapacity, room/(2*16)/32*32)
+	if k.capacity < 32 {
+		return nil, fmt.Errorf("operators: the GPU's %d bytes of shared memory a block leave no room for bfs4k's single-block kernel",
+			b.Device().Attributes.SharedMemPerBlockOptin)
+	}
+	if k.single.fn.Attributes().MaxDynamicShared < b4kSingleShared(k.capacity) {
+		if err := k.single.fn.SetMaxDynamicSharedMemory(b4kSingleShared(k.capacity)); err != nil {
+			return nil, err
+		}
 	}
 	return k, nil
 }
@@ -141,6 +159,10 @@ func (r b4kRan) String() string {
 func runBFS4K(ctx context.Context, b *GPU, in Input) (*Result, error) {
 	g := in.Graph
 	n := int64(g.NumVertices())
+	if n > b4kMaxVertices {
+		return nil, usererr.New(usererr.Backend, fmt.Sprintf("bfs4k takes graphs of up to %d vertices; this one has %d", b4kMaxVertices, n),
+			"use --strategy enterprise (or auto)")
+	}
 	k, err := b.b4kKernels()
 	if err != nil {
 		return nil, err
@@ -211,10 +233,11 @@ func runBFS4K(ctx context.Context, b *GPU, in Input) (*Result, error) {
 		if err := stats.Memset8(s, 0); err != nil {
 			return nil, err
 		}
-		single := count <= b4kSingleCapacity && edges <= b4kSingleEdges
+		single := count <= int64(k.capacity) && edges <= b4kSingleEdges
 		if single {
-			err = gpu.Launch(k.single.fn, gpu.Dim(1), gpu.Dim(b4kSingleThreads), b4kSingleShared, s,
-				off, tgt, depth, parent, frontier[cur], uint32(count), level, frontier[next], uint32(queueCap), stats)
+			err = gpu.Launch(k.single.fn, gpu.Dim(1), gpu.Dim(b4kSingleThreads), uint32(b4kSingleShared(k.capacity)), s,
+				off, tgt, depth, parent, frontier[cur], uint32(count), level, frontier[next], uint32(queueCap), stats,
+				uint32(k.capacity))
 		} else {
 			err = b4kLevel(k, s, resident, off, tgt, depth, parent, frontier[cur], count, level,
 				frontier[next], queueCap, stats, segments, &ran)
@@ -263,7 +286,7 @@ func b4kLevel(k *b4kKernels, s *gpu.Stream, resident int64, off, tgt, depth, par
 		ran.edgeLevels++
 	}
 	if err := expand.launchFor(s, count, perBlock, off, tgt, depth, parent, frontier, uint32(count), level,
-		next, uint32(capacity), stats, int64(b4kHubDegree), segments); err != nil {
+		next, uint32(capacity), stats, int64(b4kHubDegree), segments, uint32(segments.Size()/8)); err != nil {
 		return err
 	}
 	return k.hubs.launch(s, off, tgt, depth, parent, level, segments, next, uint32(capacity), stats)

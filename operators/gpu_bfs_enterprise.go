@@ -93,7 +93,7 @@ func enterpriseHubs(d convert.DegreeStats) (degree, hubs int64) {
 type enterpriseKernels struct {
 	init, queue *launchable
 	topDown     [classes]*launchable
-	bottomUp    [3]*launchable // small, middle, large and extreme
+	bottomUp    [3]*launchable // small (4 lanes a vertex), middle (16), wide (32: large and extreme)
 }
 
 func (b *GPU) enterpriseKernels() (*enterpriseKernels, error) {
