@@ -91,20 +91,18 @@ __device__ __forceinline__ void visit_and_append(
     if (keep) edges += offsets[w + 1] - offsets[w];
 }
 
-// Queues the segments of a hub's edges for b4k_hubs, if they fit in the
-// queue's cap entries (a frontier's duplicates can repeat a hub); false
-// when they do not, and the caller expands the hub itself.
-__device__ __forceinline__ bool defer_hub(vid_t u, eid_t degree, segment_t* segments, unsigned cap, FrontierStats* stats)
+// Queues the segments of a hub's edges for b4k_hubs, as many as fit in the
+// queue's cap entries (a frontier's duplicates can repeat a hub), and
+// returns how many of its edges they cover: the caller expands the rest.
+// One atomic reserves the room; past cap, nothing is written, and b4k_hubs
+// reads no further than cap.
+__device__ __forceinline__ eid_t defer_hub(vid_t u, eid_t degree, segment_t* segments, unsigned cap, FrontierStats* stats)
 {
     unsigned n = (unsigned)((degree + HUB_SEGMENT - 1) / HUB_SEGMENT);
-    unsigned at = stats->hub_segments, seen;
-    do {
-        if (at + n > cap) return false;
-        seen = at;
-        at = atomicCAS(&stats->hub_segments, seen, seen + n);
-    } while (at != seen);
-    for (unsigned s = 0; s < n; s++) segments[at + s] = (segment_t)u | ((segment_t)s << 32);
-    return true;
+    unsigned at = atomicAdd(&stats->hub_segments, n);
+    unsigned fit = at >= cap ? 0 : min(n, cap - at);
+    for (unsigned s = 0; s < fit; s++) segments[at + s] = (segment_t)u | ((segment_t)s << 32);
+    return min((eid_t)fit * HUB_SEGMENT, degree);
 }
 
 extern "C" __global__ void b4k_init(int* depth, vid_t* parent, vid_t source, vid_t* frontier)
@@ -135,11 +133,11 @@ __device__ __forceinline__ void vw_level(
             first = offsets[u];
             last = offsets[u + 1];
             if (hub_degree > 0 && last - first > hub_degree) {
-                bool deferred = false;
+                eid_t deferred = 0;
                 if (lane == 0) deferred = defer_hub(u, last - first, segments, segment_cap, stats);
                 // The lanes of a virtual warp share its vertex, so they are all here.
                 unsigned group = K == 32 ? FULL_MASK : ((1u << K) - 1u) << (lane_id() & ~(K - 1u));
-                if (__shfl_sync(group, deferred, 0, K)) last = first;
+                first += __shfl_sync(group, deferred, 0, K);
             }
         }
         eid_t widest = last - first;
@@ -191,7 +189,11 @@ __device__ __forceinline__ void ed_level(
             u = frontier[i];
             first = offsets[u];
             degree = offsets[u + 1] - first;
-            if (hub_degree > 0 && degree > hub_degree && defer_hub(u, degree, segments, segment_cap, stats)) degree = 0;
+            if (hub_degree > 0 && degree > hub_degree) {
+                eid_t deferred = defer_hub(u, degree, segments, segment_cap, stats);
+                first += deferred;
+                degree -= deferred;
+            }
         }
         eid_t total;
         eid_t start = warp_exclusive_sum(degree, total);
@@ -234,14 +236,14 @@ extern "C" __global__ void __launch_bounds__(256) b4k_ed(
 extern "C" __global__ void __launch_bounds__(256) b4k_hubs(
     const eid_t* __restrict__ offsets, const vid_t* __restrict__ targets, int* __restrict__ depth,
     vid_t* __restrict__ parent, int level, const segment_t* __restrict__ segments, vid_t* __restrict__ next,
-    unsigned cap, FrontierStats* stats)
+    unsigned cap, FrontierStats* stats, unsigned segment_cap)
 {
     __shared__ unsigned long long dups[DUP_SLOTS];
     __shared__ vid_t stages[8 * WARP_STAGE];
     clear_duplicates(dups);
     WarpQueue q(warp_stage(stages, 0, 1), next, &stats->next_count, cap);
     unsigned long long edges = 0;
-    unsigned count = stats->hub_segments;
+    unsigned count = min(stats->hub_segments, segment_cap);
     for (unsigned i = blockIdx.x; i < count; i += gridDim.x) {
         segment_t s = segments[i];
         vid_t u = (vid_t)(s & 0xffffffffu);

@@ -138,9 +138,16 @@ func b4kWarpWidth(resident, count int64) int {
 }
 
 // b4kTestCapacity, when positive, is the frontier room the kernels are
-// told of (the buffers keep their size), so that tests reach the overflow
-// and rebuild path.
+// told of (the buffers keep their size), and hubs start at degree 16 with
+// room for 3 segments, so that tests reach the overflow paths: a frontier
+// rebuilt, hubs deferred in part.
 var b4kTestCapacity int64
+
+// b4kHubs is the hub deferral a search uses: the degree above which a
+// vertex's edges go to the hub kernel, and the room of its segment queue.
+type b4kHubs struct {
+	degree, cap int64
+}
 
 // b4kRan counts what a search ran, for Result.Strategy.
 type b4kRan struct {
@@ -179,8 +186,10 @@ func runBFS4K(ctx context.Context, b *GPU, in Input) (*Result, error) {
 	off, tgt := parts[0], parts[1]
 	capacity := b4kCapacity(n)
 	queueCap := capacity
+	hubs := b4kHubs{degree: b4kHubDegree, cap: b4kSegmentBytes(g) / 8}
 	if b4kTestCapacity > 0 {
 		queueCap = b4kTestCapacity
+		hubs = b4kHubs{degree: 16, cap: 3}
 	}
 	bufs, free, err := b.buffers(4*n, 4*n, 4*capacity, 4*capacity, b4kSegmentBytes(g), b4kStatsBytes)
 	if err != nil {
@@ -240,7 +249,7 @@ func runBFS4K(ctx context.Context, b *GPU, in Input) (*Result, error) {
 				uint32(k.capacity))
 		} else {
 			err = b4kLevel(k, s, resident, off, tgt, depth, parent, frontier[cur], count, level,
-				frontier[next], queueCap, stats, segments, &ran)
+				frontier[next], queueCap, stats, segments, hubs, &ran)
 		}
 		if err != nil {
 			return nil, err
@@ -276,7 +285,7 @@ func runBFS4K(ctx context.Context, b *GPU, in Input) (*Result, error) {
 // b4kLevel queues one multi-block level: edge-discover or virtual warps,
 // then the hub segments the level deferred.
 func b4kLevel(k *b4kKernels, s *gpu.Stream, resident int64, off, tgt, depth, parent, frontier *gpu.DeviceBuffer,
-	count int64, level int32, next *gpu.DeviceBuffer, capacity int64, stats, segments *gpu.DeviceBuffer, ran *b4kRan) error {
+	count int64, level int32, next *gpu.DeviceBuffer, capacity int64, stats, segments *gpu.DeviceBuffer, hubs b4kHubs, ran *b4kRan) error {
 	expand, perBlock := k.ed, int64(blockSize) // a warp per 32 vertices
 	if count >= resident/2 {
 		K := b4kWarpWidth(resident, count)
@@ -286,10 +295,10 @@ func b4kLevel(k *b4kKernels, s *gpu.Stream, resident int64, off, tgt, depth, par
 		ran.edgeLevels++
 	}
 	if err := expand.launchFor(s, count, perBlock, off, tgt, depth, parent, frontier, uint32(count), level,
-		next, uint32(capacity), stats, int64(b4kHubDegree), segments, uint32(segments.Size()/8)); err != nil {
+		next, uint32(capacity), stats, hubs.degree, segments, uint32(hubs.cap)); err != nil {
 		return err
 	}
-	return k.hubs.launch(s, off, tgt, depth, parent, level, segments, next, uint32(capacity), stats)
+	return k.hubs.launch(s, off, tgt, depth, parent, level, segments, next, uint32(capacity), stats, uint32(hubs.cap))
 }
 
 // b4kRebuild replaces an overflowed frontier by the vertices at level in
