@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -169,7 +170,14 @@ func edgeListSeparator(out, format string) (byte, bool) {
 func writeEdgeList(c *cli.Context, out string, t *edges.Table, sep byte) error {
 	f, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".*.tmp")
 	if err != nil {
-		return usererr.New(usererr.Usage, fmt.Sprintf("cannot create %s: %v", out, err), "check that the directory exists and is writable")
+		// As the sink says it: the cause without the temporary file's name.
+		cause := err
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			cause = pe.Err
+		}
+		return &usererr.Error{Kind: usererr.Usage, File: out, Row: -1, Problem: "cannot create the output: " + cause.Error(),
+			Fix: "check that the directory exists and is writable", Err: err}
 	}
 	fail := func(err error) error {
 		f.Close()

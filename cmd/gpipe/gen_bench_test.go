@@ -539,3 +539,17 @@ func TestGenUnknownGenerator(t *testing.T) {
 	fails(t, dir, nil, 2, []string{`unknown generator "erdos"`, "kronecker and grid"}, "gen", "erdos", "--scale", "3", "--output", "g.parquet")
 	fails(t, dir, nil, 2, []string{"name a generator"}, "gen")
 }
+
+// TestGenMissingDirectory: every output format says the same about a
+// directory that does not exist, without the name of a temporary file.
+func TestGenMissingDirectory(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, out := range []string{"no/such/g.parquet", "no/such/g.el", "no/such/g.arrow"} {
+		r := fails(t, dir, nil, 2, []string{"no/such/", "cannot create the output: no such file or directory", "check that the directory exists"},
+			"gen", "grid", "--rows", "2", "--cols", "2", "--output", out)
+		if strings.Contains(r.stderr, ".tmp") {
+			t.Errorf("gen --output %s: the message names a temporary file: %s", out, r.stderr)
+		}
+	}
+}
