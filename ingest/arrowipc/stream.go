@@ -71,10 +71,12 @@ func ReadStream(ctx context.Context, name string, r io.Reader, opts edges.Option
 	return readRecords(ctx, name, "the Arrow IPC stream", rdr, opts)
 }
 
+// newStreamReader opens arrow's reader over the stream's messages, which
+// streamMessages checks before arrow reads them (see openFileReader).
 func newStreamReader(r io.Reader, opts edges.Options) (rdr *ipc.Reader, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			rdr, err = nil, fmt.Errorf("%v", p)
+			rdr, err = nil, recovered(p)
 		}
 	}()
 	mem := allocator(opts)
@@ -95,7 +97,16 @@ type streamMessages struct {
 	mem  memory.Allocator
 	msg  *ipc.Message
 	refs int64
+	// layout is the schema's (its first message), which each batch is
+	// checked against before arrow's reader sees it (as a file's are,
+	// checkFile).
+	layout *schemaLayout
 }
+
+// errDamagedMessage is a stream message the checks found damaged.
+type errDamagedMessage struct{ problem string }
+
+func (e errDamagedMessage) Error() string { return e.problem }
 
 func (s *streamMessages) Retain() { s.refs++ }
 
@@ -132,9 +143,12 @@ func (s *streamMessages) Message() (*ipc.Message, error) {
 		return nil, fmt.Errorf("could not read message metadata: %w", unexpected(err))
 	}
 	root := flatbuf.Root(meta)
-	bodyLen, ok := root.Int64(messageBodyLength, 0)
-	if !root.OK || !ok || bodyLen < 0 {
+	if !root.OK || !flatbuf.Check(root, messageShape) {
 		return nil, fmt.Errorf("a message's metadata is not an Arrow message")
+	}
+	bodyLen, _ := root.Int64(messageBodyLength, 0)
+	if bodyLen < 0 {
+		return nil, errDamagedMessage{fmt.Sprintf("a message claims a body of %d bytes", bodyLen)}
 	}
 	body := memory.NewResizableBuffer(s.mem)
 	defer body.Release()
@@ -146,6 +160,9 @@ func (s *streamMessages) Message() (*ipc.Message, error) {
 		}
 		have += step
 	}
+	if err := s.check(meta, body.Bytes()); err != nil {
+		return nil, err
+	}
 	if s.msg != nil {
 		s.msg.Release()
 	}
@@ -153,6 +170,37 @@ func (s *streamMessages) Message() (*ipc.Message, error) {
 	s.msg = ipc.NewMessage(mb, body)
 	mb.Release()
 	return s.msg, nil
+}
+
+// check checks a message of the stream: the schema, whose layout it keeps,
+// and record and dictionary batches against it and their bodies.
+func (s *streamMessages) check(meta, body []byte) error {
+	root := flatbuf.Root(meta)
+	switch ht, _ := root.Uint8(messageHeaderType, 0); ht {
+	case headerSchema:
+		schema, _ := root.Table(messageHeader)
+		layout, ok := layoutOf(schema)
+		if !ok {
+			return errDamagedMessage{"its schema has a field of a type the Arrow format does not have"}
+		}
+		s.layout = layout
+	case headerDictionary, headerRecordBatch:
+		b, problem := parseBatch(meta, ht)
+		if problem == "" && s.layout == nil {
+			problem = "it comes before the schema"
+		}
+		if problem == "" {
+			b.body = body
+			problem = b.check(s.layout)
+		}
+		if problem != "" {
+			if ht == headerDictionary {
+				problem = "a dictionary batch before it: " + problem
+			}
+			return errDamagedMessage{problem}
+		}
+	}
+	return nil
 }
 
 // unexpected turns the end of the input inside a message into an error that
