@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/ipc"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
@@ -157,6 +161,193 @@ func TestArrowMetadataFlips(t *testing.T) {
 	for name, data := range streams {
 		flipAll(name, data, messageSpans(t, data, 0, len(data)), func(b []byte) (*edges.Table, error) {
 			return ReadStream(context.Background(), name, bytes.NewReader(b), opts)
+		})
+	}
+}
+
+// edgeValueSpans lists where an IPC file holds its record batches' buffers
+// of the columns named: bytes whose damage no check can see (a key or
+// weight changed is another key or weight, an offset moved within the
+// string data another string).
+func edgeValueSpans(t *testing.T, data []byte, names ...string) []span {
+	t.Helper()
+	footer, problem := checkFile(data)
+	if problem != "" {
+		t.Fatal(problem)
+	}
+	bodies := data[:len(data)-10-int(binary.LittleEndian.Uint32(data[len(data)-10:]))]
+	var spans []span
+	for _, blk := range footer.batches {
+		b, problem := checkMessage(bodies, blk, headerRecordBatch, footer.layout)
+		if problem != "" {
+			t.Fatal(problem)
+		}
+		body := int(blk.offset) + int(blk.meta)
+		for ci, col := range footer.layout.columns {
+			if !slices.Contains(names, col.name) {
+				continue
+			}
+			end := b.buffers.N
+			if ci+1 < len(b.starts) {
+				end = b.starts[ci+1].buf
+			}
+			for k := b.starts[ci].buf; k < end; k++ {
+				off, n := int(b.buffers.I64(k, 0)), int(b.buffers.I64(k, 8))
+				spans = append(spans, span{body + off, body + off + n})
+			}
+		}
+	}
+	return spans
+}
+
+// flipCounts is what reading copies of a file with one byte changed gave.
+type flipCounts struct {
+	caught    int // an error
+	unchanged int // the same edges: the byte is one the reader does not use
+	changed   int // other edges: the byte is a key's or a weight's
+}
+
+// fileFlips is how many damaged copies of each file TestArrowFileFlips reads.
+var fileFlips = 300
+
+// Files with one random byte changed, anywhere: the reader finds the damage
+// wherever the byte says more than a value of an edge column (where no
+// check can see it: the format has no checksums). It used to read on where
+// the byte was the schema at the start of the file, a buffer's offset or
+// length, a field node's length, the footer's body length, a validity bit.
+func TestArrowFileFlips(t *testing.T) {
+	dir := t.TempDir()
+	small := recordCase{key: arrow.PrimitiveTypes.Int64, weight: arrow.PrimitiveTypes.Float64, batches: []int{10}}
+	mixed := recordCase{key: arrow.BinaryTypes.String, weight: arrow.PrimitiveTypes.Float64, batches: []int{50, 50}, keyNulls: 0.1, extra: true, seed: 3}
+	inputs := map[string][]byte{
+		"pyarrow-file-int64.arrow": readBytes(t, filepath.Join("..", "testdata", "writers", "pyarrow-file-int64.arrow")),
+	}
+	for name, c := range map[string]recordCase{"small.arrow": small, "mixed.arrow": mixed} {
+		schema, recs := c.records(t, memory.DefaultAllocator)
+		p := filepath.Join(dir, name)
+		edgetest.WriteArrowFile(t, p, schema, recs)
+		releaseAll(recs)
+		inputs[name] = readBytes(t, p)
+	}
+	// The least of each file's copies that must be caught (of 300; the
+	// reader before these checks caught 127, 58 and 5). Most bytes of the
+	// pyarrow file are values: 160 of its copies change an edge, and 134
+	// a byte of a column that is not read.
+	least := map[string]int{"small.arrow": 170, "mixed.arrow": 75, "pyarrow-file-int64.arrow": 6}
+	opts := edges.Options{Columns: edges.Columns{ReadWeight: true}, SkipInvalid: true}
+	for name, data := range inputs {
+		t.Run(name, func(t *testing.T) {
+			orig, err := readMappedBytes(data, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := edgetest.Edges(t, orig)
+			wantSkips := fmt.Sprint(orig.Skipped)
+			orig.Release()
+			values := edgeValueSpans(t, data, "src", "dst", "weight")
+			rng := rand.New(rand.NewPCG(11, 12))
+			var n flipCounts
+			for range fileFlips {
+				bad := bytes.Clone(data)
+				at := rng.IntN(len(bad))
+				bad[at] ^= byte(1 + rng.IntN(255))
+				tbl, err := readMappedBytes(bad, opts)
+				if err != nil {
+					checkDamaged(t, name, nil, err)
+					n.caught++
+					continue
+				}
+				got, gotSkips := edgetest.Edges(t, tbl), fmt.Sprint(tbl.Skipped)
+				tbl.Release()
+				if reflect.DeepEqual(got, want) && gotSkips == wantSkips {
+					n.unchanged++
+					continue
+				}
+				n.changed++
+				if !slices.ContainsFunc(values, func(s span) bool { return at >= s.lo && at < s.hi }) {
+					t.Errorf("byte %d (of %d) changed read on unseen, and changed the edges", at, len(data))
+				}
+			}
+			t.Logf("%d of %d damaged copies caught, %d read the same edges, %d other edges (a value of an edge column changed)", n.caught, fileFlips, n.unchanged, n.changed)
+			if n.caught < least[name] {
+				t.Errorf("%d damaged copies caught, want at least %d", n.caught, least[name])
+			}
+		})
+	}
+}
+
+// The schema message a file starts with must be the footer's: a name
+// changed in it was read on unseen (arrow's reader reads the footer's).
+func TestArrowFileSchemaAtStart(t *testing.T) {
+	c := recordCase{key: arrow.PrimitiveTypes.Int64, batches: []int{10}}
+	schema, recs := c.records(t, memory.DefaultAllocator)
+	defer releaseAll(recs)
+	p := filepath.Join(t.TempDir(), "f.arrow")
+	edgetest.WriteArrowFile(t, p, schema, recs)
+	data := readBytes(t, p)
+	first := fileMetadata(t, data)[0]
+	at := bytes.Index(data[first.lo:first.hi], []byte("after"))
+	if at < 0 {
+		t.Fatal("no column name in the schema message")
+	}
+	data[first.lo+at] = 'A'
+	_, err := readMappedBytes(data, edges.Options{})
+	edgetest.UserErr(t, err, "in.arrow", "the file is damaged: the schema at its start differs from the one in its footer")
+}
+
+// Record batches whose buffers say other than their headers, as Flight's
+// DoPut (or any record reader) may hand them over: a validity bitmap that
+// marks other rows null than the null count says was read as it marked
+// them; a string view that points past its data buffer made Append panic.
+func TestAppenderDamagedArrays(t *testing.T) {
+	mem := memory.DefaultAllocator
+	keys := func(dt arrow.DataType, n int) arrow.Array {
+		return randomColumn(mem, rand.New(rand.NewPCG(1, 2)), dt, n, 0, false)
+	}
+	for _, tc := range []struct {
+		name string
+		src  func() arrow.Array
+		says string
+	}{
+		{"bitmap", func() arrow.Array {
+			good := keys(arrow.PrimitiveTypes.Int64, 16)
+			defer good.Release()
+			valid := memory.NewBufferBytes([]byte{0xFF, 0xFE}) // row 8 null
+			return array.MakeFromData(array.NewData(good.DataType(), 16, []*memory.Buffer{valid, good.Data().Buffers()[1]}, nil, 2, 0))
+		}, "the validity bitmap marks 1 values null where the null count says 2"},
+		{"no bitmap", func() arrow.Array {
+			good := keys(arrow.PrimitiveTypes.Int64, 16)
+			defer good.Release()
+			return array.MakeFromData(array.NewData(good.DataType(), 16, []*memory.Buffer{nil, good.Data().Buffers()[1]}, nil, 3, 0))
+		}, "the null count is 3, but there is no validity bitmap"},
+		{"view", func() arrow.Array {
+			good := keys(arrow.BinaryTypes.StringView, 40)
+			defer good.Release()
+			bufs := good.Data().Buffers()
+			views := bytes.Clone(bufs[1].Bytes())
+			for i := 0; i < len(views); i += arrow.ViewHeaderSizeBytes {
+				if binary.LittleEndian.Uint32(views[i:]) > 12 { // not inline: its offset, past the data
+					binary.LittleEndian.PutUint32(views[i+12:], 1<<20)
+					break
+				}
+			}
+			return array.MakeFromData(array.NewData(good.DataType(), 40, []*memory.Buffer{bufs[0], memory.NewBufferBytes(views), bufs[2]}, nil, 0, 0))
+		}, "points to bytes 1048576 to"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := tc.src()
+			defer src.Release()
+			dst := keys(src.DataType(), src.Len())
+			defer dst.Release()
+			schema := arrow.NewSchema([]arrow.Field{{Name: "src", Type: src.DataType(), Nullable: true}, {Name: "dst", Type: dst.DataType(), Nullable: true}}, nil)
+			rec := array.NewRecord(schema, []arrow.Array{src, dst}, int64(src.Len()))
+			defer rec.Release()
+			a, err := NewAppender("flight:g", schema, edges.Options{SkipInvalid: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Release()
+			edgetest.UserErr(t, a.Append(rec), "flight:g", `column "src"`, "the Arrow data is corrupt", tc.says)
 		})
 	}
 }

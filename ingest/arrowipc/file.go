@@ -106,6 +106,10 @@ func ReadMapped(ctx context.Context, path string, m *mmap.File, opts edges.Optio
 	if len(footer.batches) != fr.NumRecords() {
 		return nil, usererr.InFile(path, "the Arrow IPC footer is corrupt", fixIncomplete)
 	}
+	bodies := data[:len(data)-10-int(binary.LittleEndian.Uint32(data[len(data)-10:]))]
+	if problem := sameSchema(bodies, fr.Schema()); problem != "" {
+		return nil, usererr.InFile(path, "the file is damaged: "+problem, fixIncomplete)
+	}
 	a, err := newAppender(ctx, path, fr.Schema(), opts)
 	if err != nil {
 		return nil, err
@@ -122,7 +126,6 @@ func ReadMapped(ctx context.Context, path string, m *mmap.File, opts edges.Optio
 		}
 	}()
 	native := !footer.bigEndian && !endian.IsBigEndian
-	bodies := data[:len(data)-10-int(binary.LittleEndian.Uint32(data[len(data)-10:]))]
 	for i, blk := range footer.batches {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -185,6 +188,26 @@ func recordAt(fr *ipc.FileReader, i int) (rec arrow.Record, err error) {
 		}
 	}()
 	return fr.RecordAt(i)
+}
+
+// sameSchema checks that the schema message the file starts with (after
+// its magic: the file holds a stream, whose first message is the schema)
+// is the footer's schema: arrow's reader uses the footer's, and a reader
+// of the stream the other; a difference is damage (in either) that would
+// go unseen. It returns what is wrong, or "".
+func sameSchema(bodies []byte, footer *arrow.Schema) string {
+	if len(bodies) < 8 {
+		return "it has no schema message after its magic bytes"
+	}
+	rdr, err := newStreamReader(bytes.NewReader(bodies[8:]), edges.Options{})
+	if err != nil {
+		return "the schema at its start is damaged (" + cause(err) + ")"
+	}
+	defer rdr.Release()
+	if s := rdr.Schema(); !s.Equal(footer) || !s.Metadata().Equal(footer.Metadata()) {
+		return "the schema at its start differs from the one in its footer"
+	}
+	return ""
 }
 
 // errArrowFailed stands for a panic of arrow's reader that is not an error

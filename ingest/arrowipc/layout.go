@@ -4,13 +4,17 @@ import (
 	"fmt"
 
 	"github.com/gpipe/gpipe/ingest/arrowipc/internal/flatbuf"
+	"github.com/gpipe/gpipe/internal/echo"
 )
 
 // Where a record batch's columns lie in its field nodes and buffers, and the
 // checks of that layout. The schema's fields say how many field nodes,
 // buffers and variadic buffer counts each column takes; a batch must list
 // exactly as many (arrow's reader takes them in order and panics where they
-// run out). The check is O(columns), it reads no values.
+// run out), and its buffers follow one another through the body as the IPC
+// format writes them: end to end, each at the next multiple of the writer's
+// alignment (8 bytes, or 16, 32 or 64 for some writers). Every check is
+// O(columns + buffers), none reads the values.
 
 // columnLayout is what one column of a type takes of a record batch: field
 // nodes, buffers, its string and binary views (each takes a variadic buffer
@@ -144,14 +148,19 @@ func typeOK(tag uint8, typ, f flatbuf.Table) bool {
 // columnStart is where a column's field nodes and buffers start in a batch.
 type columnStart struct{ node, buf int }
 
-// place checks that a batch holds what columns take, and records where each
-// column starts.
+// place checks that a batch holds what columns take, and that each
+// top-level column has the batch's length, and records where each starts.
 func (b *batchMeta) place(columns []columnLayout) string {
 	v5 := b.version >= metadataV5
 	b.starts = make([]columnStart, len(columns))
 	var node, buf, view int
 	for i, c := range columns {
 		b.starts[i] = columnStart{node, buf}
+		if node < b.nodes.N {
+			if n := b.nodes.I64(node, 0); n != b.length {
+				return fmt.Sprintf("column %s has %d values in a batch of %d rows", echo.Quote(c.name), n, b.length)
+			}
+		}
 		node += c.nodes
 		buf += c.buffers
 		if !v5 {
@@ -167,6 +176,36 @@ func (b *batchMeta) place(columns []columnLayout) string {
 	if node != b.nodes.N || buf != b.buffers.N || view != b.variadic.N {
 		return fmt.Sprintf("its header lists %d field nodes, %d buffers and %d variadic buffer counts where the schema's columns take %d, %d and %d",
 			b.nodes.N, b.buffers.N, b.variadic.N, node, buf, view)
+	}
+	return ""
+}
+
+// alignments are the buffer alignments writers use.
+var alignments = [...]int64{8, 16, 32, 64}
+
+// checkBufferLayout checks that the batch's buffers (those that are not
+// empty) follow one another from the body's start, each at the next multiple
+// of one alignment after the one before. (How far the body runs past the
+// last is not checked: the footer and the message agree on it.)
+func (b *batchMeta) checkBufferLayout() string {
+	fits := (1 << len(alignments)) - 1 // the alignments that fit so far
+	var end int64
+	at := func(pos int64) {
+		for k, a := range alignments {
+			if pos != (end+a-1)/a*a {
+				fits &^= 1 << k
+			}
+		}
+	}
+	for i := 0; i < b.buffers.N; i++ {
+		off, length := b.buffers.I64(i, 0), b.buffers.I64(i, 8)
+		if length == 0 {
+			continue
+		}
+		if at(off); fits == 0 {
+			return fmt.Sprintf("buffer %d starts at byte %d of the body where the one before it ends at byte %d", i, off, end)
+		}
+		end = off + length
 	}
 	return ""
 }

@@ -192,12 +192,13 @@ func checkFile(data []byte) (fileFooter, string) {
 }
 
 // checkMessage checks a message block of the file: that the block lies in
-// data (the file before its footer), that its metadata is a flatbuffer with a header of the type
+// data (the file before its footer) and agrees with the message's own
+// lengths, that its metadata is a flatbuffer with a header of the type
 // wanted, and that its batch is what the schema's layout says (checkBatch).
 func checkMessage(data []byte, blk fileBlock, header uint8, layout *schemaLayout) (batchMeta, string) {
 	var b batchMeta
 	size := int64(len(data))
-	if blk.offset < 8 || blk.offset%8 != 0 || blk.meta < 8 || blk.body < 0 || blk.body%8 != 0 ||
+	if blk.offset < 8 || blk.offset%8 != 0 || blk.meta < 8 || blk.meta%8 != 0 || blk.body < 0 || blk.body%8 != 0 ||
 		blk.offset > size || int64(blk.meta) > size-blk.offset || blk.body > size-blk.offset-int64(blk.meta) {
 		return b, fmt.Sprintf("the footer places it at bytes %d to %d of %d", blk.offset, blk.offset+int64(blk.meta)+blk.body, size)
 	}
@@ -206,25 +207,26 @@ func checkMessage(data []byte, blk fileBlock, header uint8, layout *schemaLayout
 	if binary.LittleEndian.Uint32(meta) == 0xFFFFFFFF {
 		prefix = 8
 	}
+	// The metadata is padded to 8 bytes; its length says so.
 	fbLen := int64(binary.LittleEndian.Uint32(meta[prefix-4:]))
-	if fbLen > int64(len(meta)-prefix) {
-		return b, "its metadata is longer than its block"
+	if fbLen > int64(len(meta)-prefix) || int64(len(meta)-prefix)-fbLen >= 8 {
+		return b, fmt.Sprintf("its metadata has %d bytes in a block of %d", fbLen, len(meta))
 	}
 	b, problem := parseBatch(meta[prefix:int64(prefix)+fbLen], header)
 	if problem != "" {
 		return b, problem
 	}
-	if b.bodyLength > blk.body {
-		return b, "its body is longer than its block"
+	if b.bodyLength != blk.body {
+		return b, fmt.Sprintf("its body has %d bytes where the footer says %d", b.bodyLength, blk.body)
 	}
 	b.body = data[blk.offset+int64(blk.meta) : blk.offset+int64(blk.meta)+blk.body]
 	return b, b.check(layout)
 }
 
 // check checks a batch against its body and the schema's layout: its
-// buffers lie in the body, compressed ones do not claim to grow beyond
-// reason, its field nodes' counts are sane, and it has the nodes and
-// buffers its columns take.
+// buffers lie in the body, one after the other as the format lays them out,
+// compressed ones do not claim to grow beyond reason, its field nodes'
+// counts are sane, and it has the nodes and buffers its columns take.
 func (b *batchMeta) check(layout *schemaLayout) string {
 	body := b.body
 	var declared int64
@@ -250,6 +252,9 @@ func (b *batchMeta) check(layout *schemaLayout) string {
 	// would allocate whatever it says.
 	if limit := 256*int64(len(body)) + 64<<20; declared > limit {
 		return fmt.Sprintf("its compressed buffers claim %d bytes uncompressed from a body of %d", declared, len(body))
+	}
+	if problem := b.checkBufferLayout(); problem != "" {
+		return problem
 	}
 	for i := 0; i < b.nodes.N; i++ {
 		if n, nulls := b.nodes.I64(i, 0), b.nodes.I64(i, 8); n < 0 || nulls < 0 || nulls > n || n > 1<<40 {
