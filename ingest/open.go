@@ -8,6 +8,7 @@
 package ingest
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"github.com/gpipe/gpipe/ingest/arrowipc"
 	"github.com/gpipe/gpipe/ingest/csv"
 	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/internal/input"
 	"github.com/gpipe/gpipe/ingest/parquet"
 	"github.com/gpipe/gpipe/ingest/text"
 	"github.com/gpipe/gpipe/internal/mmap"
@@ -146,14 +148,39 @@ func openStdin(ctx context.Context, stdin io.Reader, format string, opts edges.O
 			return t, nil
 		}
 	}
-	data, err := io.ReadAll(stdin)
+	data, err := readWhole(ctx, stdin, format)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, usererr.InFile(name, "cannot read standard input: "+err.Error(), "")
 	}
 	if format == FormatParquet {
 		return parquet.ReadAt(ctx, name, bytes.NewReader(data), int64(len(data)), opts)
 	}
 	return arrowipc.ReadMapped(ctx, name, mmap.InMemory(data), opts)
+}
+
+// readWhole reads all of r, a Parquet or Arrow IPC file, checking ctx
+// between reads. An input that does not start as the format does is read no
+// further than its start, which is enough for the reader's message (an
+// endless one, /dev/zero, would fill memory first).
+func readWhole(ctx context.Context, r io.Reader, format string) ([]byte, error) {
+	br := bufio.NewReaderSize(input.NewReader(ctx, r), 64<<10)
+	head, err := br.Peek(1024)
+	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+		return nil, err
+	}
+	magics := [][]byte{[]byte("ARROW1")}
+	if format == FormatParquet {
+		magics = [][]byte{[]byte("PAR1"), []byte("PARE")}
+	}
+	for _, m := range magics {
+		if bytes.HasPrefix(head, m) || bytes.HasPrefix(m, head) {
+			return io.ReadAll(br)
+		}
+	}
+	return bytes.Clone(head), nil
 }
 
 // formatNames are the formats as messages name them.

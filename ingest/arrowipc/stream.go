@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpipe/gpipe/ingest/arrowipc/internal/flatbuf"
 	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/internal/input"
 	"github.com/gpipe/gpipe/ingest/internal/sniff"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
@@ -31,7 +32,9 @@ func ReadStream(ctx context.Context, name string, r io.Reader, opts edges.Option
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	br := bufio.NewReaderSize(r, 256<<10)
+	// Reads check ctx: a batch's body is read as it arrives, in steps of up
+	// to 64 MiB, and a signal must not wait for them.
+	br := bufio.NewReaderSize(input.NewReader(ctx, r), 256<<10)
 	head, _ := br.Peek(8)
 	// What the first read brought besides, to tell what the input is when
 	// it is not a stream, without waiting for more.
@@ -43,6 +46,9 @@ func ReadStream(ctx context.Context, name string, r io.Reader, opts edges.Option
 		// A stream (since Arrow 0.15): its schema message follows.
 		rdr, err := newStreamReader(br, opts)
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
 			return nil, usererr.InFile(name, "cannot read the Arrow IPC stream's schema ("+cause(err)+")",
 				"the stream is damaged or was cut short; check its producer")
 		}
@@ -64,6 +70,9 @@ func ReadStream(ctx context.Context, name string, r io.Reader, opts edges.Option
 	}
 	rdr, err := newStreamReader(br, opts)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, usererr.InFile(name, "not an Arrow IPC stream ("+cause(err)+")",
 			"check that the producer wrote an Arrow IPC stream, or name the input's format with --input-format")
 	}
