@@ -187,7 +187,7 @@ func writeResult(ctx context.Context, res *Result, output string, opts sink.Opti
 // WeightColumnNotes notes a weight column named for an operator that uses no
 // weights, for Report.Notes (and bench.Report's). The column names are the
 // table's, named once for every operator of a pipeline, so that is not an
-// error; the column is not read at all, so neither is its absence.
+// error; the column is not read at all (the readers check that it is there).
 func WeightColumnNotes(spec operators.Spec, cols edges.Columns) []string {
 	if spec.Weighted || !cols.WeightExplicit {
 		return nil

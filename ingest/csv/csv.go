@@ -83,11 +83,12 @@ func Read(ctx context.Context, name string, r io.Reader, opts edges.Options) (*e
 	if err := edges.CheckUnique(name, cols, header); err != nil {
 		return nil, err
 	}
-	if cols.ReadWeight {
-		wi = find(cols.Weight)
-		if wi < 0 && cols.WeightExplicit {
-			return nil, edges.ErrMissingColumn(name, cols.Weight, "weight", "--weight-col", header)
-		}
+	// A weight column the user named must be there, read or not (a
+	// misspelt name would go unnoticed with an operator that uses none).
+	if w := find(cols.Weight); w < 0 && cols.WeightExplicit {
+		return nil, edges.ErrMissingColumn(name, cols.Weight, "weight", "--weight-col", header)
+	} else if cols.ReadWeight {
+		wi = w
 	}
 
 	c := collector{name: name, cols: cols, skip: opts.SkipInvalid, weighted: wi >= 0, skipped: edges.Skips{}}

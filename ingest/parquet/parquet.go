@@ -310,21 +310,19 @@ func (r *reader) read(pf *parquet.File) (*edges.Table, error) {
 		{name: cols.Src, role: roleSrc, leaf: src.Index(), kind: srcKind, maxDef: byte(src.MaxDefinitionLevel())},
 		{name: cols.Dst, role: roleDst, leaf: dst.Index(), kind: dstKind, maxDef: byte(dst.MaxDefinitionLevel())},
 	}
-	if cols.ReadWeight {
-		w := find(cols.Weight)
-		switch {
-		case w == nil && cols.WeightExplicit:
-			return nil, edges.ErrMissingColumn(r.name, cols.Weight, "weight", "--weight-col", names)
-		case w != nil:
-			kind, ok := weightTypeOf(w)
-			if !ok && isFloat16(pf, w) {
-				kind, ok = valHalf, true
-			}
-			if !ok {
-				return nil, edges.ErrWeightType(r.name, cols.Weight, typeName(w))
-			}
-			r.cols = append(r.cols, column{name: cols.Weight, role: roleWeight, leaf: w.Index(), kind: kind, maxDef: byte(w.MaxDefinitionLevel())})
+	// A weight column the user named must be there, read or not (a
+	// misspelt name would go unnoticed with an operator that uses none).
+	if w := find(cols.Weight); w == nil && cols.WeightExplicit {
+		return nil, edges.ErrMissingColumn(r.name, cols.Weight, "weight", "--weight-col", names)
+	} else if cols.ReadWeight && w != nil {
+		kind, ok := weightTypeOf(w)
+		if !ok && isFloat16(pf, w) {
+			kind, ok = valHalf, true
 		}
+		if !ok {
+			return nil, edges.ErrWeightType(r.name, cols.Weight, typeName(w))
+		}
+		r.cols = append(r.cols, column{name: cols.Weight, role: roleWeight, leaf: w.Index(), kind: kind, maxDef: byte(w.MaxDefinitionLevel())})
 	}
 
 	total, err := r.planGroups(pf)
