@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/internal/echo"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
 	"github.com/gpipe/gpipe/sink"
@@ -192,8 +193,8 @@ func WeightColumnNotes(spec operators.Spec, cols edges.Columns) []string {
 	if spec.Weighted || !cols.WeightExplicit {
 		return nil
 	}
-	return []string{fmt.Sprintf("weight column %q ignored by %s, which uses no edge weights (the column was not read)",
-		cols.WithDefaults().Weight, spec.Name)}
+	return []string{fmt.Sprintf("weight column %s ignored by %s, which uses no edge weights (the column was not read)",
+		echo.Quote(cols.WithDefaults().Weight), spec.Name)}
 }
 
 // checkNotInput refuses an output that is the input file itself (by any

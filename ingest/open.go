@@ -23,6 +23,7 @@ import (
 	"github.com/gpipe/gpipe/ingest/internal/input"
 	"github.com/gpipe/gpipe/ingest/parquet"
 	"github.com/gpipe/gpipe/ingest/text"
+	"github.com/gpipe/gpipe/internal/echo"
 	"github.com/gpipe/gpipe/internal/mmap"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
@@ -62,7 +63,7 @@ func FormatOf(path string) (string, error) {
 	}
 	// An unknown extension is a usage error (exit 2), as for outputs.
 	return "", &usererr.Error{Kind: usererr.Usage, File: path, Row: -1,
-		Problem: fmt.Sprintf("cannot tell the input format from the extension %q", ext),
+		Problem: fmt.Sprintf("cannot tell the input format from the extension %s", echo.Quote(ext)),
 		Fix: "use .parquet, .arrow/.feather (Arrow IPC file), .arrows (Arrow IPC stream), .csv, .txt/.el/.wel/.tsv (edge list) or .mtx (Matrix Market); " +
 			"or name the format (--input-format parquet, arrow, arrows, csv, text or mtx)"}
 }
@@ -114,7 +115,7 @@ func readFrom(ctx context.Context, name string, r io.Reader, format string, opts
 	case FormatMTX:
 		return text.ReadMatrixMarket(ctx, name, r, opts)
 	}
-	return nil, usererr.New(usererr.Usage, fmt.Sprintf("unknown input format %q", format),
+	return nil, usererr.New(usererr.Usage, fmt.Sprintf("unknown input format %s", echo.Quote(format)),
 		"use parquet, arrow, arrows, csv, text or mtx")
 }
 

@@ -364,3 +364,37 @@ func BenchmarkReadParquet(b *testing.B) {
 		tbl.Release()
 	}
 }
+
+// The footer's messages name a column as others do: a long name cut short
+// (they showed it whole).
+func TestParquetFooterMessagesShort(t *testing.T) {
+	long := strings.Repeat("s", 1000)
+	schema := arrow.NewSchema([]arrow.Field{{Name: long, Type: arrow.PrimitiveTypes.Int64}, {Name: "dst", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	b.Field(0).(*array.Int64Builder).AppendValues([]int64{1, 2}, nil)
+	b.Field(1).(*array.Int64Builder).AppendValues([]int64{2, 3}, nil)
+	rec := b.NewRecord()
+	b.Release()
+	tbl := array.NewTableFromRecords(schema, []arrow.Record{rec})
+	rec.Release()
+	path := edgetest.WriteParquet(t, t.TempDir(), "long.parquet", tbl, edgetest.DefaultParquetWrite)
+	tbl.Release()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	pf, err := openFile(path, f, st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A footer that counts a value too many in the column.
+	pf.Metadata().RowGroups[0].Columns[0].MetaData.NumValues++
+	r := &reader{ctx: context.Background(), name: path, file: f, size: st.Size(), opts: edges.Options{Columns: edges.Columns{Src: long}.WithDefaults()}}
+	_, err = r.read(pf)
+	edgetest.UserErr(t, err, path, `row group 0 has 2 rows but 3 values in column "`+strings.Repeat("s", 60)+`..."`)
+	if len(err.Error()) > 400 {
+		t.Errorf("message of %d bytes: %v", len(err.Error()), err)
+	}
+}

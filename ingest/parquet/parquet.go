@@ -48,6 +48,7 @@ import (
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/ingest/internal/sniff"
 	"github.com/gpipe/gpipe/internal/alloc"
+	"github.com/gpipe/gpipe/internal/echo"
 	"github.com/gpipe/gpipe/internal/par"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
@@ -395,7 +396,7 @@ func (r *reader) planGroups(pf *parquet.File) (int64, error) {
 		for i := range r.cols {
 			c := &r.cols[i]
 			if c.leaf < 0 || c.leaf >= len(rg.Columns) {
-				return 0, errFooter(r.name, fmt.Sprintf("row group %d has no chunk for column %q", g, c.name))
+				return 0, errFooter(r.name, fmt.Sprintf("row group %d has no chunk for column %s", g, echo.Quote(c.name)))
 			}
 			cc := &rg.Columns[c.leaf]
 			md := &cc.MetaData
@@ -404,7 +405,7 @@ func (r *reader) planGroups(pf *parquet.File) (int64, error) {
 			}
 			if cc.FilePath != "" {
 				return 0, &usererr.Error{Kind: usererr.Input, File: r.name, Column: c.name, Row: -1,
-					Problem: fmt.Sprintf("row group %d of the column is stored in another file (%q), which gpipe does not follow", g, cc.FilePath),
+					Problem: fmt.Sprintf("row group %d of the column is stored in another file (%s), which gpipe does not follow", g, echo.Quote(cc.FilePath)),
 					Fix:     "rewrite the data as one self-contained Parquet file"}
 			}
 			if !codecs[md.Codec] {
@@ -413,7 +414,7 @@ func (r *reader) planGroups(pf *parquet.File) (int64, error) {
 					Fix:     "re-export the file with zstd, snappy, gzip, brotli, lz4_raw or no compression"}
 			}
 			if md.NumValues != n {
-				return 0, errFooter(r.name, fmt.Sprintf("row group %d has %d rows but %d values in column %q", g, n, md.NumValues, c.name))
+				return 0, errFooter(r.name, fmt.Sprintf("row group %d has %d rows but %d values in column %s", g, n, md.NumValues, echo.Quote(c.name)))
 			}
 			start := md.DataPageOffset
 			if d := md.DictionaryPageOffset; d > 0 && d < start {
@@ -421,7 +422,7 @@ func (r *reader) planGroups(pf *parquet.File) (int64, error) {
 			}
 			end := start + md.TotalCompressedSize
 			if n > 0 && (start < 4 || md.TotalCompressedSize < 0 || end > r.size) {
-				return 0, errFooter(r.name, fmt.Sprintf("row group %d places column %q at bytes %d to %d of %d", g, c.name, start, end, r.size))
+				return 0, errFooter(r.name, fmt.Sprintf("row group %d places column %s at bytes %d to %d of %d", g, echo.Quote(c.name), start, end, r.size))
 			}
 			st := &r.groups[g].cols[i]
 			st.codec, st.start, st.end = md.Codec, start, end

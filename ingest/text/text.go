@@ -32,6 +32,7 @@ import (
 	"github.com/gpipe/gpipe/ingest/internal/input"
 	"github.com/gpipe/gpipe/ingest/internal/sniff"
 	"github.com/gpipe/gpipe/internal/alloc"
+	"github.com/gpipe/gpipe/internal/echo"
 	"github.com/gpipe/gpipe/internal/mmap"
 	"github.com/gpipe/gpipe/internal/par"
 	"github.com/gpipe/gpipe/internal/usererr"
@@ -598,10 +599,8 @@ func badUTF8Key(data []byte, fs, fe [3]int) int {
 
 // fail records the block's error.
 func (b *block) fail(kind, line, row, nf int, column string, token []byte) {
-	tok := string(token[:min(len(token), 60)])
-	if len(token) > 60 {
-		tok += "..."
-	}
+	// A message shows what echo cuts it to; one byte more says it was cut.
+	tok := string(token[:min(len(token), echo.Len+1)])
 	b.err = &blockError{line: line, kind: kind, column: column, token: tok, nf: nf, row: row}
 }
 
@@ -696,18 +695,18 @@ func (cfg *config) lineError(e *blockError, line, row int64) error {
 			"separate the fields with spaces or tabs; for a table with more columns, use CSV with a header row")
 	case kindWeight:
 		return &usererr.Error{Kind: usererr.Input, File: cfg.name, Column: e.column, Row: row, Line: line,
-			Problem: fmt.Sprintf("weight %q is not a number", e.token),
+			Problem: fmt.Sprintf("weight %s is not a number", echo.Quote(e.token)),
 			Fix:     "write weights as decimal numbers, or pass --skip-invalid to drop such lines"}
 	case kindInteger:
-		problem := fmt.Sprintf("value %q is not an integer, as the banner's field type integer says it must be", e.token)
+		problem := fmt.Sprintf("value %s is not an integer, as the banner's field type integer says it must be", echo.Quote(e.token))
 		fix := "write the value as an integer, or make the banner's field type real; or pass --skip-invalid to drop such entries"
-		// The token is cut at 60 characters: all digits, it was too large.
-		digits := strings.TrimSuffix(e.token, "...")
+		// All digits, it was too large.
+		digits := e.token
 		if len(digits) > 0 && (digits[0] == '+' || digits[0] == '-') {
 			digits = digits[1:]
 		}
 		if digits != "" && strings.Trim(digits, "0123456789") == "" {
-			problem = fmt.Sprintf("value %s is too large for an integer (the banner's field type is integer: at most 19 digits)", e.token)
+			problem = fmt.Sprintf("value %s is too large for an integer (the banner's field type is integer: at most 19 digits)", echo.Prefix(e.token))
 			fix = "make the banner's field type real, or pass --skip-invalid to drop such entries"
 		}
 		return &usererr.Error{Kind: usererr.Input, File: cfg.name, Column: e.column, Row: row, Line: line, Problem: problem, Fix: fix}
@@ -716,18 +715,18 @@ func (cfg *config) lineError(e *blockError, line, row int64) error {
 		if e.column == "dst" {
 			what = "column"
 		}
-		return usererr.AtLine(cfg.name, line, fmt.Sprintf("%s index %q is not an integer", what, e.token),
+		return usererr.AtLine(cfg.name, line, fmt.Sprintf("%s index %s is not an integer", what, echo.Quote(e.token)),
 			"a coordinate entry is: row column [value], with 1-based integer indices")
 	case kindUTF8:
 		return &usererr.Error{Kind: usererr.Input, File: cfg.name, Column: e.column, Row: row, Line: line,
-			Problem: fmt.Sprintf("vertex key %q is not valid UTF-8", e.token),
+			Problem: fmt.Sprintf("vertex key %s is not valid UTF-8", echo.Quote(e.token)),
 			Fix:     "convert the file to UTF-8 (iconv -f latin1 -t utf-8, say), or pass --skip-invalid to drop such lines"}
 	case kindRange:
 		what, limit := "row", cfg.rows
 		if e.column == "dst" {
 			what, limit = "column", cfg.cols
 		}
-		return usererr.AtLine(cfg.name, line, fmt.Sprintf("%s index %s is outside 1..%d (the size line's %s count)", what, e.token, limit, what),
+		return usererr.AtLine(cfg.name, line, fmt.Sprintf("%s index %s is outside 1..%d (the size line's %s count)", what, echo.Prefix(e.token), limit, what),
 			"fix the entry or the size line")
 	}
 	return usererr.AtLine(cfg.name, line, "cannot parse the line", "")
