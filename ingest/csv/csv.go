@@ -36,7 +36,7 @@ const chunkRows = 1 << 20
 func Read(ctx context.Context, name string, r io.Reader, opts edges.Options) (*edges.Table, error) {
 	cols := opts.Columns.WithDefaults()
 	// Reads check ctx, and stop a record that runs on past input.MaxLine
-	// (records records where each starts).
+	// (records.next says where each record starts).
 	in := input.NewReader(ctx, r)
 	in.Bound(0)
 	// The byte order mark goes before the parser sees it: it would make a
@@ -125,7 +125,7 @@ type records struct {
 	cr   *csv.Reader
 	skip int64 // the bytes before the parser's first (a byte order mark)
 	// start is where the next record starts in the parser's input, and
-	// line the line after the last record's.
+	// line the line the last record ends on.
 	start, line int64
 }
 
