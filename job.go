@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/internal/echo"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
 	"github.com/gpipe/gpipe/sink"
@@ -190,13 +191,13 @@ func writeResult(ctx context.Context, res *Result, output string, opts sink.Opti
 // WeightColumnNotes notes a weight column named for an operator that uses no
 // weights, for Report.Notes (and bench.Report's). The column names are the
 // table's, named once for every operator of a pipeline, so that is not an
-// error; the column is not read at all, so neither is its absence.
+// error; the column is not read at all (the readers check that it is there).
 func WeightColumnNotes(spec operators.Spec, cols edges.Columns) []string {
 	if spec.Weighted || !cols.WeightExplicit {
 		return nil
 	}
-	return []string{fmt.Sprintf("weight column %q ignored by %s, which uses no edge weights (the column was not read)",
-		cols.WithDefaults().Weight, spec.Name)}
+	return []string{fmt.Sprintf("weight column %s ignored by %s, which uses no edge weights (the column was not read)",
+		echo.Quote(cols.WithDefaults().Weight), spec.Name)}
 }
 
 // checkNotInput refuses an output that is the input file itself (by any

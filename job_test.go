@@ -473,3 +473,18 @@ func TestErrorRowAcrossChunks(t *testing.T) {
 		}
 	}
 }
+
+// The note of a weight column an operator ignores shows its name cut short,
+// as messages do (it showed it whole).
+func TestWeightColumnNoteShort(t *testing.T) {
+	op, err := operators.Lookup("bfs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("w", 1000)
+	notes := WeightColumnNotes(op.Spec(), edges.Columns{Weight: long, WeightExplicit: true})
+	want := `weight column "` + long[:60] + `..." ignored by bfs, which uses no edge weights (the column was not read)`
+	if len(notes) != 1 || notes[0] != want {
+		t.Errorf("notes %q, want [%q]", notes, want)
+	}
+}

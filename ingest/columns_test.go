@@ -48,58 +48,99 @@ func TestDuplicateColumns(t *testing.T) {
 			}
 			edgetest.UserErr(t, err, "", tc.says)
 		}
-		// CSV.
-		var csvData bytes.Buffer
-		for i, n := range tc.names {
-			if i > 0 {
-				csvData.WriteByte(',')
-			}
-			csvData.WriteString(n)
-		}
-		csvData.WriteString("\n")
-		for i := range tc.names {
-			if i > 0 {
-				csvData.WriteByte(',')
-			}
-			csvData.WriteString("1")
-		}
-		csvData.WriteString("\n")
-		tbl, err := csvBytes(csvData.Bytes(), tc.opts)
-		check("csv", tbl, err)
+		readEveryFormat(t, tc.names, tc.opts, check)
+	}
+}
 
-		// Arrow IPC file and stream, and Parquet, of int64 columns.
-		mem := memory.NewGoAllocator()
-		fields := make([]arrow.Field, len(tc.names))
-		arrs := make([]arrow.Array, len(tc.names))
-		for i, n := range tc.names {
-			fields[i] = arrow.Field{Name: n, Type: arrow.PrimitiveTypes.Int64}
-			b := array.NewInt64Builder(mem)
-			b.AppendValues([]int64{1, 2}, nil)
-			arrs[i] = b.NewArray()
-			b.Release()
+// A weight column named explicitly (--weight-col) must be there for an
+// operator that reads no weights too: a misspelt name went unnoticed with
+// bfs, pagerank and cc. The column is looked for by its name in the header
+// or schema, not read.
+func TestNamedWeightColumnNotRead(t *testing.T) {
+	names := []string{"src", "dst", "weight"}
+	for _, tc := range []struct {
+		cols edges.Columns
+		says string
+	}{
+		{edges.Columns{Weight: "wieght", WeightExplicit: true}, `no weight column "wieght" (columns: src, dst, weight); name the weight column with --weight-col`},
+		{edges.Columns{Weight: "wieght", WeightExplicit: true, ReadWeight: true}, `no weight column "wieght"`},
+		{edges.Columns{Weight: "weight", WeightExplicit: true}, ""},
+		{edges.Columns{Weight: "wieght"}, ""}, // a default (the Flight protocol's): weight 1 where it is absent
+	} {
+		readEveryFormat(t, names, edges.Options{Columns: tc.cols}, func(format string, tbl *edges.Table, err error) {
+			t.Helper()
+			if tc.says != "" {
+				edgetest.UserErr(t, err, "", tc.says)
+				return
+			}
+			if err != nil {
+				t.Fatalf("%s %+v: %v", format, tc.cols, err)
+			}
+			if tbl.HasWeight {
+				t.Errorf("%s %+v: weights read", format, tc.cols)
+			}
+			tbl.Release()
+		})
+	}
+}
+
+// readEveryFormat writes a table of two int64 rows whose columns have the
+// given names as CSV, an Arrow IPC file and stream, and Parquet, reads each
+// (and starts an Appender, as Flight's DoPut does, on its schema) with opts,
+// and hands what it gave to check.
+func readEveryFormat(t *testing.T, names []string, opts edges.Options, check func(format string, tbl *edges.Table, err error)) {
+	t.Helper()
+	// CSV.
+	var csvData bytes.Buffer
+	for i, n := range names {
+		if i > 0 {
+			csvData.WriteByte(',')
 		}
-		schema := arrow.NewSchema(fields, nil)
-		rec := array.NewRecord(schema, arrs, 2)
-		dir := t.TempDir()
-		path := filepath.Join(dir, "e.arrow")
-		edgetest.WriteArrowFile(t, path, schema, []arrow.Record{rec})
-		tbl, err = Open(context.Background(), path, nil, tc.opts)
-		check("arrow", tbl, err)
-		tbl, err = arrowipc.ReadStream(context.Background(), "e.arrows", bytes.NewReader(edgetest.ArrowStream(t, schema, []arrow.Record{rec})), tc.opts)
-		check("arrows", tbl, err)
-		a, err := arrowipc.NewAppender("flight", schema, tc.opts)
-		if err == nil {
-			a.Release()
+		csvData.WriteString(n)
+	}
+	csvData.WriteString("\n")
+	for i := range names {
+		if i > 0 {
+			csvData.WriteByte(',')
 		}
-		check("appender", &edges.Table{}, err)
-		at := array.NewTableFromRecords(schema, []arrow.Record{rec})
-		path = edgetest.WriteParquet(t, dir, "e.parquet", at, edgetest.DefaultParquetWrite)
-		at.Release()
-		tbl, err = Open(context.Background(), path, nil, tc.opts)
-		check("parquet", tbl, err)
-		rec.Release()
-		for _, a := range arrs {
-			a.Release()
-		}
+		csvData.WriteString("1")
+	}
+	csvData.WriteString("\n")
+	tbl, err := csvBytes(csvData.Bytes(), opts)
+	check("csv", tbl, err)
+
+	// Arrow IPC file and stream, and Parquet, of int64 columns.
+	mem := memory.NewGoAllocator()
+	fields := make([]arrow.Field, len(names))
+	arrs := make([]arrow.Array, len(names))
+	for i, n := range names {
+		fields[i] = arrow.Field{Name: n, Type: arrow.PrimitiveTypes.Int64}
+		b := array.NewInt64Builder(mem)
+		b.AppendValues([]int64{1, 2}, nil)
+		arrs[i] = b.NewArray()
+		b.Release()
+	}
+	schema := arrow.NewSchema(fields, nil)
+	rec := array.NewRecord(schema, arrs, 2)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "e.arrow")
+	edgetest.WriteArrowFile(t, path, schema, []arrow.Record{rec})
+	tbl, err = Open(context.Background(), path, nil, opts)
+	check("arrow", tbl, err)
+	tbl, err = arrowipc.ReadStream(context.Background(), "e.arrows", bytes.NewReader(edgetest.ArrowStream(t, schema, []arrow.Record{rec})), opts)
+	check("arrows", tbl, err)
+	a, err := arrowipc.NewAppender("flight", schema, opts)
+	if err == nil {
+		a.Release()
+	}
+	check("appender", &edges.Table{}, err)
+	at := array.NewTableFromRecords(schema, []arrow.Record{rec})
+	path = edgetest.WriteParquet(t, dir, "e.parquet", at, edgetest.DefaultParquetWrite)
+	at.Release()
+	tbl, err = Open(context.Background(), path, nil, opts)
+	check("parquet", tbl, err)
+	rec.Release()
+	for _, a := range arrs {
+		a.Release()
 	}
 }

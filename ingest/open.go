@@ -8,6 +8,7 @@
 package ingest
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -19,8 +20,10 @@ import (
 	"github.com/gpipe/gpipe/ingest/arrowipc"
 	"github.com/gpipe/gpipe/ingest/csv"
 	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/internal/input"
 	"github.com/gpipe/gpipe/ingest/parquet"
 	"github.com/gpipe/gpipe/ingest/text"
+	"github.com/gpipe/gpipe/internal/echo"
 	"github.com/gpipe/gpipe/internal/mmap"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
@@ -60,7 +63,7 @@ func FormatOf(path string) (string, error) {
 	}
 	// An unknown extension is a usage error (exit 2), as for outputs.
 	return "", &usererr.Error{Kind: usererr.Usage, File: path, Row: -1,
-		Problem: fmt.Sprintf("cannot tell the input format from the extension %q", ext),
+		Problem: fmt.Sprintf("cannot tell the input format from the extension %s", echo.Quote(ext)),
 		Fix: "use .parquet, .arrow/.feather (Arrow IPC file), .arrows (Arrow IPC stream), .csv, .txt/.el/.wel/.tsv (edge list) or .mtx (Matrix Market); " +
 			"or name the format (--input-format parquet, arrow, arrows, csv, text or mtx)"}
 }
@@ -112,7 +115,7 @@ func readFrom(ctx context.Context, name string, r io.Reader, format string, opts
 	case FormatMTX:
 		return text.ReadMatrixMarket(ctx, name, r, opts)
 	}
-	return nil, usererr.New(usererr.Usage, fmt.Sprintf("unknown input format %q", format),
+	return nil, usererr.New(usererr.Usage, fmt.Sprintf("unknown input format %s", echo.Quote(format)),
 		"use parquet, arrow, arrows, csv, text or mtx")
 }
 
@@ -146,14 +149,39 @@ func openStdin(ctx context.Context, stdin io.Reader, format string, opts edges.O
 			return t, nil
 		}
 	}
-	data, err := io.ReadAll(stdin)
+	data, err := readWhole(ctx, stdin, format)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, usererr.InFile(name, "cannot read standard input: "+err.Error(), "")
 	}
 	if format == FormatParquet {
 		return parquet.ReadAt(ctx, name, bytes.NewReader(data), int64(len(data)), opts)
 	}
 	return arrowipc.ReadMapped(ctx, name, mmap.InMemory(data), opts)
+}
+
+// readWhole reads all of r, a Parquet or Arrow IPC file, checking ctx
+// between reads. An input that does not start as the format does is read no
+// further than its start, which is enough for the reader's message (an
+// endless one, /dev/zero, would fill memory first).
+func readWhole(ctx context.Context, r io.Reader, format string) ([]byte, error) {
+	br := bufio.NewReaderSize(input.NewReader(ctx, r), 64<<10)
+	head, err := br.Peek(1024)
+	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+		return nil, err
+	}
+	magics := [][]byte{[]byte("ARROW1")}
+	if format == FormatParquet {
+		magics = [][]byte{[]byte("PAR1"), []byte("PARE")}
+	}
+	for _, m := range magics {
+		if bytes.HasPrefix(head, m) || bytes.HasPrefix(m, head) {
+			return io.ReadAll(br)
+		}
+	}
+	return bytes.Clone(head), nil
 }
 
 // formatNames are the formats as messages name them.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -180,5 +181,18 @@ func TestFormatNames(t *testing.T) {
 	}
 	if len(sniff.Ext) != 6 {
 		t.Errorf("extensions of %d formats, want 6", len(sniff.Ext))
+	}
+}
+
+// An extension or a format name the user gave is shown cut short, as other
+// values are.
+func TestFormatEchoesShort(t *testing.T) {
+	long := strings.Repeat("x", 1000)
+	_, err := FormatOf("edges." + long)
+	edgetest.UserErr(t, err, "edges.", `from the extension ".`+long[:59]+`..."`)
+	_, err = Open(context.Background(), "-", bytes.NewReader(nil), edges.Options{Format: long})
+	edgetest.UserErr(t, err, "", `unknown input format "`+long[:60]+`..."`)
+	if len(err.Error()) > 400 {
+		t.Errorf("message of %d bytes", len(err.Error()))
 	}
 }

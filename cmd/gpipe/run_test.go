@@ -423,7 +423,8 @@ func TestColumnFlags(t *testing.T) {
 // A pipeline names its table's columns once, whatever operator it runs: the
 // operators that use no weights take --weight-col and do not read the column
 // (so a null weight, which sssp refuses, does not matter to them), and
-// --json says so. Operator parameters stay refused.
+// --json says so; the column must be there all the same. Operator
+// parameters stay refused.
 func TestTableFlagsForEveryOperator(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -470,6 +471,15 @@ func TestTableFlagsForEveryOperator(t *testing.T) {
 		}
 		fails(t, dir, nil, 2, []string{"--tolerance does not apply to operator bfs"},
 			append(append([]string{"run"}, cols...), "--op", "bfs", "--source", "1", "--tolerance", "1e-3")...)
+		// A weight column named explicitly must be there, whether the
+		// operator reads it or not: a misspelt name went unnoticed.
+		for _, op := range []string{"bfs", "pagerank", "cc"} {
+			args := []string{"run", "--input", in, "--src-col", "from", "--dst-col", "to", "--weight-col", "wieght", "--op", op}
+			if op == "bfs" {
+				args = append(args, "--source", "1")
+			}
+			fails(t, dir, nil, 3, []string{`no weight column "wieght" (columns: `, "name the weight column with --weight-col"}, args...)
+		}
 	}
 }
 

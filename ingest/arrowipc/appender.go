@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/bitutil"
 
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/echo"
@@ -148,6 +149,11 @@ func (a *Appender) Append(rec arrow.Record) error {
 
 // appendRaw adds a batch of n rows given as raw columns.
 func (a *Appender) appendRaw(cols []rawCol, n int) error {
+	for c := range cols {
+		if err := a.checkNulls(&cols[c]); err != nil {
+			return err
+		}
+	}
 	a.held = [3]bool{}
 	first := a.t.RowsRead
 	var sub [3]rawCol
@@ -172,11 +178,6 @@ func (a *Appender) appendRaw(cols []rawCol, n int) error {
 func (a *Appender) appendChunk(cols []rawCol, n int, first int64) error {
 	if n == 0 {
 		return nil
-	}
-	for c := range cols {
-		if err := a.checkNulls(&cols[c]); err != nil {
-			return err
-		}
 	}
 	var sel []int32 // positions kept, when some were dropped
 	var rows []int64
@@ -252,18 +253,36 @@ func (a *Appender) appendChunk(cols []rawCol, n int, first int64) error {
 	return nil
 }
 
-// checkNulls checks that a column's validity bitmaps cover its rows.
+// checkNulls checks a column's validity bitmap (and its dictionary's)
+// against its null count: it covers the rows, and marks as many of them
+// null as the count says (one pass over the bitmap; a bit flipped in it
+// would make a row null, or a null row a key).
 func (a *Appender) checkNulls(c *rawCol) error {
-	if c.nulls != 0 && c.valid != nil && len(c.valid)*8 < c.off+c.n {
-		return a.corrupt(c.role, "the validity bitmap is shorter than the column")
+	if problem := nullsProblem(c); problem != "" {
+		return a.corrupt(c.role, "the "+problem)
 	}
 	if c.dict != nil {
-		d := c.dict
-		if d.nulls != 0 && d.valid != nil && len(d.valid)*8 < d.off+d.n {
-			return a.corrupt(c.role, "the dictionary's validity bitmap is shorter than the dictionary")
+		if problem := nullsProblem(c.dict); problem != "" {
+			return a.corrupt(c.role, "the dictionary's "+problem)
 		}
 	}
 	return nil
+}
+
+// nullsProblem says what is wrong with c's validity bitmap, or "".
+func nullsProblem(c *rawCol) string {
+	switch {
+	case c.nulls <= 0:
+		return ""
+	case c.valid == nil:
+		return fmt.Sprintf("null count is %d, but there is no validity bitmap", c.nulls)
+	case len(c.valid)*8 < c.off+c.n:
+		return fmt.Sprintf("validity bitmap has %d bits for %d values", len(c.valid)*8, c.off+c.n)
+	}
+	if nulls := c.n - bitutil.CountSetBits(c.valid, c.off, c.n); nulls != c.nulls {
+		return fmt.Sprintf("validity bitmap marks %d values null where the null count says %d", nulls, c.nulls)
+	}
+	return ""
 }
 
 // corrupt reports a column whose buffers do not hold what its type says.

@@ -720,10 +720,10 @@ func TestArrowStreamErrors(t *testing.T) {
 		edgetest.UserErr(t, err, "in.arrows", "the Arrow IPC stream is corrupt or truncated at record batch", "(the input ends inside the batch)")
 	}
 	// Damaged batches (testdata/corrupt: a stream of 3 rows with a
-	// buffer's length, or the batch's, set to 1000): arrow's reader panics
-	// or reports its internals; the message says neither.
+	// column's length, or the batch's, set to 1000): arrow's reader panics
+	// or reports its internals; the checks before it say what is wrong.
 	for _, tc := range []struct{ file, says string }{
-		{"buffer-length.arrows", "the Arrow IPC stream is corrupt or truncated at record batch 0 (its buffers do not match its header)"},
+		{"buffer-length.arrows", `the Arrow IPC stream is corrupt or truncated at record batch 0 (column "src" has 1000 values in a batch of 3 rows)`},
 		{"batch-length.arrows", "the Arrow IPC stream is corrupt or truncated at record batch 0 ("},
 	} {
 		f, err := os.Open(filepath.Join("testdata", "corrupt", tc.file))

@@ -247,18 +247,16 @@ func resolveColumns(name string, schema *arrow.Schema, cols edges.Columns) (edge
 	}
 	rc.keyType = sk
 	rc.types[roleSrc], rc.types[roleDst] = st, dt
-	if cols.ReadWeight {
-		w := find(cols.Weight)
-		switch {
-		case w < 0 && cols.WeightExplicit:
-			return rc, edges.ErrMissingColumn(name, cols.Weight, "weight", "--weight-col", names)
-		case w >= 0:
-			if !weightOK(fields[w].Type) {
-				return rc, edges.ErrWeightType(name, cols.Weight, arrowTypeName(fields[w].Type))
-			}
-			rc.idx[roleWeight] = w
-			rc.types[roleWeight] = fields[w].Type
+	// A weight column the user named must be there, read or not (a
+	// misspelt name would go unnoticed with an operator that uses none).
+	if w := find(cols.Weight); w < 0 && cols.WeightExplicit {
+		return rc, edges.ErrMissingColumn(name, cols.Weight, "weight", "--weight-col", names)
+	} else if cols.ReadWeight && w >= 0 {
+		if !weightOK(fields[w].Type) {
+			return rc, edges.ErrWeightType(name, cols.Weight, arrowTypeName(fields[w].Type))
 		}
+		rc.idx[roleWeight] = w
+		rc.types[roleWeight] = fields[w].Type
 	}
 	return rc, nil
 }

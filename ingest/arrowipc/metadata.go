@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"github.com/apache/arrow/go/v17/arrow"
-
 	"github.com/gpipe/gpipe/ingest/arrowipc/internal/flatbuf"
 )
 
@@ -40,7 +38,8 @@ const (
 	batchVariadic       = 4
 	messageBodyLength   = 3
 
-	headerRecordBatch = 3 // MessageHeader union: Schema=1, DictionaryBatch=2, RecordBatch=3
+	headerSchema      = 1 // MessageHeader union: Schema=1, DictionaryBatch=2, RecordBatch=3
+	headerRecordBatch = 3
 	metadataV5        = 4 // MetadataVersion: V1=0 ... V5=4
 	endianBig         = 1
 )
@@ -56,34 +55,104 @@ type fileBlock struct {
 type fileFooter struct {
 	bigEndian bool
 	batches   []fileBlock
+	layout    *schemaLayout
 }
 
-// Field numbers of the Schema.fbs tables the schema check walks.
+// Field numbers of the tables a file's check reads beyond those above.
 const (
 	footerDictionaries = 2
-	schemaFields       = 1
-	schemaMetadata     = 2
-	schemaFeatures     = 3
-	fieldName          = 0
-	fieldTypeType      = 2
-	fieldType          = 3
-	typeUnion          = 14 // Type union: Null=1, Int=2, ... Struct_=13, Union=14
-	fieldDictionary    = 4
-	fieldChildren      = 5
-	fieldMetadata      = 6
-	dictIndexType      = 1
-	unionTypeIDs       = 1
-	keyValueKey        = 0
-	keyValueValue      = 1
 	headerDictionary   = 2
 	dictBatchData      = 1
 )
 
+// The shapes of the Arrow IPC metadata tables (File.fbs, Schema.fbs,
+// Message.fbs), as far as arrow's readers read them: flatbuf.Check walks a
+// footer or a message by them before arrow's reader, whose generated
+// accessors do not check bounds, sees it. A field's index is its number.
+var (
+	keyValueShape = &flatbuf.Shape{Fields: []flatbuf.Slot{{Kind: flatbuf.String}, {Kind: flatbuf.String}}}
+	intShape      = &flatbuf.Shape{Fields: []flatbuf.Slot{scalar(4), scalar(1)}} // bitWidth, is_signed
+	dictEncShape  = &flatbuf.Shape{Fields: []flatbuf.Slot{
+		scalar(8), {Kind: flatbuf.TableRef, Table: intShape, Required: true}, scalar(1), scalar(2), // id, indexType, isOrdered, dictionaryKind
+	}}
+	fieldShape  = &flatbuf.Shape{}
+	schemaShape = &flatbuf.Shape{Fields: []flatbuf.Slot{
+		scalar(2), {Kind: flatbuf.TableVector, Table: fieldShape}, // endianness, fields
+		{Kind: flatbuf.TableVector, Table: keyValueShape}, {Kind: flatbuf.StructVector, Size: 8}, // custom_metadata, features
+	}}
+	footerShape = &flatbuf.Shape{Fields: []flatbuf.Slot{
+		scalar(2), {Kind: flatbuf.TableRef, Table: schemaShape, Required: true}, // version, schema
+		{Kind: flatbuf.StructVector, Size: 24}, {Kind: flatbuf.StructVector, Size: 24}, // dictionaries, recordBatches
+		{Kind: flatbuf.TableVector, Table: keyValueShape}, // custom_metadata
+	}}
+	recordBatchShape = &flatbuf.Shape{Fields: []flatbuf.Slot{
+		scalar(8), {Kind: flatbuf.StructVector, Size: 16}, {Kind: flatbuf.StructVector, Size: 16}, // length, nodes, buffers
+		{Kind: flatbuf.TableRef, Table: &flatbuf.Shape{Fields: []flatbuf.Slot{scalar(1), scalar(1)}}}, // compression: codec, method
+		{Kind: flatbuf.StructVector, Size: 8}, // variadicBufferCounts
+	}}
+	dictBatchShape = &flatbuf.Shape{Fields: []flatbuf.Slot{
+		scalar(8), {Kind: flatbuf.TableRef, Table: recordBatchShape, Required: true}, scalar(1), // id, data, isDelta
+	}}
+	messageShape = &flatbuf.Shape{Fields: []flatbuf.Slot{
+		scalar(2), scalar(1), {Kind: flatbuf.Union, Tag: messageHeaderType, Union: headerShape, Required: true}, // version, header_type, header
+		scalar(8), {Kind: flatbuf.TableVector, Table: keyValueShape}, // bodyLength, custom_metadata
+	}}
+)
+
+func init() {
+	// A field's children are fields: the shape refers to itself.
+	fieldShape.Fields = []flatbuf.Slot{
+		{Kind: flatbuf.String}, scalar(1), scalar(1), // name, nullable, type_type
+		{Kind: flatbuf.Union, Tag: fieldTypeType, Union: typeShape},                                   // type
+		{Kind: flatbuf.TableRef, Table: dictEncShape}, {Kind: flatbuf.TableVector, Table: fieldShape}, // dictionary, children
+		{Kind: flatbuf.TableVector, Table: keyValueShape}, // custom_metadata
+	}
+}
+
+func scalar(size int) flatbuf.Slot { return flatbuf.Slot{Kind: flatbuf.Scalar, Size: size} }
+
+// fieldTypeType is Field's type_type: the tag of its type union.
+const fieldTypeType = 2
+
+// typeShapes are the shapes of the type tables by their tag in the Type
+// union (Null=1, Int=2, FloatingPoint=3, ... LargeListView=26); the tables
+// without fields are not listed.
+var typeShapes = map[uint8]*flatbuf.Shape{
+	2:  intShape,
+	3:  {Fields: []flatbuf.Slot{scalar(2)}},                                        // FloatingPoint: precision
+	7:  {Fields: []flatbuf.Slot{scalar(4), scalar(4), scalar(4)}},                  // Decimal: precision, scale, bitWidth
+	8:  {Fields: []flatbuf.Slot{scalar(2)}},                                        // Date: unit
+	9:  {Fields: []flatbuf.Slot{scalar(2), scalar(4)}},                             // Time: unit, bitWidth
+	10: {Fields: []flatbuf.Slot{scalar(2), {Kind: flatbuf.String}}},                // Timestamp: unit, timezone
+	11: {Fields: []flatbuf.Slot{scalar(2)}},                                        // Interval: unit
+	14: {Fields: []flatbuf.Slot{scalar(2), {Kind: flatbuf.StructVector, Size: 4}}}, // Union: mode, typeIds
+	15: {Fields: []flatbuf.Slot{scalar(4)}},                                        // FixedSizeBinary: byteWidth
+	16: {Fields: []flatbuf.Slot{scalar(4)}},                                        // FixedSizeList: listSize
+	17: {Fields: []flatbuf.Slot{scalar(1)}},                                        // Map: keysSorted
+	18: {Fields: []flatbuf.Slot{scalar(2)}},                                        // Duration: unit
+}
+
+func typeShape(tag uint8) *flatbuf.Shape { return typeShapes[tag] }
+
+// headerShape is the shape of a message's header by its type.
+func headerShape(tag uint8) *flatbuf.Shape {
+	switch tag {
+	case headerSchema:
+		return schemaShape
+	case headerDictionary:
+		return dictBatchShape
+	case headerRecordBatch:
+		return recordBatchShape
+	}
+	return nil
+}
+
 // checkFile checks a whole IPC file's footer, schema and the metadata of
 // every dictionary and record batch it lists, so that arrow's reader, which
-// trusts them (it allocates what lengths in them say, and recurses into the
-// schema without a limit), only ever sees metadata that is consistent with
-// the file. It returns the footer, or what is wrong.
+// trusts them (it allocates what lengths in them say, reads fields where
+// their offsets point, and recurses into the schema without a limit), only
+// ever sees metadata that is consistent with the file. It returns the
+// footer, or what is wrong.
 func checkFile(data []byte) (fileFooter, string) {
 	var ft fileFooter
 	n := len(data)
@@ -97,21 +166,21 @@ func checkFile(data []byte) (fileFooter, string) {
 	if !root.OK || !present || !schema.OK {
 		return ft, "its footer is not a flatbuffer with a schema"
 	}
-	budget := 1 << 20
-	if !checkSchema(schema, &budget) {
-		return ft, "its schema is damaged"
+	if !flatbuf.Check(root, footerShape) {
+		return ft, "its footer (the schema, or the list of batches) is damaged"
 	}
 	endian, _ := schema.Int16(schemaEndianness, 0)
 	ft.bigEndian = endian == endianBig
-	dicts, ok1 := root.Vector(footerDictionaries, 24)
-	batches, ok2 := root.Vector(footerRecordBatches, 24)
-	if !ok1 || !ok2 {
-		return ft, "its footer's block lists are damaged"
+	var ok bool
+	if ft.layout, ok = layoutOf(schema); !ok {
+		return ft, "its schema has a field of a type the Arrow format does not have"
 	}
+	dicts, _ := root.Vector(footerDictionaries, 24)
+	batches, _ := root.Vector(footerRecordBatches, 24)
 	body := int64(n - 10 - int(size))
 	for i := 0; i < dicts.N; i++ {
 		blk := fileBlock{offset: dicts.I64(i, 0), meta: dicts.I32(i, 8), body: dicts.I64(i, 16)}
-		if _, problem := checkMessage(data[:body], blk, headerDictionary); problem != "" {
+		if _, problem := checkMessage(data[:body], blk, headerDictionary, ft.layout); problem != "" {
 			return ft, fmt.Sprintf("dictionary batch %d is damaged: %s", i, problem)
 		}
 	}
@@ -122,56 +191,14 @@ func checkFile(data []byte) (fileFooter, string) {
 	return ft, ""
 }
 
-func checkMetadata(t flatbuf.Table, k int, budget *int) bool {
-	return flatbuf.EachTable(t, k, func(kv flatbuf.Table) bool {
-		*budget--
-		return *budget > 0 && flatbuf.CheckString(kv, keyValueKey) && flatbuf.CheckString(kv, keyValueValue)
-	})
-}
-
-func checkSchema(s flatbuf.Table, budget *int) bool {
-	if _, ok := s.Vector(schemaFeatures, 8); !ok {
-		return false
-	}
-	return checkMetadata(s, schemaMetadata, budget) &&
-		flatbuf.EachTable(s, schemaFields, func(f flatbuf.Table) bool { return checkField(f, 0, budget) })
-}
-
-func checkField(f flatbuf.Table, depth int, budget *int) bool {
-	*budget--
-	if *budget <= 0 || depth > 64 || !flatbuf.CheckString(f, fieldName) || !checkMetadata(f, fieldMetadata, budget) {
-		return false
-	}
-	if typ, present := f.Table(fieldType); present {
-		if !typ.OK {
-			return false
-		}
-		// Of the type tables only Union holds a vector (typeIds).
-		if tt, _ := f.Uint8(fieldTypeType, 0); tt == typeUnion {
-			if _, ok := typ.Vector(unionTypeIDs, 4); !ok {
-				return false
-			}
-		}
-	}
-	if dict, present := f.Table(fieldDictionary); present {
-		if !dict.OK {
-			return false
-		}
-		if it, present := dict.Table(dictIndexType); present && !it.OK {
-			return false
-		}
-	}
-	return flatbuf.EachTable(f, fieldChildren, func(c flatbuf.Table) bool { return checkField(c, depth+1, budget) })
-}
-
-// checkMessage checks a message block of the file: that the block lies
-// in data (the file before its footer), its metadata is a flatbuffer with a
-// header of the type wanted, and (for batches) that its buffers lie in its
-// body and, compressed, do not claim to grow beyond reason.
-func checkMessage(data []byte, blk fileBlock, header uint8) (batchMeta, string) {
+// checkMessage checks a message block of the file: that the block lies in
+// data (the file before its footer) and agrees with the message's own
+// lengths, that its metadata is a flatbuffer with a header of the type
+// wanted, and that its batch is what the schema's layout says (checkBatch).
+func checkMessage(data []byte, blk fileBlock, header uint8, layout *schemaLayout) (batchMeta, string) {
 	var b batchMeta
 	size := int64(len(data))
-	if blk.offset < 8 || blk.offset%8 != 0 || blk.meta < 8 || blk.body < 0 || blk.body%8 != 0 ||
+	if blk.offset < 8 || blk.offset%8 != 0 || blk.meta < 8 || blk.meta%8 != 0 || blk.body < 0 || blk.body%8 != 0 ||
 		blk.offset > size || int64(blk.meta) > size-blk.offset || blk.body > size-blk.offset-int64(blk.meta) {
 		return b, fmt.Sprintf("the footer places it at bytes %d to %d of %d", blk.offset, blk.offset+int64(blk.meta)+blk.body, size)
 	}
@@ -180,34 +207,43 @@ func checkMessage(data []byte, blk fileBlock, header uint8) (batchMeta, string) 
 	if binary.LittleEndian.Uint32(meta) == 0xFFFFFFFF {
 		prefix = 8
 	}
+	// The metadata is padded to 8 bytes; its length says so.
 	fbLen := int64(binary.LittleEndian.Uint32(meta[prefix-4:]))
-	if fbLen > int64(len(meta)-prefix) {
-		return b, "its metadata is longer than its block"
+	if fbLen > int64(len(meta)-prefix) || int64(len(meta)-prefix)-fbLen >= 8 {
+		return b, fmt.Sprintf("its metadata has %d bytes in a block of %d", fbLen, len(meta))
 	}
 	b, problem := parseBatch(meta[prefix:int64(prefix)+fbLen], header)
 	if problem != "" {
 		return b, problem
 	}
-	if bl, ok := flatbuf.Root(meta[prefix:int64(prefix)+fbLen]).Int64(messageBodyLength, 0); !ok || bl > blk.body || bl < 0 {
-		return b, "its body is longer than its block"
+	if b.bodyLength != blk.body {
+		return b, fmt.Sprintf("its body has %d bytes where the footer says %d", b.bodyLength, blk.body)
 	}
-	body := data[blk.offset+int64(blk.meta) : blk.offset+int64(blk.meta)+blk.body]
-	b.body = body
+	b.body = data[blk.offset+int64(blk.meta) : blk.offset+int64(blk.meta)+blk.body]
+	return b, b.check(layout)
+}
+
+// check checks a batch against its body and the schema's layout: its
+// buffers lie in the body, one after the other as the format lays them out,
+// compressed ones do not claim to grow beyond reason, its field nodes'
+// counts are sane, and it has the nodes and buffers its columns take.
+func (b *batchMeta) check(layout *schemaLayout) string {
+	body := b.body
 	var declared int64
 	for i := 0; i < b.buffers.N; i++ {
 		off, length := b.buffers.I64(i, 0), b.buffers.I64(i, 8)
 		if off < 0 || length < 0 || off > int64(len(body)) || length > int64(len(body))-off {
-			return b, fmt.Sprintf("buffer %d lies at bytes %d to %d of a body of %d", i, off, off+length, len(body))
+			return fmt.Sprintf("buffer %d lies at bytes %d to %d of a body of %d", i, off, off+length, len(body))
 		}
 		if !b.compressed || length == 0 {
 			continue
 		}
 		if length < 8 {
-			return b, fmt.Sprintf("compressed buffer %d has %d bytes, too few for its length prefix", i, length)
+			return fmt.Sprintf("compressed buffer %d has %d bytes, too few for its length prefix", i, length)
 		}
 		if u := int64(binary.LittleEndian.Uint64(body[off:])); u != -1 {
 			if u < 0 {
-				return b, fmt.Sprintf("compressed buffer %d claims %d bytes", i, u)
+				return fmt.Sprintf("compressed buffer %d claims %d bytes", i, u)
 			}
 			declared += min(u, 1<<50)
 		}
@@ -215,30 +251,45 @@ func checkMessage(data []byte, blk fileBlock, header uint8) (batchMeta, string) 
 	// A batch that claims to decompress to more than this is damaged: arrow
 	// would allocate whatever it says.
 	if limit := 256*int64(len(body)) + 64<<20; declared > limit {
-		return b, fmt.Sprintf("its compressed buffers claim %d bytes uncompressed from a body of %d", declared, len(body))
+		return fmt.Sprintf("its compressed buffers claim %d bytes uncompressed from a body of %d", declared, len(body))
+	}
+	if problem := b.checkBufferLayout(); problem != "" {
+		return problem
 	}
 	for i := 0; i < b.nodes.N; i++ {
 		if n, nulls := b.nodes.I64(i, 0), b.nodes.I64(i, 8); n < 0 || nulls < 0 || nulls > n || n > 1<<40 {
-			return b, fmt.Sprintf("field node %d claims %d values, %d null", i, n, nulls)
+			return fmt.Sprintf("field node %d claims %d values, %d null", i, n, nulls)
 		}
 	}
 	for i := 0; i < b.variadic.N; i++ {
 		if c := b.variadic.I64(i, 0); c < 0 || c > int64(b.buffers.N) {
-			return b, fmt.Sprintf("it claims %d variadic buffers", c)
+			return fmt.Sprintf("it claims %d variadic buffers", c)
 		}
 	}
-	return b, ""
+	columns := layout.columns
+	if b.dictionary {
+		values, ok := layout.dicts[b.dictID]
+		if !ok {
+			return fmt.Sprintf("it is dictionary %d, which no column of the schema has", b.dictID)
+		}
+		columns = []columnLayout{values}
+	}
+	return b.place(columns)
 }
 
-// batchMeta is a record batch message's metadata.
+// batchMeta is a record (or dictionary) batch message's metadata.
 type batchMeta struct {
 	version    int16
 	length     int64
+	bodyLength int64
 	compressed bool
+	dictionary bool           // a dictionary batch
+	dictID     int64          // its dictionary's id
 	nodes      flatbuf.Vector // FieldNode
 	buffers    flatbuf.Vector // Buffer
 	variadic   flatbuf.Vector // long
 	body       []byte
+	starts     []columnStart // where each top-level column starts (place)
 }
 
 // parseBatch reads a record (or dictionary) batch message's flatbuffer.
@@ -248,119 +299,45 @@ func parseBatch(fb []byte, header uint8) (batchMeta, string) {
 	if !msg.OK {
 		return b, "its metadata is not a flatbuffer"
 	}
-	ht, ok := msg.Uint8(messageHeaderType, 0)
-	if !ok {
-		return b, "its message header is damaged"
+	if !flatbuf.Check(msg, messageShape) {
+		return b, "its metadata is damaged"
 	}
+	ht, _ := msg.Uint8(messageHeaderType, 0)
 	if ht != header {
 		return b, fmt.Sprintf("it is a message of type %d where type %d belongs", ht, header)
 	}
-	if b.version, ok = msg.Int16(messageVersion, 0); !ok {
-		return b, "its message header is damaged"
+	b.version, _ = msg.Int16(messageVersion, 0)
+	b.bodyLength, _ = msg.Int64(messageBodyLength, 0)
+	if b.bodyLength < 0 {
+		return b, fmt.Sprintf("its body has %d bytes", b.bodyLength)
 	}
 	rb, present := msg.Table(messageHeader)
-	if !present || !rb.OK {
-		return b, "its batch header is damaged"
+	if !present {
+		return b, "its batch header is missing"
 	}
 	if header == headerDictionary {
-		if rb, present = rb.Table(dictBatchData); !present || !rb.OK {
-			return b, "its dictionary batch header is damaged"
+		b.dictionary = true
+		b.dictID, _ = rb.Int64(dictID, 0)
+		if rb, present = rb.Table(dictBatchData); !present {
+			return b, "its dictionary batch header is missing"
 		}
 	}
-	b.length, ok = rb.Int64(batchLength, 0)
-	if comp, present := rb.Table(batchCompression); present {
-		if !comp.OK {
-			return b, "its compression header is damaged"
+	b.length, _ = rb.Int64(batchLength, 0)
+	var comp flatbuf.Table
+	if comp, b.compressed = rb.Table(batchCompression); b.compressed {
+		// The codecs: LZ4_FRAME 0, ZSTD 1; the methods: BUFFER 0. arrow's
+		// reader has no decompressor for others (and dereferences none).
+		codec, _ := comp.Uint8(0, 0)
+		method, _ := comp.Uint8(1, 0)
+		if codec > 1 || method != 0 {
+			return b, fmt.Sprintf("it is compressed with codec %d, method %d, which the Arrow format does not have", codec, method)
 		}
-		b.compressed = true
 	}
-	var ok1, ok2, ok3 bool
-	b.nodes, ok1 = rb.Vector(batchNodes, 16)
-	b.buffers, ok2 = rb.Vector(batchBuffers, 16)
-	b.variadic, ok3 = rb.Vector(batchVariadic, 8)
-	if !ok || !ok1 || !ok2 || !ok3 || b.length < 0 {
-		return b, "its batch header is damaged"
+	b.nodes, _ = rb.Vector(batchNodes, 16)
+	b.buffers, _ = rb.Vector(batchBuffers, 16)
+	b.variadic, _ = rb.Vector(batchVariadic, 8)
+	if b.length < 0 {
+		return b, fmt.Sprintf("it claims %d rows", b.length)
 	}
 	return b, ""
-}
-
-// bufferCursor walks a record batch's field nodes and buffers in schema order.
-type bufferCursor struct {
-	node, buf, variadic int
-	v5                  bool
-	variadicCounts      flatbuf.Vector
-}
-
-// skip moves the cursor over one field of type dt (and its children), as
-// the IPC format lays them out. It returns false for a type it does not know
-// (or a damaged batch), which sends the batch to arrow's reader.
-func (c *bufferCursor) skip(dt arrow.DataType, depth int) bool {
-	if depth > 64 {
-		return false
-	}
-	c.node++
-	validity := 1
-	switch dt.ID() {
-	case arrow.NULL:
-		return true
-	case arrow.BOOL, arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64,
-		arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64,
-		arrow.FLOAT16, arrow.FLOAT32, arrow.FLOAT64, arrow.DECIMAL128, arrow.DECIMAL256,
-		arrow.DATE32, arrow.DATE64, arrow.TIMESTAMP, arrow.TIME32, arrow.TIME64,
-		arrow.INTERVAL_MONTHS, arrow.INTERVAL_DAY_TIME, arrow.INTERVAL_MONTH_DAY_NANO,
-		arrow.DURATION, arrow.FIXED_SIZE_BINARY, arrow.DICTIONARY:
-		c.buf += 2
-	case arrow.STRING, arrow.BINARY, arrow.LARGE_STRING, arrow.LARGE_BINARY:
-		c.buf += 3
-	case arrow.STRING_VIEW, arrow.BINARY_VIEW:
-		if c.variadic >= c.variadicCounts.N {
-			return false
-		}
-		n := c.variadicCounts.I64(c.variadic, 0)
-		c.variadic++
-		if n < 0 || n > 1<<30 {
-			return false
-		}
-		c.buf += 2 + int(n)
-	case arrow.LIST, arrow.LARGE_LIST, arrow.MAP, arrow.LIST_VIEW, arrow.LARGE_LIST_VIEW, arrow.FIXED_SIZE_LIST:
-		switch dt.ID() {
-		case arrow.LIST, arrow.LARGE_LIST, arrow.MAP:
-			c.buf += 2
-		case arrow.FIXED_SIZE_LIST:
-			c.buf++
-		default:
-			c.buf += 3
-		}
-		elem, ok := dt.(interface{ Elem() arrow.DataType })
-		return ok && c.skip(elem.Elem(), depth+1)
-	case arrow.STRUCT:
-		c.buf++
-		for _, f := range dt.(*arrow.StructType).Fields() {
-			if !c.skip(f.Type, depth+1) {
-				return false
-			}
-		}
-	case arrow.SPARSE_UNION, arrow.DENSE_UNION:
-		if !c.v5 {
-			c.buf += validity
-		}
-		c.buf++
-		if dt.ID() == arrow.DENSE_UNION {
-			c.buf++
-		}
-		for _, f := range dt.(arrow.UnionType).Fields() {
-			if !c.skip(f.Type, depth+1) {
-				return false
-			}
-		}
-	case arrow.RUN_END_ENCODED:
-		ree := dt.(*arrow.RunEndEncodedType)
-		return c.skip(ree.RunEnds(), depth+1) && c.skip(ree.Encoded(), depth+1)
-	case arrow.EXTENSION:
-		c.node--
-		return c.skip(dt.(arrow.ExtensionType).StorageType(), depth+1)
-	default:
-		return false
-	}
-	return true
 }

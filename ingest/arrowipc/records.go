@@ -2,6 +2,7 @@ package arrowipc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -56,12 +57,16 @@ func appendAll(a *Appender, what string, rdr array.RecordReader) error {
 // the package prefixes.
 func errBatch(what string, i int, err error) string {
 	problem := fmt.Sprintf("%s is corrupt or truncated at record batch %d", what, i)
+	var damaged errDamagedMessage
+	if errors.As(err, &damaged) {
+		return problem + " (" + damaged.problem + ")"
+	}
 	s := err.Error()
 	for _, p := range []string{"arrow/ipc: ", "unknown error while reading: ", "arrow/array: ", "arrow: "} {
 		s = strings.ReplaceAll(s, p, "")
 	}
 	switch {
-	case strings.Contains(s, "runtime error") || strings.Contains(s, "out of range") || strings.Contains(s, "nil pointer"):
+	case errors.Is(err, errArrowFailed) || strings.Contains(s, "runtime error") || strings.Contains(s, "out of range") || strings.Contains(s, "nil pointer"):
 		return problem + " (its buffers do not match its header)"
 	case strings.Contains(s, "EOF"):
 		return problem + " (the input ends inside the batch)"

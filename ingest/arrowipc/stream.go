@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpipe/gpipe/ingest/arrowipc/internal/flatbuf"
 	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/internal/input"
 	"github.com/gpipe/gpipe/ingest/internal/sniff"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
@@ -31,7 +32,9 @@ func ReadStream(ctx context.Context, name string, r io.Reader, opts edges.Option
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	br := bufio.NewReaderSize(r, 256<<10)
+	// Reads check ctx: a batch's body is read as it arrives, in steps of up
+	// to 64 MiB, and a signal must not wait for them.
+	br := bufio.NewReaderSize(input.NewReader(ctx, r), 256<<10)
 	head, _ := br.Peek(8)
 	// What the first read brought besides, to tell what the input is when
 	// it is not a stream, without waiting for more.
@@ -43,6 +46,9 @@ func ReadStream(ctx context.Context, name string, r io.Reader, opts edges.Option
 		// A stream (since Arrow 0.15): its schema message follows.
 		rdr, err := newStreamReader(br, opts)
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
 			return nil, usererr.InFile(name, "cannot read the Arrow IPC stream's schema ("+cause(err)+")",
 				"the stream is damaged or was cut short; check its producer")
 		}
@@ -64,6 +70,9 @@ func ReadStream(ctx context.Context, name string, r io.Reader, opts edges.Option
 	}
 	rdr, err := newStreamReader(br, opts)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, usererr.InFile(name, "not an Arrow IPC stream ("+cause(err)+")",
 			"check that the producer wrote an Arrow IPC stream, or name the input's format with --input-format")
 	}
@@ -71,10 +80,12 @@ func ReadStream(ctx context.Context, name string, r io.Reader, opts edges.Option
 	return readRecords(ctx, name, "the Arrow IPC stream", rdr, opts)
 }
 
+// newStreamReader opens arrow's reader over the stream's messages, which
+// streamMessages checks before arrow reads them (see openFileReader).
 func newStreamReader(r io.Reader, opts edges.Options) (rdr *ipc.Reader, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			rdr, err = nil, fmt.Errorf("%v", p)
+			rdr, err = nil, recovered(p)
 		}
 	}()
 	mem := allocator(opts)
@@ -95,7 +106,16 @@ type streamMessages struct {
 	mem  memory.Allocator
 	msg  *ipc.Message
 	refs int64
+	// layout is the schema's (its first message), which each batch is
+	// checked against before arrow's reader sees it (as a file's are,
+	// checkFile).
+	layout *schemaLayout
 }
+
+// errDamagedMessage is a stream message the checks found damaged.
+type errDamagedMessage struct{ problem string }
+
+func (e errDamagedMessage) Error() string { return e.problem }
 
 func (s *streamMessages) Retain() { s.refs++ }
 
@@ -132,9 +152,12 @@ func (s *streamMessages) Message() (*ipc.Message, error) {
 		return nil, fmt.Errorf("could not read message metadata: %w", unexpected(err))
 	}
 	root := flatbuf.Root(meta)
-	bodyLen, ok := root.Int64(messageBodyLength, 0)
-	if !root.OK || !ok || bodyLen < 0 {
+	if !root.OK || !flatbuf.Check(root, messageShape) {
 		return nil, fmt.Errorf("a message's metadata is not an Arrow message")
+	}
+	bodyLen, _ := root.Int64(messageBodyLength, 0)
+	if bodyLen < 0 {
+		return nil, errDamagedMessage{fmt.Sprintf("a message claims a body of %d bytes", bodyLen)}
 	}
 	body := memory.NewResizableBuffer(s.mem)
 	defer body.Release()
@@ -146,6 +169,9 @@ func (s *streamMessages) Message() (*ipc.Message, error) {
 		}
 		have += step
 	}
+	if err := s.check(meta, body.Bytes()); err != nil {
+		return nil, err
+	}
 	if s.msg != nil {
 		s.msg.Release()
 	}
@@ -153,6 +179,37 @@ func (s *streamMessages) Message() (*ipc.Message, error) {
 	s.msg = ipc.NewMessage(mb, body)
 	mb.Release()
 	return s.msg, nil
+}
+
+// check checks a message of the stream: the schema, whose layout it keeps,
+// and record and dictionary batches against it and their bodies.
+func (s *streamMessages) check(meta, body []byte) error {
+	root := flatbuf.Root(meta)
+	switch ht, _ := root.Uint8(messageHeaderType, 0); ht {
+	case headerSchema:
+		schema, _ := root.Table(messageHeader)
+		layout, ok := layoutOf(schema)
+		if !ok {
+			return errDamagedMessage{"its schema has a field of a type the Arrow format does not have"}
+		}
+		s.layout = layout
+	case headerDictionary, headerRecordBatch:
+		b, problem := parseBatch(meta, ht)
+		if problem == "" && s.layout == nil {
+			problem = "it comes before the schema"
+		}
+		if problem == "" {
+			b.body = body
+			problem = b.check(s.layout)
+		}
+		if problem != "" {
+			if ht == headerDictionary {
+				problem = "a dictionary batch before it: " + problem
+			}
+			return errDamagedMessage{problem}
+		}
+	}
+	return nil
 }
 
 // unexpected turns the end of the input inside a message into an error that

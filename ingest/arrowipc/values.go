@@ -448,6 +448,9 @@ func (a *Appender) viewStrings(c *rawCol, sel []int32, m int) (*edges.Strings, e
 		}
 		return c.off - c.base + k
 	}
+	if err := a.checkViews(c, sv); err != nil {
+		return nil, err
+	}
 	var total int64
 	for k := 0; k < m; k++ {
 		total += int64(sv.ValueLen(at(k)))
@@ -459,4 +462,25 @@ func (a *Appender) viewStrings(c *rawCol, sel []int32, m int) (*edges.Strings, e
 		out.Offsets[k+1] = end
 	}
 	return out, nil
+}
+
+// checkViews checks that c's string views lie in their buffers: the views
+// buffer holds the array's views, and each view that is not inline points
+// into one of the data buffers (one pass over the views).
+func (a *Appender) checkViews(c *rawCol, sv *array.StringView) error {
+	if len(c.buf1)/arrow.ViewHeaderSizeBytes < c.base+sv.Len() {
+		return a.corrupt(c.role, fmt.Sprintf("the views buffer has %d bytes, too few for %d string views", len(c.buf1), c.base+sv.Len()))
+	}
+	data := sv.Data().Buffers()[2:]
+	for i := c.off - c.base; i < c.off-c.base+c.n; i++ {
+		h := sv.ValueHeader(i)
+		if h.IsInline() {
+			continue
+		}
+		b, off, n := int(h.BufferIndex()), int64(h.BufferOffset()), int64(h.Len())
+		if b < 0 || b >= len(data) || off < 0 || n < 0 || data[b] == nil || off+n > int64(data[b].Len()) {
+			return a.corrupt(c.role, fmt.Sprintf("string view %d points to bytes %d to %d of data buffer %d, which it does not have", i, off, off+n, b))
+		}
+	}
+	return nil
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 
 	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/internal/input"
 	"github.com/gpipe/gpipe/ingest/internal/sniff"
 	"github.com/gpipe/gpipe/internal/echo"
 	"github.com/gpipe/gpipe/internal/usererr"
@@ -34,9 +35,13 @@ const chunkRows = 1 << 20
 // Read reads the CSV edge table r holds, named name in messages.
 func Read(ctx context.Context, name string, r io.Reader, opts edges.Options) (*edges.Table, error) {
 	cols := opts.Columns.WithDefaults()
+	// Reads check ctx, and stop a record that runs on past input.MaxLine
+	// (records.next says where each record starts).
+	in := input.NewReader(ctx, r)
+	in.Bound(0)
 	// The byte order mark goes before the parser sees it: it would make a
 	// quoted first field `\ufeff"src"`, a bare quote.
-	br := bufio.NewReaderSize(r, 64<<10)
+	br := bufio.NewReaderSize(in, 64<<10)
 	head, _ := br.Peek(sniff.Len)
 	skip, err := sniff.TextStart(name, "CSV text", head)
 	if err != nil {
@@ -46,13 +51,14 @@ func Read(ctx context.Context, name string, r io.Reader, opts edges.Options) (*e
 	cr := csv.NewReader(br)
 	cr.ReuseRecord = true
 	cr.FieldsPerRecord = 0
-	header, err := cr.Read()
+	recs := records{ctx: ctx, name: name, in: in, cr: cr, skip: int64(skip)}
+	header, err := recs.next()
 	if err == io.EOF {
 		return nil, usererr.InFile(name, "the CSV file is empty: it needs a header line naming the columns",
-			fmt.Sprintf("write a header such as %q", cols.Src+","+cols.Dst))
+			fmt.Sprintf("write a header such as %s", echo.Quote(cols.Src+","+cols.Dst)))
 	}
 	if err != nil {
-		return nil, userError(name, err, cr)
+		return nil, err
 	}
 	header = append([]string(nil), header...)
 	find := func(want string) int {
@@ -77,11 +83,12 @@ func Read(ctx context.Context, name string, r io.Reader, opts edges.Options) (*e
 	if err := edges.CheckUnique(name, cols, header); err != nil {
 		return nil, err
 	}
-	if cols.ReadWeight {
-		wi = find(cols.Weight)
-		if wi < 0 && cols.WeightExplicit {
-			return nil, edges.ErrMissingColumn(name, cols.Weight, "weight", "--weight-col", header)
-		}
+	// A weight column the user named must be there, read or not (a
+	// misspelt name would go unnoticed with an operator that uses none).
+	if w := find(cols.Weight); w < 0 && cols.WeightExplicit {
+		return nil, edges.ErrMissingColumn(name, cols.Weight, "weight", "--weight-col", header)
+	} else if cols.ReadWeight {
+		wi = w
 	}
 
 	c := collector{name: name, cols: cols, skip: opts.SkipInvalid, weighted: wi >= 0, skipped: edges.Skips{}}
@@ -92,12 +99,12 @@ func Read(ctx context.Context, name string, r io.Reader, opts edges.Options) (*e
 				return nil, err
 			}
 		}
-		rec, err := cr.Read()
+		rec, err := recs.next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return nil, userError(name, err, cr)
+			return nil, err
 		}
 		line, _ := cr.FieldPos(0)
 		c.lines.Note(row, int64(line))
@@ -107,6 +114,48 @@ func Read(ctx context.Context, name string, r io.Reader, opts edges.Options) (*e
 		row++
 	}
 	return c.table(row), nil
+}
+
+// records reads the records of a CSV input, each at most input.MaxLine
+// bytes long.
+type records struct {
+	ctx  context.Context
+	name string
+	in   *input.Reader
+	cr   *csv.Reader
+	skip int64 // the bytes before the parser's first (a byte order mark)
+	// start is where the next record starts in the parser's input, and
+	// line the line the last record ends on.
+	start, line int64
+}
+
+// next is the next record (io.EOF at the end), or a user error; a record
+// longer than input.MaxLine is one.
+func (r *records) next() ([]string, error) {
+	rec, err := r.cr.Read()
+	if err != nil {
+		if cerr := r.ctx.Err(); cerr != nil {
+			return nil, cerr
+		}
+		if errors.Is(err, input.ErrRecordTooLong) {
+			return nil, input.ErrLongRecord(r.name, r.line+1)
+		}
+		if err == io.EOF {
+			return nil, err
+		}
+		return nil, userError(r.name, err, r.cr)
+	}
+	end := r.cr.InputOffset()
+	if end-r.start > int64(input.MaxLine) {
+		return nil, input.ErrLongRecord(r.name, r.line+1)
+	}
+	// The record ends on the line its last field starts on, or as many
+	// lines on as that (quoted) field holds line ends.
+	last, _ := r.cr.FieldPos(len(rec) - 1)
+	r.line = int64(last) + int64(strings.Count(rec[len(rec)-1], "\n"))
+	r.start = end
+	r.in.Bound(r.skip + end)
+	return rec, nil
 }
 
 // collector gathers the kept rows' fields.

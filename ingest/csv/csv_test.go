@@ -3,6 +3,8 @@ package csv
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -108,5 +110,25 @@ func TestLineOfCSV(t *testing.T) {
 		if got := tbl.LineOf(int64(row)); got != want {
 			t.Errorf("row %d: line %d, want %d", row, got, want)
 		}
+	}
+}
+
+// BenchmarkReadCSV reads a million weighted CSV rows from memory.
+func BenchmarkReadCSV(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	var buf bytes.Buffer
+	buf.WriteString("src,dst,weight\n")
+	for i := 0; i < 1_000_000; i++ {
+		fmt.Fprintf(&buf, "%d,%d,%d\n", rng.IntN(1<<22), rng.IntN(1<<22), 1+rng.IntN(255))
+	}
+	data := buf.Bytes()
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		tbl, err := readCSVBytes(data, edges.Options{Columns: edges.Columns{ReadWeight: true}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		tbl.Release()
 	}
 }

@@ -113,4 +113,4 @@ const SkipBadUTF8 = "vertex key not valid UTF-8"
 
 // SkipBadWeight is the reason recorded for lines dropped because their
 // weight is not a number.
-func SkipBadWeight(column string) string { return fmt.Sprintf("invalid weight in column %q", column) }
+func SkipBadWeight(column string) string { return "invalid weight in column " + echo.Quote(column) }

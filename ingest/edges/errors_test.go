@@ -23,3 +23,15 @@ func TestListColumns(t *testing.T) {
 		t.Errorf("got %s", got)
 	}
 }
+
+// The skip reasons --skip-invalid reports name the column as messages do:
+// a long name cut (SkipBadWeight showed it whole).
+func TestSkipReasonsShort(t *testing.T) {
+	long := strings.Repeat("w", 1000)
+	cut := `"` + strings.Repeat("w", echo.Len) + `..."`
+	for _, reason := range []string{SkipNullKey(long), SkipNullWeight(long), SkipBadWeight(long)} {
+		if !strings.HasSuffix(reason, " "+cut) {
+			t.Errorf("reason %q does not end in the column's name cut short", reason)
+		}
+	}
+}

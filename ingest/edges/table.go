@@ -255,7 +255,8 @@ type Columns struct {
 	// missing that is an error, where a missing default column means weight 1.
 	WeightExplicit bool
 	// ReadWeight says the operator uses weights. When false, the weight
-	// column is not read at all (and HasWeight stays false).
+	// column is not read at all (and HasWeight stays false); one the user
+	// named must still be there.
 	ReadWeight bool
 }
 

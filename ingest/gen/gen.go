@@ -4,12 +4,12 @@ package gen
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/internal/echo"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
@@ -26,7 +26,7 @@ const weightSeed = 0x77656967687473 // "weights"
 // grid:ROWSxCOLS. The generator draws from seed, and adds weights when
 // weighted.
 func Parse(spec string, seed uint64, weighted bool) (Generator, error) {
-	bad := usererr.New(usererr.Usage, fmt.Sprintf("bad generator %q", spec),
+	bad := usererr.New(usererr.Usage, "bad generator "+echo.Quote(spec),
 		"write kronecker:SCALE, kronecker:SCALE:EDGEFACTOR or grid:ROWSxCOLS, e.g. kronecker:20:16 or grid:2048x2048")
 	parts := strings.Split(spec, ":")
 	switch {

@@ -186,3 +186,11 @@ func TestParse(t *testing.T) {
 		}
 	}
 }
+
+// A bad generator spec is shown cut short, as other values are.
+func TestParseEchoesShort(t *testing.T) {
+	_, err := Parse("kronecker:"+strings.Repeat("9", 1000), 1, false)
+	if err == nil || len(err.Error()) > 400 || !strings.Contains(err.Error(), `bad generator "kronecker:999`) {
+		t.Errorf("error %v", err)
+	}
+}

@@ -61,7 +61,10 @@ func (k Kronecker) Generate(ctx context.Context) (*edges.Table, error) {
 		return nil, usererr.Newf(usererr.Usage, "kronecker scale %d, edge factor %d: %d edges need %s for their columns alone, more than this machine's %s of memory; choose a smaller scale or edge factor",
 			k.Scale, k.EdgeFactor, m, bytesize.Format(need), bytesize.Format(total))
 	}
-	perm := k.permutation(n)
+	perm, err := k.permutation(ctx, n)
+	if err != nil {
+		return nil, err
+	}
 
 	// One uint64 draw decides a level: its high half picks the row bit, its
 	// low half the column bit, each against a threshold in 2^-32 units.
@@ -118,16 +121,31 @@ func (k Kronecker) Generate(ctx context.Context) (*edges.Table, error) {
 	return newTable(fmt.Sprintf("kronecker:%d:%d", k.Scale, k.EdgeFactor), src, dst, weight), nil
 }
 
-// permutation is a seeded random permutation of [0, n).
-func (k Kronecker) permutation(n int64) []int64 {
+// permutePiece is how many vertices the permutation takes between looks at
+// its context: the shuffle is sequential, seconds long at scale 27.
+const permutePiece = 1 << 20
+
+// permutation is a seeded random permutation of [0, n): a Fisher-Yates
+// shuffle, which checks ctx every permutePiece vertices.
+func (k Kronecker) permutation(ctx context.Context, n int64) ([]int64, error) {
 	perm := make([]int64, n)
 	for i := range perm {
+		if i%permutePiece == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 		perm[i] = int64(i)
 	}
 	rng := rand.New(rand.NewPCG(k.Seed, 0))
 	for i := n - 1; i > 0; i-- {
+		if i%permutePiece == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 		j := rng.Int64N(i + 1)
 		perm[i], perm[j] = perm[j], perm[i]
 	}
-	return perm
+	return perm, nil
 }

@@ -53,7 +53,7 @@ func (r *reader) decodeChunk(g, ci int, s *pageBuffers) (err error) {
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			err = r.errPage(c, g, pos, p)
+			err = r.errPage(c, g, pos, panicCause(p, "a page does not match its header"))
 		}
 	}()
 	if grp.rows == 0 {

@@ -3,6 +3,7 @@ package parquet
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -16,6 +17,8 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	pqcompress "github.com/apache/arrow/go/v17/parquet/compress"
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding/thrift"
+	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/ingest/internal/edgetest"
@@ -362,5 +365,74 @@ func BenchmarkReadParquet(b *testing.B) {
 			b.Fatalf("%d edges", tbl.NumEdges())
 		}
 		tbl.Release()
+	}
+}
+
+// The footer's messages name a column as others do: a long name cut short
+// (they showed it whole).
+func TestParquetFooterMessagesShort(t *testing.T) {
+	long := strings.Repeat("s", 1000)
+	schema := arrow.NewSchema([]arrow.Field{{Name: long, Type: arrow.PrimitiveTypes.Int64}, {Name: "dst", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	b.Field(0).(*array.Int64Builder).AppendValues([]int64{1, 2}, nil)
+	b.Field(1).(*array.Int64Builder).AppendValues([]int64{2, 3}, nil)
+	rec := b.NewRecord()
+	b.Release()
+	tbl := array.NewTableFromRecords(schema, []arrow.Record{rec})
+	rec.Release()
+	path := edgetest.WriteParquet(t, t.TempDir(), "long.parquet", tbl, edgetest.DefaultParquetWrite)
+	tbl.Release()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	pf, err := openFile(path, f, st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A footer that counts a value too many in the column.
+	pf.Metadata().RowGroups[0].Columns[0].MetaData.NumValues++
+	r := &reader{ctx: context.Background(), name: path, file: f, size: st.Size(), opts: edges.Options{Columns: edges.Columns{Src: long}.WithDefaults()}}
+	_, err = r.read(pf)
+	edgetest.UserErr(t, err, path, `row group 0 has 2 rows but 3 values in column "`+strings.Repeat("s", 60)+`..."`)
+	if len(err.Error()) > 400 {
+		t.Errorf("message of %d bytes: %v", len(err.Error()), err)
+	}
+}
+
+// A footer whose schema's child counts do not make a tree (a count flipped
+// negative, a leaf with children, a row group with a column chunk too few)
+// is refused in words: parquet-go panicked on some ("runtime error: slice
+// bounds out of range [::-2]"), and the message showed that.
+func TestParquetSchemaTree(t *testing.T) {
+	dir := t.TempDir()
+	path, valid, _ := validFile(t, dir, pqcompress.Codecs.Snappy)
+	size := len(valid)
+	flen := int(binary.LittleEndian.Uint32(valid[size-8:]))
+	for name, damage := range map[string]func(m *format.FileMetaData){
+		"negative count":  func(m *format.FileMetaData) { m.Schema[0].NumChildren.V = -2 },
+		"leaf's children": func(m *format.FileMetaData) { m.Schema[1].NumChildren = thrift.New[int32](1) },
+		"too many":        func(m *format.FileMetaData) { m.Schema[0].NumChildren.V += 3 },
+		"chunk missing":   func(m *format.FileMetaData) { m.RowGroups[1].Columns = m.RowGroups[1].Columns[1:] },
+	} {
+		var proto thrift.CompactProtocol
+		var meta format.FileMetaData
+		if err := thrift.Unmarshal(&proto, valid[size-8-flen:size-8], &meta); err != nil {
+			t.Fatal(err)
+		}
+		damage(&meta)
+		footer, err := thrift.Marshal(&proto, &meta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad := append(bytes.Clone(valid[:size-8-flen]), footer...)
+		bad = binary.LittleEndian.AppendUint32(bad, uint32(len(footer)))
+		writeBytes(t, path, append(bad, "PAR1"...))
+		ue := readErr(t, path, edges.Options{})
+		if !strings.Contains(ue.Error(), "the Parquet footer is corrupt (") || strings.Contains(ue.Error(), "runtime error") {
+			t.Errorf("%s: %v", name, ue)
+		}
 	}
 }

@@ -38,16 +38,19 @@ import (
 	"io"
 	"math"
 	"os"
+	"runtime"
 	"strings"
 	"sync/atomic"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/deprecated"
+	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/ingest/internal/sniff"
 	"github.com/gpipe/gpipe/internal/alloc"
+	"github.com/gpipe/gpipe/internal/echo"
 	"github.com/gpipe/gpipe/internal/par"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
@@ -184,6 +187,9 @@ func ReadAt(ctx context.Context, name string, f io.ReaderAt, size int64, opts ed
 	if err := checkFrame(name, f, size); err != nil {
 		return nil, err
 	}
+	if err := checkSchemaTree(name, f, size); err != nil {
+		return nil, err
+	}
 	pf, err := openFile(name, f, size)
 	if err != nil {
 		return nil, err
@@ -237,6 +243,67 @@ func checkFrame(name string, r io.ReaderAt, size int64) error {
 	return nil
 }
 
+// checkSchemaTree decodes the footer (checkFrame checked its length) and
+// checks that its schema elements form the tree their child counts say:
+// counts that are not negative, leaves (elements with a type) without
+// children, a tree from the root that spans every element, and as many
+// leaves as each row group has column chunks. parquet-go's OpenFile cuts
+// its slabs by these counts, and panics where they lie. A footer that does
+// not decode is left to OpenFile to report, as is an encrypted one.
+func checkSchemaTree(name string, r io.ReaderAt, size int64) error {
+	var tail [8]byte
+	if _, err := r.ReadAt(tail[:], size-8); err != nil && err != io.EOF {
+		return nil
+	}
+	if string(tail[4:]) != "PAR1" {
+		return nil
+	}
+	footer := make([]byte, binary.LittleEndian.Uint32(tail[:4]))
+	if _, err := r.ReadAt(footer, size-8-int64(len(footer))); err != nil && err != io.EOF {
+		return nil
+	}
+	var meta format.FileMetaData
+	if thrift.Unmarshal(new(thrift.CompactProtocol), footer, &meta) != nil {
+		return nil
+	}
+	schema := meta.Schema
+	next, leaves := 0, 0
+	var walk func(depth int) bool
+	walk = func(depth int) bool {
+		if next >= len(schema) || depth > parquet.MaxColumnDepth+1 {
+			return false
+		}
+		el := &schema[next]
+		next++
+		children := 0
+		if el.NumChildren.Valid {
+			children = int(el.NumChildren.V)
+		}
+		if el.Type.Valid {
+			leaves++
+			return children == 0
+		}
+		if children < 0 || children > len(schema)-next {
+			return false
+		}
+		for range children {
+			if !walk(depth + 1) {
+				return false
+			}
+		}
+		return true
+	}
+	if len(schema) > 0 && (!walk(0) || next != len(schema)) {
+		return errFooter(name, fmt.Sprintf("its schema's %d elements do not form the tree their child counts say", len(schema)))
+	}
+	for g := range meta.RowGroups {
+		if n := len(meta.RowGroups[g].Columns); n != leaves {
+			return errFooter(name, fmt.Sprintf("row group %d has %d column chunks where the schema has %d columns", g, n, leaves))
+		}
+	}
+	return nil
+}
+
 func errEncrypted(name string) error {
 	return usererr.InFile(name, "the file is an encrypted Parquet file, which gpipe cannot read",
 		"decrypt it or re-export it without encryption")
@@ -246,12 +313,13 @@ func errFooter(name, detail string) error {
 	return usererr.InFile(name, "the Parquet footer is corrupt ("+detail+")", fixIncomplete)
 }
 
-// openFile reads the footer, turning parquet-go's errors and panics into
-// one-line user errors.
+// openFile reads the footer, turning parquet-go's errors into one-line
+// user errors. checkSchemaTree has checked what it panicked on in flipped
+// footers; a panic that is left is an error still, in a user's words.
 func openFile(name string, f io.ReaderAt, size int64) (pf *parquet.File, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			pf, err = nil, errFooter(name, fmt.Sprint(p))
+			pf, err = nil, errFooter(name, panicCause(p, "its metadata does not hold together"))
 		}
 	}()
 	pf, err = parquet.OpenFile(f, size,
@@ -310,21 +378,19 @@ func (r *reader) read(pf *parquet.File) (*edges.Table, error) {
 		{name: cols.Src, role: roleSrc, leaf: src.Index(), kind: srcKind, maxDef: byte(src.MaxDefinitionLevel())},
 		{name: cols.Dst, role: roleDst, leaf: dst.Index(), kind: dstKind, maxDef: byte(dst.MaxDefinitionLevel())},
 	}
-	if cols.ReadWeight {
-		w := find(cols.Weight)
-		switch {
-		case w == nil && cols.WeightExplicit:
-			return nil, edges.ErrMissingColumn(r.name, cols.Weight, "weight", "--weight-col", names)
-		case w != nil:
-			kind, ok := weightTypeOf(w)
-			if !ok && isFloat16(pf, w) {
-				kind, ok = valHalf, true
-			}
-			if !ok {
-				return nil, edges.ErrWeightType(r.name, cols.Weight, typeName(w))
-			}
-			r.cols = append(r.cols, column{name: cols.Weight, role: roleWeight, leaf: w.Index(), kind: kind, maxDef: byte(w.MaxDefinitionLevel())})
+	// A weight column the user named must be there, read or not (a
+	// misspelt name would go unnoticed with an operator that uses none).
+	if w := find(cols.Weight); w == nil && cols.WeightExplicit {
+		return nil, edges.ErrMissingColumn(r.name, cols.Weight, "weight", "--weight-col", names)
+	} else if cols.ReadWeight && w != nil {
+		kind, ok := weightTypeOf(w)
+		if !ok && isFloat16(pf, w) {
+			kind, ok = valHalf, true
 		}
+		if !ok {
+			return nil, edges.ErrWeightType(r.name, cols.Weight, typeName(w))
+		}
+		r.cols = append(r.cols, column{name: cols.Weight, role: roleWeight, leaf: w.Index(), kind: kind, maxDef: byte(w.MaxDefinitionLevel())})
 	}
 
 	total, err := r.planGroups(pf)
@@ -397,7 +463,7 @@ func (r *reader) planGroups(pf *parquet.File) (int64, error) {
 		for i := range r.cols {
 			c := &r.cols[i]
 			if c.leaf < 0 || c.leaf >= len(rg.Columns) {
-				return 0, errFooter(r.name, fmt.Sprintf("row group %d has no chunk for column %q", g, c.name))
+				return 0, errFooter(r.name, fmt.Sprintf("row group %d has no chunk for column %s", g, echo.Quote(c.name)))
 			}
 			cc := &rg.Columns[c.leaf]
 			md := &cc.MetaData
@@ -406,7 +472,7 @@ func (r *reader) planGroups(pf *parquet.File) (int64, error) {
 			}
 			if cc.FilePath != "" {
 				return 0, &usererr.Error{Kind: usererr.Input, File: r.name, Column: c.name, Row: -1,
-					Problem: fmt.Sprintf("row group %d of the column is stored in another file (%q), which gpipe does not follow", g, cc.FilePath),
+					Problem: fmt.Sprintf("row group %d of the column is stored in another file (%s), which gpipe does not follow", g, echo.Quote(cc.FilePath)),
 					Fix:     "rewrite the data as one self-contained Parquet file"}
 			}
 			if !codecs[md.Codec] {
@@ -415,7 +481,7 @@ func (r *reader) planGroups(pf *parquet.File) (int64, error) {
 					Fix:     "re-export the file with zstd, snappy, gzip, brotli, lz4_raw or no compression"}
 			}
 			if md.NumValues != n {
-				return 0, errFooter(r.name, fmt.Sprintf("row group %d has %d rows but %d values in column %q", g, n, md.NumValues, c.name))
+				return 0, errFooter(r.name, fmt.Sprintf("row group %d has %d rows but %d values in column %s", g, n, md.NumValues, echo.Quote(c.name)))
 			}
 			start := md.DataPageOffset
 			if d := md.DictionaryPageOffset; d > 0 && d < start {
@@ -423,7 +489,7 @@ func (r *reader) planGroups(pf *parquet.File) (int64, error) {
 			}
 			end := start + md.TotalCompressedSize
 			if n > 0 && (start < 4 || md.TotalCompressedSize < 0 || end > r.size) {
-				return 0, errFooter(r.name, fmt.Sprintf("row group %d places column %q at bytes %d to %d of %d", g, c.name, start, end, r.size))
+				return 0, errFooter(r.name, fmt.Sprintf("row group %d places column %s at bytes %d to %d of %d", g, echo.Quote(c.name), start, end, r.size))
 			}
 			st := &r.groups[g].cols[i]
 			st.codec, st.start, st.end = md.Codec, start, end
@@ -509,6 +575,16 @@ func (r *reader) firstError() error {
 }
 
 // errPage reports a page that cannot be decoded.
+// panicCause is what a recovered panic says, for a message: its value, or
+// words where it is the runtime's (an index out of range says nothing to a
+// user).
+func panicCause(p any, words string) string {
+	if _, ok := p.(runtime.Error); ok {
+		return words
+	}
+	return fmt.Sprint(p)
+}
+
 func (r *reader) errPage(c *column, g int, row int, cause any) error {
 	grp := &r.groups[g]
 	return &usererr.Error{Kind: usererr.Input, File: r.name, Column: c.name, Row: grp.first + int64(row),

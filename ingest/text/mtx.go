@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/internal/input"
 	"github.com/gpipe/gpipe/ingest/internal/sniff"
 	"github.com/gpipe/gpipe/internal/echo"
 	"github.com/gpipe/gpipe/internal/usererr"
@@ -50,6 +51,9 @@ type mtxHeader struct {
 // parseMTXHeader reads the banner, comments and size line.
 func parseMTXHeader(name string, data []byte) (*mtxHeader, error) {
 	line, rest := mtxLine(data)
+	if len(line) > input.MaxLine {
+		return nil, input.ErrLongLine(name, 1, "a Matrix Market file")
+	}
 	fields := strings.Fields(strings.ToLower(string(line)))
 	if len(fields) == 0 || fields[0] != "%%matrixmarket" {
 		return nil, usererr.AtLine(name, 1, "not a Matrix Market file: the first line is not a %%MatrixMarket banner", mtxFixHeader)
@@ -96,6 +100,9 @@ func parseMTXHeader(name string, data []byte) (*mtxHeader, error) {
 		}
 		line, rest = mtxLine(rest)
 		n++
+		if len(line) > input.MaxLine {
+			return nil, input.ErrLongLine(name, n, "a Matrix Market file")
+		}
 		t := bytes.TrimSpace(line)
 		if len(t) == 0 || t[0] == '%' {
 			continue
@@ -139,7 +146,7 @@ func ReadMatrixMarket(ctx context.Context, name string, r io.Reader, opts edges.
 		return nil, err
 	}
 	opts.Columns = opts.Columns.WithDefaults()
-	data, done, err := inputBytes(name, r)
+	data, done, err := inputBytes(ctx, name, "a Matrix Market file", r)
 	if err != nil {
 		return nil, err
 	}

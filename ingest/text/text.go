@@ -29,8 +29,10 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/internal/input"
 	"github.com/gpipe/gpipe/ingest/internal/sniff"
 	"github.com/gpipe/gpipe/internal/alloc"
+	"github.com/gpipe/gpipe/internal/echo"
 	"github.com/gpipe/gpipe/internal/mmap"
 	"github.com/gpipe/gpipe/internal/par"
 	"github.com/gpipe/gpipe/internal/usererr"
@@ -67,6 +69,14 @@ type config struct {
 	intValues bool
 	// firstLine is the line number of the input's first byte.
 	firstLine int64
+}
+
+// what is what the input is read as, for messages.
+func (cfg *config) what() string {
+	if cfg.mtx {
+		return "a Matrix Market file"
+	}
+	return "an edge list"
 }
 
 // blockError is the first error in a block.
@@ -115,8 +125,11 @@ type block struct {
 	frees []func()
 }
 
-// inputBytes is the bytes of an input: mapped for a file, else read whole.
-func inputBytes(name string, r io.Reader) ([]byte, func(), error) {
+// inputBytes is the bytes of an input (read as what: "an edge list"):
+// mapped for a file, else read whole, checking ctx between reads and
+// refusing a line longer than input.MaxLine as it comes (an endless input
+// without line ends would fill memory).
+func inputBytes(ctx context.Context, name, what string, r io.Reader) ([]byte, func(), error) {
 	if f, ok := r.(*os.File); ok {
 		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
 			m, err := mmap.Map(name, f)
@@ -129,16 +142,21 @@ func inputBytes(name string, r io.Reader) ([]byte, func(), error) {
 	var data []byte
 	var err error
 	if l, ok := r.(interface{ Len() int }); ok {
-		// A bytes.Reader or the like: read it in one go.
+		// A bytes.Reader or the like: read it in one go (split measures
+		// its lines).
 		data = make([]byte, l.Len())
 		_, err = io.ReadFull(r, data)
 	} else {
-		data, err = io.ReadAll(r)
+		data, err = input.ReadLines(ctx, name, what, r)
 	}
-	if err != nil {
-		return nil, nil, usererr.InFile(name, "cannot read: "+err.Error(), "check the path")
+	var ue *usererr.Error
+	switch {
+	case err == nil:
+		return data, func() {}, nil
+	case errors.As(err, &ue) || ctx.Err() != nil:
+		return nil, nil, err
 	}
-	return data, func() {}, nil
+	return nil, nil, usererr.InFile(name, "cannot read: "+err.Error(), "check the path")
 }
 
 // Read reads the edge list r holds, named name in messages.
@@ -147,7 +165,7 @@ func Read(ctx context.Context, name string, r io.Reader, opts edges.Options) (*e
 		return nil, err
 	}
 	opts.Columns = opts.Columns.WithDefaults()
-	data, done, err := inputBytes(name, r)
+	data, done, err := inputBytes(ctx, name, "an edge list", r)
 	if err != nil {
 		return nil, err
 	}
@@ -159,29 +177,40 @@ func Read(ctx context.Context, name string, r io.Reader, opts edges.Options) (*e
 	return parseEdgeLines(ctx, data[skip:], config{name: name, opts: opts, firstLine: 1})
 }
 
-// split cuts data into blocks at line ends.
-func split(data []byte) []block {
+// split cuts data into blocks at line ends. It returns, instead, where a
+// line longer than input.MaxLine starts, if one does: every line but the
+// one a block's cut falls in is shorter than a block, so that only those
+// are measured.
+func split(data []byte) (blocks []block, long int) {
 	size := maxBlock
 	if w := par.Workers(); len(data)/(4*w) < size {
 		size = max(len(data)/(4*w), minBlock)
 	}
-	var blocks []block
-	for len(data) > 0 {
-		end := len(data)
+	size = min(size, input.MaxLine)
+	for off := 0; off < len(data); {
+		rest := data[off:]
+		end := len(rest)
 		if end > size {
-			if j := bytes.IndexByte(data[size:], '\n'); j >= 0 {
+			start := bytes.LastIndexByte(rest[:size], '\n') + 1 // of the line the cut falls in
+			limit := min(len(rest), max(size, start+input.MaxLine+1))
+			if j := bytes.IndexByte(rest[size:limit], '\n'); j >= 0 {
 				end = size + j + 1
+			} else if limit-start > input.MaxLine {
+				return nil, off + start
 			}
 		}
-		blocks = append(blocks, block{data: data[:end]})
-		data = data[end:]
+		blocks = append(blocks, block{data: rest[:end]})
+		off += end
 	}
-	return blocks
+	return blocks, -1
 }
 
 // parseEdgeLines parses the lines of data into an edge table.
 func parseEdgeLines(ctx context.Context, data []byte, cfg config) (*edges.Table, error) {
-	blocks := split(data)
+	blocks, long := split(data)
+	if long >= 0 {
+		return nil, input.ErrLongLine(cfg.name, cfg.firstLine+int64(bytes.Count(data[:long], []byte{'\n'})), cfg.what())
+	}
 	var strMode atomic.Bool
 	parse := func(force bool) {
 		par.For(len(blocks), 1, func(lo, hi int) {
@@ -570,10 +599,8 @@ func badUTF8Key(data []byte, fs, fe [3]int) int {
 
 // fail records the block's error.
 func (b *block) fail(kind, line, row, nf int, column string, token []byte) {
-	tok := string(token[:min(len(token), 60)])
-	if len(token) > 60 {
-		tok += "..."
-	}
+	// A message shows what echo cuts it to; one byte more says it was cut.
+	tok := string(token[:min(len(token), echo.Len+1)])
 	b.err = &blockError{line: line, kind: kind, column: column, token: tok, nf: nf, row: row}
 }
 
@@ -668,18 +695,18 @@ func (cfg *config) lineError(e *blockError, line, row int64) error {
 			"separate the fields with spaces or tabs; for a table with more columns, use CSV with a header row")
 	case kindWeight:
 		return &usererr.Error{Kind: usererr.Input, File: cfg.name, Column: e.column, Row: row, Line: line,
-			Problem: fmt.Sprintf("weight %q is not a number", e.token),
+			Problem: fmt.Sprintf("weight %s is not a number", echo.Quote(e.token)),
 			Fix:     "write weights as decimal numbers, or pass --skip-invalid to drop such lines"}
 	case kindInteger:
-		problem := fmt.Sprintf("value %q is not an integer, as the banner's field type integer says it must be", e.token)
+		problem := fmt.Sprintf("value %s is not an integer, as the banner's field type integer says it must be", echo.Quote(e.token))
 		fix := "write the value as an integer, or make the banner's field type real; or pass --skip-invalid to drop such entries"
-		// The token is cut at 60 characters: all digits, it was too large.
-		digits := strings.TrimSuffix(e.token, "...")
+		// All digits, it was too large.
+		digits := e.token
 		if len(digits) > 0 && (digits[0] == '+' || digits[0] == '-') {
 			digits = digits[1:]
 		}
 		if digits != "" && strings.Trim(digits, "0123456789") == "" {
-			problem = fmt.Sprintf("value %s is too large for an integer (the banner's field type is integer: at most 19 digits)", e.token)
+			problem = fmt.Sprintf("value %s is too large for an integer (the banner's field type is integer: at most 19 digits)", echo.Prefix(e.token))
 			fix = "make the banner's field type real, or pass --skip-invalid to drop such entries"
 		}
 		return &usererr.Error{Kind: usererr.Input, File: cfg.name, Column: e.column, Row: row, Line: line, Problem: problem, Fix: fix}
@@ -688,18 +715,18 @@ func (cfg *config) lineError(e *blockError, line, row int64) error {
 		if e.column == "dst" {
 			what = "column"
 		}
-		return usererr.AtLine(cfg.name, line, fmt.Sprintf("%s index %q is not an integer", what, e.token),
+		return usererr.AtLine(cfg.name, line, fmt.Sprintf("%s index %s is not an integer", what, echo.Quote(e.token)),
 			"a coordinate entry is: row column [value], with 1-based integer indices")
 	case kindUTF8:
 		return &usererr.Error{Kind: usererr.Input, File: cfg.name, Column: e.column, Row: row, Line: line,
-			Problem: fmt.Sprintf("vertex key %q is not valid UTF-8", e.token),
+			Problem: fmt.Sprintf("vertex key %s is not valid UTF-8", echo.Quote(e.token)),
 			Fix:     "convert the file to UTF-8 (iconv -f latin1 -t utf-8, say), or pass --skip-invalid to drop such lines"}
 	case kindRange:
 		what, limit := "row", cfg.rows
 		if e.column == "dst" {
 			what, limit = "column", cfg.cols
 		}
-		return usererr.AtLine(cfg.name, line, fmt.Sprintf("%s index %s is outside 1..%d (the size line's %s count)", what, e.token, limit, what),
+		return usererr.AtLine(cfg.name, line, fmt.Sprintf("%s index %s is outside 1..%d (the size line's %s count)", what, echo.Prefix(e.token), limit, what),
 			"fix the entry or the size line")
 	}
 	return usererr.AtLine(cfg.name, line, "cannot parse the line", "")

@@ -60,6 +60,12 @@ func (f Table) Field(k int, size uint64) (uint64, bool) {
 	return pos, in(f.t.Bytes, pos, size)
 }
 
+// absent says field k is absent (and its slot lies within the bytes).
+func (f Table) absent(k int) bool {
+	pos, ok := f.Field(k, 4)
+	return ok && pos == 0
+}
+
 // Int64 is the int64 field k, def when absent.
 func (f Table) Int64(k int, def int64) (int64, bool) {
 	pos, ok := f.Field(k, 8)
@@ -67,6 +73,15 @@ func (f Table) Int64(k int, def int64) (int64, bool) {
 		return def, ok
 	}
 	return int64(binary.LittleEndian.Uint64(f.t.Bytes[pos:])), true
+}
+
+// Int32 is the int32 field k, def when absent.
+func (f Table) Int32(k int, def int32) (int32, bool) {
+	pos, ok := f.Field(k, 4)
+	if !ok || pos == 0 {
+		return def, ok
+	}
+	return int32(binary.LittleEndian.Uint32(f.t.Bytes[pos:])), true
 }
 
 // Int16 is the int16 field k, def when absent.
@@ -87,11 +102,12 @@ func (f Table) Uint8(k int, def uint8) (uint8, bool) {
 	return f.t.Bytes[pos], true
 }
 
-// Table is the table field k points to; present is false when absent.
+// Table is the table field k points to; present is false when absent (or
+// when the field does not lie within the bytes), and then tab is not OK.
 func (f Table) Table(k int) (tab Table, present bool) {
 	pos, ok := f.Field(k, 4)
 	if !ok || pos == 0 {
-		return Table{OK: ok}, false
+		return Table{}, false
 	}
 	return At(f.t.Bytes, pos+uint64(binary.LittleEndian.Uint32(f.t.Bytes[pos:]))), true
 }
@@ -132,6 +148,22 @@ func (v Vector) I32(i, off int) int32 {
 	return int32(binary.LittleEndian.Uint32(v.b[i*v.size+off:]))
 }
 
+// String is the string field k of t ("" when absent); false when it does
+// not lie within the bytes.
+func (f Table) String(k int) (string, bool) {
+	if !CheckString(f, k) {
+		return "", false
+	}
+	pos, _ := f.Field(k, 4)
+	if pos == 0 {
+		return "", true
+	}
+	b := f.t.Bytes
+	start := pos + uint64(binary.LittleEndian.Uint32(b[pos:]))
+	n := uint64(binary.LittleEndian.Uint32(b[start:]))
+	return string(b[start+4 : start+4+n]), true
+}
+
 // CheckString checks the string field k of t (absent is fine).
 func CheckString(t Table, k int) bool {
 	pos, ok := t.Field(k, 4)
@@ -157,6 +189,103 @@ func EachTable(t Table, k int, f func(Table) bool) bool {
 		elem := vec.pos + uint64(4*i)
 		child := At(t.t.Bytes, elem+uint64(binary.LittleEndian.Uint32(vec.b[4*i:])))
 		if !child.OK || !f(child) {
+			return false
+		}
+	}
+	return true
+}
+
+// Shape is what a reader reads of a table: the kind of each field, by field
+// number. Check walks a table by its shape, so that every read the reader
+// will make of it (through code that does not check bounds, as the
+// flatbuffers-generated accessors do not) is known to lie within the bytes.
+type Shape struct {
+	Fields []Slot
+}
+
+// Slot is one field of a Shape.
+type Slot struct {
+	Kind Kind
+	// Size is the bytes of a Scalar, or of each element of a StructVector.
+	Size int
+	// Table is the shape of a TableRef, or of each element of a TableVector.
+	Table *Shape
+	// Union gives the shape of a Union field's table by its type tag, which
+	// field Tag holds (a ubyte); nil means a table whose fields are not read.
+	Union func(tag uint8) *Shape
+	Tag   int
+	// Required says a TableRef or Union must be present: the reader uses it
+	// without asking.
+	Required bool
+}
+
+// Kinds of field.
+type Kind uint8
+
+const (
+	Unread       Kind = iota // a field the reader does not read
+	Scalar                   // Size bytes inline
+	String                   // a string (or [ubyte])
+	StructVector             // a vector of Size-byte structs or scalars
+	TableRef                 // a table of shape Table
+	TableVector              // a vector of tables of shape Table
+	Union                    // a table whose shape its type tag gives
+)
+
+// Limits of Check: the tables it visits in all, and how deep they nest.
+const (
+	maxTables = 1 << 20
+	maxDepth  = 64
+)
+
+// Check says whether every field s names of t, and of the tables it points
+// to, lies within the flatbuffer's bytes; it gives up (false) past a million
+// tables or 64 levels of nesting.
+func Check(t Table, s *Shape) bool {
+	budget := maxTables
+	return check(t, s, &budget, 0)
+}
+
+func check(t Table, s *Shape, budget *int, depth int) bool {
+	if *budget--; *budget <= 0 || depth > maxDepth || !t.OK {
+		return false
+	}
+	for k, slot := range s.Fields {
+		ok := true
+		switch slot.Kind {
+		case Scalar:
+			_, ok = t.Field(k, uint64(slot.Size))
+		case String:
+			ok = CheckString(t, k)
+		case StructVector:
+			_, ok = t.Vector(k, slot.Size)
+		case TableRef:
+			if sub, present := t.Table(k); present {
+				ok = check(sub, slot.Table, budget, depth+1)
+			} else {
+				ok = t.absent(k) && !slot.Required
+			}
+		case TableVector:
+			ok = EachTable(t, k, func(sub Table) bool { return check(sub, slot.Table, budget, depth+1) })
+		case Union:
+			tag, tagOK := t.Uint8(slot.Tag, 0)
+			sub, present := t.Table(k)
+			switch {
+			case !tagOK:
+				ok = false
+			case !present:
+				ok = t.absent(k) && !slot.Required
+			default:
+				shape := &Shape{}
+				if slot.Union != nil {
+					if u := slot.Union(tag); u != nil {
+						shape = u
+					}
+				}
+				ok = check(sub, shape, budget, depth+1)
+			}
+		}
+		if !ok {
 			return false
 		}
 	}
