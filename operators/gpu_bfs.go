@@ -170,14 +170,7 @@ func runBFSVWC(ctx context.Context, b *GPU, in Input) (*Result, error) {
 		return nil, err
 	}
 	defer t.destroy()
-	// Unvisited and NoVertex are both all-ones.
-	if err := depthBuf.Memset8(s, 0xff); err != nil {
-		return nil, err
-	}
-	if err := parentBuf.Memset8(s, 0xff); err != nil {
-		return nil, err
-	}
-	if err := gpu.Launch(initSource.fn, gpu.Dim(1), gpu.Dim(1), 0, s, depthBuf, parentBuf, in.Source); err != nil {
+	if err := startSearch(s, depthBuf, parentBuf, initSource, depthBuf, parentBuf, in.Source); err != nil {
 		return nil, err
 	}
 	found := []int32{0}
@@ -213,6 +206,18 @@ func runBFSVWC(ctx context.Context, b *GPU, in Input) (*Result, error) {
 	}
 
 	return bfsResult(b, s, depthBuf, parentBuf, cfg.String(), levels, compute, transfer)
+}
+
+// startSearch queues the start of a search on s: every vertex unvisited
+// and without a parent (both all-ones bytes), then the strategy's kernel
+// that marks the source, launched with args.
+func startSearch(s *gpu.Stream, depth, parent *gpu.DeviceBuffer, init *launchable, args ...any) error {
+	for _, buf := range []*gpu.DeviceBuffer{depth, parent} {
+		if err := buf.Memset8(s, 0xff); err != nil {
+			return err
+		}
+	}
+	return gpu.Launch(init.fn, gpu.Dim(1), gpu.Dim(1), 0, s, args...)
 }
 
 // bfsResult downloads a search's depths and parents into a Result.

@@ -222,13 +222,7 @@ func runBFS4K(ctx context.Context, b *GPU, in Input) (*Result, error) {
 		return nil, err
 	}
 	defer t.destroy()
-	if err := depth.Memset8(s, 0xff); err != nil {
-		return nil, err
-	}
-	if err := parent.Memset8(s, 0xff); err != nil {
-		return nil, err
-	}
-	if err := gpu.Launch(k.init.fn, gpu.Dim(1), gpu.Dim(1), 0, s, depth, parent, in.Source, frontier[0]); err != nil {
+	if err := startSearch(s, depth, parent, k.init, depth, parent, in.Source, frontier[0]); err != nil {
 		return nil, err
 	}
 	cur, count, edges, level := 0, int64(1), uint64(g.Out.Degree(in.Source)), int32(0)

@@ -219,16 +219,10 @@ func runEnterprise(ctx context.Context, b *GPU, in Input) (*Result, error) {
 		return nil, err
 	}
 	defer t.destroy()
-	if err := eb.depth.Memset8(s, 0xff); err != nil {
-		return nil, err
-	}
-	if err := eb.parent.Memset8(s, 0xff); err != nil {
-		return nil, err
-	}
 	var count [classes]uint32
 	srcClass := degreeClass(g.Out.Degree(in.Source))
 	count[srcClass] = 1
-	if err := gpu.Launch(k.init.fn, gpu.Dim(1), gpu.Dim(1), 0, s, eb.depth, eb.parent, in.Source, queue(0, srcClass)); err != nil {
+	if err := startSearch(s, eb.depth, eb.parent, k.init, eb.depth, eb.parent, in.Source, queue(0, srcClass)); err != nil {
 		return nil, err
 	}
 	// The source's hub list is empty; the first level is top-down.
