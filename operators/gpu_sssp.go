@@ -150,29 +150,20 @@ func (o SSSP) runGPU(ctx context.Context, b *GPU, in Input) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	dist := make([]float64, d.n)
-	if r.prog.wide {
-		values, err := download[uint64](d)
-		if err != nil {
-			return nil, err
+	// Unreached vertices hold all ones (or, wide, +Inf): null.
+	dist, err := downloadFloats(d, func(x uint64) float64 {
+		if f := math.Float64frombits(x); x != ^uint64(0) && !math.IsInf(f, 0) {
+			return f
 		}
-		for v, x := range values {
-			dist[v] = math.Float64frombits(x)
-			if x == ^uint64(0) || math.IsInf(dist[v], 0) {
-				dist[v] = math.NaN()
-			}
+		return math.NaN()
+	}, func(x uint32) float64 {
+		if x == math.MaxUint32 {
+			return math.NaN()
 		}
-	} else {
-		values, err := download[uint32](d)
-		if err != nil {
-			return nil, err
-		}
-		for v, x := range values {
-			dist[v] = float64(x)
-			if x == math.MaxUint32 {
-				dist[v] = math.NaN()
-			}
-		}
+		return float64(x)
+	})
+	if err != nil {
+		return nil, err
 	}
 	return &Result{
 		Op: "sssp", Backend: "gpu", Strategy: d.describe() + ", " + r.prog.describeValues(),

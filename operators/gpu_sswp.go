@@ -90,29 +90,20 @@ func (o SSWP) runGPU(ctx context.Context, b *GPU, in Input) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	width := make([]float64, d.n)
-	if prog.wide {
-		values, err := download[uint64](d)
-		if err != nil {
-			return nil, err
+	// Unreached vertices hold key 0: null.
+	width, err := downloadFloats(d, func(k uint64) float64 {
+		if k == 0 {
+			return math.NaN()
 		}
-		for v, k := range values {
-			width[v] = math.NaN()
-			if k != 0 {
-				width[v] = fromKey64(k)
-			}
+		return fromKey64(k)
+	}, func(k uint32) float64 {
+		if k == 0 {
+			return math.NaN()
 		}
-	} else {
-		values, err := download[uint32](d)
-		if err != nil {
-			return nil, err
-		}
-		for v, k := range values {
-			width[v] = math.NaN()
-			if k != 0 {
-				width[v] = fromKey32(k)
-			}
-		}
+		return fromKey32(k)
+	})
+	if err != nil {
+		return nil, err
 	}
 	return &Result{
 		Op: "sswp", Backend: "gpu", Strategy: d.describe() + ", " + prog.describeValues(),

@@ -610,6 +610,30 @@ func download[V uint32 | uint64](d *vpDevice) ([]V, error) {
 	return out, nil
 }
 
+// downloadFloats copies the values to the host as float64, converting each
+// from the program's width: from64 for a wide program, from32 otherwise.
+func downloadFloats(d *vpDevice, from64 func(uint64) float64, from32 func(uint32) float64) ([]float64, error) {
+	out := make([]float64, d.n)
+	if d.r.prog.wide {
+		values, err := download[uint64](d)
+		if err != nil {
+			return nil, err
+		}
+		for v, x := range values {
+			out[v] = from64(x)
+		}
+		return out, nil
+	}
+	values, err := download[uint32](d)
+	if err != nil {
+		return nil, err
+	}
+	for v, x := range values {
+		out[v] = from32(x)
+	}
+	return out, nil
+}
+
 // ---- order keys (kernels/vertex_program.cuh) ----
 
 // key32 is the order key of w as a float32: unsigned integers ordered as
