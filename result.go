@@ -3,6 +3,7 @@ package gpipe
 import (
 	"fmt"
 	"math"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -11,6 +12,8 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/gpipe/gpipe/convert"
+	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/internal/par"
 	"github.com/gpipe/gpipe/operators"
 )
 
@@ -46,25 +49,38 @@ func (r *Result) arrowType(c operators.Column) arrow.DataType {
 }
 
 // Record is the result as one Arrow record, one row per vertex in id order
-// (ascending key order). Numeric columns without nulls share the result's
-// memory; the caller releases the record.
+// (ascending key order). Numeric columns share the result's memory, and a
+// vertex column of integer keys the graph's; the caller releases the
+// record.
 func (r *Result) Record(mem memory.Allocator) arrow.Record {
 	return r.Rows(mem, 0, r.Graph.NumVertices())
 }
 
 // Rows is the rows of Record for the vertices with ids [lo, hi): what a
 // writer takes a batch at a time, so that the whole table is never built
-// at once (and a canceled write stops between batches).
+// at once (and a canceled write stops between batches). Only what must
+// change is written: a vertex column of integer keys and the numeric
+// columns point into the graph's keys and the result's values (with a
+// validity bitmap where some are null), and a column of vertices (parents,
+// components) maps ids to integer keys in parallel; string keys are
+// gathered into new arrays.
 func (r *Result) Rows(mem memory.Allocator, lo, hi int) arrow.Record {
-	cols := []arrow.Array{r.Graph.Keys.Range(mem, lo, hi)}
+	keys := r.Graph.Keys
+	cols := []arrow.Array{keyRange(mem, keys, lo, hi)}
 	for _, c := range r.Columns {
 		switch c.Type {
 		case operators.Int32Column:
-			cols = append(cols, primitive(mem, arrow.PrimitiveTypes.Int32, c.Int32[lo:hi], func(v int32) bool { return v >= 0 }))
+			values := c.Int32[lo:hi]
+			cols = append(cols, wrap(mem, arrow.PrimitiveTypes.Int32, values, func(bits []byte, lo, hi int) int {
+				return validity(bits, lo, hi, func(i int) bool { return values[i] >= 0 })
+			}))
 		case operators.Float64Column:
-			cols = append(cols, primitive(mem, arrow.PrimitiveTypes.Float64, c.Float64[lo:hi], func(v float64) bool { return !math.IsNaN(v) }))
+			values := c.Float64[lo:hi]
+			cols = append(cols, wrap(mem, arrow.PrimitiveTypes.Float64, values, func(bits []byte, lo, hi int) int {
+				return validity(bits, lo, hi, func(i int) bool { return values[i] == values[i] }) // not NaN
+			}))
 		case operators.VertexColumn:
-			cols = append(cols, r.Graph.Keys.Array(mem, c.Vertex[lo:hi]))
+			cols = append(cols, keysOf(mem, keys, c.Vertex[lo:hi]))
 		}
 	}
 	rec := array.NewRecord(r.Schema(), cols, int64(hi-lo))
@@ -74,36 +90,112 @@ func (r *Result) Rows(mem memory.Allocator, lo, hi int) arrow.Record {
 	return rec
 }
 
-// primitive wraps values as an Arrow array without copying them, with a
-// validity bitmap where valid says some value is null.
-func primitive[T int32 | float64](mem memory.Allocator, dt arrow.DataType, values []T, valid func(T) bool) arrow.Array {
-	n := len(values)
-	var nulls int
-	for _, v := range values {
-		if !valid(v) {
-			nulls++
-		}
+// keyRange is the key column of the vertices [lo, hi): integer keys as they
+// are, without a copy; string keys gathered by convert.
+func keyRange(mem memory.Allocator, k *convert.VertexKeys, lo, hi int) arrow.Array {
+	switch k.Type {
+	case edges.KeyInt32:
+		return wrap(mem, k.ArrowType, k.Int32[lo:hi], nil)
+	case edges.KeyInt64:
+		return wrap(mem, k.ArrowType, k.Int64[lo:hi], nil)
+	case edges.KeyUint32:
+		return wrap(mem, k.ArrowType, k.Uint32[lo:hi], nil)
+	case edges.KeyUint64:
+		return wrap(mem, k.ArrowType, k.Uint64[lo:hi], nil)
 	}
-	var validity *memory.Buffer
-	if nulls > 0 {
-		validity = memory.NewResizableBuffer(mem)
-		validity.Resize(int(bitutil.BytesForBits(int64(n))))
-		bits := validity.Bytes()
-		clear(bits)
-		for i, v := range values {
-			if valid(v) {
-				bitutil.SetBit(bits, i)
+	return k.Range(mem, lo, hi)
+}
+
+// keysOf is the key column of ids, null where an id is NoVertex.
+func keysOf(mem memory.Allocator, k *convert.VertexKeys, ids []uint32) arrow.Array {
+	switch k.Type {
+	case edges.KeyInt32:
+		return mapKeys(mem, k.ArrowType, k.Int32, ids)
+	case edges.KeyInt64:
+		return mapKeys(mem, k.ArrowType, k.Int64, ids)
+	case edges.KeyUint32:
+		return mapKeys(mem, k.ArrowType, k.Uint32, ids)
+	case edges.KeyUint64:
+		return mapKeys(mem, k.ArrowType, k.Uint64, ids)
+	}
+	return k.Array(mem, ids)
+}
+
+// mapKeys is the column keys[ids[i]], null (and 0) where ids[i] is
+// NoVertex, in memory from mem.
+func mapKeys[T int32 | int64 | uint32 | uint64](mem memory.Allocator, dt arrow.DataType, keys []T, ids []uint32) arrow.Array {
+	values := memory.NewResizableBuffer(mem)
+	defer values.Release()
+	values.Resize(len(ids) * int(unsafe.Sizeof(T(0))))
+	out := unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(values.Bytes()))), len(ids))
+	return withValidity(mem, dt, values, len(ids), func(bits []byte, lo, hi int) int {
+		nulls := 0
+		for i := lo; i < hi; i += 8 {
+			var b byte
+			for j := i; j < min(i+8, hi); j++ {
+				id := ids[j]
+				if id == convert.NoVertex {
+					out[j] = 0
+					nulls++
+					continue
+				}
+				out[j] = keys[id]
+				b |= 1 << (j - i)
+			}
+			bits[i>>3] = b
+		}
+		return nulls
+	})
+}
+
+// validity writes the bits [lo, hi) of a validity bitmap (lo a multiple of
+// 8), a byte at a time, and says how many rows are null.
+func validity(bits []byte, lo, hi int, valid func(i int) bool) (nulls int) {
+	for i := lo; i < hi; i += 8 {
+		var b byte
+		for j := i; j < min(i+8, hi); j++ {
+			if valid(j) {
+				b |= 1 << (j - i)
+			} else {
+				nulls++
 			}
 		}
+		bits[i>>3] = b
 	}
-	var zero T
-	raw := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(values))), n*int(unsafe.Sizeof(zero)))
-	data := array.NewData(dt, n, []*memory.Buffer{validity, memory.NewBufferBytes(raw)}, nil, nulls, 0)
+	return nulls
+}
+
+// fillGrain is the rows a worker fills at a time: a multiple of 8, so that
+// workers write whole bytes of a validity bitmap.
+const fillGrain = 1 << 15
+
+// withValidity is an array over values, whose validity bitmap fill writes
+// for the rows [lo, hi) (several ranges in parallel), saying how many are
+// null; the bitmap is dropped when none is. fill nil: no nulls.
+func withValidity(mem memory.Allocator, dt arrow.DataType, values *memory.Buffer, n int, fill func(bits []byte, lo, hi int) int) arrow.Array {
+	var bitmap *memory.Buffer
+	var nulls atomic.Int64
+	if fill != nil {
+		bitmap = memory.NewResizableBuffer(mem)
+		defer bitmap.Release()
+		bitmap.Resize(int(bitutil.BytesForBits(int64(n))))
+		bits := bitmap.Bytes()
+		par.For(n, fillGrain, func(lo, hi int) { nulls.Add(int64(fill(bits, lo, hi))) })
+		if nulls.Load() == 0 {
+			bitmap = nil
+		}
+	}
+	data := array.NewData(dt, n, []*memory.Buffer{bitmap, values}, nil, int(nulls.Load()), 0)
 	defer data.Release()
-	if validity != nil {
-		validity.Release()
-	}
 	return array.MakeFromData(data)
+}
+
+// wrap is an Arrow array over values, without copying them, with a validity
+// bitmap as fill writes it (nil: no nulls).
+func wrap[T any](mem memory.Allocator, dt arrow.DataType, values []T, fill func(bits []byte, lo, hi int) int) arrow.Array {
+	var zero T
+	raw := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(values))), len(values)*int(unsafe.Sizeof(zero)))
+	return withValidity(mem, dt, memory.NewBufferBytes(raw), len(values), fill)
 }
 
 // Unreached counts the vertices whose first result column is null: for the

@@ -16,13 +16,13 @@ import (
 func (s *service) DoExchange(stream flight.FlightService_DoExchangeServer) error {
 	ctx := stream.Context()
 	call := logOf(ctx)
-	rdr, desc, err := s.openUpload(stream, "the exchange")
+	up, err := s.openUpload(stream, "the exchange")
 	if err != nil {
 		return err
 	}
-	defer rdr.Release()
+	defer up.release()
 	var opts exchangeOptions
-	err = readDescriptor(desc, "DoExchange", &opts, exchangeFix)
+	err = readDescriptor(up.desc, "DoExchange", &opts, exchangeFix)
 	call.names(opts.Graph, opts.Op)
 	if err != nil {
 		return err
@@ -47,7 +47,7 @@ func (s *service) DoExchange(stream flight.FlightService_DoExchangeServer) error
 	// for it alone, with `gpipe run`'s options: weights read only when it
 	// uses them, and checked by its rule.
 	spec := op.Spec()
-	t, held, err := s.receive(ctx, rdr, label, opts.ingestOptions(spec.Weighted))
+	t, held, err := s.receive(ctx, up, label, opts.ingestOptions(spec.Weighted))
 	if err != nil {
 		return err
 	}

@@ -2,13 +2,10 @@ package serve
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/flight"
-	"github.com/apache/arrow/go/v17/arrow/ipc"
-	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/gpipe/gpipe"
 	"github.com/gpipe/gpipe/convert"
@@ -89,47 +86,6 @@ type resultMeta struct {
 // object saying what ran (op, backend, strategy, iterations, compute_s,
 // warnings, ...).
 const MetadataKey = "gpipe"
-
-// sendResult streams res as record batches of at most batchRows rows (the
-// server's limit when 0 or larger). The record's numeric columns share the
-// result's memory and each batch is a slice of the record, so the values
-// are copied only by the IPC writer. It gives up on a client that takes no
-// batch for the result idle timeout.
-func (s *service) sendResult(ctx context.Context, w flight.DataStreamWriter, res *gpipe.Result, batchRows int, meta resultMeta) error {
-	if batchRows <= 0 || batchRows > s.cfg.BatchRows {
-		batchRows = s.cfg.BatchRows
-	}
-	meta.Op, meta.Backend, meta.Strategy = res.Op, res.Backend, res.Strategy
-	meta.Iterations, meta.Warnings, meta.Unreached = res.Iterations, res.Warnings, res.Unreached()
-	meta.Compute, meta.Transfer = res.Compute.Seconds(), res.Transfer.Seconds()
-	js, err := json.Marshal(meta)
-	if err != nil {
-		return err
-	}
-	rec := res.Record(memory.DefaultAllocator)
-	defer rec.Release()
-	md := arrow.NewMetadata([]string{MetadataKey}, []string{string(js)})
-	schema := arrow.NewSchema(rec.Schema().Fields(), &md)
-
-	fw := flight.NewRecordWriter(&idleSend{DataStreamWriter: w, d: s.cfg.ResultIdleTimeout}, ipc.WithSchema(schema))
-	defer fw.Close()
-	call := logOf(ctx)
-	n := rec.NumRows()
-	for lo := int64(0); lo < n; lo += int64(batchRows) {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		hi := min(lo+int64(batchRows), n)
-		part := rec.NewSlice(lo, hi)
-		err := fw.Write(part)
-		part.Release()
-		if err != nil {
-			return err
-		}
-		call.rows += hi - lo
-	}
-	return fw.Close()
-}
 
 // resultSchema is the schema of op's result on g, without running it: what
 // GetFlightInfo and GetSchema answer for a query.

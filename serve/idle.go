@@ -40,19 +40,19 @@ func (r *idleRecv) Recv() (*flight.FlightData, error) {
 	return fd, err
 }
 
-// idleSend is a result's stream whose Send gives up when the client takes
-// no message for d (d <= 0: no limit).
+// idleSend is a result's stream whose SendMsg gives up when the client
+// takes no message for d (d <= 0: no limit).
 type idleSend struct {
-	flight.DataStreamWriter
-	d   time.Duration
-	err error // once Send gave up, the stream is not written again
+	sender messageSender
+	d      time.Duration
+	err    error // once SendMsg gave up, the stream is not written again
 }
 
-func (w *idleSend) Send(fd *flight.FlightData) error {
+func (w *idleSend) SendMsg(m any) error {
 	if w.err != nil {
 		return w.err
 	}
-	_, idle, err := untilIdle(w.d, func() (struct{}, error) { return struct{}{}, w.DataStreamWriter.Send(fd) })
+	_, idle, err := untilIdle(w.d, func() (struct{}, error) { return struct{}{}, w.sender.SendMsg(m) })
 	if idle {
 		w.err = status.Errorf(codes.DeadlineExceeded,
 			"the client took no result batch for %v (the server's --result-idle-timeout), so the query was canceled: read results as they come, or ask for a longer timeout", w.d)

@@ -333,32 +333,55 @@ const (
 	infoFix     = `descriptor: path ["GRAPH"], or a command {"graph": "GRAPH"} (with "op" and parameters: a query)`
 )
 
-// descriptorStream reads a DoPut or DoExchange stream, keeping the first
-// flight descriptor that comes with it. Clients send the descriptor on the
-// schema message (Go, Java), or on a message of its own before it (the C++
-// client, so pyarrow, in DoExchange); flight.Reader only remembers the
-// descriptor of the latest message, which is nil in the second case.
-type descriptorStream struct {
-	flight.DataStreamReader
-	desc *flight.FlightDescriptor
+// upload is a DoPut or DoExchange stream of FlightData messages. It keeps
+// the first flight descriptor that comes with the stream: clients send it
+// on the schema message (Go, Java), or on a message of its own before it
+// (the C++ client, so pyarrow, in DoExchange), and flight.Reader only
+// remembers the descriptor of the latest message, which is nil in the
+// second case. It keeps the schema message's metadata too, for
+// arrowipc.Appender.AppendMessage. rdr is arrow's reader over the same
+// messages: receive reads each message itself, and gives back (unread) the
+// ones arrow's reader must read.
+type upload struct {
+	stream  flight.DataStreamReader
+	rdr     *flight.Reader
+	desc    *flight.FlightDescriptor
+	schema  []byte // the schema message's metadata
+	pending *flight.FlightData
 }
 
-func (d *descriptorStream) Recv() (*flight.FlightData, error) {
-	fd, err := d.DataStreamReader.Recv()
-	if err == nil && d.desc == nil {
-		d.desc = fd.GetFlightDescriptor()
+// Recv is the next message: the one given back, or the stream's next.
+func (u *upload) Recv() (*flight.FlightData, error) {
+	if fd := u.pending; fd != nil {
+		u.pending = nil
+		return fd, nil
+	}
+	fd, err := u.stream.Recv()
+	if err == nil {
+		if u.desc == nil {
+			u.desc = fd.GetFlightDescriptor()
+		}
+		if u.schema == nil && len(fd.GetDataHeader()) > 0 {
+			u.schema = fd.GetDataHeader()
+		}
 	}
 	return fd, err
 }
 
-// openUpload starts reading an upload's record batches and returns its
-// descriptor with the reader. The reader gives up on a client that sends
-// nothing for the upload idle timeout.
-func (s *service) openUpload(stream flight.DataStreamReader, call string) (*flight.Reader, *flight.FlightDescriptor, error) {
-	ds := &descriptorStream{DataStreamReader: &idleRecv{DataStreamReader: stream, d: s.cfg.UploadIdleTimeout}}
-	rdr, err := flight.NewRecordReader(ds)
+// unread gives fd back, for arrow's reader to read next.
+func (u *upload) unread(fd *flight.FlightData) { u.pending = fd }
+
+func (u *upload) release() { u.rdr.Release() }
+
+// openUpload starts reading an upload: arrow's reader reads the schema. The
+// stream gives up on a client that sends nothing for the upload idle
+// timeout.
+func (s *service) openUpload(stream flight.DataStreamReader, call string) (*upload, error) {
+	up := &upload{stream: &idleRecv{DataStreamReader: stream, d: s.cfg.UploadIdleTimeout}}
+	rdr, err := flight.NewRecordReader(up)
 	if err != nil {
-		return nil, nil, readError(call, err)
+		return nil, readError(call, err)
 	}
-	return rdr, ds.desc, nil
+	up.rdr = rdr
+	return up, nil
 }

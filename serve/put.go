@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -30,13 +31,13 @@ func (s *service) DoPut(stream flight.FlightService_DoPutServer) error {
 	ctx := stream.Context()
 	call := logOf(ctx)
 	start := time.Now()
-	rdr, desc, err := s.openUpload(stream, "the upload")
+	up, err := s.openUpload(stream, "the upload")
 	if err != nil {
 		return err
 	}
-	defer rdr.Release()
+	defer up.release()
 	var opts putOptions
-	err = readDescriptor(desc, "DoPut", &opts, putFix)
+	err = readDescriptor(up.desc, "DoPut", &opts, putFix)
 	name := opts.Graph
 	call.names(name, "")
 	if err != nil {
@@ -61,7 +62,7 @@ func (s *service) DoPut(stream flight.FlightService_DoPutServer) error {
 	// Weights are read when the table has them, checked only for being
 	// finite: the graph serves every operator, and one that needs weights
 	// >= 0 refuses a graph with negative ones when it is asked to run.
-	t, held, err := s.receive(ctx, rdr, "graph "+name, opts.ingestOptions(true))
+	t, held, err := s.receive(ctx, up, "graph "+name, opts.ingestOptions(true))
 	if err != nil {
 		return err
 	}
@@ -102,9 +103,14 @@ type builtGraph struct {
 // receive reads an upload's record batches into an edge table. The table
 // holds its bytes of the memory budget (held) as it grows; an upload over a
 // limit stops at the batch that crosses it. On error nothing is kept.
-func (s *service) receive(ctx context.Context, rdr *flight.Reader, name string, opts edges.Options) (t *edges.Table, held int64, err error) {
+//
+// A batch whose edge columns the Appender can take from the message itself
+// (AppendMessage: no copy where the body's buffers are aligned) is read
+// here; any other message (a dictionary batch, a compressed body, keys that
+// are dictionaries) is given to arrow's reader, which reads the same stream.
+func (s *service) receive(ctx context.Context, up *upload, name string, opts edges.Options) (t *edges.Table, held int64, err error) {
 	opts.Alloc = s.backend.Alloc()
-	a, err := arrowipc.NewAppender(name, rdr.Schema(), opts)
+	a, err := arrowipc.NewAppender(name, up.rdr.Schema(), opts)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -115,14 +121,36 @@ func (s *service) receive(ctx context.Context, rdr *flight.Reader, name string, 
 			held = 0
 		}
 	}()
+	direct := a.SetSchemaMessage(up.schema)
 	call := logOf(ctx)
 	batches := 0
-	for rdr.Next() {
+	for {
 		if err := ctx.Err(); err != nil {
 			return nil, held, err
 		}
-		if err := a.Append(rdr.Record()); err != nil {
-			return nil, held, err
+		appended := false
+		if direct {
+			fd, err := up.Recv()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return nil, held, readError(name, err)
+			}
+			if appended, err = a.AppendMessage(fd.DataHeader, fd.DataBody); err != nil {
+				return nil, held, err
+			}
+			if !appended {
+				up.unread(fd)
+			}
+		}
+		if !appended {
+			if !up.rdr.Next() {
+				break
+			}
+			if err := a.Append(up.rdr.Record()); err != nil {
+				return nil, held, err
+			}
 		}
 		batches++
 		call.rowsIn = a.Rows()
@@ -140,7 +168,7 @@ func (s *service) receive(ctx context.Context, rdr *flight.Reader, name string, 
 	if err := ctx.Err(); err != nil {
 		return nil, held, err
 	}
-	if err := rdr.Err(); err != nil {
+	if err := up.rdr.Err(); err != nil {
 		return nil, held, readError(name, err)
 	}
 	t, err = a.Finish()

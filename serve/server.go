@@ -19,6 +19,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"strconv"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow/flight"
@@ -137,13 +139,21 @@ func New(cfg Config) (*Server, error) {
 		h := sha256.Sum256([]byte(cfg.Token))
 		svc.tokenHash = &h
 	}
+	bufs := &alignedBuffers{}
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(cfg.MaxMessageBytes),
+		grpc.ForceServerCodec(flightCodec{bufs: bufs}),
+		grpc.RecvBufferPool(bufs),
+		grpc.WriteBufferSize(envInt("GPIPE_WBUF", 32<<10)),
+		grpc.ReadBufferSize(envInt("GPIPE_RBUF", 32<<10)),
 		grpc.ChainUnaryInterceptor(svc.unaryInterceptor),
 		grpc.ChainStreamInterceptor(svc.streamInterceptor),
 		// Stop waits for the handlers, so that their graph references are
 		// released before Shutdown frees the graphs.
 		grpc.WaitForHandlers(true),
+	}
+	if w := envInt("GPIPE_WIN", 0); w > 0 {
+		opts = append(opts, grpc.InitialWindowSize(int32(w)), grpc.InitialConnWindowSize(int32(w)))
 	}
 	creds, err := loadTLS(cfg.TLSCertFile, cfg.TLSKeyFile)
 	if err != nil {
@@ -205,4 +215,11 @@ func (s *Server) Shutdown(ctx context.Context) (forced bool) {
 	}
 	s.svc.graphs.close()
 	return forced
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
 }

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -49,6 +52,7 @@ func serveCommand(e *env) *cli.Command {
 			&cli.DurationFlag{Name: "result-idle-timeout", Value: serve.DefaultIdleTimeout, Usage: "cancel a query whose client takes no result batch for this long, releasing its graph (0: never)"},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, Usage: "time running calls get to finish on SIGINT/SIGTERM before they are canceled"},
 			&cli.BoolFlag{Name: "log-json", Usage: "log one JSON object per line instead of key=value text"},
+			&cli.StringFlag{Name: "debug-addr", Usage: "serve Go's profiles (net/http/pprof: /debug/pprof/) over HTTP on `HOST:PORT`, without TLS or token: keep it on loopback"},
 		},
 		Action: func(c *cli.Context) error { return serveAction(c, e) },
 	}
@@ -85,6 +89,13 @@ func serveAction(c *cli.Context, e *env) error {
 	}
 	if cfg.Token != "" && !srv.TLS() && !isLoopback(lis.Addr()) {
 		log.Warn("the bearer token travels in clear text: pass --tls-cert and --tls-key")
+	}
+	if debug := c.String("debug-addr"); debug != "" {
+		stop, err := serveDebug(debug, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	log.Info("serving Arrow Flight", "addr", lis.Addr().String(), "tls", srv.TLS(), "auth", cfg.Token != "", "backend", c.String("backend"),
 		"upload_idle_timeout", c.Duration("upload-idle-timeout"), "result_idle_timeout", c.Duration("result-idle-timeout"))
@@ -202,6 +213,39 @@ func readToken(file string) (string, error) {
 			"write a token such as the output of 'openssl rand -hex 32' into it")
 	}
 	return token, nil
+}
+
+// serveDebug serves the runtime's profiles (CPU, heap, goroutines,
+// blocking, mutexes, execution trace) over HTTP on addr, so that an
+// operator can profile the running server without restarting it:
+//
+//	go tool pprof http://127.0.0.1:6060/debug/pprof/profile?seconds=10
+//
+// The handlers get their own mux, not http.DefaultServeMux. stop closes the
+// listener.
+func serveDebug(addr string, log *slog.Logger) (stop func(), err error) {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, usererr.New(usererr.Usage, fmt.Sprintf("cannot listen on %s for --debug-addr: %v", addr, err), "pick a free port")
+	}
+	if !isLoopback(lis.Addr()) {
+		log.Warn("--debug-addr listens beyond loopback: anyone who can reach it can read the server's memory profile and stacks, without a token")
+	}
+	// Sample contention, so that the mutex and block profiles say where
+	// concurrent queries wait: about one event in 100, and blocking
+	// every 10 µs on average.
+	runtime.SetMutexProfileFraction(100)
+	runtime.SetBlockProfileRate(10_000)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(lis)
+	log.Info("serving profiles", "debug_addr", "http://"+lis.Addr().String()+"/debug/pprof/")
+	return func() { srv.Close() }, nil
 }
 
 // isLoopback says whether addr is a loopback address.

@@ -48,6 +48,13 @@ type Appender struct {
 	mapAliased bool
 	// copyRecords says records' buffers are copied, never aliased.
 	copyRecords bool
+	// The batch AppendMessage is adding: its body, whether the table holds
+	// it, and whether its columns are copied rather than aliased; and the
+	// schema message's layout (message.go).
+	body      []byte
+	bodyHeld  bool
+	copyBody  bool
+	msgLayout *schemaLayout
 	batches     int
 	done        bool
 	idx         []int64 // scratch: dictionary indices
@@ -293,15 +300,27 @@ func (a *Appender) corrupt(role int, detail string) error {
 }
 
 // mayAlias says whether a chunk may point into c's buffers: those of a
-// mapped file, or of a record unless the Appender copies records (they are
-// in memory other than Options.Alloc's).
+// mapped file, of a message body unless the Appender copies it, or of a
+// record unless the Appender copies records (they are in memory other than
+// Options.Alloc's).
 func (a *Appender) mayAlias(c *rawCol) bool {
-	return c.arr == nil || !a.copyRecords
+	if c.arr == nil {
+		return a.body == nil || !a.copyBody
+	}
+	return !a.copyRecords
 }
 
 // hold keeps c's buffers alive as long as the table: the array is retained
-// once per batch.
+// once per batch; a message body is counted once (the chunks' slices keep
+// it).
 func (a *Appender) hold(c *rawCol) {
+	if c.arr == nil && a.body != nil {
+		if !a.bodyHeld {
+			a.bodyHeld = true
+			a.bytes += int64(len(a.body))
+		}
+		return
+	}
 	if c.arr == nil {
 		a.mapAliased = true
 		return

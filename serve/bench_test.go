@@ -1,0 +1,169 @@
+package serve
+
+import (
+	"context"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/flight"
+	"github.com/apache/arrow/go/v17/arrow/ipc"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/gpipe/gpipe"
+	"github.com/gpipe/gpipe/convert"
+	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/operators"
+)
+
+// The server's own cost of a result and of an upload, without the network:
+// what a DoGet of BFS on Kronecker 22 sends (2,395,814 rows of int64
+// vertex, int32 depth, int64 parent), and what a DoPut of 8 M edges in
+// batches of 1 M rows receives, as gRPC hands the messages over. The
+// numbers, before and after issue 17, are in BENCHMARKS.md:
+//
+//	go test ./serve -run XXX -bench 'SendResult|Receive' -count 6
+
+// bfsResult is a result shaped as BFS's on Kronecker 22: random int64 keys,
+// depths 0..8 with 1% unreached, random parents.
+func bfsResult(n int) *gpipe.Result {
+	rng := rand.New(rand.NewPCG(1, 2))
+	keys := make([]int64, n)
+	for i := range keys {
+		keys[i] = rng.Int64N(1 << 40)
+	}
+	slices.Sort(keys)
+	depth := make([]int32, n)
+	parent := make([]uint32, n)
+	for i := range depth {
+		depth[i], parent[i] = int32(rng.IntN(9)), uint32(rng.IntN(n))
+		if rng.IntN(100) == 0 {
+			depth[i], parent[i] = -1, convert.NoVertex
+		}
+	}
+	g := &convert.Graph{
+		Out:  convert.CSR{Offsets: make([]int64, n+1)},
+		Keys: &convert.VertexKeys{Type: edges.KeyInt64, ArrowType: arrow.PrimitiveTypes.Int64, Int64: keys},
+	}
+	return &gpipe.Result{Graph: &gpipe.Graph{Graph: g}, Result: &operators.Result{
+		Op: "bfs", Backend: "cpu",
+		Columns: []operators.Column{
+			{Name: "depth", Type: operators.Int32Column, Int32: depth},
+			{Name: "parent", Type: operators.VertexColumn, Vertex: parent},
+		},
+	}}
+}
+
+// discard is a call's stream that marshals each message as gRPC would,
+// and drops it.
+type discard struct{ bytes int64 }
+
+func (d *discard) SendMsg(m any) error {
+	b, err := flightCodec{}.Marshal(m)
+	d.bytes += int64(len(b))
+	return err
+}
+
+func BenchmarkSendResult(b *testing.B) {
+	res := bfsResult(2395814)
+	s := &service{cfg: Config{BatchRows: DefaultBatchRows, ResultIdleTimeout: -1}}
+	d := &discard{}
+	if err := s.sendResult(context.Background(), d, res, 0, resultMeta{}); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(d.bytes)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := s.sendResult(context.Background(), &discard{}, res, 0, resultMeta{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// wireMessages is an upload as gRPC receives it: the FlightData messages of
+// m random int64 edges in batches of batchRows rows, marshaled.
+func wireMessages(tb testing.TB, m, batchRows int) [][]byte {
+	rng := rand.New(rand.NewPCG(3, 4))
+	schema := arrow.NewSchema([]arrow.Field{{Name: "src", Type: arrow.PrimitiveTypes.Int64}, {Name: "dst", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	var out [][]byte
+	send := sendFunc(func(fd *flight.FlightData) error {
+		b, err := proto.Marshal(fd)
+		out = append(out, b)
+		return err
+	})
+	w := flight.NewRecordWriter(send, ipc.WithSchema(schema))
+	w.SetFlightDescriptor(&flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{"g"}})
+	for lo := 0; lo < m; lo += batchRows {
+		n := min(batchRows, m-lo)
+		src, dst := make([]int64, n), make([]int64, n)
+		for i := range src {
+			src[i], dst[i] = rng.Int64N(1<<22), rng.Int64N(1<<22)
+		}
+		sa, da := array.NewInt64Builder(memory.DefaultAllocator), array.NewInt64Builder(memory.DefaultAllocator)
+		sa.AppendValues(src, nil)
+		da.AppendValues(dst, nil)
+		cols := []arrow.Array{sa.NewArray(), da.NewArray()}
+		rec := array.NewRecord(schema, cols, int64(n))
+		if err := w.Write(rec); err != nil {
+			tb.Fatal(err)
+		}
+		rec.Release()
+	}
+	w.Close()
+	return out
+}
+
+type sendFunc func(*flight.FlightData) error
+
+func (f sendFunc) Send(fd *flight.FlightData) error { return f(fd) }
+
+// wireStream delivers marshaled messages as gRPC does: each copied into a
+// buffer from the receive pool, then decoded by the codec.
+type wireStream struct {
+	msgs  [][]byte
+	codec flightCodec
+}
+
+func (w *wireStream) Recv() (*flight.FlightData, error) {
+	if len(w.msgs) == 0 {
+		return nil, io.EOF
+	}
+	buf := w.codec.bufs.Get(len(w.msgs[0]))
+	copy(buf, w.msgs[0])
+	w.msgs = w.msgs[1:]
+	fd := &flight.FlightData{}
+	return fd, w.codec.Unmarshal(buf, fd)
+}
+
+func BenchmarkReceive(b *testing.B) {
+	msgs := wireMessages(b, 8<<20, 1<<20)
+	var size int64
+	for _, m := range msgs {
+		size += int64(len(m))
+	}
+	s := &service{cfg: Config{UploadIdleTimeout: -1}, mem: &budget{}}
+	s.backend, _ = gpipe.OpenBackend("cpu")
+	codec := flightCodec{bufs: &alignedBuffers{}}
+	b.SetBytes(size)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		up, err := s.openUpload(&wireStream{msgs: msgs, codec: codec}, "the upload")
+		if err != nil {
+			b.Fatal(err)
+		}
+		t, held, err := s.receive(context.Background(), up, "graph g", edges.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if t.RowsRead != 8<<20 {
+			b.Fatalf("%d rows", t.RowsRead)
+		}
+		t.Release()
+		s.mem.release(held)
+		up.release()
+	}
+}
