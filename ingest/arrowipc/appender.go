@@ -55,9 +55,9 @@ type Appender struct {
 	bodyHeld  bool
 	copyBody  bool
 	msgLayout *schemaLayout
-	batches     int
-	done        bool
-	idx         []int64 // scratch: dictionary indices
+	batches   int
+	done      bool
+	idx       []int64 // scratch: dictionary indices
 }
 
 // NewAppender starts a table from record batches of the given schema. name
