@@ -140,12 +140,32 @@ func (b *GPU) Fits(op Operator, g *convert.Graph, p Params) error {
 	return b.fitsBytes(g, o.gpuBytes(g, p))
 }
 
+// Need is the device memory a run of op on g would allocate, with the
+// margin Fits keeps: its layouts and workspace, less g's copies on the
+// device already (all of them, as Fits counts them).
+func (b *GPU) Need(op Operator, g *convert.Graph, p Params) (int64, error) {
+	o, ok := op.(gpuOperator)
+	if !ok {
+		return 0, errNoGPUImplementation(op.Spec().Name)
+	}
+	return b.needBytes(g, o.gpuBytes(g, p)), nil
+}
+
+// Resident is the device memory g's copies hold.
+func (b *GPU) Resident(g *convert.Graph) int64 { return b.resident(g) }
+
 // fitsBytes says whether need bytes for a run on g fit in the GPU's free
 // memory, counting g's copies already there.
 func (b *GPU) fitsBytes(g *convert.Graph, need int64) error {
+	return b.Device().MemoryFits(b.needBytes(g, need))
+}
+
+// needBytes is what a run on g that takes need bytes allocates, less g's
+// copies already there, with a margin for allocation granularity: 2% and
+// 64 MiB.
+func (b *GPU) needBytes(g *convert.Graph, need int64) int64 {
 	need -= b.resident(g)
-	// Allocation granularity: keep 2% and 64 MiB spare.
-	return b.Device().MemoryFits(need + need/50 + 64<<20)
+	return need + need/50 + 64<<20
 }
 
 // Forget frees the device copies of g.

@@ -62,12 +62,12 @@ func (s *service) DoExchange(stream flight.FlightService_DoExchangeServer) error
 	}
 	defer g.free()
 	// The build applied the operator's weight rule already.
-	res, err := s.run(ctx, g.Graph, math.Inf(1), op, q)
+	res, note, err := s.run(ctx, g.Graph, math.Inf(1), op, q)
 	if err != nil {
 		return err
 	}
 	meta := resultMeta{
-		Graph: opts.Graph, Vertices: g.NumVertices(), Edges: g.NumEdges(),
+		Graph: opts.Graph, Vertices: g.NumVertices(), Edges: g.NumEdges(), BackendNote: note,
 		InputRows: g.RowsRead, SkippedRows: g.Skipped.Total(),
 	}
 	return s.sendResult(ctx, stream, res, q.BatchRows, meta)

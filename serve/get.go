@@ -35,48 +35,48 @@ func (s *service) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetSer
 		return err
 	}
 	defer s.graphs.release(sg)
-	res, err := s.run(ctx, sg.g, sg.minWeight, op, q)
+	res, note, err := s.run(ctx, sg.g, sg.minWeight, op, q)
 	if err != nil {
 		return err
 	}
-	meta := resultMeta{Graph: q.Graph, Vertices: sg.info.Vertices, Edges: sg.info.Edges}
+	meta := resultMeta{Graph: q.Graph, Vertices: sg.info.Vertices, Edges: sg.info.Edges, BackendNote: note}
 	return s.sendResult(ctx, stream, res, q.BatchRows, meta)
 }
 
-// run runs a prepared query on g in a job slot.
-func (s *service) run(ctx context.Context, g *gpipe.Graph, minWeight float64, op operators.Operator, q query) (*gpipe.Result, error) {
+// run runs a prepared query on g in a job slot, where the placement says;
+// note says why there, when that was chosen.
+func (s *service) run(ctx context.Context, g *gpipe.Graph, minWeight float64, op operators.Operator, q query) (res *gpipe.Result, note string, err error) {
 	spec := op.Spec()
 	if spec.Weighted && spec.Weights == convert.NonNegativeWeights && minWeight < 0 {
-		return nil, usererr.New(usererr.Usage,
+		return nil, "", usererr.New(usererr.Usage,
 			fmt.Sprintf("graph %q has negative edge weights (the smallest is %v) and %s needs weights >= 0", q.Graph, minWeight, spec.Name),
 			`put the graph again without them (or with "unweighted": true), or use sswp`)
 	}
 	release, err := s.jobs.acquire(ctx)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer release()
-	runner, _, err := s.backend.For(g.Graph, op, q.Params)
-	if err != nil {
-		return nil, err
-	}
-	return g.Run(ctx, q.Op, q.Params, runner)
+	return s.place.run(ctx, g, op, q.Params)
 }
 
 // resultMeta is the JSON in a result's schema metadata, under the key
 // "gpipe": what ran, where, and what it says about the result.
 type resultMeta struct {
-	Graph      string   `json:"graph,omitempty"`
-	Op         string   `json:"op"`
-	Backend    string   `json:"backend"`
-	Strategy   string   `json:"strategy"`
-	Iterations int      `json:"iterations"`
-	Compute    float64  `json:"compute_s"`
-	Transfer   float64  `json:"transfer_s,omitempty"`
-	Vertices   int      `json:"vertices"`
-	Edges      int64    `json:"edges"`
-	Unreached  int      `json:"unreached"`
-	Warnings   []string `json:"warnings,omitempty"`
+	Graph   string `json:"graph,omitempty"`
+	Op      string `json:"op"`
+	Backend string `json:"backend"`
+	// BackendNote says why the query ran where it did, when that was
+	// chosen (--backend auto): no usable GPU, or no room on it.
+	BackendNote string   `json:"backend_note,omitempty"`
+	Strategy    string   `json:"strategy"`
+	Iterations  int      `json:"iterations"`
+	Compute     float64  `json:"compute_s"`
+	Transfer    float64  `json:"transfer_s,omitempty"`
+	Vertices    int      `json:"vertices"`
+	Edges       int64    `json:"edges"`
+	Unreached   int      `json:"unreached"`
+	Warnings    []string `json:"warnings,omitempty"`
 	// An exchange's upload: rows read and skipped.
 	InputRows   int64 `json:"input_rows,omitempty"`
 	SkippedRows int64 `json:"skipped_rows"`

@@ -209,12 +209,11 @@ func (s *service) build(ctx context.Context, t *edges.Table, held int64, lo gpip
 	}
 	b := &builtGraph{Graph: g, bytes: g.Bytes()}
 	b.free = func() {
-		s.backend.Release(g.Graph)
+		s.place.forget(g.Graph)
 		g.Release()
 		s.mem.release(b.bytes)
 	}
 	if err := s.mem.reserve(b.bytes); err != nil {
-		s.backend.Release(g.Graph)
 		g.Release()
 		return nil, err
 	}
@@ -250,11 +249,7 @@ func (s *service) backendOf(g *gpipe.Graph) (backend, note string) {
 	if err != nil {
 		return "", err.Error()
 	}
-	b, why, err := s.backend.For(g.Graph, op, operators.Params{})
-	if err != nil {
-		return "gpu", oneLine(err.Error())
-	}
-	return b.Name(), why
+	return s.place.describe(g.Graph, op)
 }
 
 // edgeSchema is the edge columns as the graph keeps them: the keys in

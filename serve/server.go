@@ -65,6 +65,9 @@ type Config struct {
 	UploadIdleTimeout, ResultIdleTimeout time.Duration
 	// Logger gets one line per call; nil means slog.Default().
 	Logger *slog.Logger
+
+	// gpu, when set, stands for the GPU (tests without one).
+	gpu gpuDevice
 }
 
 // Defaults for the zero values of Config.
@@ -93,7 +96,8 @@ type service struct {
 	cfg       Config
 	log       *slog.Logger
 	tokenHash *[sha256.Size]byte // nil: no authentication
-	backend   *gpipe.Backend
+	backend   *gpipe.Backend     // the memory uploads and graphs go into
+	place     *placement
 	graphs    *registry
 	mem       *budget
 	jobs      jobs
@@ -123,7 +127,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	backend, err := gpipe.OpenBackend(cfg.Backend)
+	choice := cfg.Backend
+	if cfg.gpu != nil {
+		choice = "cpu" // Go memory, for the stand-in
+	}
+	backend, err := gpipe.OpenBackend(choice)
 	if err != nil {
 		return nil, err
 	}
@@ -131,6 +139,7 @@ func New(cfg Config) (*Server, error) {
 		cfg:     cfg,
 		log:     cfg.Logger,
 		backend: backend,
+		place:   newPlacement(cfg.Backend, cfg.gpu),
 		graphs:  newRegistry(cfg.MaxGraphs),
 		mem:     &budget{max: cfg.MaxMemoryBytes},
 		jobs:    newJobs(cfg.MaxConcurrentJobs),

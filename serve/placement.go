@@ -1,0 +1,267 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/gpipe/gpipe"
+	"github.com/gpipe/gpipe/convert"
+	"github.com/gpipe/gpipe/gpu"
+	"github.com/gpipe/gpipe/internal/bytesize"
+	"github.com/gpipe/gpipe/internal/usererr"
+	"github.com/gpipe/gpipe/operators"
+)
+
+// Where a query runs. With --backend cpu, on the CPU. With gpu or auto, on
+// the GPU when the run fits in its memory, which holds the device copies
+// of the graphs queried on it (kept for the next query, as operators.GPU
+// keeps them) and the workspace of the runs under way. A run that does not
+// fit now waits for the GPU to itself, and frees the copies of the graphs
+// used least recently (none of them is in use then) until it fits. A run
+// that does not fit even so is refused under --backend gpu
+// (FailedPrecondition, saying so), and runs on the CPU under auto (the
+// result's metadata says so in backend_note). A run that the estimate let
+// in but that finds the GPU out of memory is handled the same way: it never
+// fails for lack of GPU memory while another run or a graph's copy was in
+// the way.
+
+// gpuDevice is the GPU as the server places runs on it: operators.GPU, or
+// a stand-in in tests.
+type gpuDevice interface {
+	operators.Backend
+	// Need is the device memory a run of op on g would allocate beyond g's
+	// copies there.
+	Need(op operators.Operator, g *convert.Graph, p operators.Params) (int64, error)
+	// Resident is the device memory g's copies hold.
+	Resident(g *convert.Graph) int64
+	// MemInfo is the device memory free now, and in all.
+	MemInfo() (free, total int64, err error)
+	// Forget frees g's copies.
+	Forget(g *convert.Graph)
+}
+
+// deviceGPU is operators.GPU as a gpuDevice.
+type deviceGPU struct{ *operators.GPU }
+
+func (d deviceGPU) MemInfo() (free, total int64, err error) { return d.Device().MemInfo() }
+
+// placement places the server's runs.
+type placement struct {
+	choice string    // "auto", "cpu" or "gpu"
+	gpu    gpuDevice // nil: the CPU only
+	noGPU  string    // under auto without a GPU: why there is none
+
+	// runs is held shared by each run on the GPU, and exclusively by a run
+	// that needs the GPU to itself to make room.
+	runs sync.RWMutex
+	mu   sync.Mutex
+	// used is when each graph last ran on the GPU: the graphs that may
+	// have copies there, whose copies room is made from.
+	used map[*convert.Graph]time.Time
+}
+
+// newPlacement places runs by a backend choice that gpipe.OpenBackend
+// accepted, on dev when it is given (tests), else on the process's GPU.
+func newPlacement(choice string, dev gpuDevice) *placement {
+	pl := &placement{choice: choice, gpu: dev, used: map[*convert.Graph]time.Time{}}
+	if pl.choice == "" {
+		pl.choice = "auto"
+	}
+	if pl.choice != "cpu" && dev == nil {
+		g, err := gpipe.SharedGPU()
+		if err != nil {
+			pl.noGPU = "no usable GPU: " + oneLine(err.Error())
+		} else {
+			pl.gpu = deviceGPU{g}
+		}
+	}
+	if pl.choice == "cpu" {
+		pl.gpu = nil
+	}
+	return pl
+}
+
+// run runs op on g with parameters p, and says where it ran when that was
+// chosen (auto) and why.
+func (pl *placement) run(ctx context.Context, g *gpipe.Graph, op operators.Operator, p operators.Params) (res *gpipe.Result, note string, err error) {
+	name := op.Spec().Name
+	if pl.gpu == nil {
+		res, err = g.Run(ctx, name, p, operators.CPU{})
+		return res, pl.noGPU, err
+	}
+	need, err := pl.gpu.Need(op, g.Graph, p)
+	if err != nil { // the operator has no GPU implementation
+		return pl.elsewhere(ctx, g, op, p, err)
+	}
+	pl.runs.RLock()
+	free, total, err := pl.gpu.MemInfo()
+	if err == nil && need > total {
+		pl.runs.RUnlock()
+		return pl.elsewhere(ctx, g, op, p, errNoRoom{need: need, free: total, all: true})
+	}
+	if err == nil && need <= free {
+		res, err = pl.onGPU(ctx, g, name, p)
+		pl.runs.RUnlock()
+		if !outOfMemory(err) {
+			return res, "", err
+		}
+	} else {
+		pl.runs.RUnlock()
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, "", err
+	}
+	pl.runs.Lock()
+	res, err = pl.alone(ctx, g, op, p)
+	pl.runs.Unlock()
+	if err == nil || !roomless(err) {
+		return res, "", err
+	}
+	return pl.elsewhere(ctx, g, op, p, err)
+}
+
+// alone runs op on g with the GPU to itself, after freeing the copies of
+// other graphs, least recently used first, until the run fits; or says
+// (errNoRoom) that it does not fit even with them all freed. Where the
+// estimate was too low and the run finds the GPU out of memory with
+// copies of other graphs left, it frees them all and tries once more.
+func (pl *placement) alone(ctx context.Context, g *gpipe.Graph, op operators.Operator, p operators.Params) (*gpipe.Result, error) {
+	need, err := pl.gpu.Need(op, g.Graph, p)
+	if err != nil {
+		return nil, err
+	}
+	free, _, err := pl.gpu.MemInfo()
+	if err != nil {
+		return nil, err
+	}
+	others := pl.othersByUse(g.Graph)
+	if need > free {
+		var freeable int64
+		for _, o := range others {
+			freeable += pl.gpu.Resident(o)
+		}
+		if need > free+freeable {
+			return nil, errNoRoom{need: need, free: free, freeable: freeable}
+		}
+		for len(others) > 0 && need > free {
+			pl.forget(others[0])
+			others = others[1:]
+			if free, _, err = pl.gpu.MemInfo(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	res, err := pl.onGPU(ctx, g, op.Spec().Name, p)
+	if outOfMemory(err) && len(others) > 0 {
+		for _, o := range others {
+			pl.forget(o)
+		}
+		res, err = pl.onGPU(ctx, g, op.Spec().Name, p)
+	}
+	if outOfMemory(err) {
+		return nil, errNoRoom{need: need, free: free, cause: err}
+	}
+	return res, err
+}
+
+// onGPU runs op on g on the GPU, noting the graph's use.
+func (pl *placement) onGPU(ctx context.Context, g *gpipe.Graph, name string, p operators.Params) (*gpipe.Result, error) {
+	pl.mu.Lock()
+	pl.used[g.Graph] = time.Now()
+	pl.mu.Unlock()
+	return g.Run(ctx, name, p, pl.gpu)
+}
+
+// elsewhere is what happens to a run the GPU cannot take (why): under
+// auto it runs on the CPU, under gpu it is refused.
+func (pl *placement) elsewhere(ctx context.Context, g *gpipe.Graph, op operators.Operator, p operators.Params, why error) (*gpipe.Result, string, error) {
+	if pl.choice == "gpu" {
+		if nr, ok := why.(errNoRoom); ok {
+			return nil, "", usererr.New(usererr.Backend, fmt.Sprintf("the query was refused: %s on this graph %s", op.Spec().Name, nr.Error()),
+				"drop graphs the server holds, or query a server started with --backend auto (it runs such queries on the CPU)")
+		}
+		return nil, "", why
+	}
+	res, err := g.Run(ctx, op.Spec().Name, p, operators.CPU{})
+	return res, "ran on the CPU: " + oneLine(why.Error()), err
+}
+
+// othersByUse lists the graphs but keep that ran on the GPU, least
+// recently used first.
+func (pl *placement) othersByUse(keep *convert.Graph) []*convert.Graph {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	var gs []*convert.Graph
+	for g := range pl.used {
+		if g != keep {
+			gs = append(gs, g)
+		}
+	}
+	slices.SortFunc(gs, func(a, b *convert.Graph) int { return pl.used[a].Compare(pl.used[b]) })
+	return gs
+}
+
+// forget frees g's copies on the GPU: g is being freed, or made room for.
+func (pl *placement) forget(g *convert.Graph) {
+	if pl.gpu == nil {
+		return
+	}
+	pl.mu.Lock()
+	delete(pl.used, g)
+	pl.mu.Unlock()
+	pl.gpu.Forget(g)
+}
+
+// describe says where op's runs on g would go now (for a graph's
+// description), and why when that was chosen or is not possible.
+func (pl *placement) describe(g *convert.Graph, op operators.Operator) (backend, note string) {
+	if pl.gpu == nil {
+		return "cpu", pl.noGPU
+	}
+	need, err := pl.gpu.Need(op, g, operators.Params{})
+	if err == nil {
+		var total int64
+		if _, total, err = pl.gpu.MemInfo(); err == nil && need > total {
+			err = errNoRoom{need: need, free: total, all: true}
+		}
+	}
+	switch {
+	case err == nil:
+		return "gpu", ""
+	case pl.choice == "gpu":
+		return "gpu", oneLine(err.Error())
+	}
+	return "cpu", oneLine(err.Error())
+}
+
+// errNoRoom says that a run does not fit in the GPU's memory.
+type errNoRoom struct {
+	need, free, freeable int64
+	all                  bool  // free is all the GPU's memory
+	cause                error // the out-of-memory error of a run, if it came to that
+}
+
+func (e errNoRoom) Error() string {
+	if e.all {
+		return fmt.Sprintf("needs %s of GPU memory, more than the GPU's %s", bytesize.Format(e.need), bytesize.Format(e.free))
+	}
+	if e.cause != nil {
+		return fmt.Sprintf("ran out of GPU memory with the GPU to itself (%s)", oneLine(e.cause.Error()))
+	}
+	return fmt.Sprintf("needs %s of GPU memory, which has %s free (with %s more in other graphs' copies it could free)",
+		bytesize.Format(e.need), bytesize.Format(e.free), bytesize.Format(e.freeable))
+}
+
+// roomless says whether err is a run not fitting in the GPU's memory.
+func roomless(err error) bool {
+	_, ok := err.(errNoRoom)
+	return ok || outOfMemory(err)
+}
+
+// outOfMemory says whether err is the GPU running out of memory.
+func outOfMemory(err error) bool {
+	return err != nil && gpu.IsCode(err, gpu.CodeOutOfMemory)
+}
