@@ -5,6 +5,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -68,8 +69,11 @@ func (d *discard) SendMsg(m any) error {
 	return err
 }
 
+// bfsK22 is bfsResult(2395814), made once.
+var bfsK22 = sync.OnceValue(func() *gpipe.Result { return bfsResult(2395814) })
+
 func BenchmarkSendResult(b *testing.B) {
-	res := bfsResult(2395814)
+	res := bfsK22()
 	s := &service{cfg: Config{BatchRows: DefaultBatchRows, ResultIdleTimeout: -1}}
 	d := &discard{}
 	if err := s.sendResult(context.Background(), d, res, 0, resultMeta{}); err != nil {
@@ -86,7 +90,7 @@ func BenchmarkSendResult(b *testing.B) {
 
 // wireMessages is an upload as gRPC receives it: the FlightData messages of
 // m random int64 edges in batches of batchRows rows, marshaled.
-func wireMessages(tb testing.TB, m, batchRows int) [][]byte {
+func wireMessages(m, batchRows int) [][]byte {
 	rng := rand.New(rand.NewPCG(3, 4))
 	schema := arrow.NewSchema([]arrow.Field{{Name: "src", Type: arrow.PrimitiveTypes.Int64}, {Name: "dst", Type: arrow.PrimitiveTypes.Int64}}, nil)
 	var out [][]byte
@@ -109,7 +113,7 @@ func wireMessages(tb testing.TB, m, batchRows int) [][]byte {
 		cols := []arrow.Array{sa.NewArray(), da.NewArray()}
 		rec := array.NewRecord(schema, cols, int64(n))
 		if err := w.Write(rec); err != nil {
-			tb.Fatal(err)
+			panic(err)
 		}
 		rec.Release()
 	}
@@ -139,8 +143,11 @@ func (w *wireStream) Recv() (*flight.FlightData, error) {
 	return fd, w.codec.Unmarshal(buf, fd)
 }
 
+// upload8M is wireMessages(8 M edges, batches of 1 M), made once.
+var upload8M = sync.OnceValue(func() [][]byte { return wireMessages(8<<20, 1<<20) })
+
 func BenchmarkReceive(b *testing.B) {
-	msgs := wireMessages(b, 8<<20, 1<<20)
+	msgs := upload8M()
 	var size int64
 	for _, m := range msgs {
 		size += int64(len(m))

@@ -19,8 +19,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
-	"strconv"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow/flight"
@@ -80,6 +78,22 @@ const (
 	// that a stalled client gives its slot, memory and graph back within
 	// minutes.
 	DefaultIdleTimeout = 2 * time.Minute
+)
+
+// The transport's sizes, for messages of megabytes (record batches) rather
+// than gRPC's usual kilobytes. A connection reads and writes through
+// buffers of connBufferBytes (gRPC's default, 32 KiB, makes a system call
+// for every two 16 KiB HTTP/2 frames: 30,000 calls for a gigabyte). A
+// client may send windowBytes of an upload, on one call and on the
+// connection, before the server reads it: a fixed window as large as the
+// most gRPC's own estimate of the link grows to (16 MiB), from the first
+// byte, so that an upload on loopback never waits for the window to grow,
+// nor for the server's reads while it appends a batch. It is also what a
+// connection can make the server hold unread. Results are not affected:
+// the client's window bounds them.
+const (
+	connBufferBytes = 256 << 10
+	windowBytes     = 16 << 20
 )
 
 // Server is a Flight service over the graphs it holds.
@@ -153,16 +167,15 @@ func New(cfg Config) (*Server, error) {
 		grpc.MaxRecvMsgSize(cfg.MaxMessageBytes),
 		grpc.ForceServerCodec(flightCodec{bufs: bufs}),
 		grpc.RecvBufferPool(bufs),
-		grpc.WriteBufferSize(envInt("GPIPE_WBUF", 32<<10)),
-		grpc.ReadBufferSize(envInt("GPIPE_RBUF", 32<<10)),
+		grpc.WriteBufferSize(connBufferBytes),
+		grpc.ReadBufferSize(connBufferBytes),
+		grpc.InitialWindowSize(windowBytes),
+		grpc.InitialConnWindowSize(windowBytes),
 		grpc.ChainUnaryInterceptor(svc.unaryInterceptor),
 		grpc.ChainStreamInterceptor(svc.streamInterceptor),
 		// Stop waits for the handlers, so that their graph references are
 		// released before Shutdown frees the graphs.
 		grpc.WaitForHandlers(true),
-	}
-	if w := envInt("GPIPE_WIN", 0); w > 0 {
-		opts = append(opts, grpc.InitialWindowSize(int32(w)), grpc.InitialConnWindowSize(int32(w)))
 	}
 	creds, err := loadTLS(cfg.TLSCertFile, cfg.TLSKeyFile)
 	if err != nil {
@@ -224,11 +237,4 @@ func (s *Server) Shutdown(ctx context.Context) (forced bool) {
 	}
 	s.svc.graphs.close()
 	return forced
-}
-
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
-		return v
-	}
-	return def
 }

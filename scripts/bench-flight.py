@@ -1,0 +1,338 @@
+#!/usr/bin/env python3
+"""Times `gpipe serve` from pyarrow's Flight client, as issue 17 measures it.
+
+One run against a server already listening (scripts/bench-flight.sh starts
+one per backend):
+
+    bench-flight.py run --location grpc://127.0.0.1:8815 --input k22.arrow \
+        --label gpu --json OUT/flight-gpu.json [--debug-url http://127.0.0.1:6060/debug/pprof --profile-dir OUT]
+
+  - DoPut of the edge table in batches of 1 M rows (median of --puts), the
+    table read and cut before the clock starts;
+  - DoGet bfs (from the first edge's source), pagerank and cc: one untimed
+    query, then the median of --reps, with the compute time the result's
+    metadata reports;
+  - 16 clients (processes) x 20 bfs queries at once against one client's
+    20, the throughputs compared and every result's vertex and depth columns
+    compared with the first (parents may differ where paths tie; the first
+    result's parents are checked to be one level up);
+  - with --debug-url, a CPU profile of the server (go tool pprof) during a
+    DoPut and during 3 s of bfs queries, written to --profile-dir.
+
+Then the tables of several runs:
+
+    bench-flight.py table OUT/flight-gpu.json OUT/flight-cpu.json
+
+prints issue 17's table of calls by backend, and last its target table.
+"""
+import argparse
+import hashlib
+import json
+import multiprocessing as mp
+import statistics
+import sys
+import threading
+import time
+import urllib.request
+
+
+def flight_modules():
+    import pyarrow as pa
+    import pyarrow.flight as flight
+    return pa, flight
+
+
+def read_edges(path, batch_rows):
+    """The edge table as batches of batch_rows rows, in memory."""
+    pa, _ = flight_modules()
+    with pa.memory_map(path, "r") as source:
+        table = pa.ipc.open_file(source).read_all()
+    table = table.combine_chunks()  # one chunk, then cut evenly
+    return table.schema, table.to_batches(max_chunksize=batch_rows), table
+
+
+def put(client, name, schema, batches):
+    """Uploads the batches as graph name (replacing it); returns the
+    PutResult metadata."""
+    _, flight = flight_modules()
+    desc = flight.FlightDescriptor.for_command(json.dumps({"graph": name, "replace": True}))
+    writer, reader = client.do_put(desc, schema)
+    for b in batches:
+        writer.write_batch(b)
+    writer.done_writing()
+    meta = reader.read()
+    writer.close()
+    return json.loads(meta.to_pybytes()) if meta is not None else {}
+
+
+def get(client, ticket):
+    """Runs a query; returns the result table and its gpipe metadata."""
+    _, flight = flight_modules()
+    reader = client.do_get(flight.Ticket(json.dumps(ticket).encode()))
+    table = reader.read_all()
+    meta = {}
+    if table.schema.metadata and b"gpipe" in table.schema.metadata:
+        meta = json.loads(table.schema.metadata[b"gpipe"])
+    return table, meta
+
+
+def fingerprint(table):
+    """A hash of the vertex and depth columns (everything but parent)."""
+    h = hashlib.blake2b(digest_size=16)
+    for name in table.column_names:
+        if name == "parent":
+            continue
+        for chunk in table.column(name).chunks:
+            for buf in chunk.buffers():
+                if buf is not None:
+                    h.update(memoryview(buf))
+    return h.hexdigest()
+
+
+def check_parents(table):
+    """Each reached vertex's parent is a vertex one level up (the source its
+    own parent at depth 0). Returns an error text, or ''."""
+    import numpy as np
+    import pyarrow.compute as pc
+    vertex = table.column("vertex").to_numpy()
+    reached = pc.is_valid(table.column("depth"))
+    depth = pc.fill_null(table.column("depth"), -1).to_numpy()
+    parent = pc.filter(table.column("parent"), reached)
+    if parent.null_count:
+        return "a reached vertex has no parent"
+    d = depth[depth >= 0].astype(np.int64)
+    p = parent.to_numpy()
+    at = np.searchsorted(vertex, p)
+    if (at >= len(vertex)).any() or (vertex[np.minimum(at, len(vertex) - 1)] != p).any():
+        return "a parent is not a vertex"
+    if (depth[at].astype(np.int64) != np.maximum(d - 1, 0)).any():
+        return "a parent is not one level up"
+    return ""
+
+
+def profile(url, seconds, path):
+    """Fetches a CPU profile of the server in a thread; join it after."""
+    def fetch():
+        try:
+            with urllib.request.urlopen(f"{url}/profile?seconds={seconds}", timeout=seconds + 30) as r:
+                data = r.read()
+            with open(path, "wb") as f:
+                f.write(data)
+        except Exception as e:  # a profile is a bonus, never a failure
+            print(f"profile {path}: {e}", file=sys.stderr)
+    t = threading.Thread(target=fetch)
+    t.start()
+    time.sleep(0.2)  # the profile has started
+    return t
+
+
+def client_worker(location, ticket, queries, barrier, out):
+    """One client of the concurrent run: a warm-up query, then queries
+    timed from the barrier; sends (start, end, fingerprints) to out."""
+    _, flight = flight_modules()
+    client = flight.FlightClient(location)
+    get(client, ticket)
+    barrier.wait()
+    start = time.perf_counter()
+    kept = []
+    for _ in range(queries):
+        table, _ = get(client, ticket)
+        kept.append(table)  # hashed after the clock stops
+    end = time.perf_counter()
+    out.put((start, end, [fingerprint(t) for t in kept]))
+    client.close()
+
+
+def clients(location, ticket, n, queries):
+    """Runs n client processes of queries each at once; returns queries per
+    second and the results' fingerprints."""
+    ctx = mp.get_context("spawn")
+    barrier = ctx.Barrier(n)
+    out = ctx.Queue()
+    procs = [ctx.Process(target=client_worker, args=(location, ticket, queries, barrier, out)) for _ in range(n)]
+    for p in procs:
+        p.start()
+    results = [out.get() for _ in procs]
+    for p in procs:
+        p.join()
+    start = min(r[0] for r in results)
+    end = max(r[1] for r in results)
+    prints = [f for r in results for f in r[2]]
+    return n * queries / (end - start), prints
+
+
+def run(args):
+    pa, flight = flight_modules()
+    schema, batches, table = read_edges(args.input, args.batch_rows)
+    source = table.column("src")[0].as_py()
+    rows = table.num_rows
+    del table
+    client = flight.FlightClient(args.location)
+    report = {"label": args.label, "rows": rows, "batches": len(batches), "source": source}
+
+    puts = []
+    for i in range(args.puts):
+        t = None
+        if args.debug_url and i == 0:
+            t = profile(args.debug_url, args.put_profile_s, f"{args.profile_dir}/profile-{args.label}-put.pb.gz")
+        start = time.perf_counter()
+        info = put(client, "k22", schema, batches)
+        puts.append(time.perf_counter() - start)
+        if t:
+            t.join()
+        print(f"put: {puts[-1]:.3f} s  upload_s {info.get('upload_s', 0):.3f}  build_s {info.get('build_s', 0):.3f}  "
+              f"backend {info.get('backend')}", flush=True)
+    report["put_s"] = statistics.median(puts)
+    report["put_info"] = info
+    del batches
+
+    queries = {
+        "bfs": {"graph": "k22", "op": "bfs", "source": source},
+        "pagerank": {"graph": "k22", "op": "pagerank"},
+        "cc": {"graph": "k22", "op": "cc"},
+    }
+    report["get"] = {}
+    for op, ticket in queries.items():
+        try:
+            first, meta = get(client, ticket)  # untimed: the graph's first trip to the GPU
+            if op == "bfs":
+                report["bfs_rows"] = first.num_rows
+                report["bfs_parents"] = check_parents(first) or "ok"
+            del first
+            times, computes = [], []
+            for _ in range(args.reps):
+                start = time.perf_counter()
+                result, meta = get(client, ticket)
+                times.append(time.perf_counter() - start)
+                computes.append(meta.get("compute_s", 0) + meta.get("transfer_s", 0))
+                del result
+            entry = {"s": statistics.median(times), "compute_s": statistics.median(computes),
+                     "backend": meta.get("backend"), "note": meta.get("backend_note", ""), "times": times}
+        except Exception as e:
+            entry = {"error": f"{type(e).__name__}: {str(e).splitlines()[0]}"}
+        report["get"][op] = entry
+        print(f"get {op}: {json.dumps(entry)}", flush=True)
+
+    if args.debug_url:
+        t = profile(args.debug_url, 3, f"{args.profile_dir}/profile-{args.label}-bfs.pb.gz")
+        end = time.perf_counter() + 3.2
+        n = 0
+        while time.perf_counter() < end:
+            get(client, queries["bfs"])
+            n += 1
+        t.join()
+        report["profiled_bfs_queries"] = n
+
+    one, prints1 = clients(args.location, queries["bfs"], 1, args.queries)
+    many, prints = clients(args.location, queries["bfs"], args.clients, args.queries)
+    report["concurrent"] = {
+        "clients": args.clients, "queries": args.queries,
+        "one_qps": one, "many_qps": many, "speedup": many / one,
+        "identical": len(set(prints + prints1)) == 1,
+    }
+    print(f"concurrent: {json.dumps(report['concurrent'])}", flush=True)
+    client.close()
+    with open(args.json, "w") as f:
+        json.dump(report, f, indent=1)
+
+
+def ms(s):
+    return f"{s * 1e3:,.0f} ms" if s < 10 else f"{s:,.1f} s"
+
+
+def cell(entry):
+    if entry is None:
+        return "(not run)"
+    if "error" in entry:
+        return entry["error"][:60]
+    text = f"{ms(entry['s'])} (compute {ms(entry['compute_s'])})"
+    if entry.get("backend") and entry.get("note"):
+        text += f" on {entry['backend']}"
+    return text
+
+
+def table(args):
+    reports = {}
+    for path in args.reports:
+        try:
+            with open(path) as f:
+                r = json.load(f)
+            reports[r["label"]] = r
+        except (OSError, ValueError) as e:
+            print(f"{path}: {e}", file=sys.stderr)
+    gpu, cpu = reports.get("gpu"), reports.get("cpu")
+    col = lambda r, f: f(r) if r else "(not run)"
+    print()
+    print("| call | `--backend gpu` | `--backend cpu` |")
+    print("|---|---:|---:|")
+    print(f"| DoPut of the edge table (1 GB, batches of 1 M rows) | {col(gpu, lambda r: ms(r['put_s']))} | {col(cpu, lambda r: ms(r['put_s']))} |")
+    for op in ("bfs", "pagerank", "cc"):
+        print(f"| DoGet {op} | {col(gpu, lambda r: cell(r['get'].get(op)))} | {col(cpu, lambda r: cell(r['get'].get(op)))} |")
+    for label, r in (("gpu", gpu), ("cpu", cpu)):
+        if r:
+            c = r["concurrent"]
+            print(f"| {c['clients']} clients x {c['queries']} bfs ({label}) | {c['many_qps']:.0f} queries/s, "
+                  f"{c['speedup']:.1f}x one client's {c['one_qps']:.0f}/s, identical: {c['identical']} | |")
+
+    def verdict(ok):
+        return "yes" if ok else "**no**"
+    print()
+    print("| call | target | measured (H100 machine, pyarrow client, loopback) | met |")
+    print("|---|---:|---:|:---:|")
+    if gpu and "error" not in gpu["get"]["bfs"]:
+        b = gpu["get"]["bfs"]
+        mbs = gpu.get("bfs_rows", 0) * 20 / b["s"] / 1e9
+        print(f"| DoGet bfs, GPU backend, {gpu.get('bfs_rows', 0) / 1e6:.1f} M result rows | ≤ 25 ms median (≥ 2 GB/s of results) | "
+              f"{ms(b['s'])} ({mbs:.1f} GB/s) | {verdict(b['s'] <= 0.025)} |")
+    else:
+        print("| DoGet bfs, GPU backend, 2.4 M result rows | ≤ 25 ms median (≥ 2 GB/s of results) | (not run) | |")
+    if gpu and "error" not in gpu["get"]["pagerank"]:
+        p = gpu["get"]["pagerank"]
+        print(f"| DoGet pagerank, GPU backend | ≤ compute + 25 ms | {ms(p['s'])} (compute {ms(p['compute_s'])}, "
+              f"+{ms(p['s'] - p['compute_s'])}) | {verdict(p['s'] <= p['compute_s'] + 0.025)} |")
+    else:
+        print("| DoGet pagerank, GPU backend | ≤ compute + 25 ms | (not run) | |")
+    if reports:
+        rows = next(iter(reports.values()))["rows"]
+        best = min(r["put_s"] for r in reports.values())
+        puts = ", ".join(f"{ms(r['put_s'])} ({k})" for k, r in reports.items())
+        print(f"| DoPut, {rows / 1e6:.0f} M rows | ≤ 1.0 s | {puts} | {verdict(best <= 1.0)} |")
+    else:
+        print("| DoPut, 67 M rows | ≤ 1.0 s | (not run) | |")
+    conc = gpu or cpu
+    if conc:
+        c = conc["concurrent"]
+        print(f"| {c['clients']} concurrent clients × {c['queries']} bfs queries on the same graph | throughput ≥ 8× one client's, "
+              f"results identical | {c['speedup']:.1f}× ({conc['label']}), identical: {c['identical']} | "
+              f"{verdict(c['speedup'] >= 8 and c['identical'])} |")
+    else:
+        print("| 16 concurrent clients × 20 bfs queries on the same graph | throughput ≥ 8× one client's, results identical | (not run) | |")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--location", default="grpc://127.0.0.1:8815")
+    r.add_argument("--input", required=True, help="the edge table, an Arrow IPC file")
+    r.add_argument("--label", required=True, help="the server's backend, for the table")
+    r.add_argument("--json", required=True, help="where the figures go")
+    r.add_argument("--batch-rows", type=int, default=1 << 20)
+    r.add_argument("--puts", type=int, default=3)
+    r.add_argument("--reps", type=int, default=5)
+    r.add_argument("--clients", type=int, default=16)
+    r.add_argument("--queries", type=int, default=20)
+    r.add_argument("--debug-url", help="the server's --debug-addr, as http://HOST:PORT/debug/pprof")
+    r.add_argument("--profile-dir", default=".")
+    r.add_argument("--put-profile-s", type=int, default=4)
+    t = sub.add_parser("table")
+    t.add_argument("reports", nargs="+")
+    args = ap.parse_args()
+    if args.cmd == "run":
+        run(args)
+    else:
+        table(args)
+
+
+if __name__ == "__main__":
+    main()

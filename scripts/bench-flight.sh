@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Issue 17's table in one run, on the GPU machine: `gpipe serve` on loopback
+# with --backend gpu, then --backend cpu, each timed from pyarrow's Flight
+# client (scripts/bench-flight.py): the DoPut of Graph 500 Kronecker 22
+# (67 M rows, 1 GB, batches of 1 M rows), DoGet bfs, pagerank and cc (median
+# of 5), 16 clients x 20 bfs queries at once against one client. The target
+# table is printed last. Usage, from the repository root:
+#   scripts/bench-flight.sh GPIPE OUTDIR
+# GPIPE is the gpipe binary (.gpu-bundle/gpipe). OUTDIR gets the servers'
+# logs, each run's figures (flight-gpu.json, flight-cpu.json, bench-*.log)
+# and CPU profiles of the servers during a DoPut and during bfs queries
+# (profile-*.pb.gz: go tool pprof GPIPE FILE). About two minutes.
+set -uo pipefail
+gpipe=$1 out=$2
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$out"
+graph=${TMPDIR:-/tmp}/gpipe-bench-flight-k22.arrow
+[ -f "$graph" ] || "$gpipe" gen kronecker --scale 22 --edge-factor 16 --output "$graph" 2>"$out/gen.log" || {
+	echo "gpipe gen failed: $(tail -1 "$out/gen.log")" >&2
+	exit 1
+}
+
+port=18815 debug=16060
+for backend in gpu cpu; do
+	log=$out/serve-$backend.log
+	"$gpipe" serve --addr 127.0.0.1:$port --backend $backend --debug-addr 127.0.0.1:$debug 2>"$log" &
+	pid=$!
+	for _ in $(seq 300); do
+		grep -q "serving Arrow Flight" "$log" && break
+		kill -0 $pid 2>/dev/null || break
+		sleep 0.1
+	done
+	if ! grep -q "serving Arrow Flight" "$log"; then
+		echo "gpipe serve --backend $backend did not start: $(tail -1 "$log")" >&2
+		kill $pid 2>/dev/null
+		wait $pid 2>/dev/null
+		continue
+	fi
+	echo "== --backend $backend" >&2
+	timeout 300 python3 "$here/bench-flight.py" run --location grpc://127.0.0.1:$port --input "$graph" \
+		--label $backend --json "$out/flight-$backend.json" \
+		--debug-url http://127.0.0.1:$debug/debug/pprof --profile-dir "$out" 2>&1 | tee "$out/bench-$backend.log" >&2
+	kill -TERM $pid
+	wait $pid
+	port=$((port + 1)) debug=$((debug + 1))
+done
+python3 "$here/bench-flight.py" table "$out"/flight-*.json | tee "$out/table.md"
