@@ -51,11 +51,11 @@ def read_edges(path, batch_rows):
     return table.schema, table.to_batches(max_chunksize=batch_rows), table
 
 
-def put(client, name, schema, batches):
-    """Uploads the batches as graph name (replacing it); returns the
-    PutResult metadata."""
+def put(client, name, schema, batches, options):
+    """Uploads the batches as graph name (replacing it) with the upload
+    options; returns the PutResult metadata."""
     _, flight = flight_modules()
-    desc = flight.FlightDescriptor.for_command(json.dumps({"graph": name, "replace": True}))
+    desc = flight.FlightDescriptor.for_command(json.dumps({"graph": name, "replace": True, **options}))
     writer, reader = client.do_put(desc, schema)
     for b in batches:
         writer.write_batch(b)
@@ -176,7 +176,7 @@ def run(args):
         if args.debug_url and i == 0:
             t = profile(args.debug_url, args.put_profile_s, f"{args.profile_dir}/profile-{args.label}-put.pb.gz")
         start = time.perf_counter()
-        info = put(client, "k22", schema, batches)
+        info = put(client, "k22", schema, batches, json.loads(args.options))
         puts.append(time.perf_counter() - start)
         if t:
             t.join()
@@ -237,6 +237,8 @@ def run(args):
 
 
 def ms(s):
+    if s < 0.1:
+        return f"{s * 1e3:.1f} ms"
     return f"{s * 1e3:,.0f} ms" if s < 10 else f"{s:,.1f} s"
 
 
@@ -261,18 +263,35 @@ def table(args):
         except (OSError, ValueError) as e:
             print(f"{path}: {e}", file=sys.stderr)
     gpu, cpu = reports.get("gpu"), reports.get("cpu")
+    alone = {}  # (op, backend) -> median compute of gpipe bench
+    for path in args.bench or []:
+        try:
+            with open(path) as f:
+                for line in f:
+                    if line.strip():
+                        r = json.loads(line)
+                        alone[(r["op"], r["backend"])] = r["median_s"]
+        except (OSError, ValueError) as e:
+            print(f"{path}: {e}", file=sys.stderr)
+    def bench_cell(op):
+        parts = [f"{ms(alone[(op, b)])} {b.upper()}" for b in ("gpu", "cpu") if (op, b) in alone]
+        return ", ".join(parts)
+    build = ""
+    if gpu or cpu:
+        info = (gpu or cpu).get("put_info", {})
+        build = f"build {ms(info.get('build_s', 0))} (in the server)"
     col = lambda r, f: f(r) if r else "(not run)"
     print()
-    print("| call | `--backend gpu` | `--backend cpu` |")
-    print("|---|---:|---:|")
-    print(f"| DoPut of the edge table (1 GB, batches of 1 M rows) | {col(gpu, lambda r: ms(r['put_s']))} | {col(cpu, lambda r: ms(r['put_s']))} |")
+    print("| call | `--backend gpu` | `--backend cpu` | the computation alone (`gpipe bench`) |")
+    print("|---|---:|---:|---:|")
+    print(f"| DoPut of the edge table (1 GB, batches of 1 M rows) | {col(gpu, lambda r: ms(r['put_s']))} | {col(cpu, lambda r: ms(r['put_s']))} | {build} |")
     for op in ("bfs", "pagerank", "cc"):
-        print(f"| DoGet {op} | {col(gpu, lambda r: cell(r['get'].get(op)))} | {col(cpu, lambda r: cell(r['get'].get(op)))} |")
+        print(f"| DoGet {op} | {col(gpu, lambda r: cell(r['get'].get(op)))} | {col(cpu, lambda r: cell(r['get'].get(op)))} | {bench_cell(op)} |")
     for label, r in (("gpu", gpu), ("cpu", cpu)):
         if r:
             c = r["concurrent"]
             print(f"| {c['clients']} clients x {c['queries']} bfs ({label}) | {c['many_qps']:.0f} queries/s, "
-                  f"{c['speedup']:.1f}x one client's {c['one_qps']:.0f}/s, identical: {c['identical']} | |")
+                  f"{c['speedup']:.1f}x one client's {c['one_qps']:.0f}/s, identical: {c['identical']} | | |")
 
     def verdict(ok):
         return "yes" if ok else "**no**"
@@ -318,6 +337,8 @@ def main():
     r.add_argument("--label", required=True, help="the server's backend, for the table")
     r.add_argument("--json", required=True, help="where the figures go")
     r.add_argument("--batch-rows", type=int, default=1 << 20)
+    r.add_argument("--options", default='{"undirected": true}',
+                   help="the upload's options, JSON (default: undirected, as BENCHMARKS.md's gpipe bench runs)")
     r.add_argument("--puts", type=int, default=3)
     r.add_argument("--reps", type=int, default=5)
     r.add_argument("--clients", type=int, default=16)
@@ -327,6 +348,7 @@ def main():
     r.add_argument("--put-profile-s", type=int, default=4)
     t = sub.add_parser("table")
     t.add_argument("reports", nargs="+")
+    t.add_argument("--bench", action="append", help="gpipe bench --json output (one object a line), for the computation alone")
     args = ap.parse_args()
     if args.cmd == "run":
         run(args)

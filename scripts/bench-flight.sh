@@ -3,8 +3,11 @@
 # with --backend gpu, then --backend cpu, each timed from pyarrow's Flight
 # client (scripts/bench-flight.py): the DoPut of Graph 500 Kronecker 22
 # (67 M rows, 1 GB, batches of 1 M rows), DoGet bfs, pagerank and cc (median
-# of 5), 16 clients x 20 bfs queries at once against one client. The target
-# table is printed last. Usage, from the repository root:
+# of 5), 16 clients x 20 bfs queries at once against one client, and
+# `gpipe bench` of the same operators on the same graph (the computation
+# alone). The graph is uploaded undirected, as BENCHMARKS.md's gpipe bench
+# runs take it. The target table is printed last. Usage, from the
+# repository root:
 #   scripts/bench-flight.sh GPIPE OUTDIR
 # GPIPE is the gpipe binary (.gpu-bundle/gpipe). OUTDIR gets the servers'
 # logs, each run's figures (flight-gpu.json, flight-cpu.json, bench-*.log)
@@ -44,4 +47,13 @@ for backend in gpu cpu; do
 	wait $pid
 	port=$((port + 1)) debug=$((debug + 1))
 done
-python3 "$here/bench-flight.py" table "$out"/flight-*.json | tee "$out/table.md"
+# The computation alone, on the same graph (undirected, as uploaded).
+for backend in gpu cpu; do
+	for op in bfs pagerank cc; do
+		trials=5
+		[ "$op/$backend" = pagerank/cpu ] && trials=2
+		"$gpipe" bench --input "$graph" --undirected --op $op --backend $backend --trials $trials --json \
+			>>"$out/gpipe-bench.json" 2>>"$out/gpipe-bench.err" || echo "gpipe bench $op $backend failed: $(tail -1 "$out/gpipe-bench.err")" >&2
+	done
+done
+python3 "$here/bench-flight.py" table "$out"/flight-*.json --bench "$out/gpipe-bench.json" | tee "$out/table.md"
