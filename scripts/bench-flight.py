@@ -46,8 +46,8 @@ def read_edges(path, batch_rows):
     """The edge table as batches of batch_rows rows, in memory."""
     pa, _ = flight_modules()
     with pa.memory_map(path, "r") as source:
-        table = pa.ipc.open_file(source).read_all()
-    table = table.combine_chunks()  # one chunk, then cut evenly
+        # One chunk in memory (a copy, off the mapping), then cut evenly.
+        table = pa.ipc.open_file(source).read_all().combine_chunks()
     return table.schema, table.to_batches(max_chunksize=batch_rows), table
 
 
