@@ -117,7 +117,7 @@ type batchQueue struct {
 	tokens  chan struct{} // one per batch being built or waiting to be sent
 	quit    chan struct{}
 	workers sync.WaitGroup
-	next_   atomic.Int64
+	taken   atomic.Int64
 }
 
 // encoded is a batch's message, or why it could not be made.
@@ -150,7 +150,7 @@ func newBatchQueue(ctx context.Context, res *gpipe.Result, batches, batchRows in
 					return
 				default:
 				}
-				i := int(q.next_.Add(1) - 1)
+				i := int(q.taken.Add(1) - 1)
 				if i >= batches {
 					return
 				}

@@ -47,7 +47,7 @@ func TestBatchQueueBounded(t *testing.T) {
 		}
 		waitFor(t, "the encoders to build one more", func() bool { return built() == ahead })
 	}
-	if n := int(q.next_.Load()); n > 5+ahead+sendEncoders {
+	if n := int(q.taken.Load()); n > 5+ahead+sendEncoders {
 		t.Errorf("%d batches taken by the encoders with 5 sent, want at most %d", n, 5+ahead+sendEncoders)
 	}
 }
