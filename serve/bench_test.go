@@ -174,3 +174,35 @@ func BenchmarkReceive(b *testing.B) {
 		up.release()
 	}
 }
+
+// BenchmarkFlightLoopback is a DoPut of 2 M edges and a DoGet of BFS on the
+// graph (200,000 rows of vertex, depth and parent) between a Go client and
+// the server on loopback, everything in this process: client and server
+// together, as instructions (callgrind) or time.
+func BenchmarkFlightLoopback(b *testing.B) {
+	e := randomEdges(81, 200_000, 2_000_000, false)
+	recs := e.records(false, 4)
+	ts := startServer(b, Config{})
+	c := dial(b, ts.addr)
+	ctx := context.Background()
+	b.Run("DoPut", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if _, err := put(ctx, c, pathDescriptor("up", map[string]any{"replace": true}), recs[0].Schema(), recs); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	if _, err := put(ctx, c, pathDescriptor("g", nil), recs[0].Schema(), recs); err != nil {
+		b.Fatal(err)
+	}
+	ticket := map[string]any{"graph": "g", "op": "bfs", "source": key(e.src[0], false)}
+	b.Run("DoGet", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			res, err := get(ctx, c, ticket)
+			if err != nil {
+				b.Fatal(err)
+			}
+			res.release()
+		}
+	})
+}
