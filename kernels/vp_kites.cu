@@ -1,0 +1,24 @@
+// KiTES (khorasani-dissertation §3.1–3.2, §3.4): Warp Segmentation's rounds
+// (warpseg.cuh) for the active vertices only: an activeness bitmask by
+// iteration parity, Vertex Grouping of the activation rows, and Dynamic
+// Thread Assignment over the active vertices' rows; near-far ordering of
+// the activations for the programs with priorities.
+#include "warpseg.cuh"
+
+#define KITES_PROGRAM(NAME, P)                                                                            \
+    extern "C" __global__ void __launch_bounds__(256) kites_##NAME(WS_PARAMS(P))                           \
+    {                                                                                                     \
+        ws_iterate<P, true>(WS_ARGS(P));                                                                  \
+    }                                                                                                     \
+    extern "C" __global__ void __launch_bounds__(256) kites_##NAME##_hubs(WS_PARAMS(P))                    \
+    {                                                                                                     \
+        ws_hubs<P, true>(WS_ARGS(P));                                                                     \
+    }
+
+KITES_PROGRAM(sssp_u32u, SSSP32<Unit>)
+KITES_PROGRAM(sssp_u32, SSSP32<unsigned>)
+KITES_PROGRAM(sssp_f64, SSSP64)
+KITES_PROGRAM(sswp_k32u, SSWP32<Unit>)
+KITES_PROGRAM(sswp_k32, SSWP32<unsigned>)
+KITES_PROGRAM(sswp_k64, SSWP64)
+KITES_PROGRAM(cc, CCLabel)
