@@ -18,7 +18,8 @@
 // KiTES runs the same rounds only for the vertices whose inputs changed:
 //   - an activeness bitmask (§3.1.1) by iteration parity: bit g of the
 //     current mask says vertex group g is active; the next mask collects
-//     the activations an iteration makes; a warp clears the words it read;
+//     the activations an iteration makes; the warp that reads a round's
+//     bits clears them;
 //   - Vertex Grouping (§3.1.2): with a ratio R (a power of two, at most 32)
 //     a bit stands for R consecutive vertices and activation runs over the
 //     grouped adjacency (group → groups), which is what a directed graph
@@ -33,6 +34,14 @@
 // threshold passes it; programs without priorities (CC) activate at once.
 // D also seeds a run: the source starts in it.
 //
+// Which rounds an iteration visits is not found by scanning the masks: the
+// activation that first sets a bit of a round in the next mask, and the
+// warp that leaves a vertex pending in D, append the round to the next
+// iteration's round queue (once: a stamp per round says for which
+// iteration it is queued). Warps take the queue's rounds in turn, so the
+// work of a thin frontier (a grid's wavefront) spreads over the whole GPU,
+// and an iteration costs nothing for the rounds it does not visit.
+//
 // Rows longer than hub_degree (the hubs) would keep one warp busy while
 // the others idle; their edges are queued in segments of WS_SEGMENT for
 // whole blocks (PPoPP'11 §3.2's deferred outliers), in a second launch of
@@ -45,7 +54,6 @@
 #include "shards.cuh"
 
 #define WS_SEGMENT 4096
-#define WS_CHUNK 1024  // vertices a warp scans at a time: 32 rounds
 
 // A queued hub segment: the vertex in bits 0-31, the segment in 32-59, the
 // kind in 60-63.
@@ -59,6 +67,28 @@ typedef unsigned long long hubwork_t;
 struct Rows {
     const eid_t* __restrict__ offs;
     const vid_t* __restrict__ adj;
+};
+
+// What one iteration reads and writes (the kernels take the fields one by
+// one, in this order: WS_PARAMS below).
+template <class P>
+struct WSArgs {
+    Rows in;                                  // pull rows (CSC; the CSR of an undirected graph)
+    const typename P::Weight* in_weights;     // their weights in the program's type (null: none)
+    Rows out;                                 // CC on a directed graph: also pull along out-edges (else null)
+    Rows act;                                 // KiTES: activation rows (out-edges, or groups → groups)
+    Rows act_in;                              // KiTES, CC on a directed graph, R = 1: also in-edges
+    typename P::Value* values;
+    unsigned* mask;                           // KiTES: 2 × mask_words activeness words, by parity
+    unsigned* pending;                        // KiTES: D, a bit per vertex (a word per round)
+    vid_t* rounds;                            // KiTES: 2 × round queues of n/32 rounds, by parity
+    unsigned* stamp;                          // KiTES: the iteration each round is queued for
+    hubwork_t* queue;                         // hub segments of this iteration
+    VPState* st;
+    long long n;
+    long long mask_words;
+    long long hub_degree;
+    unsigned log_r;                           // KiTES: log2 of the grouping ratio
 };
 
 // The lane that owns element i of the round's concatenated rows: the
@@ -97,16 +127,39 @@ __device__ __forceinline__ bool ws_segment_head(unsigned seg) {
     return lane_id() == 0 || before != seg;
 }
 
+// An element of the round's concatenated rows: its owner lane (seg, or
+// 32 + lane past the end) and its edge.
+struct WSElement {
+    unsigned seg;
+    eid_t e;
+    bool valid;
+};
+
+// Element i of the rows whose lane starts are first and lane prefix sums
+// ps, total long. Every lane must call it.
+__device__ __forceinline__ WSElement ws_element(eid_t first, unsigned ps, unsigned total, unsigned i) {
+    WSElement x;
+    x.seg = ws_owner(ps, i);
+    const eid_t row = __shfl_sync(FULL_MASK, first, x.seg);
+    const unsigned row_ps = __shfl_sync(FULL_MASK, ps, x.seg);
+    x.valid = i < total;
+    x.e = row + (i - row_ps);
+    if (!x.valid) x.seg = 32 + lane_id();
+    return x;
+}
+
 // Folds the messages of the round's rows into acc (the warp's 32
 // accumulators in shared memory, one per lane's vertex): the lanes with
-// take set contribute their vertex's row r of rows (weights w). Returns the
-// edges examined. Every lane must call it.
+// take set contribute their vertex's row of rows (weights w). Two passes
+// of 32 edges at a time, their loads issued before either is reduced, so
+// that two gathers a lane are in flight (§2.2.1: the search and the
+// segment arithmetic hide the gather's latency). Returns the edges pulled.
+// Every lane must call it.
 template <class P>
 __device__ __forceinline__ unsigned ws_pull(Rows rows, EdgeArray<typename P::Weight> w, const typename P::Value* values,
                                             long long v, bool take, typename P::Value* acc)
 {
     typedef typename P::Value V;
-    const unsigned lane = lane_id();
     eid_t first = 0;
     unsigned len = 0;
     if (take) {
@@ -115,30 +168,51 @@ __device__ __forceinline__ unsigned ws_pull(Rows rows, EdgeArray<typename P::Wei
     }
     unsigned total;
     const unsigned ps = warp_exclusive_sum(len, total);
-    for (unsigned pass = 0; pass < total; pass += 32) {
-        const unsigned i = pass + lane;
-        unsigned seg = ws_owner(ps, i);
-        const eid_t row = __shfl_sync(FULL_MASK, first, seg);
-        const unsigned row_ps = __shfl_sync(FULL_MASK, ps, seg);
-        V m = P::none();
-        if (i < total) {
-            const eid_t e = row + (i - row_ps);
-            m = P::compute(values[rows.adj[e]], w(e));
-        } else {
-            seg = 32 + lane;
-        }
-        m = ws_segment_reduce(m, seg, [](V a, V b) { return P::better(b, a) ? b : a; });
-        if (ws_segment_head(seg) && i < total && P::better(m, acc[seg])) acc[seg] = m;
+    auto better = [](V a, V b) { return P::better(b, a) ? b : a; };
+    for (unsigned pass = 0; pass < total; pass += 64) {
+        const WSElement x = ws_element(first, ps, total, pass + lane_id());
+        const WSElement y = ws_element(first, ps, total, pass + 32 + lane_id());
+        const vid_t sx = x.valid ? rows.adj[x.e] : 0, sy = y.valid ? rows.adj[y.e] : 0;
+        V mx = x.valid ? P::compute(values[sx], w(x.e)) : P::none();
+        V my = y.valid ? P::compute(values[sy], w(y.e)) : P::none();
+        mx = ws_segment_reduce(mx, x.seg, better);
+        if (ws_segment_head(x.seg) && x.valid && P::better(mx, acc[x.seg])) acc[x.seg] = mx;
+        __syncwarp();
+        my = ws_segment_reduce(my, y.seg, better);
+        if (ws_segment_head(y.seg) && y.valid && P::better(my, acc[y.seg])) acc[y.seg] = my;
         __syncwarp();
     }
     return total;
 }
 
-// Sets the activeness bit of every target group of the rows the lanes with
-// take set own (targets >> log_r), skipping bits already set. Returns the
-// edges walked. Every lane must call it.
-__device__ __forceinline__ unsigned ws_activate(Rows rows, long long r, bool take, unsigned log_r, unsigned* next) {
-    const unsigned lane = lane_id();
+// Queues round r for iteration t + 1 unless it is queued already (its
+// stamp), the lanes with want set at once, one atomic for the warp. Every
+// lane must call it.
+__device__ __forceinline__ void ws_queue_rounds(bool want, long long r, unsigned t, unsigned* stamp, vid_t* next_rounds,
+                                                unsigned* count)
+{
+    if (want) want = atomicExch(&stamp[r], t + 1) != t + 1;
+    warp_append(want, (vid_t)r, next_rounds, count, 0xffffffffu);
+}
+
+// Sets the activeness bit of group g in next; true when it was the first
+// bit of g's round (the round must be queued).
+__device__ __forceinline__ bool ws_set_active(unsigned g, unsigned log_r, unsigned* next) {
+    const unsigned bit = 1u << (g & 31u);
+    if (*(volatile unsigned*)&next[g >> 5] & bit) return false;
+    const unsigned old = atomicOr(&next[g >> 5], bit);
+    // The round's groups: 32 >> log_r bits of the word, aligned.
+    const unsigned span = 32u >> log_r;
+    const unsigned round_bits = span == 32 ? FULL_MASK : ((1u << span) - 1u) << (g & 31u & ~(span - 1u));
+    return (old & round_bits) == 0;
+}
+
+// Activates the groups in the rows the lanes with take set own (each row's
+// targets are groups: vertices when R = 1), queueing the rounds they open.
+// Returns the edges walked. Every lane must call it.
+__device__ __forceinline__ unsigned ws_activate(Rows rows, long long r, bool take, unsigned log_r, unsigned t,
+                                                unsigned* next, unsigned* stamp, vid_t* next_rounds, unsigned* count)
+{
     eid_t first = 0;
     unsigned len = 0;
     if (take) {
@@ -148,22 +222,21 @@ __device__ __forceinline__ unsigned ws_activate(Rows rows, long long r, bool tak
     unsigned total;
     const unsigned ps = warp_exclusive_sum(len, total);
     for (unsigned pass = 0; pass < total; pass += 32) {
-        const unsigned i = pass + lane;
-        const unsigned seg = ws_owner(ps, i);
-        const eid_t row = __shfl_sync(FULL_MASK, first, seg);
-        const unsigned row_ps = __shfl_sync(FULL_MASK, ps, seg);
-        if (i < total) {
-            const unsigned g = rows.adj[row + (i - row_ps)] >> log_r;
-            const unsigned bit = 1u << (g & 31u);
-            if (!(*(volatile unsigned*)&next[g >> 5] & bit)) atomicOr(&next[g >> 5], bit);
+        const WSElement x = ws_element(first, ps, total, pass + lane_id());
+        bool opened = false;
+        unsigned g = 0;
+        if (x.valid) {
+            g = rows.adj[x.e];
+            opened = ws_set_active(g, log_r, next);
         }
+        ws_queue_rounds(opened, ((long long)g << log_r) >> 5, t, stamp, next_rounds, count);
     }
     return total;
 }
 
 // Queues the hub segments of the lanes with hub set (row length len, the
-// vertex v, the kind), one atomic for the warp. Every lane must call it.
-__device__ __forceinline__ void ws_queue_hubs(bool hub, long long v, eid_t len, unsigned long long kind,
+// row r, the kind), one atomic for the warp. Every lane must call it.
+__device__ __forceinline__ void ws_queue_hubs(bool hub, long long r, eid_t len, unsigned long long kind,
                                               hubwork_t* queue, unsigned* queued)
 {
     const unsigned segments = hub ? (unsigned)((len + WS_SEGMENT - 1) / WS_SEGMENT) : 0;
@@ -174,28 +247,8 @@ __device__ __forceinline__ void ws_queue_hubs(bool hub, long long v, eid_t len, 
     if (lane_id() == 0) base = atomicAdd(queued, total);
     base = __shfl_sync(FULL_MASK, base, 0);
     for (unsigned s = 0; s < segments; s++)
-        queue[base + at + s] = (hubwork_t)(unsigned)v | ((hubwork_t)s << 32) | (kind << 60);
+        queue[base + at + s] = (hubwork_t)(unsigned)r | ((hubwork_t)s << 32) | (kind << 60);
 }
-
-// What one iteration reads and writes (the kernels take the fields one by
-// one, in this order: WS_PARAMS below).
-template <class P>
-struct WSArgs {
-    Rows in;                                  // pull rows (CSC; the CSR of an undirected graph)
-    const typename P::Weight* in_weights;     // their weights in the program's type (null: none)
-    Rows out;                                 // CC on a directed graph: also pull along out-edges (else null)
-    Rows act;                                 // KiTES: activation rows (out-edges, or groups → groups)
-    Rows act_in;                              // KiTES, CC on a directed graph, R = 1: also in-edges
-    typename P::Value* values;
-    unsigned* mask;                           // KiTES: 2 × mask_words activeness words, by parity
-    unsigned* pending;                        // KiTES: D, a bit per vertex
-    hubwork_t* queue;                         // hub segments of this iteration
-    VPState* st;
-    long long n;
-    long long mask_words;
-    long long hub_degree;
-    unsigned log_r;                           // KiTES: log2 of the grouping ratio
-};
 
 // The best of m over the block, valid in thread 0; scratch holds 32 values.
 template <class P>
@@ -220,135 +273,170 @@ __device__ __forceinline__ typename P::Value block_best(typename P::Value m, typ
     return m;
 }
 
+// What a warp's rounds add to the iteration's totals.
+struct WSTally {
+    double far;                   // the nearest priority left pending
+    unsigned active;              // vertices changed or activating
+    unsigned long long examined;  // edges pulled (counted in lane 0)
+    unsigned long long walked;    // edges walked to activate (lane 0)
+};
+
+// One round of one iteration: the 32 vertices from v0, those of them
+// active (is_active, this lane's) pulling, then (KiTES) activating or
+// staying pending. Every lane must call it.
+template <class P, bool KITES>
+__device__ __forceinline__ void ws_round(const WSArgs<P>& a, long long r, bool is_active, bool in_d, unsigned d_was,
+                                         typename P::Value* acc, unsigned t, unsigned* next, WSTally& tally)
+{
+    typedef typename P::Value V;
+    const unsigned lane = lane_id();
+    const long long v0 = r * 32, v = v0 + lane;
+    const bool in_range = v < a.n;
+    unsigned* queued = &a.st->outliers[t & 1u];
+    EdgeArray<typename P::Weight> w{a.in_weights};
+    const V old = in_range ? a.values[v] : P::none();
+    acc[lane] = old;
+    __syncwarp();
+    // The pull; a hub's rows go to the queue.
+    eid_t len = is_active ? a.in.offs[v + 1] - a.in.offs[v] : 0;
+    bool hub = len > a.hub_degree;
+    ws_queue_hubs(hub, v, len, WS_PULL_IN, a.queue, queued);
+    unsigned pulled = ws_pull<P>(a.in, w, a.values, v, is_active && !hub, acc);
+    // Only unweighted programs (CC) pull both ways.
+    if constexpr (std::is_same<typename P::Weight, Unit>::value) {
+        if (a.out.offs) {
+            len = is_active ? a.out.offs[v + 1] - a.out.offs[v] : 0;
+            hub = len > a.hub_degree;
+            ws_queue_hubs(hub, v, len, WS_PULL_OUT, a.queue, queued);
+            pulled += ws_pull<P>(a.out, w, a.values, v, is_active && !hub, acc);
+        }
+    }
+    if (lane == 0) tally.examined += pulled;
+    V now = acc[lane];
+    bool changed = false;
+    if (in_range && P::better(now, old)) {
+        // A round is visited once an iteration, so this warp is the only
+        // writer of v's value in this launch, and the hubs' launch comes
+        // after it; the atomic keeps the value monotone all the same.
+        const V before = P::atomic_improve(&a.values[v], now);
+        changed = P::better(now, before);
+        if (!changed) now = before;
+    }
+    if (!KITES) {
+        const unsigned changes = __ballot_sync(FULL_MASK, changed);
+        if (lane == 0) tally.active += __popc(changes);
+        return;
+    }
+    // Activation: at once when near, else kept in D.
+    const bool pend = changed || in_d;
+    bool near = pend;
+    if (P::has_priority && pend) {
+        const double pr = P::priority(now, a.st->top);
+        near = pr < a.st->threshold;
+        if (!near) tally.far = fmin(tally.far, pr);
+    }
+    // The round's D word has one writer in this launch: this warp.
+    const unsigned keep = __ballot_sync(FULL_MASK, pend && !near);
+    vid_t* next_rounds = a.rounds + ((t + 1) & 1u ? a.n / 32 + 1 : 0);
+    unsigned* next_count = &a.st->rounds[(t + 1) & 1u];
+    if (lane == 0 && keep != d_was) a.pending[r] = keep;
+    ws_queue_rounds(lane == 0 && keep != 0, r, t, a.stamp, next_rounds, next_count);
+    const unsigned nears = __ballot_sync(FULL_MASK, near);
+    const unsigned acting = __ballot_sync(FULL_MASK, near || changed);
+    if (lane == 0) tally.active += __popc(acting);
+    if (nears == 0) return;
+    // With groups, one lane activates each group: the first near lane of
+    // its R lanes (R <= 32 lanes of a round share a group).
+    const unsigned log_r = a.log_r;
+    bool lead = near;
+    long long row = v;
+    if (log_r > 0) {
+        const unsigned r_lanes = 1u << log_r;
+        const unsigned group_lanes = (r_lanes == 32 ? FULL_MASK : ((1u << r_lanes) - 1u) << (lane & ~(r_lanes - 1)));
+        lead = near && (nears & group_lanes & lanes_below()) == 0;
+        row = v >> log_r;
+    }
+    len = lead ? a.act.offs[row + 1] - a.act.offs[row] : 0;
+    hub = len > a.hub_degree;
+    ws_queue_hubs(hub, row, len, WS_ACT, a.queue, queued);
+    unsigned walked = ws_activate(a.act, row, lead && !hub, log_r, t, next, a.stamp, next_rounds, next_count);
+    if (a.act_in.offs) {
+        len = near ? a.act_in.offs[v + 1] - a.act_in.offs[v] : 0;
+        hub = len > a.hub_degree;
+        ws_queue_hubs(hub, v, len, WS_ACT_IN, a.queue, queued);
+        walked += ws_activate(a.act_in, v, near && !hub, 0, t, next, a.stamp, next_rounds, next_count);
+    }
+    if (lane == 0) tally.walked += walked;
+}
+
+// Adds the warps' tallies to the iteration's totals, an atomic a block.
+__device__ __forceinline__ void ws_add_tally(const WSTally& tally, VPState* st) {
+    __shared__ double scratch[32];
+    const double inf = __longlong_as_double((long long)GPIPE_INF_BITS);
+    const double far = block_min(tally.far, scratch);
+    const double active = block_sum((double)tally.active, scratch);
+    const double examined = block_sum((double)tally.examined, scratch);
+    const double walked = block_sum((double)tally.walked, scratch);
+    if (threadIdx.x == 0) {
+        if (active > 0) atomicAdd(&st->active, (unsigned)active);
+        if (far < inf) atomicMin(&st->far_min, (unsigned long long)__double_as_longlong(far));
+        if (examined > 0) atomicAdd(&st->examined, (unsigned long long)examined);
+        if (walked > 0) atomicAdd(&st->walked, (unsigned long long)walked);
+    }
+}
+
 // One iteration's rounds (the first launch). KITES selects the
-// work-efficient variant; without it every vertex pulls every iteration and
-// nothing is activated (Warp Segmentation, §2.2.1).
+// work-efficient variant: the rounds of the iteration's queue; without it
+// every round, every iteration, and nothing is activated (Warp
+// Segmentation, §2.2.1). A warp takes a round at a time.
 template <class P, bool KITES>
 __device__ __forceinline__ void ws_iterate(const WSArgs<P>& a)
 {
     typedef typename P::Value V;
     __shared__ V acc_all[256];
-    __shared__ double scratch[32];
     if (*(volatile unsigned*)&a.st->done) return;
     const unsigned t = a.st->iteration, lane = lane_id();
     V* acc = acc_all + (threadIdx.x & ~31u);
     unsigned* cur = a.mask + (t & 1u ? a.mask_words : 0);
     unsigned* next = a.mask + (t & 1u ? 0 : a.mask_words);
-    unsigned* queued = &a.st->outliers[t & 1u];
-    const double threshold = a.st->threshold, top = a.st->top;
     const double inf = __longlong_as_double((long long)GPIPE_INF_BITS);
-    EdgeArray<typename P::Weight> w{a.in_weights};
-    const unsigned log_r = a.log_r;
-    double far = inf;
-    unsigned active = 0;
-    unsigned long long examined = 0, walked = 0;  // edges pulled, edges walked to activate
-    const long long chunks = (a.n + WS_CHUNK - 1) / WS_CHUNK;
+    WSTally tally{inf, 0, 0, 0};
     const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
-    for (long long c = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; c < chunks; c += warps) {
-        // Lane l looks at round l of the chunk: whether any of its vertices
-        // is active or pending.
-        const long long round = c * WS_CHUNK + 32 * lane;
-        unsigned word = 0, dword = 0;
-        bool visit = round < a.n;
-        if (KITES && visit) {
-            const long long g = round >> log_r;
-            word = cur[g >> 5];
-            const unsigned groups = 32u >> log_r;  // the round's groups: bits [g & 31, + groups)
-            const unsigned bits = groups == 32 ? word : (word >> (g & 31)) & ((1u << groups) - 1u);
-            dword = a.pending[round >> 5];
-            visit = bits != 0 || dword != 0;
+    const long long first = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    if (!KITES) {
+        for (long long r = first; r * 32 < a.n; r += warps) ws_round<P, false>(a, r, r * 32 + lane < a.n, false, 0, acc, t, next, tally);
+    } else {
+        const vid_t* rounds = a.rounds + (t & 1u ? a.n / 32 + 1 : 0);
+        const long long count = *(volatile unsigned*)&a.st->rounds[t & 1u];
+        const unsigned log_r = a.log_r, span = 32u >> log_r;
+        for (long long i = first; i < count; i += warps) {
+            const long long r = rounds[i], v = r * 32 + lane;
+            // The round's activeness bits: span groups of its word.
+            const long long g0 = (r * 32) >> log_r;
+            const unsigned word = cur[g0 >> 5];
+            const unsigned shift = (unsigned)(g0 & 31), round_bits = span == 32 ? FULL_MASK : ((1u << span) - 1u) << shift;
+            const bool is_active = v < a.n && ((word >> ((v >> log_r) & 31)) & 1u);
+            if (lane == 0 && (word & round_bits)) {
+                if (span == 32) cur[g0 >> 5] = 0;
+                else atomicAnd(&cur[g0 >> 5], ~round_bits);
+            }
+            const unsigned d_was = a.pending[r];
+            ws_round<P, true>(a, r, is_active, (d_was >> lane) & 1u, d_was, acc, t, next, tally);
         }
-        for (unsigned todo = __ballot_sync(FULL_MASK, visit); todo; todo &= todo - 1) {
-            const unsigned r = __ffs(todo) - 1;
-            const long long v0 = c * WS_CHUNK + 32 * r, v = v0 + lane;
-            const bool in_range = v < a.n;
-            bool is_active = in_range, in_d = false;
-            unsigned d_was = 0;
-            if (KITES) {
-                const unsigned wr = __shfl_sync(FULL_MASK, word, r);
-                is_active = in_range && ((wr >> ((v >> log_r) & 31)) & 1u);
-                d_was = __shfl_sync(FULL_MASK, dword, r);
-                in_d = (d_was >> lane) & 1u;
-            }
-            const V old = in_range ? a.values[v] : P::none();
-            acc[lane] = old;
-            __syncwarp();
-            // The pull; a hub's rows go to the queue.
-            eid_t len = is_active ? a.in.offs[v + 1] - a.in.offs[v] : 0;
-            bool hub = len > a.hub_degree;
-            ws_queue_hubs(hub, v, len, WS_PULL_IN, a.queue, queued);
-            examined += ws_pull<P>(a.in, w, a.values, v, is_active && !hub, acc);
-            // Only unweighted programs (CC) pull both ways.
-            if constexpr (std::is_same<typename P::Weight, Unit>::value) {
-                if (a.out.offs) {
-                    len = is_active ? a.out.offs[v + 1] - a.out.offs[v] : 0;
-                    hub = len > a.hub_degree;
-                    ws_queue_hubs(hub, v, len, WS_PULL_OUT, a.queue, queued);
-                    examined += ws_pull<P>(a.out, w, a.values, v, is_active && !hub, acc);
-                }
-            }
-            const V now = acc[lane];
-            const bool changed = in_range && P::better(now, old);
-            // The only writer of v's value in this launch: the hubs' second
-            // launch comes after it.
-            if (changed) a.values[v] = now;
-            if (!KITES) {
-                active += __popc(__ballot_sync(FULL_MASK, changed));
-                continue;
-            }
-            // Activation: at once when near, else kept in D.
-            const bool pend = changed || in_d;
-            bool near = pend;
-            if (P::has_priority && pend) {
-                const double pr = P::priority(now, top);
-                near = pr < threshold;
-                if (!near) far = fmin(far, pr);
-            }
-            // The round's D word has one writer in this launch: this warp.
-            const unsigned keep = __ballot_sync(FULL_MASK, pend && !near);
-            if (lane == 0 && keep != d_was) a.pending[v0 >> 5] = keep;
-            const unsigned nears = __ballot_sync(FULL_MASK, near);
-            active += __popc(__ballot_sync(FULL_MASK, near || changed));
-            if (nears == 0) continue;
-            // With groups, one lane activates each group: the first near
-            // lane of its R lanes (R <= 32 lanes of a round share a group).
-            bool lead = near;
-            long long row = v;
-            if (log_r > 0) {
-                const unsigned r_lanes = 1u << min(log_r, 5u);
-                const unsigned group_lanes = (r_lanes == 32 ? FULL_MASK : ((1u << r_lanes) - 1u) << (lane & ~(r_lanes - 1)));
-                lead = near && (nears & group_lanes & lanes_below()) == 0;
-                row = v >> log_r;
-            }
-            len = lead ? a.act.offs[row + 1] - a.act.offs[row] : 0;
-            hub = len > a.hub_degree;
-            ws_queue_hubs(hub, row, len, WS_ACT, a.queue, queued);
-            walked += ws_activate(a.act, row, lead && !hub, log_r, next);
-            if (a.act_in.offs) {
-                len = near ? a.act_in.offs[v + 1] - a.act_in.offs[v] : 0;
-                hub = len > a.hub_degree;
-                ws_queue_hubs(hub, v, len, WS_ACT_IN, a.queue, queued);
-                walked += ws_activate(a.act_in, v, near && !hub, 0, next);
-            }
-        }
-        // Clear the activeness words this chunk read (every word lies in
-        // one chunk, since R <= 32): the lane whose round starts a word.
-        if (KITES && word != 0 && ((round >> log_r) & 31) == 0) cur[(round >> log_r) >> 5] = 0;
     }
-    const double block_far = block_min(far, scratch);
-    const double block_active = block_sum((double)active, scratch);
-    const double block_examined = block_sum((double)examined, scratch);
-    const double block_walked = block_sum((double)walked, scratch);
-    if (threadIdx.x == 0) {
-        if (block_active > 0) atomicAdd(&a.st->active, (unsigned)block_active);
-        if (block_far < inf) atomicMin(&a.st->far_min, (unsigned long long)__double_as_longlong(block_far));
-        if (block_examined > 0) atomicAdd(&a.st->examined, (unsigned long long)block_examined);
-        if (block_walked > 0) atomicAdd(&a.st->walked, (unsigned long long)block_walked);
-    }
+    ws_add_tally(tally, a.st);
+}
+
+// The end of a KiTES iteration: the round queue it read is empty for the
+// iteration after next, which appends to it.
+__device__ __forceinline__ void ws_advance(VPState* st, unsigned t, bool kites) {
+    vp_advance(st, t);
+    if (kites) st->rounds[t & 1u] = 0;
 }
 
 // The hubs' segments queued by this iteration's rounds, a block each (the
-// second launch); its last block ends the iteration.
+// second launch); its last block ends the iteration. A hub whose pull
+// improves it goes to D, so that its round activates it next iteration.
 template <class P, bool KITES>
 __device__ __forceinline__ void ws_hubs(const WSArgs<P>& a)
 {
@@ -357,6 +445,8 @@ __device__ __forceinline__ void ws_hubs(const WSArgs<P>& a)
     if (*(volatile unsigned*)&a.st->done) return;
     const unsigned t = a.st->iteration;
     unsigned* next = a.mask + (t & 1u ? 0 : a.mask_words);
+    vid_t* next_rounds = a.rounds + ((t + 1) & 1u ? a.n / 32 + 1 : 0);
+    unsigned* next_count = &a.st->rounds[(t + 1) & 1u];
     const unsigned count = *(volatile unsigned*)&a.st->outliers[t & 1u];
     EdgeArray<typename P::Weight> w{a.in_weights};
     unsigned changed = 0;
@@ -382,17 +472,24 @@ __device__ __forceinline__ void ws_hubs(const WSArgs<P>& a)
                 const V old = P::atomic_improve(&a.values[v], m);
                 if (P::better(m, old)) {
                     changed++;
-                    // Its activation waits for the next iteration's rounds.
-                    if (KITES) atomicOr(&a.pending[v >> 5], 1u << (v & 31));
+                    if (KITES) {
+                        atomicOr(&a.pending[v >> 5], 1u << (v & 31));
+                        if (atomicExch(&a.stamp[v >> 5], t + 1) != t + 1) next_rounds[atomicAdd(next_count, 1u)] = (vid_t)(v >> 5);
+                    }
                 }
             }
         } else {
             walked += last - first;
-            const unsigned log_r = kind == WS_ACT ? a.log_r : 0;
-            for (eid_t e = first + threadIdx.x; e < last; e += blockDim.x) {
-                const unsigned g = rows.adj[e] >> log_r;
-                const unsigned bit = 1u << (g & 31u);
-                if (!(*(volatile unsigned*)&next[g >> 5] & bit)) atomicOr(&next[g >> 5], bit);
+            // Warp-uniform passes, since queueing the rounds is warp-wide.
+            for (eid_t base = first; base < last; base += blockDim.x) {
+                const eid_t e = base + threadIdx.x;
+                bool opened = false;
+                unsigned g = 0;
+                if (e < last) {
+                    g = rows.adj[e];
+                    opened = ws_set_active(g, kind == WS_ACT ? a.log_r : 0, next);
+                }
+                ws_queue_rounds(opened, ((long long)g << (kind == WS_ACT ? a.log_r : 0)) >> 5, t, a.stamp, next_rounds, next_count);
             }
         }
     }
@@ -401,15 +498,17 @@ __device__ __forceinline__ void ws_hubs(const WSArgs<P>& a)
         if (examined) atomicAdd(&a.st->examined, examined);
         if (walked) atomicAdd(&a.st->walked, walked);
     }
-    if (last_block(&a.st->blocks_done) && threadIdx.x == 0) vp_advance(a.st, t);
+    if (last_block(&a.st->blocks_done) && threadIdx.x == 0) ws_advance(a.st, t, KITES);
 }
 
 // The kernels' parameters, in WSArgs' order, and the struct made of them.
 #define WS_PARAMS(P)                                                                                       \
     const eid_t *in_offs, const vid_t *in_adj, const P::Weight *in_weights, const eid_t *out_offs,         \
         const vid_t *out_adj, const eid_t *act_offs, const vid_t *act_adj, const eid_t *act_in_offs,       \
-        const vid_t *act_in_adj, P::Value *values, unsigned *mask, unsigned *pending, hubwork_t *queue,    \
-        VPState *st, long long n, long long mask_words, long long hub_degree, unsigned log_r
+        const vid_t *act_in_adj, P::Value *values, unsigned *mask, unsigned *pending, vid_t *rounds,       \
+        unsigned *stamp, hubwork_t *queue, VPState *st, long long n, long long mask_words,                 \
+        long long hub_degree, unsigned log_r
 #define WS_ARGS(P)                                                                                         \
     WSArgs<P> { {in_offs, in_adj}, in_weights, {out_offs, out_adj}, {act_offs, act_adj},                  \
-                {act_in_offs, act_in_adj}, values, mask, pending, queue, st, n, mask_words, hub_degree, log_r }
+                {act_in_offs, act_in_adj}, values, mask, pending, rounds, stamp, queue, st, n, mask_words,  \
+                hub_degree, log_r }

@@ -217,6 +217,7 @@ type vpState struct {
 	Outliers   [2]uint32
 	Examined   uint64
 	Walked     uint64
+	Rounds     [2]uint32
 }
 
 const vpStateBytes = int64(unsafe.Sizeof(vpState{}))
@@ -271,8 +272,8 @@ type vpDevice struct {
 	// activation rows and masks; iterate and outliers are the rounds' and
 	// the hubs' kernels, queue the hubs' segments.
 	inWeights, actOffs, actAdj, actInOffs, actInAdj *gpu.DeviceBuffer
-	mask, pending                                   *gpu.DeviceBuffer
-	maskWords                                       int64
+	mask, pending, rounds, stamp                    *gpu.DeviceBuffer
+	maskWords, firstRounds                          int64
 	// last is the state the run ended in.
 	last vpState
 }
@@ -549,6 +550,7 @@ func (d *vpDevice) run(ctx context.Context) (int, error) {
 		}
 	}
 	st := vpState{Threshold: math.Inf(1), FarMin: math.Float64bits(math.Inf(1)), Delta: r.delta, Top: r.top}
+	st.Rounds[0] = uint32(d.firstRounds)
 	if r.prog.priority {
 		st.Threshold = r.delta
 	}

@@ -137,13 +137,18 @@ func pullMaskWords(n int64, logR uint) int64 {
 	return max(chunks*32>>logR, 1)
 }
 
+// pullRounds is the rounds (32 vertices each) of n vertices, plus one: a
+// round queue's room.
+func pullRounds(n int64) int64 { return n/32 + 1 }
+
 // pullBytes is the device memory of a run of a pull strategy.
 func pullBytes(g *convert.Graph, prog vprogram, strategy string, both bool, logR uint) int64 {
 	n := int64(g.NumVertices())
 	l := pullLayoutOf(g, prog, strategy, both, logR)
 	bytes := layoutBytes(g, l.parts()...) + n*prog.valueBytes() + vwcQueueCap(pullQueueEdges(g, strategy, both), wsHubDegree)*8 + vpStateBytes
 	if strategy == strategyKiTES {
-		bytes += 2*pullMaskWords(n, logR)*4 + pullMaskWords(n, 0)*4
+		// The masks by parity, D, the round queues by parity, the stamps.
+		bytes += 2*pullMaskWords(n, logR)*4 + pullMaskWords(n, 0)*4 + 3*pullRounds(n)*4
 	}
 	return bytes
 }
@@ -242,7 +247,7 @@ func (d *vpDevice) preparePull() error {
 	sizes := []int64{d.n * r.prog.valueBytes(), d.queueCap * 8, vpStateBytes}
 	if r.strategy == strategyKiTES {
 		d.maskWords = pullMaskWords(d.n, r.logR)
-		sizes = append(sizes, 2*d.maskWords*4, pullMaskWords(d.n, 0)*4)
+		sizes = append(sizes, 2*d.maskWords*4, pullMaskWords(d.n, 0)*4, 2*pullRounds(d.n)*4, pullRounds(d.n)*4)
 	}
 	work, free, err := b.buffers(sizes...)
 	if err != nil {
@@ -251,14 +256,15 @@ func (d *vpDevice) preparePull() error {
 	d.free = free
 	d.values, d.queue, d.state = work[0], work[1], work[2]
 	if r.strategy == strategyKiTES {
-		d.mask, d.pending = work[3], work[4]
+		d.mask, d.pending, d.rounds, d.stamp = work[3], work[4], work[5], work[6]
 	}
 	return b.poison(d.s, work...)
 }
 
-// startPull clears what a pull run starts from, once the values are set:
-// no vertex active but the source, which is pending (kites activates its
-// out-neighbours in the first iteration), or, for CC, every vertex active.
+// startPull clears what a kites run starts from: no vertex active but the
+// source, which is pending (its out-neighbours are activated in the first
+// iteration), its round the only one queued; or, for CC, every vertex
+// active and every round queued. It sets firstRounds, the rounds queued.
 func (d *vpDevice) startPull() error {
 	if d.r.strategy != strategyKiTES {
 		return nil
@@ -270,18 +276,33 @@ func (d *vpDevice) startPull() error {
 	if err := d.pending.Memset8(s, 0); err != nil {
 		return err
 	}
+	if err := d.stamp.Memset8(s, 0xff); err != nil {
+		return err
+	}
 	if d.r.labels {
 		cur, err := d.mask.Slice(0, d.maskWords*4)
 		if err != nil {
 			return err
 		}
-		return cur.Memset8(s, 0xff)
+		if err := cur.Memset8(s, 0xff); err != nil {
+			return err
+		}
+		iota, err := d.b.kernel(kernels.VPCommon, "vp_iota")
+		if err != nil {
+			return err
+		}
+		d.firstRounds = (d.n + 31) / 32
+		return iota.launch(s, d.rounds, d.firstRounds)
 	}
 	word, err := d.pending.Slice(int64(d.r.source/32)*4, 4)
 	if err != nil {
 		return err
 	}
-	return gpu.Upload(s, word, []uint32{1 << (d.r.source % 32)})
+	if err := gpu.Upload(s, word, []uint32{1 << (d.r.source % 32)}); err != nil {
+		return err
+	}
+	d.firstRounds = 1
+	return gpu.Upload(s, d.rounds, []uint32{d.r.source / 32})
 }
 
 // launchPull queues one iteration of a pull strategy: the rounds, then the
@@ -291,7 +312,7 @@ func (d *vpDevice) launchPull() error {
 		d.inOffs, d.inSrcs, devicePtr(d.inWeights),
 		devicePtr(d.pullOutOffs()), devicePtr(d.pullOutAdj()),
 		devicePtr(d.actOffs), devicePtr(d.actAdj), devicePtr(d.actInOffs), devicePtr(d.actInAdj),
-		d.values, devicePtr(d.mask), devicePtr(d.pending), d.queue, d.state,
+		d.values, devicePtr(d.mask), devicePtr(d.pending), devicePtr(d.rounds), devicePtr(d.stamp), d.queue, d.state,
 		d.n, d.maskWords, wsHubDegree, uint32(d.r.logR),
 	}
 	if err := d.iterate.launch(d.s, args...); err != nil {

@@ -327,8 +327,8 @@ func TestGPUStrategyOptions(t *testing.T) {
 
 func TestVPStateLayout(t *testing.T) {
 	// kernels/vertex_program.cuh's VPState: 4 eight-byte fields, 8 four-byte
-	// ones, 2 eight-byte counters.
-	if vpStateBytes != 80 || unsafe.Offsetof(vpState{}.Active) != 32 || unsafe.Offsetof(vpState{}.Outliers) != 56 || unsafe.Offsetof(vpState{}.Examined) != 64 {
+	// ones, 2 eight-byte counters, 2 four-byte ones.
+	if vpStateBytes != 88 || unsafe.Offsetof(vpState{}.Active) != 32 || unsafe.Offsetof(vpState{}.Outliers) != 56 || unsafe.Offsetof(vpState{}.Examined) != 64 {
 		t.Fatalf("vpState is %d bytes, Active at %d, Outliers at %d, Examined at %d", vpStateBytes,
 			unsafe.Offsetof(vpState{}.Active), unsafe.Offsetof(vpState{}.Outliers), unsafe.Offsetof(vpState{}.Examined))
 	}
