@@ -46,6 +46,16 @@
 // the others idle; their edges are queued in segments of WS_SEGMENT for
 // whole blocks (PPoPP'11 §3.2's deferred outliers), in a second launch of
 // the same iteration, which folds its results in with atomic_improve.
+//
+// KiTES does not activate a hub (hub_mask: in-degree over hub_degree) when
+// one of its in-neighbours changes: pulling a hub's whole row again for
+// every change among its thousands of in-neighbours is what makes a pull
+// work-inefficient on a skewed graph. The changed vertex sends its message
+// along the edge instead (atomic_improve), and an improved hub is pending
+// like any changed vertex. Every in-neighbour's value reaches the hub this
+// way, since a vertex activates (and sends) whenever its value changes and
+// is near, so the hub's value is still the best over its in-edges. This
+// needs the activation rows to be vertices (R = 1) with the edges' weights.
 #pragma once
 
 #include <type_traits>
@@ -78,6 +88,8 @@ struct WSArgs {
     Rows out;                                 // CC on a directed graph: also pull along out-edges (else null)
     Rows act;                                 // KiTES: activation rows (out-edges, or groups → groups)
     Rows act_in;                              // KiTES, CC on a directed graph, R = 1: also in-edges
+    const typename P::Weight* act_weights;    // KiTES, R = 1: the activation rows' weights (null: none)
+    const unsigned* hub_mask;                 // KiTES, R = 1: a bit per hub, sent to instead of activated (else null)
     typename P::Value* values;
     unsigned* mask;                           // KiTES: 2 × mask_words activeness words, by parity
     unsigned* pending;                        // KiTES: D, a bit per vertex (a word per round)
@@ -207,12 +219,34 @@ __device__ __forceinline__ bool ws_set_active(unsigned g, unsigned log_r, unsign
     return (old & round_bits) == 0;
 }
 
+// Whether vertex v is a hub that KiTES sends to (hub_mask, when set).
+__device__ __forceinline__ bool ws_is_hub(const unsigned* hub_mask, unsigned v) {
+    return hub_mask && ((__ldg(&hub_mask[v >> 5]) >> (v & 31u)) & 1u);
+}
+
+// Sends message m to hub h: true when it improved h, which is then
+// pending (its round queued for the next iteration through the stamps, by
+// the caller).
+template <class P>
+__device__ __forceinline__ bool ws_send(typename P::Value* values, unsigned h, typename P::Value m, unsigned* pending) {
+    if (!P::better(m, values[h])) return false;
+    if (!P::better(m, P::atomic_improve(&values[h], m))) return false;
+    atomicOr(&pending[h >> 5], 1u << (h & 31u));
+    return true;
+}
+
 // Activates the groups in the rows the lanes with take set own (each row's
-// targets are groups: vertices when R = 1), queueing the rounds they open.
-// Returns the edges walked. Every lane must call it.
-__device__ __forceinline__ unsigned ws_activate(Rows rows, long long r, bool take, unsigned log_r, unsigned t,
-                                                unsigned* next, unsigned* stamp, vid_t* next_rounds, unsigned* count)
+// targets are groups: vertices when R = 1), queueing the rounds they open;
+// a hub gets the lane's vertex's message (value now, weights w) instead.
+// Returns the edges walked; improved counts the hubs improved. Every lane
+// must call it.
+template <class P>
+__device__ __forceinline__ unsigned ws_activate(const WSArgs<P>& a, Rows rows, long long r, bool take, typename P::Value now,
+                                                unsigned log_r, const unsigned* hub_mask, unsigned t, unsigned* next,
+                                                vid_t* next_rounds, unsigned* count, unsigned& improved)
 {
+    typedef typename P::Value V;
+    EdgeArray<typename P::Weight> w{a.act_weights};
     eid_t first = 0;
     unsigned len = 0;
     if (take) {
@@ -223,13 +257,19 @@ __device__ __forceinline__ unsigned ws_activate(Rows rows, long long r, bool tak
     const unsigned ps = warp_exclusive_sum(len, total);
     for (unsigned pass = 0; pass < total; pass += 32) {
         const WSElement x = ws_element(first, ps, total, pass + lane_id());
+        const V from = __shfl_sync(FULL_MASK, now, x.seg & 31u);
         bool opened = false;
         unsigned g = 0;
         if (x.valid) {
             g = rows.adj[x.e];
-            opened = ws_set_active(g, log_r, next);
+            if (ws_is_hub(hub_mask, g)) {
+                opened = ws_send<P>(a.values, g, P::compute(from, w(x.e)), a.pending);
+                improved += opened;
+            } else {
+                opened = ws_set_active(g, log_r, next);
+            }
         }
-        ws_queue_rounds(opened, ((long long)g << log_r) >> 5, t, stamp, next_rounds, count);
+        ws_queue_rounds(opened, ((long long)g << log_r) >> 5, t, a.stamp, next_rounds, count);
     }
     return total;
 }
@@ -359,13 +399,15 @@ __device__ __forceinline__ void ws_round(const WSArgs<P>& a, long long r, bool i
     len = lead ? a.act.offs[row + 1] - a.act.offs[row] : 0;
     hub = len > a.hub_degree;
     ws_queue_hubs(hub, row, len, WS_ACT, a.queue, queued);
-    unsigned walked = ws_activate(a.act, row, lead && !hub, log_r, t, next, a.stamp, next_rounds, next_count);
+    unsigned improved = 0;
+    unsigned walked = ws_activate(a, a.act, row, lead && !hub, now, log_r, a.hub_mask, t, next, next_rounds, next_count, improved);
     if (a.act_in.offs) {
         len = near ? a.act_in.offs[v + 1] - a.act_in.offs[v] : 0;
         hub = len > a.hub_degree;
         ws_queue_hubs(hub, v, len, WS_ACT_IN, a.queue, queued);
-        walked += ws_activate(a.act_in, v, near && !hub, 0, t, next, a.stamp, next_rounds, next_count);
+        walked += ws_activate(a, a.act_in, v, near && !hub, now, 0, a.hub_mask, t, next, next_rounds, next_count, improved);
     }
+    tally.active += improved;
     if (lane == 0) tally.walked += walked;
 }
 
@@ -449,6 +491,9 @@ __device__ __forceinline__ void ws_hubs(const WSArgs<P>& a)
     unsigned* next_count = &a.st->rounds[(t + 1) & 1u];
     const unsigned count = *(volatile unsigned*)&a.st->outliers[t & 1u];
     EdgeArray<typename P::Weight> w{a.in_weights};
+    __shared__ unsigned block_changed;
+    if (threadIdx.x == 0) block_changed = 0;
+    __syncthreads();
     unsigned changed = 0;
     unsigned long long examined = 0, walked = 0;
     for (unsigned i = blockIdx.x; i < count; i += gridDim.x) {
@@ -480,6 +525,10 @@ __device__ __forceinline__ void ws_hubs(const WSArgs<P>& a)
             }
         } else {
             walked += last - first;
+            const unsigned log_r = kind == WS_ACT ? a.log_r : 0;
+            // The activating vertex's message, for the hubs (R = 1).
+            const V from = a.hub_mask ? a.values[v] : P::none();
+            EdgeArray<typename P::Weight> aw{a.act_weights};
             // Warp-uniform passes, since queueing the rounds is warp-wide.
             for (eid_t base = first; base < last; base += blockDim.x) {
                 const eid_t e = base + threadIdx.x;
@@ -487,14 +536,22 @@ __device__ __forceinline__ void ws_hubs(const WSArgs<P>& a)
                 unsigned g = 0;
                 if (e < last) {
                     g = rows.adj[e];
-                    opened = ws_set_active(g, kind == WS_ACT ? a.log_r : 0, next);
+                    if (ws_is_hub(a.hub_mask, g)) {
+                        opened = ws_send<P>(a.values, g, P::compute(from, kind == WS_ACT ? aw(e) : typename P::Weight()), a.pending);
+                        changed += opened;
+                    } else {
+                        opened = ws_set_active(g, log_r, next);
+                    }
                 }
-                ws_queue_rounds(opened, ((long long)g << (kind == WS_ACT ? a.log_r : 0)) >> 5, t, a.stamp, next_rounds, next_count);
+                ws_queue_rounds(opened, ((long long)g << log_r) >> 5, t, a.stamp, next_rounds, next_count);
             }
         }
     }
+    // Every thread may have improved hubs; thread 0 alone the pulled ones.
+    if (changed) atomicAdd(&block_changed, changed);
+    __syncthreads();
     if (threadIdx.x == 0) {
-        if (changed) atomicAdd(&a.st->active, changed);
+        if (block_changed) atomicAdd(&a.st->active, block_changed);
         if (examined) atomicAdd(&a.st->examined, examined);
         if (walked) atomicAdd(&a.st->walked, walked);
     }
@@ -505,10 +562,10 @@ __device__ __forceinline__ void ws_hubs(const WSArgs<P>& a)
 #define WS_PARAMS(P)                                                                                       \
     const eid_t *in_offs, const vid_t *in_adj, const P::Weight *in_weights, const eid_t *out_offs,         \
         const vid_t *out_adj, const eid_t *act_offs, const vid_t *act_adj, const eid_t *act_in_offs,       \
-        const vid_t *act_in_adj, P::Value *values, unsigned *mask, unsigned *pending, vid_t *rounds,       \
+        const vid_t *act_in_adj, const P::Weight *act_weights, const unsigned *hub_mask, P::Value *values, unsigned *mask, unsigned *pending, vid_t *rounds,       \
         unsigned *stamp, hubwork_t *queue, VPState *st, long long n, long long mask_words,                 \
         long long hub_degree, unsigned log_r
 #define WS_ARGS(P)                                                                                         \
     WSArgs<P> { {in_offs, in_adj}, in_weights, {out_offs, out_adj}, {act_offs, act_adj},                  \
-                {act_in_offs, act_in_adj}, values, mask, pending, rounds, stamp, queue, st, n, mask_words,  \
+                {act_in_offs, act_in_adj}, act_weights, hub_mask, values, mask, pending, rounds, stamp, queue, st, n, mask_words,  \
                 hub_degree, log_r }

@@ -272,7 +272,8 @@ type vpDevice struct {
 	// activation rows and masks; iterate and outliers are the rounds' and
 	// the hubs' kernels, queue the hubs' segments.
 	inWeights, actOffs, actAdj, actInOffs, actInAdj *gpu.DeviceBuffer
-	mask, pending, rounds, stamp                    *gpu.DeviceBuffer
+	mask, pending, rounds, stamp, hubMask           *gpu.DeviceBuffer
+	actWeights                                      *gpu.DeviceBuffer
 	maskWords, firstRounds                          int64
 	// last is the state the run ended in.
 	last vpState

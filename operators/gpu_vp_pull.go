@@ -71,6 +71,9 @@ func groupPart(part layout, logR uint, both bool) layout {
 // activation rows.
 type pullLayout struct {
 	pull, out, act, actIn []layout
+	// actW is the activation rows' weights, with which kites sends to hubs
+	// (R = 1, weighted programs).
+	actW []layout
 	// tree is the CSR with the program's weights, for SSSP's parent pass
 	// (csr_parent_*), when the graph is directed (else it is pull).
 	tree []layout
@@ -92,6 +95,9 @@ func pullLayoutOf(g *convert.Graph, prog vprogram, strategy string, both bool, l
 			if two {
 				l.actIn = []layout{inOffsets, inSources}
 			}
+			if prog.weights != noWeights {
+				l.actW = []layout{prog.weights}
+			}
 		} else {
 			l.act = []layout{groupPart(groupOffsets, logR, two), groupPart(groupTargets, logR, two)}
 		}
@@ -107,7 +113,7 @@ func pullLayoutOf(g *convert.Graph, prog vprogram, strategy string, both bool, l
 
 func (l pullLayout) parts() []layout {
 	var parts []layout
-	for _, p := range [][]layout{l.pull, l.out, l.act, l.actIn, l.tree} {
+	for _, p := range [][]layout{l.pull, l.out, l.act, l.actIn, l.actW, l.tree} {
 		parts = append(parts, p...)
 	}
 	return parts
@@ -147,8 +153,9 @@ func pullBytes(g *convert.Graph, prog vprogram, strategy string, both bool, logR
 	l := pullLayoutOf(g, prog, strategy, both, logR)
 	bytes := layoutBytes(g, l.parts()...) + n*prog.valueBytes() + vwcQueueCap(pullQueueEdges(g, strategy, both), wsHubDegree)*8 + vpStateBytes
 	if strategy == strategyKiTES {
-		// The masks by parity, D, the round queues by parity, the stamps.
-		bytes += 2*pullMaskWords(n, logR)*4 + pullMaskWords(n, 0)*4 + 3*pullRounds(n)*4
+		// The masks by parity, D, the round queues by parity, the stamps,
+		// the hubs.
+		bytes += 2*pullMaskWords(n, logR)*4 + pullMaskWords(n, 0)*4 + 4*pullRounds(n)*4
 	}
 	return bytes
 }
@@ -222,6 +229,9 @@ func (d *vpDevice) preparePull() error {
 		actIn := take(2)
 		d.actInOffs, d.actInAdj = actIn[0], actIn[1]
 	}
+	if len(l.actW) > 0 {
+		d.actWeights = take(1)[0]
+	}
 	if len(l.tree) > 0 {
 		tree := take(len(l.tree))
 		d.offs, d.targets = tree[0], tree[1]
@@ -248,6 +258,9 @@ func (d *vpDevice) preparePull() error {
 	if r.strategy == strategyKiTES {
 		d.maskWords = pullMaskWords(d.n, r.logR)
 		sizes = append(sizes, 2*d.maskWords*4, pullMaskWords(d.n, 0)*4, 2*pullRounds(d.n)*4, pullRounds(d.n)*4)
+		if r.logR == 0 {
+			sizes = append(sizes, pullRounds(d.n)*4)
+		}
 	}
 	work, free, err := b.buffers(sizes...)
 	if err != nil {
@@ -258,7 +271,18 @@ func (d *vpDevice) preparePull() error {
 	if r.strategy == strategyKiTES {
 		d.mask, d.pending, d.rounds, d.stamp = work[3], work[4], work[5], work[6]
 	}
-	return b.poison(d.s, work...)
+	if err := b.poison(d.s, work...); err != nil {
+		return err
+	}
+	if r.strategy == strategyKiTES && r.logR == 0 {
+		d.hubMask = work[7]
+		k, err := b.kernel(kernels.VPKiTES, "kites_hub_mask")
+		if err != nil {
+			return err
+		}
+		return k.launch(d.s, d.inOffs, d.n, wsHubDegree, d.hubMask)
+	}
+	return nil
 }
 
 // startPull clears what a kites run starts from: no vertex active but the
@@ -312,6 +336,7 @@ func (d *vpDevice) launchPull() error {
 		d.inOffs, d.inSrcs, devicePtr(d.inWeights),
 		devicePtr(d.pullOutOffs()), devicePtr(d.pullOutAdj()),
 		devicePtr(d.actOffs), devicePtr(d.actAdj), devicePtr(d.actInOffs), devicePtr(d.actInAdj),
+		devicePtr(d.actWeights), devicePtr(d.hubMask),
 		d.values, devicePtr(d.mask), devicePtr(d.pending), devicePtr(d.rounds), devicePtr(d.stamp), d.queue, d.state,
 		d.n, d.maskWords, wsHubDegree, uint32(d.r.logR),
 	}
@@ -343,6 +368,9 @@ func (d *vpDevice) describePull() string {
 	sb.WriteString(d.r.strategy)
 	if d.r.strategy == strategyKiTES {
 		fmt.Fprintf(&sb, " vertex-group=%d", 1<<d.r.logR)
+		if d.r.logR == 0 {
+			sb.WriteString(", sends to hubs")
+		}
 		if d.r.prog.priority && !math.IsInf(d.r.delta, 1) {
 			fmt.Fprintf(&sb, ", near-far delta=%.4g", d.r.delta)
 		}
