@@ -24,15 +24,21 @@ KITES_PROGRAM(sswp_k64, SSWP64)
 KITES_PROGRAM(cc, CCLabel)
 
 // The hubs KiTES sends to instead of activating: a bit for every vertex of
-// more than hub_degree in-edges.
+// more than hub_degree in-edges, and their number added to *count (without
+// hubs the host passes no mask, and activation skips the look-up).
 extern "C" __global__ void __launch_bounds__(256) kites_hub_mask(const eid_t* in_offs, long long n, long long hub_degree,
-                                                                 unsigned* mask)
+                                                                 unsigned* mask, unsigned* count)
 {
     const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
+    unsigned hubs = 0;
     for (long long r = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; r * 32 < n; r += warps) {
         const long long v = r * 32 + lane_id();
         const bool hub = v < n && in_offs[v + 1] - in_offs[v] > hub_degree;
         const unsigned bits = __ballot_sync(FULL_MASK, hub);
-        if (lane_id() == 0) mask[r] = bits;
+        if (lane_id() == 0) {
+            mask[r] = bits;
+            hubs += __popc(bits);
+        }
     }
+    if (hubs) atomicAdd(count, hubs);
 }

@@ -51,8 +51,10 @@
 // one of its in-neighbours changes: pulling a hub's whole row again for
 // every change among its thousands of in-neighbours is what makes a pull
 // work-inefficient on a skewed graph. The changed vertex sends its message
-// along the edge instead (atomic_improve), and an improved hub is pending
-// like any changed vertex. Every in-neighbour's value reaches the hub this
+// along the edge instead (atomic_improve), and an improved hub is marked in
+// the sent mask of the next iteration, whose round for it treats it as
+// pending (a mask by parity, so that the warp that owns the hub's round in
+// this iteration, reading and clearing its own marks, never races a send). Every in-neighbour's value reaches the hub this
 // way, since a vertex activates (and sends) whenever its value changes and
 // is near, so the hub's value is still the best over its in-edges. This
 // needs the activation rows to be vertices (R = 1) with the edges' weights.
@@ -92,7 +94,8 @@ struct WSArgs {
     const unsigned* hub_mask;                 // KiTES, R = 1: a bit per hub, sent to instead of activated (else null)
     typename P::Value* values;
     unsigned* mask;                           // KiTES: 2 × mask_words activeness words, by parity
-    unsigned* pending;                        // KiTES: D, a bit per vertex (a word per round)
+    unsigned* pending;                        // KiTES: D, a bit per vertex (a word per round), owner-written
+    unsigned* sent;                           // KiTES: 2 × n/32 + 1 words by parity: vertices improved by sends
     vid_t* rounds;                            // KiTES: 2 × round queues of n/32 rounds, by parity
     unsigned* stamp;                          // KiTES: the iteration each round is queued for
     hubwork_t* queue;                         // hub segments of this iteration
@@ -224,15 +227,21 @@ __device__ __forceinline__ bool ws_is_hub(const unsigned* hub_mask, unsigned v) 
     return hub_mask && ((__ldg(&hub_mask[v >> 5]) >> (v & 31u)) & 1u);
 }
 
-// Sends message m to hub h: true when it improved h, which is then
-// pending (its round queued for the next iteration through the stamps, by
-// the caller).
+// Sends message m to hub h: true when it improved h, which is then marked
+// in sent_next (its round queued for the next iteration through the stamps,
+// by the caller).
 template <class P>
-__device__ __forceinline__ bool ws_send(typename P::Value* values, unsigned h, typename P::Value m, unsigned* pending) {
+__device__ __forceinline__ bool ws_send(typename P::Value* values, unsigned h, typename P::Value m, unsigned* sent_next) {
     if (!P::better(m, values[h])) return false;
     if (!P::better(m, P::atomic_improve(&values[h], m))) return false;
-    atomicOr(&pending[h >> 5], 1u << (h & 31u));
+    atomicOr(&sent_next[h >> 5], 1u << (h & 31u));
     return true;
+}
+
+// The sent marks of iteration t.
+template <class P>
+__device__ __forceinline__ unsigned* ws_sent(const WSArgs<P>& a, unsigned t) {
+    return a.sent + (t & 1u ? a.n / 32 + 1 : 0);
 }
 
 // Activates the groups in the rows the lanes with take set own (each row's
@@ -263,7 +272,7 @@ __device__ __forceinline__ unsigned ws_activate(const WSArgs<P>& a, Rows rows, l
         if (x.valid) {
             g = rows.adj[x.e];
             if (ws_is_hub(hub_mask, g)) {
-                opened = ws_send<P>(a.values, g, P::compute(from, w(x.e)), a.pending);
+                opened = ws_send<P>(a.values, g, P::compute(from, w(x.e)), ws_sent(a, t + 1));
                 improved += opened;
             } else {
                 opened = ws_set_active(g, log_r, next);
@@ -326,7 +335,7 @@ struct WSTally {
 // staying pending. Every lane must call it.
 template <class P, bool KITES>
 __device__ __forceinline__ void ws_round(const WSArgs<P>& a, long long r, bool is_active, bool in_d, unsigned d_was,
-                                         typename P::Value* acc, unsigned t, unsigned* next, WSTally& tally)
+                                         bool in_s, typename P::Value* acc, unsigned t, unsigned* next, WSTally& tally)
 {
     typedef typename P::Value V;
     const unsigned lane = lane_id();
@@ -368,7 +377,7 @@ __device__ __forceinline__ void ws_round(const WSArgs<P>& a, long long r, bool i
         return;
     }
     // Activation: at once when near, else kept in D.
-    const bool pend = changed || in_d;
+    const bool pend = changed || in_d || in_s;
     bool near = pend;
     if (P::has_priority && pend) {
         const double pr = P::priority(now, a.st->top);
@@ -446,7 +455,8 @@ __device__ __forceinline__ void ws_iterate(const WSArgs<P>& a)
     const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
     const long long first = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     if (!KITES) {
-        for (long long r = first; r * 32 < a.n; r += warps) ws_round<P, false>(a, r, r * 32 + lane < a.n, false, 0, acc, t, next, tally);
+        for (long long r = first; r * 32 < a.n; r += warps)
+            ws_round<P, false>(a, r, r * 32 + lane < a.n, false, 0, false, acc, t, next, tally);
     } else {
         const vid_t* rounds = a.rounds + (t & 1u ? a.n / 32 + 1 : 0);
         const long long count = *(volatile unsigned*)&a.st->rounds[t & 1u];
@@ -463,14 +473,20 @@ __device__ __forceinline__ void ws_iterate(const WSArgs<P>& a)
                 else atomicAnd(&cur[g0 >> 5], ~round_bits);
             }
             const unsigned d_was = a.pending[r];
-            ws_round<P, true>(a, r, is_active, (d_was >> lane) & 1u, d_was, acc, t, next, tally);
+            // The last iteration's sends: this warp alone reads and clears
+            // this iteration's marks of its round.
+            unsigned* sent = ws_sent(a, t);
+            const unsigned s_was = sent[r];
+            if (lane == 0 && s_was) sent[r] = 0;
+            ws_round<P, true>(a, r, is_active, (d_was >> lane) & 1u, d_was, (s_was >> lane) & 1u, acc, t, next, tally);
         }
     }
     ws_add_tally(tally, a.st);
 }
 
 // The end of a KiTES iteration: the round queue it read is empty for the
-// iteration after next, which appends to it.
+// iteration after next, which appends to it. (The sent marks it read were
+// cleared by their rounds' warps.)
 __device__ __forceinline__ void ws_advance(VPState* st, unsigned t, bool kites) {
     vp_advance(st, t);
     if (kites) st->rounds[t & 1u] = 0;
@@ -518,7 +534,7 @@ __device__ __forceinline__ void ws_hubs(const WSArgs<P>& a)
                 if (P::better(m, old)) {
                     changed++;
                     if (KITES) {
-                        atomicOr(&a.pending[v >> 5], 1u << (v & 31));
+                        atomicOr(&ws_sent(a, t + 1)[v >> 5], 1u << (v & 31));
                         if (atomicExch(&a.stamp[v >> 5], t + 1) != t + 1) next_rounds[atomicAdd(next_count, 1u)] = (vid_t)(v >> 5);
                     }
                 }
@@ -537,7 +553,8 @@ __device__ __forceinline__ void ws_hubs(const WSArgs<P>& a)
                 if (e < last) {
                     g = rows.adj[e];
                     if (ws_is_hub(a.hub_mask, g)) {
-                        opened = ws_send<P>(a.values, g, P::compute(from, kind == WS_ACT ? aw(e) : typename P::Weight()), a.pending);
+                        opened = ws_send<P>(a.values, g, P::compute(from, kind == WS_ACT ? aw(e) : typename P::Weight()),
+                                            ws_sent(a, t + 1));
                         changed += opened;
                     } else {
                         opened = ws_set_active(g, log_r, next);
@@ -562,10 +579,11 @@ __device__ __forceinline__ void ws_hubs(const WSArgs<P>& a)
 #define WS_PARAMS(P)                                                                                       \
     const eid_t *in_offs, const vid_t *in_adj, const P::Weight *in_weights, const eid_t *out_offs,         \
         const vid_t *out_adj, const eid_t *act_offs, const vid_t *act_adj, const eid_t *act_in_offs,       \
-        const vid_t *act_in_adj, const P::Weight *act_weights, const unsigned *hub_mask, P::Value *values, unsigned *mask, unsigned *pending, vid_t *rounds,       \
+        const vid_t *act_in_adj, const P::Weight *act_weights, const unsigned *hub_mask,                   \
+        P::Value *values, unsigned *mask, unsigned *pending, unsigned *sent, vid_t *rounds,                \
         unsigned *stamp, hubwork_t *queue, VPState *st, long long n, long long mask_words,                 \
         long long hub_degree, unsigned log_r
 #define WS_ARGS(P)                                                                                         \
     WSArgs<P> { {in_offs, in_adj}, in_weights, {out_offs, out_adj}, {act_offs, act_adj},                  \
-                {act_in_offs, act_in_adj}, act_weights, hub_mask, values, mask, pending, rounds, stamp, queue, st, n, mask_words,  \
-                hub_degree, log_r }
+                {act_in_offs, act_in_adj}, act_weights, hub_mask, values, mask, pending, sent, rounds,    \
+                stamp, queue, st, n, mask_words, hub_degree, log_r }

@@ -272,7 +272,7 @@ type vpDevice struct {
 	// activation rows and masks; iterate and outliers are the rounds' and
 	// the hubs' kernels, queue the hubs' segments.
 	inWeights, actOffs, actAdj, actInOffs, actInAdj *gpu.DeviceBuffer
-	mask, pending, rounds, stamp, hubMask           *gpu.DeviceBuffer
+	mask, pending, sent, rounds, stamp, hubMask     *gpu.DeviceBuffer
 	actWeights                                      *gpu.DeviceBuffer
 	maskWords, firstRounds                          int64
 	// last is the state the run ended in.

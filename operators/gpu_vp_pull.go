@@ -153,9 +153,9 @@ func pullBytes(g *convert.Graph, prog vprogram, strategy string, both bool, logR
 	l := pullLayoutOf(g, prog, strategy, both, logR)
 	bytes := layoutBytes(g, l.parts()...) + n*prog.valueBytes() + vwcQueueCap(pullQueueEdges(g, strategy, both), wsHubDegree)*8 + vpStateBytes
 	if strategy == strategyKiTES {
-		// The masks by parity, D, the round queues by parity, the stamps,
-		// the hubs.
-		bytes += 2*pullMaskWords(n, logR)*4 + pullMaskWords(n, 0)*4 + 4*pullRounds(n)*4
+		// The masks by parity, D, the sent marks and round queues by
+		// parity, the stamps, the hubs.
+		bytes += 2*pullMaskWords(n, logR)*4 + pullMaskWords(n, 0)*4 + 6*pullRounds(n)*4
 	}
 	return bytes
 }
@@ -257,7 +257,7 @@ func (d *vpDevice) preparePull() error {
 	sizes := []int64{d.n * r.prog.valueBytes(), d.queueCap * 8, vpStateBytes}
 	if r.strategy == strategyKiTES {
 		d.maskWords = pullMaskWords(d.n, r.logR)
-		sizes = append(sizes, 2*d.maskWords*4, pullMaskWords(d.n, 0)*4, 2*pullRounds(d.n)*4, pullRounds(d.n)*4)
+		sizes = append(sizes, 2*d.maskWords*4, pullMaskWords(d.n, 0)*4, 2*pullRounds(d.n)*4, pullRounds(d.n)*4, 2*pullRounds(d.n)*4)
 		if r.logR == 0 {
 			sizes = append(sizes, pullRounds(d.n)*4)
 		}
@@ -269,18 +269,40 @@ func (d *vpDevice) preparePull() error {
 	d.free = free
 	d.values, d.queue, d.state = work[0], work[1], work[2]
 	if r.strategy == strategyKiTES {
-		d.mask, d.pending, d.rounds, d.stamp = work[3], work[4], work[5], work[6]
+		d.mask, d.pending, d.rounds, d.stamp, d.sent = work[3], work[4], work[5], work[6], work[7]
 	}
 	if err := b.poison(d.s, work...); err != nil {
 		return err
 	}
 	if r.strategy == strategyKiTES && r.logR == 0 {
-		d.hubMask = work[7]
-		k, err := b.kernel(kernels.VPKiTES, "kites_hub_mask")
-		if err != nil {
-			return err
-		}
-		return k.launch(d.s, d.inOffs, d.n, wsHubDegree, d.hubMask)
+		return d.findHubs(work[8])
+	}
+	return nil
+}
+
+// findHubs marks the hubs kites sends to in mask, and keeps the mask for
+// the run when there are any. The hub queue's first word counts them.
+func (d *vpDevice) findHubs(mask *gpu.DeviceBuffer) error {
+	k, err := d.b.kernel(kernels.VPKiTES, "kites_hub_mask")
+	if err != nil {
+		return err
+	}
+	count, err := d.queue.Slice(0, 4)
+	if err != nil {
+		return err
+	}
+	if err := count.Memset8(d.s, 0); err != nil {
+		return err
+	}
+	if err := k.launch(d.s, d.inOffs, d.n, wsHubDegree, mask, count); err != nil {
+		return err
+	}
+	hubs := []uint32{0}
+	if err := gpu.Download(d.s, hubs, count); err != nil {
+		return err
+	}
+	if hubs[0] > 0 {
+		d.hubMask = mask
 	}
 	return nil
 }
@@ -301,6 +323,9 @@ func (d *vpDevice) startPull() error {
 		return err
 	}
 	if err := d.stamp.Memset8(s, 0xff); err != nil {
+		return err
+	}
+	if err := d.sent.Memset8(s, 0); err != nil {
 		return err
 	}
 	if d.r.labels {
@@ -337,7 +362,7 @@ func (d *vpDevice) launchPull() error {
 		devicePtr(d.pullOutOffs()), devicePtr(d.pullOutAdj()),
 		devicePtr(d.actOffs), devicePtr(d.actAdj), devicePtr(d.actInOffs), devicePtr(d.actInAdj),
 		devicePtr(d.actWeights), devicePtr(d.hubMask),
-		d.values, devicePtr(d.mask), devicePtr(d.pending), devicePtr(d.rounds), devicePtr(d.stamp), d.queue, d.state,
+		d.values, devicePtr(d.mask), devicePtr(d.pending), devicePtr(d.sent), devicePtr(d.rounds), devicePtr(d.stamp), d.queue, d.state,
 		d.n, d.maskWords, wsHubDegree, uint32(d.r.logR),
 	}
 	if err := d.iterate.launch(d.s, args...); err != nil {
