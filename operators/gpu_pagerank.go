@@ -40,11 +40,11 @@ func (o PageRank) gpuPlans(g *convert.Graph) []gpuPlan {
 	cw := gpuPlan{name: strategyCW, bytes: prShardBytes(strategyCW),
 		why: "on graphs under 4 million edges Concatenated Windows measured fastest (BENCHMARKS.md): every read coalesced, and one block a shard keeps a small graph's iteration short"}
 	ws := gpuPlan{name: strategyWarpSeg, bytes: prWarpSegBytes,
-		why: "Warp Segmentation: the pull over the CSC, a warp's 32 vertices' in-edges end to end"}
+		why: "Warp Segmentation's pull over the CSC (a warp's 32 vertices' in-edges end to end, no lane idle on a short row) measured fastest on graphs of 4 million edges or more (BENCHMARKS.md: Kronecker 22, the grid)"}
 	if g != nil && g.NumEdges() < prSmallGraphEdges {
 		return []gpuPlan{cw, vwc, gs, ws}
 	}
-	return []gpuPlan{vwc, gs, cw, ws}
+	return []gpuPlan{ws, vwc, gs, cw}
 }
 
 // prSmallGraphEdges is where auto's choice for pagerank turns: below it

@@ -68,10 +68,14 @@ func monotonePlans(g *convert.Graph, bytes func(*convert.Graph, string, Params) 
 	vwc := plan(strategyVWC, "the frontier push over the CSR, near-far ordered, relaxes most edges about once where G-Shards and CW sweep whole shards each iteration: measured fastest on graphs of a million edges or more (BENCHMARKS.md)")
 	gs := plan(strategyGShards, "G-Shards")
 	cw := plan(strategyCW, "on graphs under a million edges Concatenated Windows measured fastest (BENCHMARKS.md): few shards, few launches, and values travel several edges within a launch")
-	kt := plan(strategyKiTES, "KiTES: the pull of the vertices whose inputs changed")
+	kt := plan(strategyKiTES, "KiTES: the pull of the vertices whose inputs changed, found in an activeness bitmask")
 	ws := plan(strategyWarpSeg, "Warp Segmentation: the pull of every vertex")
-	if g != nil && g.NumEdges() < smallGraphEdges {
+	switch {
+	case g != nil && g.NumEdges() < smallGraphEdges:
 		return []gpuPlan{cw, vwc, gs, kt, ws}
+	case g != nil && g.NumEdges() < kitesDenseDegree*int64(g.NumVertices()):
+		kt.why = "on a large sparse graph (average degree under 8: a road network or a mesh, of high diameter) KiTES measured fastest (BENCHMARKS.md: the 2048 x 2048 grid): an iteration visits only the rounds its activations opened, where the push scans the frontier's flags"
+		return []gpuPlan{kt, vwc, gs, cw, ws}
 	}
 	return []gpuPlan{vwc, gs, cw, kt, ws}
 }
@@ -119,6 +123,9 @@ func (o SSSP) runGPU(ctx context.Context, b *GPU, in Input) (*Result, error) {
 	r := vpRun{
 		prog: ssspProgram(g), strategy: plan.name, cfg: vwcConfigFor(p, &g.Out),
 		delta: gpuSSSPDelta(g, p), source: in.Source, seed: 0, group: p.VertexGroup,
+	}
+	if plan.name == strategyKiTES {
+		r.delta = kitesDelta(g, r.delta, p.Delta > 0)
 	}
 	s, err := b.ctx.NewStream()
 	if err != nil {

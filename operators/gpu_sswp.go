@@ -67,6 +67,9 @@ func (o SSWP) runGPU(ctx context.Context, b *GPU, in Input) (*Result, error) {
 		seed = key64(math.Inf(1))
 	}
 	r := vpRun{prog: prog, strategy: plan.name, cfg: vwcConfigFor(p, &g.Out), delta: delta, top: w.Max, source: in.Source, seed: seed, group: p.VertexGroup}
+	if plan.name == strategyKiTES {
+		r.delta = kitesDelta(g, r.delta, p.Delta > 0)
+	}
 	s, err := b.ctx.NewStream()
 	if err != nil {
 		return nil, err

@@ -160,6 +160,25 @@ func pullBytes(g *convert.Graph, prog vprogram, strategy string, both bool, logR
 	return bytes
 }
 
+// kitesDenseDegree is the average degree from which kites runs without
+// near-far ordering (Δ = +Inf) unless --delta is given: a pulled vertex
+// reads its whole in-row, so on a low-diameter skewed graph the extra
+// iterations of a threshold (each re-pulling the vertices its phase
+// activates) cost more than the ordering saves. Measured on the H100, sssp
+// on Kronecker 22 (average degree 53): 13.2 ms with near-far's Δ = 77, 10.9
+// with 300, 10.2 without; on the 2048 × 2048 grid (average degree 4)
+// near-far's Δ gave 108 ms (BENCHMARKS.md, issue 12).
+const kitesDenseDegree = 8
+
+// kitesDelta is kites' near-far step: --delta when given (given), else
+// the other strategies' step (rule) on sparse graphs and none on dense ones.
+func kitesDelta(g *convert.Graph, rule float64, given bool) float64 {
+	if given || float64(g.NumEdges()) < kitesDenseDegree*float64(max(g.NumVertices(), 1)) {
+		return rule
+	}
+	return math.Inf(1)
+}
+
 // checkVertexGroup checks --vertex-group: a power of two from 1 to 32.
 func checkVertexGroup(group int) error {
 	if group == 0 {

@@ -374,7 +374,7 @@ func TestCandidates(t *testing.T) {
 		want  []string
 	}{
 		{"pagerank", PageRank{}.gpuPlans(small), Params{}, []string{"cw", "vwc", "gshards", "warpseg"}},
-		{"pagerank", PageRank{}.gpuPlans(nil), Params{}, []string{"vwc", "gshards", "cw", "warpseg"}},
+		{"pagerank", PageRank{}.gpuPlans(nil), Params{}, []string{"warpseg", "vwc", "gshards", "cw"}},
 		{"pagerank", PageRank{}.gpuPlans(small), Params{VWarp: 1}, []string{"vwc"}},
 		{"sssp", SSSP{}.gpuPlans(small), Params{}, []string{"cw", "vwc", "gshards", "kites", "warpseg"}},
 		{"sssp", SSSP{}.gpuPlans(small), Params{VertexGroup: 8}, []string{"kites"}},
