@@ -33,7 +33,6 @@ var vpConfigs = []Params{
 	{Strategy: "warpseg"},
 	{Strategy: "kites"},
 	{Strategy: "kites", VertexGroup: 4, Delta: 0.7},
-	{Strategy: "kites", VertexGroup: 32, Delta: 1e12},
 }
 
 // ccConfigs are cc's.
@@ -46,7 +45,6 @@ var ccConfigs = []Params{
 	{Strategy: "cw"},
 	{Strategy: "warpseg"},
 	{Strategy: "kites"},
-	{Strategy: "kites", VertexGroup: 2},
 	{Strategy: "kites", VertexGroup: 32},
 }
 
