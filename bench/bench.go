@@ -74,9 +74,17 @@ type Report struct {
 	// GTEPS is the harmonic mean over trials of input edges / trial time
 	// (the Graph 500 convention), for bfs.
 	GTEPS float64 `json:"gteps,omitempty"`
-	// Iterations and SPerIteration are PageRank's (median trial).
+	// Iterations is the median trial's iterations (PageRank's, a vertex
+	// program's on the GPU; BFS's levels are not counted here), and
+	// SPerIteration PageRank's time an iteration.
 	Iterations    int     `json:"iterations,omitempty"`
 	SPerIteration float64 `json:"s_per_iteration,omitempty"`
+	// EdgesExamined and EdgesWalked are the median trial's edges pulled and
+	// walked to activate vertices, by the strategies that count them
+	// (warpseg, kites), and EdgesPerIteration the pulled ones an iteration.
+	EdgesExamined     int64   `json:"edges_examined,omitempty"`
+	EdgesWalked       int64   `json:"edges_walked,omitempty"`
+	EdgesPerIteration float64 `json:"edges_per_iteration,omitempty"`
 	// BackendReason says why the backend was chosen, for auto.
 	BackendReason string `json:"backend_reason,omitempty"`
 	// Memory of reading and building: the edge table's columns, the built
@@ -176,6 +184,7 @@ func Run(ctx context.Context, cfg Config) ([]*Report, error) {
 // benchTrials runs the warm-up and the trials of one strategy into rep.
 func benchTrials(ctx context.Context, cfg Config, g *gpipe.Graph, runner operators.Backend, params operators.Params, sources []string, rep *Report) error {
 	var iterations []int
+	var examined [][2]int64
 	profiling := false
 	defer func() {
 		if profiling {
@@ -211,6 +220,7 @@ func benchTrials(ctx context.Context, cfg Config, g *gpipe.Graph, runner operato
 		}
 		rep.TrialsS = append(rep.TrialsS, res.Compute.Seconds())
 		iterations = append(iterations, res.Iterations)
+		examined = append(examined, [2]int64{res.EdgesExamined, res.EdgesWalked})
 	}
 	sorted := slices.Clone(rep.TrialsS)
 	slices.Sort(sorted)
@@ -223,14 +233,15 @@ func benchTrials(ctx context.Context, cfg Config, g *gpipe.Graph, runner operato
 			inv += s / float64(rep.InputEdges)
 		}
 		rep.GTEPS = float64(len(rep.TrialsS)) / inv / 1e9
-	case "pagerank":
-		mid := slices.Index(rep.TrialsS, rep.MedianS)
-		if mid < 0 {
-			mid = 0
-		}
+	default:
+		mid := max(slices.Index(rep.TrialsS, rep.MedianS), 0)
 		rep.Iterations = iterations[mid]
-		if rep.Iterations > 0 {
+		if rep.Iterations > 0 && cfg.Op == "pagerank" {
 			rep.SPerIteration = rep.MedianS / float64(rep.Iterations)
+		}
+		rep.EdgesExamined, rep.EdgesWalked = examined[mid][0], examined[mid][1]
+		if rep.Iterations > 0 && rep.EdgesExamined > 0 {
+			rep.EdgesPerIteration = float64(rep.EdgesExamined) / float64(rep.Iterations)
 		}
 	}
 	return nil

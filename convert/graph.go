@@ -70,6 +70,7 @@ type Graph struct {
 	// symmetric shards, the hubs-first numbering, the weights' statistics.
 	shards      [2]onceValue[*Shards]
 	hubOrder    onceValue[*HubOrder]
+	grouped     [2][MaxGroupLog + 1]onceValue[*Grouped] // by both, then log2 of the ratio
 	weightStats onceValue[WeightStats]
 }
 

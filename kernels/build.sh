@@ -10,15 +10,26 @@ cd "$(dirname "$0")"
 NVCC=${NVCC:-nvcc}
 command -v "$NVCC" >/dev/null || { echo "kernels/build.sh: nvcc not found (install the CUDA toolkit, or run this on the GPU machine: see docs/gpu.md)" >&2; exit 1; }
 headers=$(ls *.cuh 2>/dev/null | LC_ALL=C sort || true)
-for cu in *.cu; do
-	name=${cu%.cu}
+version=$("$NVCC" --version | tail -1)
+build() { # one module; the modules compile in parallel
+	local cu=$1 name=${1%.cu} hash
 	hash=$(cat "$cu" $headers | sha256sum | cut -d' ' -f1)
-	"$NVCC" ${NVCC_FLAGS:-} -ptx -arch=compute_80 -O3 -std=c++17 -lineinfo -o "$name.ptx.tmp" "$cu"
+	"$NVCC" ${NVCC_FLAGS:-} -ptx -arch=compute_80 -O3 -std=c++17 -lineinfo -o "$name.ptx.tmp" "$cu" || return 1
 	{
 		echo "// gpipe-source-sha256: $hash"
-		echo "// Generated from kernels/$cu by kernels/build.sh with $("$NVCC" --version | tail -1). Do not edit."
+		echo "// Generated from kernels/$cu by kernels/build.sh with $version. Do not edit."
 		cat "$name.ptx.tmp"
 	} > "$name.ptx"
 	rm -f "$name.ptx.tmp"
 	echo "kernels/$name.ptx <- kernels/$cu ($hash)"
+}
+pids=()
+for cu in *.cu; do
+	build "$cu" &
+	pids+=($!)
 done
+status=0
+for pid in "${pids[@]}"; do
+	wait "$pid" || status=1
+done
+exit $status

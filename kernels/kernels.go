@@ -39,6 +39,10 @@ const (
 	VPVWC     = "vp_vwc"
 	VPGShards = "vp_gshards"
 	VPCW      = "vp_cw"
+	// VPWarpSeg and VPKiTES are the pull strategies (warpseg.cuh): Warp
+	// Segmentation and KiTES.
+	VPWarpSeg = "vp_warpseg"
+	VPKiTES   = "vp_kites"
 	// CCAfforest is connected components by Afforest.
 	CCAfforest = "cc_afforest"
 )

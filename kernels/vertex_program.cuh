@@ -79,6 +79,9 @@ struct VPState {
     unsigned blocks_done;         // the last-block ticket
     unsigned counter;             // dynamic scheduling: the next group
     unsigned outliers[2];         // deferred segments queued, by parity
+    unsigned long long examined;  // edges pulled, over the run (warpseg, kites)
+    unsigned long long walked;    // edges walked to activate, over the run (kites)
+    unsigned rounds[2];           // kites: rounds queued, by parity
 };
 
 #define GPIPE_INF_BITS 0x7ff0000000000000ull    // +Inf as double bits

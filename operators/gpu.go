@@ -98,7 +98,7 @@ func CheckGPUParams(op Operator, p Params) error {
 	if p.ChunkSize < 0 {
 		return usererr.Newf(usererr.Usage, "chunk size %d must be >= 0 (0 picks one)", p.ChunkSize)
 	}
-	return nil
+	return checkVertexGroup(p.VertexGroup)
 }
 
 // strategyOptionChecker is an operator whose strategies differ in the
@@ -365,6 +365,20 @@ const (
 	cwStart
 	cwSrc
 	cwMapper
+	// ... the pull strategies' (gpu_vp_pull.go): the CSC's weights as the
+	// programs keep them, and kites' vertex grouping (convert.Grouped),
+	// whose ratio groupPart writes in the bits from groupShift.
+	inWeightsU32
+	inWeightsKey32
+	inWeightsKey64
+	groupOffsets
+	groupTargets
+)
+
+// groupShift places the log2 of a grouping's ratio in a group part.
+const (
+	groupShift        = 9
+	groupBits  layout = 7 << groupShift
 )
 
 // symmetric marks a shard part as one of the symmetric shards (every edge
@@ -384,6 +398,12 @@ func (part layout) of(g *convert.Graph) layout {
 		return outTargets
 	case inWeights:
 		return outWeights
+	case inWeightsU32:
+		return outWeightsU32
+	case inWeightsKey32:
+		return outWeightsKey32
+	case inWeightsKey64:
+		return outWeightsKey64
 	}
 	return part &^ symmetric
 }
@@ -414,6 +434,22 @@ func (part layout) host(g *convert.Graph) ([]byte, error) {
 		return alloc.Bytes(g.HubOrder().InSources), nil
 	case hubIDs:
 		return alloc.Bytes(g.HubOrder().ID), nil
+	case inWeightsU32:
+		return alloc.Bytes(convertWeights(g.In().Weights, func(w float64) uint32 { return uint32(w) })), nil
+	case inWeightsKey32:
+		return alloc.Bytes(convertWeights(g.In().Weights, key32)), nil
+	case inWeightsKey64:
+		return alloc.Bytes(convertWeights(g.In().Weights, key64)), nil
+	}
+	if base := part &^ (symmetric | groupBits); base == groupOffsets || base == groupTargets {
+		gr, err := g.Grouped(uint(part&groupBits>>groupShift), part&symmetric != 0)
+		if err != nil {
+			return nil, err
+		}
+		if base == groupOffsets {
+			return alloc.Bytes(gr.Offsets), nil
+		}
+		return alloc.Bytes(gr.Targets), nil
 	}
 	sh, err := g.Shards(part&symmetric != 0)
 	if err != nil {
@@ -462,10 +498,20 @@ func (part layout) bytes(g *convert.Graph) int64 {
 		return m * 4
 	case outWeights, inWeights, outWeightsKey64:
 		return weighted(m * 8)
-	case outWeightsU32, outWeightsKey32:
+	case outWeightsU32, outWeightsKey32, inWeightsU32, inWeightsKey32:
 		return weighted(m * 4)
+	case inWeightsKey64:
+		return weighted(m * 8)
 	case hubIDs:
 		return n * 4
+	}
+	if base := part &^ (symmetric | groupBits); base == groupOffsets || base == groupTargets {
+		logR := uint(part & groupBits >> groupShift)
+		groups := (n + 1<<logR - 1) >> logR
+		if base == groupOffsets {
+			return (groups + 1) * 8
+		}
+		return convert.GroupedBytes(g, logR, part&symmetric != 0) - (groups+1)*8
 	}
 	entries := convert.ShardEntries(g, part&symmetric != 0)
 	S := int64(0)

@@ -18,7 +18,7 @@ import (
 
 func (o CC) gpuPlans(*convert.Graph) []gpuPlan {
 	plan := func(name, why string) gpuPlan {
-		return gpuPlan{name: name, why: why, vwarp: name == strategyVWC, vwc: name == strategyVWC,
+		return gpuPlan{name: name, why: why, vwarp: name == strategyVWC, vwc: name == strategyVWC, group: name == strategyKiTES,
 			bytes: func(g *convert.Graph, p Params) int64 { return vpBytes(g, ccLabels, name, true, p) }}
 	}
 	return []gpuPlan{
@@ -28,6 +28,8 @@ func (o CC) gpuPlans(*convert.Graph) []gpuPlan {
 		plan(strategyVWC, "label propagation, CSR push"),
 		plan(strategyGShards, "label propagation, G-Shards"),
 		plan(strategyCW, "label propagation, Concatenated Windows"),
+		plan(strategyKiTES, "label propagation, KiTES"),
+		plan(strategyWarpSeg, "label propagation, Warp Segmentation"),
 	}
 }
 
@@ -79,7 +81,7 @@ func (o CC) runGPU(ctx context.Context, b *GPU, in Input) (*Result, error) {
 
 // ccLabelPropagation runs CCLabel in a layout of the engine.
 func (b *GPU) ccLabelPropagation(ctx context.Context, s *gpu.Stream, g *convert.Graph, strategy string, p Params, res *Result) ([]uint32, error) {
-	r := vpRun{prog: ccLabels, strategy: strategy, cfg: vwcConfigFor(p, &g.Out), delta: math.Inf(1), labels: true, both: true}
+	r := vpRun{prog: ccLabels, strategy: strategy, cfg: vwcConfigFor(p, &g.Out), delta: math.Inf(1), labels: true, both: true, group: p.VertexGroup}
 	d, err := b.prepareVP(s, g, r)
 	if err != nil {
 		return nil, err
@@ -98,6 +100,7 @@ func (b *GPU) ccLabelPropagation(ctx context.Context, s *gpu.Stream, g *convert.
 		return nil, err
 	}
 	res.Strategy = d.describe() + ", label propagation"
+	res.EdgesExamined, res.EdgesWalked = int64(d.last.Examined), int64(d.last.Walked)
 	return download[uint32](d)
 }
 

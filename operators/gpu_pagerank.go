@@ -39,10 +39,12 @@ func (o PageRank) gpuPlans(g *convert.Graph) []gpuPlan {
 	gs := gpuPlan{name: strategyGShards, bytes: prShardBytes(strategyGShards), why: "G-Shards"}
 	cw := gpuPlan{name: strategyCW, bytes: prShardBytes(strategyCW),
 		why: "on graphs under 4 million edges Concatenated Windows measured fastest (BENCHMARKS.md): every read coalesced, and one block a shard keeps a small graph's iteration short"}
+	ws := gpuPlan{name: strategyWarpSeg, bytes: prWarpSegBytes,
+		why: "Warp Segmentation's pull over the CSC (a warp's 32 vertices' in-edges end to end, no lane idle on a short row) measured fastest on graphs of 4 million edges or more (BENCHMARKS.md: Kronecker 22, the grid)"}
 	if g != nil && g.NumEdges() < prSmallGraphEdges {
-		return []gpuPlan{cw, vwc, gs}
+		return []gpuPlan{cw, vwc, gs, ws}
 	}
-	return []gpuPlan{vwc, gs, cw}
+	return []gpuPlan{ws, vwc, gs, cw}
 }
 
 // prSmallGraphEdges is where auto's choice for pagerank turns: below it
@@ -76,8 +78,18 @@ func prVWCParts() []layout {
 }
 
 func prVWCBytes(g *convert.Graph, p Params) int64 {
+	return prPullBytes(g, p, outlierDegree(p))
+}
+
+// prWarpSegBytes is the memory of the warpseg pull, whose outliers are the
+// rows longer than wsHubDegree.
+func prWarpSegBytes(g *convert.Graph, p Params) int64 {
+	return prPullBytes(g, p, wsHubDegree)
+}
+
+func prPullBytes(g *convert.Graph, p Params, outlierDegree int64) int64 {
 	n := int64(g.NumVertices())
-	outliers, segments := prOutliers(g.In(), outlierDegree(p))
+	outliers, segments := prOutliers(g.In(), outlierDegree)
 	return layoutBytes(g, prVWCParts()...) + 3*n*8 + 2*n*prContribBytes(p) + prAccBytes +
 		int64(len(outliers))*(4+8) + int64(len(segments))*8
 }
@@ -155,8 +167,8 @@ func (o PageRank) runGPU(ctx context.Context, b *GPU, in Input) (*Result, error)
 		pr.suffix = "f32"
 	}
 	var ranks []float64
-	if plan.name == strategyVWC {
-		ranks, err = pr.vwc(ctx)
+	if plan.name == strategyVWC || plan.name == strategyWarpSeg {
+		ranks, err = pr.pull(ctx, plan.name)
 	} else {
 		ranks, err = pr.shards(ctx, plan.name)
 	}
@@ -241,8 +253,10 @@ func (pr *prRun) iterate(ctx context.Context, it *prIteration, step func(cur, ne
 	return ranks, nil
 }
 
-// vwc is the pull over the CSC.
-func (pr *prRun) vwc(ctx context.Context) ([]float64, error) {
+// pull is the pull over the CSC: virtual warps (vwc), or Warp
+// Segmentation's rounds (warpseg), whose outliers are the rows longer than
+// wsHubDegree; both leave the outliers to whole blocks.
+func (pr *prRun) pull(ctx context.Context, strategy string) ([]float64, error) {
 	b, s, g, p, n := pr.b, pr.s, pr.g, pr.p, pr.n
 	cfg := vwcConfigFor(p, g.In())
 	suffix := pr.suffix
@@ -258,6 +272,15 @@ func (pr *prRun) vwc(ctx context.Context) ([]float64, error) {
 		}
 	}
 	initRanks, pull, sumOutliers, finishOutliers := k[0], k[1], k[2], k[3]
+	describe := cfg.String()
+	if strategy == strategyWarpSeg {
+		var err error
+		if pull, err = b.kernel(kernels.VPWarpSeg, "pr_ws_"+suffix); err != nil {
+			return nil, err
+		}
+		cfg = vwcConfig{outlierDegree: wsHubDegree}
+		describe = fmt.Sprintf("warpseg, hubs>%d in blocks", wsHubDegree)
+	}
 	parts, transfer, err := b.layouts(g, s, prVWCParts()...)
 	if err != nil {
 		return nil, err
@@ -299,7 +322,7 @@ func (pr *prRun) vwc(ctx context.Context) ([]float64, error) {
 	if !cfg.dynamic {
 		counter = nil
 	}
-	pr.res.Strategy = cfg.String() + ", pull, " + pr.describe()
+	pr.res.Strategy = describe + ", pull, " + pr.describe()
 	if prHubOrder {
 		pr.res.Strategy += ", sources numbered hubs first"
 	}

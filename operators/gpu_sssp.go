@@ -62,16 +62,22 @@ const smallGraphEdges = 1 << 20
 // first for g (nil: the default order, vwc first).
 func monotonePlans(g *convert.Graph, bytes func(*convert.Graph, string, Params) int64) []gpuPlan {
 	plan := func(name, why string) gpuPlan {
-		return gpuPlan{name: name, why: why, vwarp: name == strategyVWC, vwc: name == strategyVWC,
+		return gpuPlan{name: name, why: why, vwarp: name == strategyVWC, vwc: name == strategyVWC, group: name == strategyKiTES,
 			bytes: func(g *convert.Graph, p Params) int64 { return bytes(g, name, p) }}
 	}
 	vwc := plan(strategyVWC, "the frontier push over the CSR, near-far ordered, relaxes most edges about once where G-Shards and CW sweep whole shards each iteration: measured fastest on graphs of a million edges or more (BENCHMARKS.md)")
 	gs := plan(strategyGShards, "G-Shards")
 	cw := plan(strategyCW, "on graphs under a million edges Concatenated Windows measured fastest (BENCHMARKS.md): few shards, few launches, and values travel several edges within a launch")
-	if g != nil && g.NumEdges() < smallGraphEdges {
-		return []gpuPlan{cw, vwc, gs}
+	kt := plan(strategyKiTES, "KiTES: the pull of the vertices whose inputs changed, found in an activeness bitmask")
+	ws := plan(strategyWarpSeg, "Warp Segmentation: the pull of every vertex")
+	switch {
+	case g != nil && g.NumEdges() < smallGraphEdges:
+		return []gpuPlan{cw, vwc, gs, kt, ws}
+	case g != nil && g.NumEdges() < kitesDenseDegree*int64(g.NumVertices()):
+		kt.why = "on a large sparse graph (average degree under 8: a road network or a mesh, of high diameter) KiTES measured fastest (BENCHMARKS.md: the 2048 x 2048 grid): an iteration visits only the rounds its activations opened, where the push scans the frontier's flags"
+		return []gpuPlan{kt, vwc, gs, cw, ws}
 	}
-	return []gpuPlan{vwc, gs, cw}
+	return []gpuPlan{vwc, gs, cw, kt, ws}
 }
 
 func (o SSSP) gpuStrategies() []string { return planNames(o.gpuPlans(nil)) }
@@ -116,7 +122,10 @@ func (o SSSP) runGPU(ctx context.Context, b *GPU, in Input) (*Result, error) {
 	}
 	r := vpRun{
 		prog: ssspProgram(g), strategy: plan.name, cfg: vwcConfigFor(p, &g.Out),
-		delta: gpuSSSPDelta(g, p), source: in.Source, seed: 0,
+		delta: gpuSSSPDelta(g, p), source: in.Source, seed: 0, group: p.VertexGroup,
+	}
+	if plan.name == strategyKiTES {
+		r.delta = kitesDelta(g, r.delta, p.Delta > 0)
 	}
 	s, err := b.ctx.NewStream()
 	if err != nil {
@@ -168,6 +177,7 @@ func (o SSSP) runGPU(ctx context.Context, b *GPU, in Input) (*Result, error) {
 	return &Result{
 		Op: "sssp", Backend: "gpu", Strategy: d.describe() + ", " + r.prog.describeValues(),
 		StrategyReason: reason, Iterations: iterations, Compute: compute, Transfer: d.transfer,
+		EdgesExamined: int64(d.last.Examined), EdgesWalked: int64(d.last.Walked),
 		Columns: []Column{
 			{Name: "distance", Type: Float64Column, Float64: dist},
 			{Name: "parent", Type: VertexColumn, Vertex: parent},
@@ -254,7 +264,7 @@ func (d *vpDevice) parents(ctx context.Context, pp *parentPass) ([]uint32, error
 		}
 		var err error
 		switch d.r.strategy {
-		case strategyVWC:
+		case strategyVWC, strategyWarpSeg, strategyKiTES:
 			err = pp.pass.launch(s, d.offs, d.targets, devicePtr(d.weights), d.n, d.values, pp.parent, pp.round, r, d.r.source)
 		case strategyGShards:
 			err = gpu.Launch(pp.pass.fn, gpu.Dim(uint32(d.S)), gpu.Dim(blockSize), 0, s, d.start, d.src, d.dest,

@@ -66,7 +66,10 @@ func (o SSWP) runGPU(ctx context.Context, b *GPU, in Input) (*Result, error) {
 	if prog.wide {
 		seed = key64(math.Inf(1))
 	}
-	r := vpRun{prog: prog, strategy: plan.name, cfg: vwcConfigFor(p, &g.Out), delta: delta, top: w.Max, source: in.Source, seed: seed}
+	r := vpRun{prog: prog, strategy: plan.name, cfg: vwcConfigFor(p, &g.Out), delta: delta, top: w.Max, source: in.Source, seed: seed, group: p.VertexGroup}
+	if plan.name == strategyKiTES {
+		r.delta = kitesDelta(g, r.delta, p.Delta > 0)
+	}
 	s, err := b.ctx.NewStream()
 	if err != nil {
 		return nil, err
@@ -108,6 +111,7 @@ func (o SSWP) runGPU(ctx context.Context, b *GPU, in Input) (*Result, error) {
 	return &Result{
 		Op: "sswp", Backend: "gpu", Strategy: d.describe() + ", " + prog.describeValues(),
 		StrategyReason: reason, Iterations: iterations, Compute: compute, Transfer: d.transfer,
+		EdgesExamined: int64(d.last.Examined), EdgesWalked: int64(d.last.Walked),
 		Columns: []Column{{Name: "width", Type: Float64Column, Float64: width}},
 	}, nil
 }

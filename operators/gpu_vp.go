@@ -44,6 +44,10 @@ type vprogram struct {
 // noWeights is the weights part of an unweighted program.
 const noWeights layout = -1
 
+// tree says whether the program's operator also finds a shortest-path tree
+// from the final values (SSSP's parent pass over the CSR).
+func (p vprogram) tree() bool { return strings.HasPrefix(p.name, "sssp") }
+
 func (p vprogram) valueBytes() int64 {
 	if p.wide {
 		return 8
@@ -80,6 +84,7 @@ type gpuPlan struct {
 	name       string
 	bytes      func(g *convert.Graph, p Params) int64
 	vwarp, vwc bool
+	group      bool // reads --vertex-group (kites)
 	why        string
 }
 
@@ -89,6 +94,9 @@ func (pl gpuPlan) options(op string, p Params) error {
 	var given []string
 	if p.VWarp != 0 && !pl.vwarp {
 		given = append(given, "vwarp")
+	}
+	if p.VertexGroup != 0 && !pl.group {
+		given = append(given, "vertex-group")
 	}
 	if !pl.vwc {
 		if p.DeferOutliers != 0 {
@@ -104,8 +112,12 @@ func (pl gpuPlan) options(op string, p Params) error {
 	if len(given) == 0 {
 		return nil
 	}
+	fix := "leave it out, or pick --strategy vwc"
+	if len(given) == 1 && given[0] == "vertex-group" {
+		fix = "leave it out, or pick --strategy kites"
+	}
 	return usererr.New(usererr.Usage, fmt.Sprintf("operator %s: %s does not apply to GPU strategy %s", op, strings.Join(given, ", "), pl.name),
-		"leave it out, or pick --strategy vwc")
+		fix)
 }
 
 // planNames lists the plans' names.
@@ -203,6 +215,9 @@ type vpState struct {
 	BlocksDone uint32
 	Counter    uint32
 	Outliers   [2]uint32
+	Examined   uint64
+	Walked     uint64
+	Rounds     [2]uint32
 }
 
 const vpStateBytes = int64(unsafe.Sizeof(vpState{}))
@@ -223,9 +238,13 @@ type vpRun struct {
 	source   uint32
 	seed     uint64 // the source's value
 	labels   bool   // CC: every vertex starts as its own label, and none has a source
-	// both pushes along in-edges too (vwc) or uses the symmetric shards:
-	// CC on a directed graph.
+	// both pushes along in-edges too (vwc), uses the symmetric shards, or
+	// pulls and activates both ways (warpseg, kites): CC on a directed graph.
 	both bool
+	// group is the --vertex-group asked for (0: kites chooses), logR the
+	// grouping's log2 that runs (prepareVP sets it).
+	group int
+	logR  uint
 }
 
 // vpDevice is a run's device side: its layouts, buffers and kernels.
@@ -249,6 +268,15 @@ type vpDevice struct {
 	srcValue, dirty                                   *gpu.DeviceBuffer
 	N, S                                              int
 	shardKernel                                       *gpu.Function
+	// warpseg and kites (gpu_vp_pull.go): the pull's weights, kites'
+	// activation rows and masks; iterate and outliers are the rounds' and
+	// the hubs' kernels, queue the hubs' segments.
+	inWeights, actOffs, actAdj, actInOffs, actInAdj *gpu.DeviceBuffer
+	mask, pending, sent, rounds, stamp, hubMask     *gpu.DeviceBuffer
+	actWeights                                      *gpu.DeviceBuffer
+	maskWords, firstRounds                          int64
+	// last is the state the run ended in.
+	last vpState
 }
 
 // vpGroup is the vertices a frontier flag covers (GROUP in vp_vwc.cu).
@@ -298,6 +326,8 @@ func vpBytes(g *convert.Graph, prog vprogram, strategy string, both bool, p Para
 		entries := convert.ShardEntries(g, both)
 		S := (shardStart|sym).bytes(g)/4 - 1
 		return layoutBytes(g, parts...) + entries*V + n*V + S*4 + vpStateBytes
+	case strategyWarpSeg, strategyKiTES:
+		return pullBytes(g, prog, strategy, both, groupLog(p))
 	}
 	panic("operators: no strategy " + strategy)
 }
@@ -305,6 +335,9 @@ func vpBytes(g *convert.Graph, prog vprogram, strategy string, both bool, p Para
 // prepareVP uploads the layouts the run reads and allocates its buffers;
 // the copies are timed into transfer.
 func (b *GPU) prepareVP(s *gpu.Stream, g *convert.Graph, r vpRun) (*vpDevice, error) {
+	if r.strategy == strategyKiTES {
+		r.logR = b.kitesGroupLog(g, r.prog, r.both, r.group)
+	}
 	d := &vpDevice{b: b, s: s, g: g, r: r, n: int64(g.NumVertices()), free: func() {}}
 	var err error
 	switch r.strategy {
@@ -312,6 +345,8 @@ func (b *GPU) prepareVP(s *gpu.Stream, g *convert.Graph, r vpRun) (*vpDevice, er
 		err = d.prepareVWC()
 	case strategyGShards, strategyCW:
 		err = d.prepareShards()
+	case strategyWarpSeg, strategyKiTES:
+		err = d.preparePull()
 	default:
 		err = fmt.Errorf("operators: no strategy %q", r.strategy)
 	}
@@ -456,7 +491,8 @@ func (d *vpDevice) run(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	var flags, dirty *gpu.DeviceBuffer
-	if r.strategy == strategyVWC {
+	switch {
+	case r.strategy == strategyVWC:
 		if err := d.expanded.Memset8(s, r.prog.none); err != nil {
 			return 0, err
 		}
@@ -464,7 +500,11 @@ func (d *vpDevice) run(ctx context.Context) (int, error) {
 			return 0, err
 		}
 		flags = d.flags
-	} else {
+	case isPull(r.strategy):
+		if err := d.startPull(); err != nil {
+			return 0, err
+		}
+	default:
 		if err := d.srcValue.Memset8(s, r.prog.none); err != nil {
 			return 0, err
 		}
@@ -511,6 +551,7 @@ func (d *vpDevice) run(ctx context.Context) (int, error) {
 		}
 	}
 	st := vpState{Threshold: math.Inf(1), FarMin: math.Float64bits(math.Inf(1)), Delta: r.delta, Top: r.top}
+	st.Rounds[0] = uint32(d.firstRounds)
 	if r.prog.priority {
 		st.Threshold = r.delta
 	}
@@ -532,6 +573,7 @@ func (d *vpDevice) run(ctx context.Context) (int, error) {
 			return 0, err
 		}
 		if st.Done != 0 {
+			d.last = st
 			return int(st.Worked), nil
 		}
 		if int64(st.Iteration) > vpMaxIterations(d.n) {
@@ -549,6 +591,8 @@ func vpMaxIterations(n int64) int64 { return 1<<20 + 16*n }
 func (d *vpDevice) launchIteration() error {
 	r, s := d.r, d.s
 	switch r.strategy {
+	case strategyWarpSeg, strategyKiTES:
+		return d.launchPull()
 	case strategyVWC:
 		chunk := uint32(0)
 		if r.cfg.dynamic {
@@ -595,6 +639,8 @@ func (d *vpDevice) describe() string {
 		return s
 	case strategyGShards:
 		return fmt.Sprintf("gshards N=%d shards=%d", d.N, d.S)
+	case strategyWarpSeg, strategyKiTES:
+		return d.describePull()
 	}
 	return fmt.Sprintf("cw N=%d shards=%d", d.N, d.S)
 }

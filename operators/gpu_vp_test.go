@@ -30,6 +30,9 @@ var vpConfigs = []Params{
 	{Strategy: "vwc", VWarp: 8, Delta: 1e12},
 	{Strategy: "gshards"},
 	{Strategy: "cw"},
+	{Strategy: "warpseg"},
+	{Strategy: "kites"},
+	{Strategy: "kites", VertexGroup: 4, Delta: 0.7},
 }
 
 // ccConfigs are cc's.
@@ -40,6 +43,9 @@ var ccConfigs = []Params{
 	{Strategy: "vwc", VWarp: 2, DeferOutliers: 40, Dynamic: true, ChunkSize: 32},
 	{Strategy: "gshards"},
 	{Strategy: "cw"},
+	{Strategy: "warpseg"},
+	{Strategy: "kites"},
+	{Strategy: "kites", VertexGroup: 32},
 }
 
 // vpGraph is a test graph for the engine, with what its weights allow.
@@ -235,6 +241,8 @@ func TestGPUPageRankStrategies(t *testing.T) {
 				{Params{Tolerance: tol, Strategy: "vwc", VWarp: 2}, false, true},
 				{Params{Tolerance: tol, Strategy: "gshards"}, true, true},
 				{Params{Tolerance: tol, Strategy: "cw"}, true, true},
+				{Params{Tolerance: tol, Strategy: "warpseg"}, true, true},
+				{Params{Tolerance: tol, Strategy: "warpseg"}, false, false},
 			} {
 				prHubOrder, prStreamIndices = c.hub, c.stream
 				name := fmt.Sprintf("%s/%+v/hub=%v/stream=%v", vg.name, c.p, c.hub, c.stream)
@@ -294,6 +302,8 @@ func TestGPUStrategyOptions(t *testing.T) {
 		{SSWP{}, Params{Strategy: "cw", Dynamic: true}},
 		{CC{}, Params{Strategy: "afforest", DeferOutliers: 9}},
 		{PageRank{}, Params{Strategy: "cw", ChunkSize: 9}},
+		{SSSP{}, Params{Strategy: "vwc", VertexGroup: 4}},
+		{CC{}, Params{Strategy: "warpseg", VertexGroup: 2}},
 	} {
 		if _, err := runGPUErr(t, b, c.op, g, 0, c.p); usererr.KindOf(err) != usererr.Usage {
 			t.Errorf("%s %+v: %v, want a usage error", c.op.Spec().Name, c.p, err)
@@ -314,9 +324,11 @@ func TestGPUStrategyOptions(t *testing.T) {
 // The tests below need no GPU.
 
 func TestVPStateLayout(t *testing.T) {
-	// kernels/vertex_program.cuh's VPState: 4 eight-byte fields, 8 four-byte ones.
-	if vpStateBytes != 64 || unsafe.Offsetof(vpState{}.Active) != 32 || unsafe.Offsetof(vpState{}.Outliers) != 56 {
-		t.Fatalf("vpState is %d bytes, Active at %d, Outliers at %d", vpStateBytes, unsafe.Offsetof(vpState{}.Active), unsafe.Offsetof(vpState{}.Outliers))
+	// kernels/vertex_program.cuh's VPState: 4 eight-byte fields, 8 four-byte
+	// ones, 2 eight-byte counters, 2 four-byte ones.
+	if vpStateBytes != 88 || unsafe.Offsetof(vpState{}.Active) != 32 || unsafe.Offsetof(vpState{}.Outliers) != 56 || unsafe.Offsetof(vpState{}.Examined) != 64 {
+		t.Fatalf("vpState is %d bytes, Active at %d, Outliers at %d, Examined at %d", vpStateBytes,
+			unsafe.Offsetof(vpState{}.Active), unsafe.Offsetof(vpState{}.Outliers), unsafe.Offsetof(vpState{}.Examined))
 	}
 }
 
@@ -359,10 +371,11 @@ func TestCandidates(t *testing.T) {
 		p     Params
 		want  []string
 	}{
-		{"pagerank", PageRank{}.gpuPlans(small), Params{}, []string{"cw", "vwc", "gshards"}},
-		{"pagerank", PageRank{}.gpuPlans(nil), Params{}, []string{"vwc", "gshards", "cw"}},
+		{"pagerank", PageRank{}.gpuPlans(small), Params{}, []string{"cw", "vwc", "gshards", "warpseg"}},
+		{"pagerank", PageRank{}.gpuPlans(nil), Params{}, []string{"warpseg", "vwc", "gshards", "cw"}},
 		{"pagerank", PageRank{}.gpuPlans(small), Params{VWarp: 1}, []string{"vwc"}},
-		{"sssp", SSSP{}.gpuPlans(small), Params{}, []string{"cw", "vwc", "gshards"}},
+		{"sssp", SSSP{}.gpuPlans(small), Params{}, []string{"cw", "vwc", "gshards", "kites", "warpseg"}},
+		{"sssp", SSSP{}.gpuPlans(small), Params{VertexGroup: 8}, []string{"kites"}},
 		{"sssp", SSSP{}.gpuPlans(nil), Params{DeferOutliers: 5}, []string{"vwc"}},
 		{"sswp", SSWP{}.gpuPlans(small), Params{Strategy: "gshards"}, []string{"gshards"}},
 		{"cc", CC{}.gpuPlans(small), Params{VWarp: 2}, []string{"afforest", "vwc"}},
@@ -449,5 +462,140 @@ func TestGPUEngineSmoke(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestGPUPullHubs runs the pull strategies with every row of more than 3
+// edges sent to the hubs' kernel, on the shapes, grids and real graphs:
+// the hub path (segments pulled by blocks, activations by blocks, changes
+// reaching the next iteration through the pending mask) against the CPU.
+func TestGPUPullHubs(t *testing.T) {
+	b := testGPU(t)
+	defer func(h int64) { wsHubDegree = h }(wsHubDegree)
+	wsHubDegree = 3
+	configs := []Params{{Strategy: "warpseg"}, {Strategy: "kites"}, {Strategy: "kites", VertexGroup: 8, Delta: 0.7}}
+	for _, vg := range vpGraphs(t) {
+		g := vg.g
+		src := sourcesOf(g)[0]
+		if !vg.negative {
+			ref := run(t, SSSP{}, g, src, Params{}).Column("distance").Float64
+			for _, p := range configs {
+				name := fmt.Sprintf("sssp %s/src=%d/%+v", vg.name, src, p)
+				r, err := runGPUErr(t, b, SSSP{}, g, src, p)
+				if err != nil {
+					t.Errorf("%s: %v", name, err)
+					continue
+				}
+				inf := slices.Clone(ref)
+				for v, d := range inf {
+					if math.IsNaN(d) {
+						inf[v] = math.Inf(1)
+					}
+				}
+				if err := validateSSSP(g, src, r.Column("distance").Float64, r.Column("parent").Vertex, inf); err != nil {
+					t.Errorf("%s (%s): %v", name, r.Strategy, err)
+				}
+			}
+		}
+		want := run(t, SSWP{}, g, src, Params{}).Column("width").Float64
+		for _, p := range configs {
+			name := fmt.Sprintf("sswp %s/src=%d/%+v", vg.name, src, p)
+			r, err := runGPUErr(t, b, SSWP{}, g, src, p)
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
+				continue
+			}
+			got := r.Column("width").Float64
+			for v := range got {
+				if !(got[v] == want[v] || math.IsNaN(got[v]) && math.IsNaN(want[v])) {
+					t.Errorf("%s (%s): vertex %d width %v, the CPU's %v", name, r.Strategy, v, got[v], want[v])
+					break
+				}
+			}
+		}
+		if !g.Weighted || strings.Contains(vg.name, "rome99") {
+			comp := run(t, CC{}, g, 0, Params{}).Column("component").Vertex
+			for _, p := range configs {
+				p.Delta = 0
+				r, err := runGPUErr(t, b, CC{}, g, 0, p)
+				if err != nil {
+					t.Errorf("cc %s/%+v: %v", vg.name, p, err)
+					continue
+				}
+				if got := r.Column("component").Vertex; !slices.Equal(got, comp) {
+					t.Errorf("cc %s/%+v (%s): components differ from the CPU's", vg.name, p, r.Strategy)
+				}
+			}
+			ranks := run(t, PageRank{}, g, 0, Params{})
+			r, err := runGPUErr(t, b, PageRank{}, g, 0, Params{Strategy: "warpseg"})
+			if err != nil {
+				t.Errorf("pagerank %s: %v", vg.name, err)
+			} else if err := sameRanks(r, ranks, g.NumVertices()); err != nil {
+				t.Errorf("pagerank %s (%s): %v", vg.name, r.Strategy, err)
+			}
+		}
+		b.Forget(g)
+	}
+}
+
+// TestPullStrategyParams: --vertex-group is kites' alone, a power of two up
+// to 32, and pagerank has no kites strategy (no GPU needed).
+func TestPullStrategyParams(t *testing.T) {
+	for _, c := range []struct {
+		op Operator
+		p  Params
+		ok bool
+	}{
+		{SSSP{}, Params{Strategy: "kites", VertexGroup: 32}, true},
+		{CC{}, Params{Strategy: "kites", VertexGroup: 1}, true},
+		{SSSP{}, Params{Strategy: "kites", VertexGroup: 3}, false},
+		{SSWP{}, Params{Strategy: "kites", VertexGroup: 64}, false},
+		{SSSP{}, Params{Strategy: "kites", VertexGroup: -2}, false},
+		{PageRank{}, Params{Strategy: "kites"}, false},
+		{PageRank{}, Params{Strategy: "warpseg"}, true},
+	} {
+		err := CheckGPUParams(c.op, c.p)
+		if c.ok != (err == nil) || err != nil && usererr.KindOf(err) != usererr.Usage {
+			t.Errorf("%s %+v: %v", c.op.Spec().Name, c.p, err)
+		}
+	}
+	err := CheckGPUParams(PageRank{}, Params{Strategy: "kites"})
+	if err == nil || !strings.Contains(err.Error(), "warpseg") {
+		t.Errorf("pagerank kites: %v, want the valid strategies listed", err)
+	}
+}
+
+// TestPullLayouts: what a pull run reads, by graph and strategy.
+func TestPullLayouts(t *testing.T) {
+	dir := buildGraph(t, shapes(t)[4], true, true, edges.KeyInt64)
+	und := buildGraph(t, shapes(t)[4], false, true, edges.KeyInt64)
+	l := pullLayoutOf(dir, ssspU32, strategyKiTES, false, 0)
+	if !slices.Equal(l.pull, []layout{inOffsets, inSources, inWeightsU32}) || !slices.Equal(l.act, []layout{outOffsets, outTargets}) ||
+		l.actIn != nil || l.out != nil || !slices.Equal(l.tree, []layout{outOffsets, outTargets, outWeightsU32}) {
+		t.Errorf("sssp kites, directed: %+v", l)
+	}
+	l = pullLayoutOf(dir, ccLabels, strategyKiTES, true, 0)
+	if !slices.Equal(l.out, []layout{outOffsets, outTargets}) || !slices.Equal(l.actIn, []layout{inOffsets, inSources}) || l.tree != nil {
+		t.Errorf("cc kites, directed: %+v", l)
+	}
+	l = pullLayoutOf(dir, ccLabels, strategyKiTES, true, 3)
+	if !slices.Equal(l.act, []layout{groupPart(groupOffsets, 3, true), groupPart(groupTargets, 3, true)}) || l.actIn != nil {
+		t.Errorf("cc kites, directed, groups of 8: %+v", l)
+	}
+	l = pullLayoutOf(und, ssspU32, strategyWarpSeg, false, 0)
+	if l.act != nil || l.tree != nil || l.pull[2].of(und) != outWeightsU32 || inSources.of(und) != outTargets {
+		t.Errorf("sssp warpseg, undirected: %+v", l)
+	}
+	if grouped, plain := pullBytes(dir, sswpK32, strategyKiTES, false, 5), pullBytes(dir, sswpK32, strategyKiTES, false, 0); grouped >= plain {
+		t.Errorf("kites with groups of 32 takes %d bytes, without %d", grouped, plain)
+	}
+	gp := groupPart(groupTargets, 2, false)
+	host, err := gp.host(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gr, _ := dir.Grouped(2, false)
+	if int64(len(host)) != int64(len(gr.Targets))*4 || gp.bytes(dir) < int64(len(host)) {
+		t.Errorf("group targets: %d bytes on the host, %d estimated, %d targets", len(host), gp.bytes(dir), len(gr.Targets))
 	}
 }

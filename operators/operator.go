@@ -45,6 +45,9 @@ type Params struct {
 	Dynamic bool `json:"dynamic,omitempty"`
 	// ChunkSize is the vertices a warp takes at a time under Dynamic.
 	ChunkSize int `json:"chunk_size,omitempty"`
+	// VertexGroup is the kites strategy's grouping ratio (Vertex Grouping,
+	// a power of two up to 32); 0 lets it choose.
+	VertexGroup int `json:"vertex_group,omitempty"`
 }
 
 // ColumnType is the type of a result column.
@@ -110,7 +113,11 @@ type Result struct {
 	// Transfer is the time spent copying the graph to the device for this
 	// run (zero on the CPU, and for a graph already on the GPU).
 	Transfer time.Duration
-	Columns  []Column
+	// EdgesExamined counts the edges the pull strategies (warpseg, kites)
+	// read over the run, and EdgesWalked those kites walked to activate
+	// vertices; zero where a strategy does not count them.
+	EdgesExamined, EdgesWalked int64
+	Columns                    []Column
 	// Warnings are things the user should know about a result that is
 	// still returned, such as PageRank stopping before it converged.
 	Warnings []string

@@ -20,7 +20,7 @@ const (
 
 // gpuParams are the GPU strategies' parameters, which every operator with a
 // GPU implementation takes.
-var gpuParams = []string{"strategy", "vwarp", "defer_outliers", "dynamic", "chunk_size"}
+var gpuParams = []string{"strategy", "vwarp", "defer_outliers", "dynamic", "chunk_size", "vertex_group"}
 
 // zeroMeansDefault are the parameters where Params' zero stands for the
 // default but 0 itself is not a valid value: a caller who gives 0 means 0.

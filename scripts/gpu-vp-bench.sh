@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The figures of the vertex-program engine in BENCHMARKS.md: every GPU
-# strategy of sssp, sswp, cc and pagerank side by side on the same graph, the
+# strategy (warpseg and kites included) of sssp, sswp, cc and pagerank side by side on the same graph, the
 # 16-core CPU backend, and PageRank through CuPy (cuSPARSE) in the same run.
 # Runs on the GPU machine from the repository root (docs/gpu.md):
 #   scripts/gpu-vp-bench.sh GPIPE OUTDIR [k22|k24|grid|real|cpu|all]...
@@ -47,8 +47,9 @@ EOF
 
 gpu_strategies() { # operator
 	case $1 in
-	cc) echo afforest,vwc,gshards,cw ;;
-	*) echo vwc,gshards,cw ;;
+	cc) echo afforest,vwc,gshards,cw,kites,warpseg ;;
+	pagerank) echo vwc,gshards,cw,warpseg ;;
+	*) echo vwc,gshards,cw,kites,warpseg ;;
 	esac
 }
 
@@ -57,7 +58,7 @@ for what in "$@"; do
 	k22 | all)
 		kronecker 22 "$tmp/k22.arrow"
 		kronecker 22 "$tmp/k22w.arrow" --weighted
-		bench pagerank-k22-gpu --input "$tmp/k22.arrow" --undirected --op pagerank --backend gpu --strategy vwc,gshards,cw --trials 5
+		bench pagerank-k22-gpu --input "$tmp/k22.arrow" --undirected --op pagerank --backend gpu --strategy "$(gpu_strategies pagerank)" --trials 5
 		bench cc-k22-gpu --input "$tmp/k22.arrow" --undirected --op cc --backend gpu --strategy "$(gpu_strategies cc)" --trials 8
 		for op in sssp sswp; do
 			bench "$op-k22-gpu" --input "$tmp/k22w.arrow" --undirected --op $op --backend gpu --strategy "$(gpu_strategies $op)" --trials 8
@@ -68,16 +69,22 @@ for what in "$@"; do
 	case $what in
 	k24 | all)
 		kronecker 24 "$tmp/k24.arrow"
-		bench pagerank-k24-gpu --input "$tmp/k24.arrow" --undirected --op pagerank --backend gpu --strategy vwc,gshards,cw --trials 3
+		kronecker 24 "$tmp/k24w.arrow" --weighted
+		bench pagerank-k24-gpu --input "$tmp/k24.arrow" --undirected --op pagerank --backend gpu --strategy "$(gpu_strategies pagerank)" --trials 3
+		bench cc-k24-gpu --input "$tmp/k24.arrow" --undirected --op cc --backend gpu --strategy "$(gpu_strategies cc)" --trials 3
+		for op in sssp sswp; do
+			bench "$op-k24-gpu" --input "$tmp/k24w.arrow" --undirected --op $op --backend gpu --strategy "$(gpu_strategies $op)" --trials 3
+		done
 		python3 scripts/pagerank-cupy.py "$tmp/k24.arrow" --undirected >"$out/pagerank-k24-cupy.json" || status=1
 		;;
 	esac
 	case $what in
 	grid | all)
 		grid 2048 2048 "$tmp/grid-2048.arrow"
-		for op in sssp cc; do
-			bench "$op-grid-gpu" --input "$tmp/grid-2048.arrow" --undirected --op $op --backend gpu --strategy "$(gpu_strategies $op)" --trials 4
+		for op in sssp cc sswp; do
+			bench "$op-grid-gpu" --input "$tmp/grid-2048.arrow" --undirected --op $op --backend gpu --strategy "$(gpu_strategies $op)" --trials 3
 		done
+		bench pagerank-grid-gpu --input "$tmp/grid-2048.arrow" --undirected --op pagerank --backend gpu --strategy "$(gpu_strategies pagerank)" --trials 3
 		;;
 	esac
 	case $what in

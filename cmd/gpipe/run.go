@@ -44,10 +44,11 @@ GPU strategies (--strategy; auto picks the fastest measured that fits in the
    bfs       enterprise (direction-optimizing, Enterprise), bfs4k (BFS-4K,
              for high-diameter graphs), vwc (virtual warp-centric)
    sssp      vwc (frontier push over the CSR, near-far), gshards (CuSha's
-             G-Shards), cw (Concatenated Windows)
-   sswp      vwc, gshards, cw
-   pagerank  vwc (pull over the in-edges), gshards, cw
-   cc        afforest, vwc (label propagation), gshards, cw
+             G-Shards), cw (Concatenated Windows), kites (KiTES: pull of the
+             active vertices), warpseg (Warp Segmentation: pull of all)
+   sswp      vwc, gshards, cw, kites, warpseg
+   pagerank  vwc (pull over the in-edges), gshards, cw, warpseg
+   cc        afforest, vwc (label propagation), gshards, cw, kites, warpseg
 
 Formats, by extension: .parquet/.pq, .arrow/.feather/.ipc (Arrow IPC file),
    .arrows (Arrow IPC stream), .csv; input also .txt/.el/.wel/.tsv/.edges/.snap
@@ -98,11 +99,12 @@ func paramFlags() []cli.Flag {
 		&cli.IntFlag{Name: "max-iterations", Usage: "pagerank: most iterations", DefaultText: "1000"},
 		&cli.Float64Flag{Name: "damping", Usage: "pagerank: damping factor", DefaultText: "0.85"},
 		&cli.Float64Flag{Name: "delta", Usage: "sssp, sswp: Δ-stepping bucket width; 0 chooses", DefaultText: "chosen from the weights"},
-		&cli.StringFlag{Name: "strategy", Usage: "GPU strategy: enterprise, bfs4k (bfs), vwc (virtual warp-centric), gshards (CuSha's G-Shards), cw (Concatenated Windows), afforest (cc) or auto (see \"GPU strategies\" below)", DefaultText: "auto"},
+		&cli.StringFlag{Name: "strategy", Usage: "GPU strategy: enterprise, bfs4k (bfs), vwc (virtual warp-centric), gshards (CuSha's G-Shards), cw (Concatenated Windows), warpseg (Warp Segmentation), kites (KiTES; not pagerank), afforest (cc) or auto (see \"GPU strategies\" below)", DefaultText: "auto"},
 		&cli.IntFlag{Name: "vwarp", Usage: "GPU virtual warp size K: 1, 2, 4, 8, 16 or 32; 0 chooses", DefaultText: "from the average degree"},
 		&cli.Int64Flag{Name: "defer-outliers", Usage: "GPU: defer vertices with more edges than this to whole blocks; -1: off, 0: default", DefaultText: "1024"},
 		&cli.BoolFlag{Name: "dynamic", Usage: "GPU: warps take chunks of vertices from a global counter"},
 		&cli.IntFlag{Name: "chunk-size", Usage: "GPU: vertices a virtual warp takes at a time (with --dynamic, from the counter); 0 chooses", DefaultText: "8 × K"},
+		&cli.IntFlag{Name: "vertex-group", Usage: "GPU, kites: vertices a bit of the activeness mask stands for (Vertex Grouping): 1, 2, 4, 8, 16 or 32; 0 chooses", DefaultText: "the smallest that fits"},
 	}
 }
 
@@ -161,6 +163,7 @@ func paramsFrom(c *cli.Context) operators.Params {
 		DeferOutliers: c.Int64("defer-outliers"),
 		Dynamic:       c.Bool("dynamic"),
 		ChunkSize:     c.Int("chunk-size"),
+		VertexGroup:   c.Int("vertex-group"),
 	}
 }
 
