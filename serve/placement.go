@@ -24,9 +24,9 @@ import (
 // that does not fit even so is refused under --backend gpu
 // (FailedPrecondition, saying so), and runs on the CPU under auto (the
 // result's metadata says so in backend_note). A run that the estimate let
-// in but that finds the GPU out of memory is handled the same way: it never
-// fails for lack of GPU memory while another run or a graph's copy was in
-// the way.
+// in but that the GPU backend declines (out of memory, or no room by its own
+// check) is handled the same way: it never fails for lack of GPU memory
+// while another run or a graph's copy was in the way.
 
 // gpuDevice is the GPU as the server places runs on it: operators.GPU, or
 // a stand-in in tests.
@@ -105,7 +105,7 @@ func (pl *placement) run(ctx context.Context, g *gpipe.Graph, op operators.Opera
 	if err == nil && need <= free {
 		res, err = pl.onGPU(ctx, g, name, p)
 		pl.runs.RUnlock()
-		if !outOfMemory(err) {
+		if !declined(err) {
 			return res, "", err
 		}
 	} else {
@@ -117,7 +117,7 @@ func (pl *placement) run(ctx context.Context, g *gpipe.Graph, op operators.Opera
 	pl.runs.Lock()
 	res, err = pl.alone(ctx, g, op, p)
 	pl.runs.Unlock()
-	if err == nil || !roomless(err) {
+	if !declined(err) {
 		return res, "", err
 	}
 	return pl.elsewhere(ctx, g, op, p, err)
@@ -155,13 +155,13 @@ func (pl *placement) alone(ctx context.Context, g *gpipe.Graph, op operators.Ope
 		}
 	}
 	res, err := pl.onGPU(ctx, g, op.Spec().Name, p)
-	if outOfMemory(err) && len(others) > 0 {
+	if declined(err) && len(others) > 0 {
 		for _, o := range others {
 			pl.forget(o)
 		}
 		res, err = pl.onGPU(ctx, g, op.Spec().Name, p)
 	}
-	if outOfMemory(err) {
+	if declined(err) {
 		return nil, errNoRoom{need: need, free: free, cause: err}
 	}
 	return res, err
@@ -249,19 +249,23 @@ func (e errNoRoom) Error() string {
 		return fmt.Sprintf("needs %s of GPU memory, more than the GPU's %s", bytesize.Format(e.need), bytesize.Format(e.free))
 	}
 	if e.cause != nil {
-		return fmt.Sprintf("ran out of GPU memory with the GPU to itself (%s)", oneLine(e.cause.Error()))
+		return fmt.Sprintf("failed with the GPU to itself (%s)", oneLine(e.cause.Error()))
 	}
 	return fmt.Sprintf("needs %s of GPU memory, which has %s free (with %s more in other graphs' copies it could free)",
 		bytesize.Format(e.need), bytesize.Format(e.free), bytesize.Format(e.freeable))
 }
 
-// roomless says whether err is a run not fitting in the GPU's memory.
-func roomless(err error) bool {
-	_, ok := err.(errNoRoom)
-	return ok || outOfMemory(err)
-}
-
-// outOfMemory says whether err is the GPU running out of memory.
-func outOfMemory(err error) bool {
-	return err != nil && gpu.IsCode(err, gpu.CodeOutOfMemory)
+// declined says whether err is the GPU backend declining a run: out of
+// memory, no room by its own check of the free memory (a usererr.Backend
+// error, as any failure of the backend is), or errNoRoom; not an error of
+// the query that any backend would give (a bad parameter, a source that is
+// not a vertex, the call canceled).
+func declined(err error) bool {
+	if err == nil {
+		return false
+	}
+	if _, ok := err.(errNoRoom); ok {
+		return true
+	}
+	return gpu.IsCode(err, gpu.CodeOutOfMemory) || usererr.KindOf(err) == usererr.Backend
 }

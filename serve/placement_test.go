@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/gpu"
+	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
 )
 
@@ -23,6 +24,9 @@ type fakeGPU struct {
 	// short makes Need leave out the workspace, as an estimate that is too
 	// low would: runs then find the GPU out of memory.
 	short bool
+	// check makes a run that does not fit fail as operators.GPU's own check
+	// of the free memory does (a usererr.Backend error), not as cuMemAlloc.
+	check bool
 
 	mu       sync.Mutex
 	used     int64
@@ -78,7 +82,11 @@ func (f *fakeGPU) Run(ctx context.Context, op operators.Operator, in operators.I
 	need := f.copyOf(in.Graph) - f.resident[in.Graph] + f.work
 	if need > f.total-f.used {
 		f.ooms++
+		check := f.check
 		f.mu.Unlock()
+		if check {
+			return nil, usererr.New(usererr.Backend, fmt.Sprintf("the graph needs %d bytes on the GPU but it has %d free", need, f.total-f.used), "use --backend cpu")
+		}
 		return nil, fmt.Errorf("out of GPU memory: %w", &gpu.Error{Op: "cuMemAlloc_v2", Code: gpu.CodeOutOfMemory, Name: "CUDA_ERROR_OUT_OF_MEMORY"})
 	}
 	f.used += need
@@ -181,47 +189,50 @@ func TestGPUMemoryPlacement(t *testing.T) {
 			}
 
 			// Many clients on a and b at once, the estimates too low: runs
-			// that find the GPU full wait for it and make room, and all run
+			// that find the GPU full (out of memory, or refused by the
+			// backend's own check) wait for it and make room, and all run
 			// on it.
-			dev.mu.Lock()
-			dev.short = true
-			dev.mu.Unlock()
-			var wg sync.WaitGroup
-			errs := make(chan error, 64)
-			for i := 0; i < 8; i++ {
-				wg.Add(1)
-				go func(i int) {
-					defer wg.Done()
-					c := dial(t, ts.addr)
-					for j := 0; j < 6; j++ {
-						name := []string{"a", "b"}[(i+j)%2]
-						res, err := get(ctx, c, map[string]any{"graph": name, "op": "bfs", "source": srcS})
-						if err != nil {
-							errs <- fmt.Errorf("client %d, bfs on %s: %v", i, name, err)
-							return
+			for _, check := range []bool{false, true} {
+				dev.mu.Lock()
+				dev.short, dev.check, dev.ooms = true, check, 0
+				dev.mu.Unlock()
+				var wg sync.WaitGroup
+				errs := make(chan error, 64)
+				for i := 0; i < 8; i++ {
+					wg.Add(1)
+					go func(i int) {
+						defer wg.Done()
+						c := dial(t, ts.addr)
+						for j := 0; j < 6; j++ {
+							name := []string{"a", "b"}[(i+j)%2]
+							res, err := get(ctx, c, map[string]any{"graph": name, "op": "bfs", "source": srcS})
+							if err != nil {
+								errs <- fmt.Errorf("client %d, bfs on %s: %v", i, name, err)
+								return
+							}
+							if res.meta.Backend != "gpu" {
+								errs <- fmt.Errorf("client %d, bfs on %s ran on %q (%s)", i, name, res.meta.Backend, res.meta.BackendNote)
+							}
+							if err := sameRecord(res.rec, bfsS, treeS); err != nil {
+								errs <- fmt.Errorf("client %d, bfs on %s: %v", i, name, err)
+							}
+							res.release()
 						}
-						if res.meta.Backend != "gpu" {
-							errs <- fmt.Errorf("client %d, bfs on %s ran on %q (%s)", i, name, res.meta.Backend, res.meta.BackendNote)
-						}
-						if err := sameRecord(res.rec, bfsS, treeS); err != nil {
-							errs <- fmt.Errorf("client %d, bfs on %s: %v", i, name, err)
-						}
-						res.release()
-					}
-				}(i)
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				t.Error(err)
-			}
-			dev.mu.Lock()
-			defer dev.mu.Unlock()
-			if dev.running != 0 || dev.used != sum(dev.resident) {
-				t.Errorf("after the queries: %d runs going, %d bytes used, %d in copies", dev.running, dev.used, sum(dev.resident))
-			}
-			if dev.ooms == 0 {
-				t.Error("no run found the GPU out of memory: the test did not try the retry")
+					}(i)
+				}
+				wg.Wait()
+				close(errs)
+				for err := range errs {
+					t.Error(err)
+				}
+				dev.mu.Lock()
+				if dev.running != 0 || dev.used != sum(dev.resident) {
+					t.Errorf("after the queries: %d runs going, %d bytes used, %d in copies", dev.running, dev.used, sum(dev.resident))
+				}
+				if dev.ooms == 0 {
+					t.Errorf("no run found the GPU full (check %v): the test did not try the retry", check)
+				}
+				dev.mu.Unlock()
 			}
 		})
 	}
