@@ -43,6 +43,12 @@ for backend in gpu cpu; do
 	timeout 300 python3 "$here/bench-flight.py" run --location grpc://127.0.0.1:$port --input "$graph" \
 		--label $backend --json "$out/flight-$backend.json" \
 		--debug-url http://127.0.0.1:$debug/debug/pprof --profile-dir "$out" 2>&1 | tee "$out/bench-$backend.log" >&2
+	# How much of the server's memory is in transparent huge pages (the
+	# random reads of PageRank and of BFS's parents pay TLB misses without).
+	{
+		echo "THP: $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)"
+		grep -E "^(Rss|AnonHugePages)" /proc/$pid/smaps_rollup 2>/dev/null
+	} >"$out/memory-$backend.txt"
 	kill -TERM $pid
 	wait $pid
 	port=$((port + 1)) debug=$((debug + 1))
