@@ -7,8 +7,11 @@
 // The service adds no second implementation of reading, building or
 // running: uploads go through arrowipc.Appender, graphs are built by
 // gpipe.Build and queried with gpipe.Graph.Run, and results are
-// gpipe.Result.Record cut into bounded batches. See docs/serve.md for the
-// protocol, its JSON and its status codes.
+// gpipe.Result.Rows a batch at a time. What is the service's own: where a
+// query runs (placement.go: the GPU's memory), moving Arrow buffers through
+// gRPC without copies (codec.go, send.go), limits, idle clients, the
+// catalog. See docs/serve.md for the protocol, its JSON and its status
+// codes.
 package serve
 
 import (
