@@ -38,7 +38,7 @@ var window = flag.Int("window", 0, "the client's HTTP/2 receive window in bytes 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8815", "the server's `HOST:PORT`")
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: flightbench [-addr HOST:PORT] put|get|concurrent [flags]")
+		fmt.Fprintln(os.Stderr, "usage: flightbench [-addr HOST:PORT] put|get|concurrent [flags], or flightbench source FILE")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -54,6 +54,8 @@ func main() {
 		err = getCmd(*addr, args)
 	case "concurrent":
 		err = concurrentCmd(*addr, args)
+	case "source":
+		err = sourceCmd(args)
 	default:
 		err = fmt.Errorf("unknown command %q", cmd)
 	}
@@ -329,6 +331,30 @@ func checkParents(recs []arrow.Record) error {
 			}
 		}
 	}
+	return nil
+}
+
+// sourceCmd prints the first edge's source key of an Arrow IPC file: the
+// BFS source of the benchmarks.
+func sourceCmd(args []string) error {
+	if len(args) != 1 {
+		return errors.New("usage: flightbench source FILE")
+	}
+	f, err := os.Open(args[0])
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	r, err := ipc.NewFileReader(f)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	rec, err := r.Record(0)
+	if err != nil {
+		return err
+	}
+	fmt.Println(rec.Column(0).ValueStr(0))
 	return nil
 }
 
