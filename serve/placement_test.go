@@ -82,10 +82,10 @@ func (f *fakeGPU) Run(ctx context.Context, op operators.Operator, in operators.I
 	need := f.copyOf(in.Graph) - f.resident[in.Graph] + f.work
 	if need > f.total-f.used {
 		f.ooms++
-		check := f.check
+		check, free := f.check, f.total-f.used
 		f.mu.Unlock()
 		if check {
-			return nil, usererr.New(usererr.Backend, fmt.Sprintf("the graph needs %d bytes on the GPU but it has %d free", need, f.total-f.used), "use --backend cpu")
+			return nil, usererr.New(usererr.Backend, fmt.Sprintf("the graph needs %d bytes on the GPU but it has %d free", need, free), "use --backend cpu")
 		}
 		return nil, fmt.Errorf("out of GPU memory: %w", &gpu.Error{Op: "cuMemAlloc_v2", Code: gpu.CodeOutOfMemory, Name: "CUDA_ERROR_OUT_OF_MEMORY"})
 	}
