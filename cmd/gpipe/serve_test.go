@@ -118,3 +118,18 @@ func TestServeIdleTimeoutFlags(t *testing.T) {
 		fails(t, t.TempDir(), nil, 2, []string{flag, "must not be negative"}, "serve", flag, "-5s")
 	}
 }
+
+// TestServeDebugAddr checks --debug-addr: the profiles' address in the
+// log, a warning when it listens beyond loopback, and an address it cannot
+// listen on refused with exit 2.
+func TestServeDebugAddr(t *testing.T) {
+	code, logs := serveUntilListening(t, "--debug-addr", "127.0.0.1:0")
+	if code != 0 || !strings.Contains(logs, `msg="serving profiles" debug_addr=http://127.0.0.1:`) || strings.Contains(logs, "WARN") {
+		t.Errorf("loopback: exit %d, log:\n%s", code, logs)
+	}
+	code, logs = serveUntilListening(t, "--debug-addr", "0.0.0.0:0")
+	if code != 0 || !strings.Contains(logs, "--debug-addr listens beyond loopback") {
+		t.Errorf("every interface: exit %d, log:\n%s", code, logs)
+	}
+	fails(t, t.TempDir(), nil, 2, []string{"cannot listen on 127.0.0.1:99999 for --debug-addr"}, "serve", "--debug-addr", "127.0.0.1:99999")
+}
