@@ -299,6 +299,9 @@ func TestBadInputs(t *testing.T) {
 		`method=DoPut graph=big op="" rows=0 rows_in=`,
 		`status=ResourceExhausted`,
 		`method=DoGet graph=good op=cc rows=100`,
+		` compute_s=`, // where a query's time went
+		` upload_s=`,
+		` build_s=`,
 	} {
 		if !strings.Contains(logs, line) {
 			t.Errorf("the log lacks %q", line)

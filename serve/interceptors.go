@@ -26,11 +26,14 @@ import (
 // a panic from taking the server down, and logs one line.
 
 // callLog is what a handler tells the call's log line: rows sent to the
-// client, and rows received from it. Only the handler's goroutine writes
-// it, before the interceptor reads it.
+// client, and rows received from it; and where the call's time went: the
+// operator's computation (compute_s), an upload's receiving and building
+// (upload_s, build_s), so that the rest of duration_s is the service's.
+// Only the handler's goroutine writes it, before the interceptor reads it.
 type callLog struct {
-	graph, op    string
-	rows, rowsIn int64
+	graph, op              string
+	rows, rowsIn           int64
+	compute, upload, build time.Duration
 }
 
 // names records the graph and the operator a call names: a valid graph
@@ -102,9 +105,17 @@ func (s *service) finish(ctx context.Context, method string, c *callLog, start t
 	if c.rowsIn > 0 {
 		attrs = append(attrs, "rows_in", c.rowsIn)
 	}
-	attrs = append(attrs,
-		"duration_s", math.Round(time.Since(start).Seconds()*1e6)/1e6,
-		"status", st.Code().String())
+	seconds := func(d time.Duration) float64 { return math.Round(d.Seconds()*1e6) / 1e6 }
+	attrs = append(attrs, "duration_s", seconds(time.Since(start)))
+	for _, part := range []struct {
+		name string
+		d    time.Duration
+	}{{"compute_s", c.compute}, {"upload_s", c.upload}, {"build_s", c.build}} {
+		if part.d > 0 {
+			attrs = append(attrs, part.name, seconds(part.d))
+		}
+	}
+	attrs = append(attrs, "status", st.Code().String())
 	if p, ok := peer.FromContext(ctx); ok {
 		attrs = append(attrs, "peer", p.Addr.String())
 	}

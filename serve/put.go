@@ -67,6 +67,7 @@ func (s *service) DoPut(stream flight.FlightService_DoPutServer) error {
 		return err
 	}
 	upload := time.Since(start)
+	call.upload = upload
 	g, err := s.build(ctx, t, held, gpipe.LoadOptions{
 		Undirected:  opts.Undirected,
 		SkipInvalid: opts.SkipInvalid,
@@ -78,6 +79,7 @@ func (s *service) DoPut(stream flight.FlightService_DoPutServer) error {
 	if err != nil {
 		return err
 	}
+	call.build = g.BuildTime
 	sg := s.storedGraph(name, g, t.Columns, upload)
 	// commit takes the name's reservation over, whether it stores the
 	// graph or (the server stopping) frees it.

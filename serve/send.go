@@ -60,6 +60,7 @@ func (s *service) sendResult(ctx context.Context, w messageSender, res *gpipe.Re
 	md := arrow.NewMetadata([]string{MetadataKey}, []string{string(js)})
 	schema := arrow.NewSchema(res.Schema().Fields(), &md)
 
+	logOf(ctx).compute = res.Compute + res.Transfer
 	out := &idleSend{sender: w, d: s.cfg.ResultIdleTimeout}
 	head, err := schemaMessage(schema)
 	if err != nil {
