@@ -62,4 +62,5 @@ for backend in gpu cpu; do
 			>>"$out/gpipe-bench.json" 2>>"$out/gpipe-bench.err" || echo "gpipe bench $op $backend failed: $(tail -1 "$out/gpipe-bench.err")" >&2
 	done
 done
-python3 "$here/bench-flight.py" table "$out"/flight-*.json --bench "$out/gpipe-bench.json" | tee "$out/table.md"
+python3 "$here/bench-flight.py" table "$out"/flight-*.json --bench "$out/gpipe-bench.json" \
+	--log gpu="$out/serve-gpu.log" --log cpu="$out/serve-cpu.log" | tee "$out/table.md"
