@@ -82,10 +82,10 @@ type Writer struct {
 	opts   Options
 	codec  compress.Codec
 
-	cur       rowGroup     // the row group being filled
-	flight    []*rowGroup  // submitted, in file order
-	maxFlight int          // most row groups submitted and not yet written
-	tasks     chan task    // column chunks to encode
+	cur       rowGroup    // the row group being filled
+	flight    []*rowGroup // submitted, in file order
+	maxFlight int         // most row groups submitted and not yet written
+	tasks     chan task   // column chunks to encode
 	workers   sync.WaitGroup
 	started   bool
 	stop      atomic.Bool // abort: workers skip what is left
