@@ -670,3 +670,27 @@ func TestParquetWriterWholeRecord(t *testing.T) {
 	checkCells(t, "pqarrow", rec, got)
 	checkWithParquetGo(t, path, rec, []int64{1024, 1024, 452})
 }
+
+func TestParquetWriterOtherTypes(t *testing.T) {
+	// Types package pqwrite leaves to Arrow's writer: written all the same.
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "ok", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
+		{Name: "at", Type: arrow.FixedWidthTypes.Timestamp_us, Nullable: true},
+		{Name: "n", Type: arrow.PrimitiveTypes.Int64},
+	}, nil)
+	b := array.NewRecordBuilder(mem, schema)
+	b.Field(0).(*array.BooleanBuilder).AppendValues([]bool{true, false, true}, []bool{true, true, false})
+	b.Field(1).(*array.TimestampBuilder).AppendValues([]arrow.Timestamp{1, 2, 3}, []bool{false, true, true})
+	b.Field(2).(*array.Int64Builder).AppendValues([]int64{7, 8, 9}, nil)
+	rec := b.NewRecord()
+	b.Release()
+	defer rec.Release()
+	path := filepath.Join(t.TempDir(), "o.parquet")
+	if err := WriteRecord(context.Background(), path, rec, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := readParquet(t, path)
+	checkRecords(t, rec, got)
+}
