@@ -50,9 +50,9 @@ func TestParquetWriterIngest(t *testing.T) {
 				}
 				checkIngested(t, keyName+" keys, "+weightName+" weights", tbl, cols, rows, 25000)
 				if card > 1000 {
-					checkEncoding(t, path, "plain", 1)
+					checkEncoding(t, path, 2, "plain", 1)
 				} else {
-					checkEncoding(t, path, "dict", 1)
+					checkEncoding(t, path, 2, "dict", 1)
 				}
 				tbl.Release()
 				rec.Release()

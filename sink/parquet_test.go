@@ -262,21 +262,23 @@ type pqCase struct {
 	pieces []int
 	opts   Options
 	cols   []int // indexes into allTypeColumns; nil: all
-	// encoding is what the chunks of the first column must be: "dict"
-	// (all dictionary encoded), "plain" (no dictionary page); pages the
-	// least number of data pages in each.
+	extra  []pqCol
+	// encoding is what the chunks of the first encCols columns (at least
+	// one) must be: "dict" (all dictionary encoded), "plain" (no
+	// dictionary page); pages the least number of data pages in each.
 	encoding string
+	encCols  int
 	pages    int
 }
 
 func (c pqCase) columns() []pqCol {
 	all := allTypeColumns(c.card, uint64(len(c.name)))
 	if c.cols == nil {
-		return all
+		return append(c.extra, all...)
 	}
-	cols := make([]pqCol, len(c.cols))
-	for i, j := range c.cols {
-		cols[i] = all[j]
+	cols := c.extra
+	for _, j := range c.cols {
+		cols = append(cols, all[j])
 	}
 	return cols
 }
@@ -321,9 +323,17 @@ var pqCases = []pqCase{
 	{name: "none", rows: 3000, card: 1 << 30, opts: Options{BatchRows: 1000, Compression: "none"}},
 	// Pages: 1 MiB of int64 is 131072 rows; the strings cut by bytes.
 	{name: "pages", rows: 300000, card: 1 << 40, pieces: []int{65536}, cols: []int{2, 5, 6, 12}, encoding: "plain", pages: 3},
-	// A dictionary that outgrows 1 MiB: 200000 distinct int64 (and a
-	// column of 5000 distinct strings, which fits).
-	{name: "dictionary limit", rows: 400000, card: 200000, cols: []int{12, 6}, encoding: "plain", pages: 4},
+	// Dictionaries that outgrow 1 MiB: repeats first (so that the probe
+	// goes on), then 200000 distinct int64, or strings.
+	{name: "dictionary limit", rows: 400000, card: 200000, cols: []int{6}, encoding: "plain", encCols: 2, pages: 2, extra: []pqCol{
+		{arrow.Field{Name: "late", Type: arrow.PrimitiveTypes.Int64}, func(i int) any { return int64(max(i%100, i-10000)) }},
+		{arrow.Field{Name: "lates", Type: arrow.BinaryTypes.String, Nullable: true}, func(i int) any {
+			if i%3 == 0 {
+				return nil
+			}
+			return "s" + strconv.Itoa(max(i%100, i-10000))
+		}},
+	}},
 	{name: "dictionary pages", rows: 400000, card: 5000, cols: []int{6, 12}, encoding: "dict", pages: 2},
 }
 
@@ -353,26 +363,28 @@ func TestParquetWriterReaders(t *testing.T) {
 			checkArrowStats(t, pf)
 			checkWithParquetGo(t, path, rec, want)
 			if c.encoding != "" {
-				checkEncoding(t, path, c.encoding, c.pages)
+				checkEncoding(t, path, max(1, c.encCols), c.encoding, c.pages)
 			}
 		})
 	}
 }
 
-// checkEncoding checks the encoding of the first column's chunks and
-// their least number of data pages.
-func checkEncoding(t *testing.T, path, encoding string, pages int) {
+// checkEncoding checks the encoding of the chunks of the first cols
+// columns and their least number of data pages.
+func checkEncoding(t *testing.T, path string, cols int, encoding string, pages int) {
 	t.Helper()
 	md := openParquetGo(t, path).Metadata()
 	for g, rg := range md.RowGroups {
-		cm := rg.Columns[0].MetaData
-		dict := cm.DictionaryPageOffset != 0
-		if dict != (encoding == "dict") {
-			t.Errorf("row group %d: dictionary page %v, want %s encoding (%v)", g, dict, encoding, cm.EncodingStats)
-		}
-		for _, es := range cm.EncodingStats {
-			if es.PageType == format.DataPage && int(es.Count) < pages {
-				t.Errorf("row group %d: %d data pages, want %d or more", g, es.Count, pages)
+		for j := range cols {
+			cm := rg.Columns[j].MetaData
+			dict := cm.DictionaryPageOffset != 0
+			if dict != (encoding == "dict") {
+				t.Errorf("row group %d column %d: dictionary page %v, want %s encoding (%v)", g, j, dict, encoding, cm.EncodingStats)
+			}
+			for _, es := range cm.EncodingStats {
+				if es.PageType == format.DataPage && int(es.Count) < pages {
+					t.Errorf("row group %d column %d: %d data pages, want %d or more", g, j, es.Count, pages)
+				}
 			}
 		}
 	}

@@ -180,7 +180,7 @@ func (e *encoder) dictionary(k kind, parts []part) (size int, ok bool) {
 				continue
 			}
 			e.idx = append(e.idx, d.indexOf(p.bytesAt(i)))
-			if d.size > dictLimit || (len(e.idx) == dictProbe && 2*len(d.vals) > dictProbe) {
+			if d.size > dictLimit || (len(e.idx) == dictProbe && 8*len(d.vals) > 7*dictProbe) {
 				return 0, false
 			}
 		}
@@ -199,7 +199,7 @@ func (e *encoder) fixedDictionary(parts []part, values func(*part) func(int) uin
 				continue
 			}
 			e.idx = append(e.idx, d.index(at(i)))
-			if len(d.keys)*width > dictLimit || (len(e.idx) == dictProbe && 2*len(d.keys) > dictProbe) {
+			if len(d.keys)*width > dictLimit || (len(e.idx) == dictProbe && 8*len(d.keys) > 7*dictProbe) {
 				return 0, false
 			}
 		}

@@ -10,7 +10,7 @@ import "unsafe"
 // dictProbe values if more than half of them were new.
 const (
 	dictLimit = 1 << 20
-	dictProbe = 1 << 14
+	dictProbe = 1 << 12
 )
 
 // fixedDict is a dictionary of fixed-width values (their bits), with an
