@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"sync"
 	"sync/atomic"
 
 	"github.com/apache/arrow/go/v17/arrow/bitutil"
@@ -53,9 +54,43 @@ type encoder struct {
 	bytes bytesDict
 }
 
+// encoders keeps encoders, with their scratch buffers and dictionary
+// tables, from one file to the next.
+var encoders sync.Pool
+
+func getEncoder(codec compress.Codec, stop *atomic.Bool) *encoder {
+	e, _ := encoders.Get().(*encoder)
+	if e == nil {
+		e = new(encoder)
+	}
+	e.codec, e.stop = codec, stop
+	return e
+}
+
+func putEncoder(e *encoder) {
+	e.codec, e.stop = nil, nil
+	encoders.Put(e)
+}
+
+// buffers keeps the chunks' output buffers once written, for later chunks.
+var buffers sync.Pool
+
+func getBuffer() []byte {
+	if b, ok := buffers.Get().(*[]byte); ok {
+		return (*b)[:0]
+	}
+	return nil
+}
+
+func putBuffer(b []byte) {
+	if cap(b) > 0 {
+		buffers.Put(&b)
+	}
+}
+
 // encode encodes c's rows in parts (rows in all) as one column chunk.
 func (e *encoder) encode(c *column, parts []part, rows int) (chunk, error) {
-	out := chunk{values: int64(rows)}
+	out := chunk{values: int64(rows), buf: getBuffer()}
 	st := newStats(c.kind)
 	for i := range parts {
 		st.nulls += int64(parts[i].nulls)
@@ -161,15 +196,9 @@ func (e *encoder) dictionary(k kind, parts []part) (size int, ok bool) {
 	e.idx = e.idx[:0]
 	switch k.width() {
 	case 4:
-		return e.fixedDictionary(parts, func(p *part) func(int) uint64 {
-			v := castSlice[uint32](p.fixed)
-			return func(i int) uint64 { return uint64(v[i]) }
-		}, 4)
+		return fixedDictionary[uint32](e, parts, 4)
 	case 8:
-		return e.fixedDictionary(parts, func(p *part) func(int) uint64 {
-			v := castSlice[uint64](p.fixed)
-			return func(i int) uint64 { return v[i] }
-		}, 8)
+		return fixedDictionary[uint64](e, parts, 8)
 	}
 	d := &e.bytes
 	d.reset()
@@ -188,18 +217,20 @@ func (e *encoder) dictionary(k kind, parts []part) (size int, ok bool) {
 	return len(d.vals), len(d.vals) > 0
 }
 
-func (e *encoder) fixedDictionary(parts []part, values func(*part) func(int) uint64, width int) (int, bool) {
+// fixedDictionary is dictionary for values of width bytes, held as T.
+func fixedDictionary[T uint32 | uint64](e *encoder, parts []part, width int) (int, bool) {
 	d := &e.fixed
 	d.reset()
+	limit := dictLimit / width
 	for pi := range parts {
 		p := &parts[pi]
-		at := values(p)
-		for i := 0; i < p.n; i++ {
-			if !p.isValid(i) {
+		vals := castSlice[T](p.fixed)
+		for i, v := range vals {
+			if p.valid != nil && !bitutil.BitIsSet(p.valid, p.vbit+i) {
 				continue
 			}
-			e.idx = append(e.idx, d.index(at(i)))
-			if len(d.keys)*width > dictLimit || (len(e.idx) == dictProbe && 8*len(d.keys) > 7*dictProbe) {
+			e.idx = append(e.idx, d.index(uint64(v)))
+			if len(d.keys) > limit || (len(e.idx) == dictProbe && 8*len(d.keys) > 7*dictProbe) {
 				return 0, false
 			}
 		}

@@ -14,16 +14,22 @@ const (
 )
 
 // fixedDict is a dictionary of fixed-width values (their bits), with an
-// open-addressing hash table from value to index.
+// open-addressing hash table from value to index. A slot holds the key
+// beside its index, so that a lookup misses the cache once.
 type fixedDict struct {
-	slots []int32  // 1 + the index of the entry that hashes here; 0: empty
+	slots []slot
 	shift uint     // 64 - log2(len(slots))
 	keys  []uint64 // the entries, in the order of their first use
 }
 
+type slot struct {
+	key uint64
+	idx int32 // 1 + the entry's index; 0: empty
+}
+
 func (d *fixedDict) reset() {
 	if d.slots == nil {
-		d.slots, d.shift = make([]int32, 1<<10), 64-10
+		d.slots, d.shift = make([]slot, 1<<10), 64-10
 	}
 	clear(d.slots)
 	d.keys = d.keys[:0]
@@ -34,17 +40,17 @@ func (d *fixedDict) index(k uint64) int32 {
 	mask := uint64(len(d.slots) - 1)
 	h := (k * 0x9E3779B97F4A7C15) >> d.shift
 	for {
-		s := d.slots[h]
-		if s == 0 {
+		s := &d.slots[h]
+		if s.idx == 0 {
 			d.keys = append(d.keys, k)
-			d.slots[h] = int32(len(d.keys))
+			s.key, s.idx = k, int32(len(d.keys))
 			if 2*len(d.keys) > len(d.slots) {
 				d.grow()
 			}
 			return int32(len(d.keys) - 1)
 		}
-		if d.keys[s-1] == k {
-			return s - 1
+		if s.key == k {
+			return s.idx - 1
 		}
 		h = (h + 1) & mask
 	}
@@ -52,15 +58,15 @@ func (d *fixedDict) index(k uint64) int32 {
 
 // grow doubles the table and hashes the entries again.
 func (d *fixedDict) grow() {
-	d.slots = make([]int32, 2*len(d.slots))
+	d.slots = make([]slot, 2*len(d.slots))
 	d.shift--
 	mask := uint64(len(d.slots) - 1)
 	for i, k := range d.keys {
 		h := (k * 0x9E3779B97F4A7C15) >> d.shift
-		for d.slots[h] != 0 {
+		for d.slots[h].idx != 0 {
 			h = (h + 1) & mask
 		}
-		d.slots[h] = int32(i + 1)
+		d.slots[h] = slot{k, int32(i + 1)}
 	}
 }
 

@@ -58,19 +58,14 @@ type Options struct {
 	Workers int
 }
 
-// newCodec is the codec for c, nil for uncompressed pages.
-func newCodec(c format.CompressionCodec) (compress.Codec, error) {
-	switch c {
-	case format.Uncompressed:
-		return nil, nil
-	case format.Zstd:
-		return &zstd.Codec{Level: zstd.SpeedFastest}, nil
-	case format.Snappy:
-		return &snappy.Codec{}, nil
-	case format.Gzip:
-		return &gzip.Codec{Level: gzip.DefaultCompression}, nil
-	}
-	return nil, fmt.Errorf("pqwrite: codec %s is not supported", c)
+// codecs are the codecs, nil for uncompressed pages: one of each for the
+// process, since each keeps a pool of compressors (a zstd encoder holds
+// megabytes of history buffers).
+var codecs = map[format.CompressionCodec]compress.Codec{
+	format.Uncompressed: nil,
+	format.Zstd:         &zstd.Codec{Level: zstd.SpeedFastest},
+	format.Snappy:       &snappy.Codec{},
+	format.Gzip:         &gzip.Codec{Level: gzip.DefaultCompression},
 }
 
 // Writer writes one Parquet file. It is not safe for concurrent use.
@@ -123,9 +118,9 @@ func NewWriter(out io.Writer, schema *arrow.Schema, opts Options) (*Writer, erro
 	if err != nil {
 		return nil, err
 	}
-	codec, err := newCodec(opts.Codec)
-	if err != nil {
-		return nil, err
+	codec, ok := codecs[opts.Codec]
+	if !ok {
+		return nil, fmt.Errorf("pqwrite: codec %s is not supported", opts.Codec)
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = runtime.GOMAXPROCS(0)
@@ -220,7 +215,8 @@ func (w *Writer) start() {
 // work encodes column chunks until the writer closes.
 func (w *Writer) work() {
 	defer w.workers.Done()
-	e := &encoder{codec: w.codec, stop: &w.stop}
+	e := getEncoder(w.codec, &w.stop)
+	defer putEncoder(e)
 	for t := range w.tasks {
 		g := t.g
 		if !w.stop.Load() {
@@ -293,6 +289,7 @@ func (w *Writer) writeHead() error {
 		if err := w.write(ch.buf); err != nil {
 			return err
 		}
+		putBuffer(ch.buf)
 		md := format.ColumnMetaData{
 			Type:                  c.kind.physical(),
 			Encoding:              ch.encodings,
