@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"sync"
 	"sync/atomic"
@@ -96,7 +97,11 @@ func (e *encoder) encode(c *column, parts []part, rows int) (chunk, error) {
 		st.nulls += int64(parts[i].nulls)
 	}
 	if !c.optional && st.nulls > 0 {
-		return out, fmt.Errorf("column %q is not nullable but has %d null values", c.name, st.nulls)
+		nulls := "a null"
+		if st.nulls > 1 {
+			nulls = fmt.Sprintf("%d nulls", st.nulls)
+		}
+		return out, fmt.Errorf("column %q is not nullable but has %s", c.name, nulls)
 	}
 
 	dictSize, useDict := e.dictionary(c.kind, parts)
@@ -168,6 +173,10 @@ func (e *encoder) encode(c *column, parts []part, rows int) (chunk, error) {
 // appendPage compresses page and appends it, after its header, to the
 // chunk's output.
 func (e *encoder) appendPage(out *chunk, hdr *format.PageHeader, page []byte) error {
+	if len(page) > math.MaxInt32 {
+		// Pages are cut at 1 MiB on average; only values of gigabytes get here.
+		return fmt.Errorf("a page of %d bytes is over Parquet's limit of 2 GiB", len(page))
+	}
 	comp := page
 	if e.codec != nil {
 		var err error

@@ -295,7 +295,7 @@ func TestNotNullableWithNulls(t *testing.T) {
 	if err := w.Write(rec); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Close(); err == nil || !strings.Contains(err.Error(), `column "k" is not nullable but has 1 null`) {
+	if err := w.Close(); err == nil || !strings.Contains(err.Error(), `column "k" is not nullable but has a null`) {
 		t.Errorf("Close: %v", err)
 	}
 }
