@@ -91,6 +91,9 @@ func putBuffer(b []byte) {
 
 // encode encodes c's rows in parts (rows in all) as one column chunk.
 func (e *encoder) encode(c *column, parts []part, rows int) (chunk, error) {
+	// The byte array dictionary views the records' buffers: forgotten after
+	// the chunk, so that a pooled encoder pins no caller's memory.
+	defer e.bytes.reset()
 	out := chunk{values: int64(rows), buf: getBuffer()}
 	st := newStats(c.kind)
 	for i := range parts {

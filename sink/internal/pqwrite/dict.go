@@ -83,6 +83,7 @@ func (d *bytesDict) reset() {
 		d.index = make(map[string]int32)
 	}
 	clear(d.index)
+	clear(d.vals)
 	d.vals, d.size = d.vals[:0], 0
 }
 

@@ -133,8 +133,8 @@ func NewWriter(out io.Writer, schema *arrow.Schema, opts Options) (*Writer, erro
 }
 
 // maxInFlight is the most row groups submitted and not yet written: enough
-// for every worker to have a chunk to encode (a row group has one per
-// column), one more being filled behind them, and one being written.
+// that every worker has a chunk to encode (a row group has one per column),
+// and one more, written out while the others are encoded.
 func maxInFlight(workers, cols int) int {
 	return (workers+cols-1)/max(cols, 1) + 1
 }
