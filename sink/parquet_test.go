@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -705,4 +706,33 @@ func TestParquetWriterOtherTypes(t *testing.T) {
 	}
 	got, _ := readParquet(t, path)
 	checkRecords(t, rec, got)
+}
+
+func TestParquetWriterCanceledMidway(t *testing.T) {
+	// Rows made while earlier row groups are encoding, then a cancel: the
+	// error is the context's, nothing is left, every batch is released.
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	cols := allTypeColumns(100, 5)
+	rec := buildRecord(mem, cols, 5000)
+	defer rec.Release()
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	batches := 0
+	err := WriteRows(ctx, filepath.Join(dir, "c.parquet"), rec.Schema(), rec.NumRows(), func(lo, hi int64) arrow.Record {
+		if batches++; batches == 3 {
+			cancel()
+		}
+		// A copy, so that only the writer holds it once WriteRows lets go.
+		b := buildRecord(mem, cols, int(hi))
+		defer b.Release()
+		return b.NewSlice(lo, hi)
+	}, Options{BatchRows: 1000})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if names := dirEntries(t, dir); len(names) != 0 {
+		t.Errorf("left %v", names)
+	}
 }
