@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -734,5 +735,39 @@ func TestParquetWriterCanceledMidway(t *testing.T) {
 	}
 	if names := dirEntries(t, dir); len(names) != 0 {
 		t.Errorf("left %v", names)
+	}
+}
+
+func TestParquetWriterRandomShapes(t *testing.T) {
+	// Row groups, pieces and cardinalities at random: pages that cross the
+	// record slices' boundaries, validity bitmaps at odd offsets.
+	rng := rand.New(rand.NewPCG(5, 6))
+	for trial := range 25 {
+		c := pqCase{
+			name: fmt.Sprintf("random %d", trial),
+			rows: rng.IntN(3000),
+			card: []int{1, 3, 300, 1 << 40}[rng.IntN(4)],
+			opts: Options{BatchRows: 1 + rng.IntN(1500), Compression: []string{"zstd", "snappy", "none"}[rng.IntN(3)]},
+		}
+		for range 1 + rng.IntN(3) {
+			c.pieces = append(c.pieces, 1+rng.IntN(700))
+		}
+		mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+		rec := buildRecord(mem, c.columns(), c.rows)
+		path := filepath.Join(t.TempDir(), "r.parquet")
+		writePieces(t, path, rec, c.pieces, c.opts)
+		var want []int64
+		for lo := 0; lo < c.rows; lo += c.opts.BatchRows {
+			want = append(want, int64(min(c.opts.BatchRows, c.rows-lo)))
+		}
+		got, pf := readParquet(t, path)
+		checkCells(t, c.name, rec, got)
+		checkArrowStats(t, pf)
+		checkWithParquetGo(t, path, rec, want)
+		for _, r := range got {
+			r.Release()
+		}
+		rec.Release()
+		mem.AssertSize(t, 0)
 	}
 }
