@@ -38,9 +38,12 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 )
 
-// createdBy names the writer in the footer. Readers that work around old
+// createdBy names the writer in the footer, in the format's "NAME version
+// VERSION" form: parquet-java ignores the byte array statistics of a file
+// whose created_by does not parse, and readers that work around old
 // writers' bugs (Arrow's, parquet-java's) match only their own names.
-const createdBy = "gpipe"
+// gpipe has no release yet; its command prints "dev" for its version too.
+const createdBy = "gpipe version dev"
 
 const magic = "PAR1"
 
