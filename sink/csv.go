@@ -105,6 +105,8 @@ func (e *csvEnc) write(rec arrow.Record) error {
 
 func (e *csvEnc) close() error { return nil }
 
+func (e *csvEnc) abort() {}
+
 // newCSVColumn returns the formatter of one column of one record; the types
 // are those csvSupported accepts.
 func newCSVColumn(a arrow.Array) csvColumn {

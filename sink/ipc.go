@@ -52,6 +52,8 @@ func (e *ipcEnc) write(rec arrow.Record) error { return e.w.Write(rec) }
 
 func (e *ipcEnc) close() error { return e.w.Close() }
 
+func (e *ipcEnc) abort() {}
+
 // posWriter gives the IPC file writer the Seek it asks for, which it only
 // uses to learn the current offset, so that Arrow IPC files can go to pipes
 // and standard output as well as to files. Positions count from the first

@@ -130,9 +130,13 @@ type Options struct {
 // for concurrent use.
 type Writer interface {
 	// Write writes rec (of any size, in batches of at most
-	// Options.BatchRows rows). The writer does not keep rec after Write
-	// returns. After an error the writer is spent: later calls return the
-	// same error and the output has been removed.
+	// Options.BatchRows rows). A Parquet writer keeps rec (retained, not
+	// copied) until the row groups that hold its rows are encoded, so that
+	// encoding overlaps the caller's making of the next record: Arrow
+	// records are immutable, and the caller must not change rec's buffers
+	// before Close or Abort returns. Other formats are done with rec when
+	// Write returns. After an error the writer is spent: later calls return
+	// the same error and the output has been removed.
 	Write(rec arrow.Record) error
 	// Close finishes the output (the footer of a file, the end of a stream),
 	// flushes it and, for a file, renames it into place. On error the output
@@ -144,10 +148,16 @@ type Writer interface {
 	Abort()
 }
 
-// encoder turns batches into one format's bytes on a buffered writer.
+// encoder turns batches into one format's bytes on a buffered writer, on
+// the caller's goroutine (the Parquet encoder encodes on others, but writes
+// only within write and close).
 type encoder interface {
+	// write takes a batch; an encoder may keep it (retained) until close.
 	write(rec arrow.Record) error
 	close() error
+	// abort stops the encoder's work and releases what it holds; it
+	// writes nothing more. It does nothing after close.
+	abort()
 }
 
 // WriteRecord writes one record to path: Create, Write in batches (checking
@@ -426,8 +436,12 @@ func (w *writer) fail(err error, what string) error {
 	return err
 }
 
-// cleanup closes the file and removes the temporary one; it can run twice.
+// cleanup stops the encoder, closes the file and removes the temporary
+// one; it can run twice.
 func (w *writer) cleanup() {
+	if w.enc != nil {
+		w.enc.abort()
+	}
 	if w.file != nil {
 		_ = w.file.Close()
 		w.file = nil
