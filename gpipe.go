@@ -52,6 +52,12 @@ type LoadOptions struct {
 	Stdin io.Reader
 	// Alloc holds the edge columns and layouts; nil means Go memory.
 	Alloc memory.Allocator
+	// Device, when set, builds the graph on this GPU where it can
+	// (operators.GPU.BuildGraph): its layouts stay there for the operator,
+	// and the host keeps the keys and offsets. The edge columns are then
+	// read into Go memory, not Alloc: they reach the GPU through a pinned
+	// ring (docs/architecture.md, "The device build").
+	Device *operators.GPU
 	// Stage, when set, is called as each stage starts ("read", "build").
 	Stage func(name string)
 }
@@ -67,6 +73,8 @@ type Graph struct {
 	Skipped edges.Skips
 	// ReadTime and BuildTime are the wall time of the two stages.
 	ReadTime, BuildTime time.Duration
+	// Built says where the graph was built (the GPU or the host) and why.
+	Built operators.BuildReport
 }
 
 // Load reads the edge table at input ("-" for an Arrow IPC stream on
@@ -80,7 +88,7 @@ func Load(ctx context.Context, input string, opts LoadOptions) (*Graph, error) {
 	stage(opts, "read")
 	start := time.Now()
 	t, err := ingest.Open(ctx, input, opts.Stdin, edges.Options{
-		Columns: opts.Columns, Format: opts.Format, SkipInvalid: opts.SkipInvalid, Alloc: opts.Alloc,
+		Columns: opts.Columns, Format: opts.Format, SkipInvalid: opts.SkipInvalid, Alloc: opts.ReadAlloc(),
 	})
 	if err != nil {
 		return nil, err
@@ -101,18 +109,26 @@ func Load(ctx context.Context, input string, opts LoadOptions) (*Graph, error) {
 func Build(ctx context.Context, t *edges.Table, opts LoadOptions) (*Graph, error) {
 	stage(opts, "build")
 	start := time.Now()
-	cg, err := convert.Build(ctx, t, convert.BuildOptions{
+	bopts := convert.BuildOptions{
 		Undirected:  opts.Undirected,
 		Weighted:    t.HasWeight,
 		Weights:     opts.Weights,
 		SkipInvalid: opts.SkipInvalid,
 		BuildIn:     opts.BuildIn,
 		Alloc:       opts.Alloc,
-	})
+	}
+	var cg *convert.Graph
+	built := operators.BuildReport{Device: "cpu"}
+	var err error
+	if opts.Device != nil {
+		cg, built, err = opts.Device.BuildGraph(ctx, t, bopts)
+	} else {
+		cg, err = convert.Build(ctx, t, bopts)
+	}
 	if err != nil {
 		return nil, err
 	}
-	g := &Graph{Graph: cg, Name: t.Name, RowsRead: t.RowsRead, Skipped: edges.Skips{}, BuildTime: time.Since(start)}
+	g := &Graph{Graph: cg, Name: t.Name, RowsRead: t.RowsRead, Skipped: edges.Skips{}, BuildTime: time.Since(start), Built: built}
 	for reason, n := range t.Skipped {
 		g.Skipped.Add(reason, n)
 	}
@@ -120,6 +136,18 @@ func Build(ctx context.Context, t *edges.Table, opts LoadOptions) (*Graph, error
 		g.Skipped.Add(reason, n)
 	}
 	return g, nil
+}
+
+// ReadAlloc is the allocator the edge columns are read into: Alloc, or Go
+// memory when the graph is built on a GPU (the columns are copied there
+// through a pinned ring, which costs less than pinning them: a whole
+// column of pinned memory is pinned, zeroed and faulted in on one thread
+// before the reader can write it).
+func (opts LoadOptions) ReadAlloc() memory.Allocator {
+	if opts.Device != nil {
+		return nil
+	}
+	return opts.Alloc
 }
 
 func stage(opts LoadOptions, name string) {

@@ -5,7 +5,10 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/gpipe/gpipe/ingest/edges"
 )
 
 // Graphs built off the host.
@@ -147,3 +150,13 @@ func freeEdges(a memory.Allocator, c *CSR) {
 // that build from them; an error leaves them empty, and the layouts built
 // from them empty too (Materialize returns it).
 func (g *Graph) hostEdges() bool { return g.Materialize() == nil }
+
+// DirectLimit is the widest range of integer keys (largest ordinal less
+// smallest) that the build renumbers through a presence bitmap rather than a
+// hash table or a sort, for a table of the given number of endpoints (twice
+// its rows), so that a build elsewhere takes the same path.
+func DirectLimit(endpoints int64) uint64 { return directLimit(int(endpoints)) }
+
+// KeyArrowType is the type of the output's vertex column for t's keys: the
+// input key column's type, dictionary encoding removed.
+func KeyArrowType(t *edges.Table) arrow.DataType { return keyArrowType(t) }
