@@ -1002,18 +1002,13 @@ func (e *deviceEdges) Fetch(out, in *convert.CSR) error {
 		return err
 	}
 	defer s.Destroy()
-	copies := []struct {
+	type copyTo struct {
 		dst []byte
 		src *gpu.DeviceBuffer
-	}{{alloc.Bytes(out.Targets), e.outTargets}, {alloc.Bytes(out.Weights), e.outWeights}}
+	}
+	copies := []copyTo{{alloc.Bytes(out.Targets), e.outTargets}, {alloc.Bytes(out.Weights), e.outWeights}}
 	if in != nil {
-		copies = append(copies, struct {
-			dst []byte
-			src *gpu.DeviceBuffer
-		}{alloc.Bytes(in.Targets), e.inSources}, struct {
-			dst []byte
-			src *gpu.DeviceBuffer
-		}{alloc.Bytes(in.Weights), e.inWeights})
+		copies = append(copies, copyTo{alloc.Bytes(in.Targets), e.inSources}, copyTo{alloc.Bytes(in.Weights), e.inWeights})
 	}
 	for _, c := range copies {
 		if len(c.dst) == 0 {
