@@ -550,24 +550,23 @@ func TestPinnedAllocatorArrow(t *testing.T) {
 	}
 }
 
-// BenchmarkPinnedColumn is a reader's column of 256 MiB from the pinned
-// allocator (here over Go memory: the CPU side of it only, without
-// cuMemHostAlloc's pinning), written whole by all cores, then freed, no
-// cache: what reading one column into pinned memory costs beyond decoding.
-// BenchmarkGoColumn is the same in Go memory, as the CPU backend reads.
-func BenchmarkPinnedColumn(b *testing.B) {
+// Reading a column of 256 MiB into the pinned allocator (here over Go
+// memory: its CPU side only, without cuMemHostAlloc's pinning), written
+// whole by all cores, then freed, no cache; against the same in Go memory,
+// as the CPU backend reads. pinned_bench_test.go has the real thing.
+func BenchmarkColumnFakePinned(b *testing.B) {
 	a := newPinnedAllocator(newFakeHostMemory())
 	a.SetCacheLimit(0)
-	benchColumn(b, func(n int) []int64 { return alloc.Slice[int64](a, n) }, func(s []int64) { alloc.Free(a, s) })
+	benchColumn(b, 256<<20, func(n int) []int64 { return alloc.Slice[int64](a, n) }, func(s []int64) { alloc.Free(a, s) })
 }
 
-func BenchmarkGoColumn(b *testing.B) {
-	benchColumn(b, func(n int) []int64 { return make([]int64, n) }, func([]int64) {})
+func BenchmarkColumnGo(b *testing.B) {
+	benchColumn(b, 256<<20, func(n int) []int64 { return make([]int64, n) }, func([]int64) {})
 }
 
-func benchColumn(b *testing.B, get func(n int) []int64, put func([]int64)) {
-	const n = 32 << 20
-	b.SetBytes(n * 8)
+func benchColumn(b *testing.B, bytes int, get func(n int) []int64, put func([]int64)) {
+	n := bytes / 8
+	b.SetBytes(int64(bytes))
 	for i := 0; i < b.N; i++ {
 		s := get(n)
 		par.For(n, 1<<16, func(lo, hi int) {
