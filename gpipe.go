@@ -87,6 +87,11 @@ func Load(ctx context.Context, input string, opts LoadOptions) (*Graph, error) {
 	}
 	stage(opts, "read")
 	start := time.Now()
+	if opts.Device != nil {
+		// Load the build's kernels and pin its staging ring while the
+		// table is read; the build waits for it.
+		go opts.Device.PrepareBuild()
+	}
 	t, err := ingest.Open(ctx, input, opts.Stdin, edges.Options{
 		Columns: opts.Columns, Format: opts.Format, SkipInvalid: opts.SkipInvalid, Alloc: opts.ReadAlloc(),
 	})

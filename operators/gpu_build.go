@@ -64,12 +64,12 @@ func (b *GPU) BuildGraph(ctx context.Context, t *edges.Table, opts convert.Build
 	if why := b.deviceBuildRefusal(t, opts); why != "" {
 		return hostBuild(ctx, t, opts, why)
 	}
-	b.buildMu.Lock()
-	defer b.buildMu.Unlock()
 	d := &devBuild{b: b, t: t, opts: opts, m: t.NumEdges(), owned: map[*gpu.DeviceBuffer]bool{}, rep: BuildReport{Device: "gpu"}}
 	d.suffix, d.keySize = keyKernel(t.KeyType)
+	b.buildMu.Lock()
 	g, err := d.run(ctx)
 	d.release()
+	b.buildMu.Unlock()
 	var fallback *hostFallback
 	if errors.As(err, &fallback) {
 		return hostBuild(ctx, t, opts, fallback.reason)
@@ -1024,7 +1024,22 @@ func (e *deviceEdges) Fetch(out, in *convert.CSR) error {
 	return s.Synchronize()
 }
 
-// stager is the backend's pinned staging ring, made on first use.
+// PrepareBuild loads the build's kernels and pins its staging ring, so
+// that a build soon after finds them ready: gpipe.Load calls it while it
+// reads the table. An error here is the build's to report (it tries
+// again), so it is only returned.
+func (b *GPU) PrepareBuild() error {
+	b.buildMu.Lock()
+	defer b.buildMu.Unlock()
+	if _, err := b.stager(); err != nil {
+		return err
+	}
+	_, err := b.kernel(kernels.GraphBuild, "gb_popc") // the whole module, JIT-compiled
+	return err
+}
+
+// stager is the backend's pinned staging ring, made on first use; the
+// caller holds buildMu.
 func (b *GPU) stager() (*stager, error) {
 	if b.stage == nil {
 		st, err := newStager(b.ctx, stageSlots, stageSlotBytes)
