@@ -60,10 +60,10 @@ type Report struct {
 	// resident set (getrusage's ru_maxrss) at the end of the job: the edge
 	// columns, the layouts on the host, pinned buffers and the Go heap's
 	// slack; 0 where the platform does not say.
-	PeakHostBytes int64 `json:"peak_host_bytes,omitempty"`
-	Iterations  int              `json:"iterations"`
-	Unreached   int              `json:"unreached,omitempty"`
-	Warnings    []string         `json:"warnings,omitempty"`
+	PeakHostBytes int64    `json:"peak_host_bytes,omitempty"`
+	Iterations    int      `json:"iterations"`
+	Unreached     int      `json:"unreached,omitempty"`
+	Warnings      []string `json:"warnings,omitempty"`
 	// Notes say what the job did with what it was given that a reader of
 	// the report might not expect (a weight column it ignored); unlike
 	// warnings they are not printed.
@@ -93,8 +93,8 @@ type Timings struct {
 	// Upload is the part of Build that copied the edge columns to the GPU,
 	// when the GPU built the graph.
 	Upload float64 `json:"upload_s,omitempty"`
-	Write    float64 `json:"write_s"`
-	Total    float64 `json:"total_s"`
+	Write  float64 `json:"write_s"`
+	Total  float64 `json:"total_s"`
 }
 
 // RunJob runs a whole job. Parameters, the operator and the output format are

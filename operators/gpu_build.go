@@ -1124,3 +1124,7 @@ func readsHostEdges(op Operator, p Params) bool {
 // the layouts' sizes (vwcConfigFor, outlierQueueBytes): offsets and counts,
 // which a graph built on the GPU has on the host.
 func (BFS) readsHostEdges(Params) bool { return false }
+
+// readsHostEdges: Afforest reads on the host only the layouts' sizes; the
+// other strategies (and auto, which may choose them) read more.
+func (CC) readsHostEdges(p Params) bool { return p.Strategy != strategyAfforest }

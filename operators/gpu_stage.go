@@ -33,7 +33,7 @@ type stageSlot struct {
 const (
 	stageSlots     = 4
 	stageSlotBytes = 32 << 20
-	stagePiece     = 1 << 20 // what one core copies at a time
+	stagePiece     = 512 << 10 // what one core copies at a time
 )
 
 // newStager pins slots buffers of size bytes each.
