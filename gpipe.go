@@ -87,20 +87,27 @@ func Load(ctx context.Context, input string, opts LoadOptions) (*Graph, error) {
 	}
 	stage(opts, "read")
 	start := time.Now()
+	readOpts := edges.Options{Columns: opts.Columns, Format: opts.Format, SkipInvalid: opts.SkipInvalid, Alloc: opts.ReadAlloc()}
+	var up *operators.ColumnUpload
 	if opts.Device != nil {
 		// Load the build's kernels and pin its staging ring while the
-		// table is read; the build waits for it.
+		// table is read, and copy the columns to the GPU as the reader
+		// decodes them (where it says so: Parquet).
 		go opts.Device.PrepareBuild()
+		up = opts.Device.NewColumnUpload()
+		readOpts.Stream = up
+		defer up.Release()
 	}
-	t, err := ingest.Open(ctx, input, opts.Stdin, edges.Options{
-		Columns: opts.Columns, Format: opts.Format, SkipInvalid: opts.SkipInvalid, Alloc: opts.ReadAlloc(),
-	})
+	t, err := ingest.Open(ctx, input, opts.Stdin, readOpts)
+	if up != nil {
+		up.Finish()
+	}
 	if err != nil {
 		return nil, err
 	}
 	defer t.Release()
 	readTime := time.Since(start)
-	g, err := Build(ctx, t, opts)
+	g, err := build(ctx, t, opts, up)
 	if err != nil {
 		return nil, err
 	}
@@ -112,6 +119,12 @@ func Load(ctx context.Context, input string, opts LoadOptions) (*Graph, error) {
 // generator, or batches that arrived over Arrow Flight). The table may be
 // released once Build returns.
 func Build(ctx context.Context, t *edges.Table, opts LoadOptions) (*Graph, error) {
+	return build(ctx, t, opts, nil)
+}
+
+// build is Build from the columns up copied to the GPU during the read
+// (up nil: none).
+func build(ctx context.Context, t *edges.Table, opts LoadOptions, up *operators.ColumnUpload) (*Graph, error) {
 	stage(opts, "build")
 	start := time.Now()
 	bopts := convert.BuildOptions{
@@ -126,7 +139,7 @@ func Build(ctx context.Context, t *edges.Table, opts LoadOptions) (*Graph, error
 	built := operators.BuildReport{Device: "cpu"}
 	var err error
 	if opts.Device != nil {
-		cg, built, err = opts.Device.BuildGraph(ctx, t, bopts)
+		cg, built, err = opts.Device.BuildGraphFrom(ctx, t, bopts, up)
 	} else {
 		cg, err = convert.Build(ctx, t, bopts)
 	}

@@ -61,11 +61,28 @@ const (
 // rows, a weight the operator's rule refuses), the host builds it, and the
 // report says why. The table may be released once BuildGraph returns.
 func (b *GPU) BuildGraph(ctx context.Context, t *edges.Table, opts convert.BuildOptions) (*convert.Graph, BuildReport, error) {
+	return b.BuildGraphFrom(ctx, t, opts, nil)
+}
+
+// BuildGraphFrom is BuildGraph starting from the columns an upload copied
+// while t was read (up may be nil); an upload that missed rows is freed
+// and the table uploaded again.
+func (b *GPU) BuildGraphFrom(ctx context.Context, t *edges.Table, opts convert.BuildOptions, up *ColumnUpload) (*convert.Graph, BuildReport, error) {
 	if why := b.deviceBuildRefusal(t, opts); why != "" {
+		if up != nil {
+			up.Release()
+		}
 		return hostBuild(ctx, t, opts, why)
 	}
 	d := &devBuild{b: b, t: t, opts: opts, m: t.NumEdges(), owned: map[*gpu.DeviceBuffer]bool{}, rep: BuildReport{Device: "gpu"}}
 	d.suffix, d.keySize = keyKernel(t.KeyType)
+	if up != nil {
+		// Before the lock: the upload holds it until its last copy.
+		cols, waited, ok := up.take(t, opts.Weighted)
+		if ok {
+			d.uploaded, d.rep.Upload = &cols, waited
+		}
+	}
 	b.buildMu.Lock()
 	g, err := d.run(ctx)
 	d.release()
@@ -192,6 +209,9 @@ type devBuild struct {
 	// or handed to the layout cache.
 	owned map[*gpu.DeviceBuffer]bool
 	rep   BuildReport
+	// uploaded are the columns an upload copied during the read, if they
+	// are the whole table's.
+	uploaded *columns
 }
 
 // Where run keeps its counters, in the scalars buffer (uint64 each).
@@ -392,6 +412,14 @@ func setU64s(s *gpu.Stream, buf *gpu.DeviceBuffer, i, n int64, v byte) error {
 // upload copies the edge columns to the device, chunk by chunk, through the
 // backend's stager.
 func (d *devBuild) upload(ctx context.Context) (columns, error) {
+	if c := d.uploaded; c != nil {
+		for _, buf := range []*gpu.DeviceBuffer{c.src, c.dst, c.w} {
+			if buf != nil {
+				d.owned[buf] = true
+			}
+		}
+		return *c, nil
+	}
 	start := time.Now()
 	var c columns
 	var err error

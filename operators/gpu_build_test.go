@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gpipe/gpipe/convert"
@@ -307,9 +308,15 @@ func TestGPUBuildLarge(t *testing.T) {
 // difference.
 func checkDeviceBuild(t *testing.T, b *GPU, name string, tab *edges.Table, opts convert.BuildOptions, wantPath string) {
 	t.Helper()
+	checkDeviceBuildFrom(t, b, name, tab, opts, wantPath, nil)
+}
+
+// checkDeviceBuildFrom is checkDeviceBuild from the columns of an upload.
+func checkDeviceBuildFrom(t *testing.T, b *GPU, name string, tab *edges.Table, opts convert.BuildOptions, wantPath string, up *ColumnUpload) {
+	t.Helper()
 	ctx := context.Background()
 	want, werr := convert.Build(ctx, tab, opts)
-	got, rep, err := b.BuildGraph(ctx, tab, opts)
+	got, rep, err := b.BuildGraphFrom(ctx, tab, opts, up)
 	if werr != nil || err != nil {
 		if werr == nil || err == nil || werr.Error() != err.Error() {
 			t.Errorf("%s: error %v, want %v", name, err, werr)
@@ -323,7 +330,7 @@ func checkDeviceBuild(t *testing.T, b *GPU, name string, tab *edges.Table, opts 
 		t.Errorf("%s: built on the host: %s", name, rep.Reason)
 		return
 	}
-	if rep.Renumber != wantPath {
+	if wantPath != "" && rep.Renumber != wantPath {
 		t.Errorf("%s: renumbered by %s, want %s", name, rep.Renumber, wantPath)
 	}
 	if got.OnHost() {
@@ -802,5 +809,69 @@ func TestBuildBytes(t *testing.T) {
 	}
 	if buildBytes(m, 8, false, false, false, 0, 1<<24) <= base {
 		t.Error("more vertices cost nothing")
+	}
+}
+
+// TestGPUColumnUpload feeds an upload the table's chunks as a reader would
+// (from several goroutines, in any order), then builds from it: the same
+// graph as the host's; an upload that missed a chunk, or the weights, is
+// dropped and the table uploaded again; one never taken frees its memory.
+func TestGPUColumnUpload(t *testing.T) {
+	b := testGPU(t)
+	rng := rand.New(rand.NewPCG(freshSeed(t), 43))
+	s := randomShape(rng, "random-30000", 5000, 30000, 0.02, 0.2)
+	before := b.ctx.Allocated()
+	for _, c := range []struct {
+		name          string
+		drop          bool // one chunk never arrives
+		weightsUpload bool
+		opts          convert.BuildOptions
+	}{
+		{"whole", false, true, convert.BuildOptions{Undirected: true, Weighted: true}},
+		{"whole-unweighted-build", false, true, convert.BuildOptions{BuildIn: true}},
+		{"missing-chunk", true, true, convert.BuildOptions{Weighted: true, BuildIn: true}},
+		{"missing-weights", false, false, convert.BuildOptions{Weighted: true}},
+	} {
+		for _, kt := range intKeyTypes {
+			tab := shapeTable(rng, s, kt, labelOrds(rng, kt, s.nv, rng.IntN(2) == 0), true)
+			for len(tab.Chunks) < 3 { // several pieces to scramble
+				tab = shapeTable(rng, s, kt, labelOrds(rng, kt, s.nv, false), true)
+			}
+			up := b.NewColumnUpload()
+			up.Begin(tab.NumEdges(), tab.KeyType, c.weightsUpload)
+			starts := make([]int64, len(tab.Chunks))
+			largest := 0
+			for k := 1; k < len(starts); k++ {
+				starts[k] = starts[k-1] + int64(tab.Chunks[k-1].Len())
+				if tab.Chunks[k].Len() > tab.Chunks[largest].Len() {
+					largest = k
+				}
+			}
+			var wg sync.WaitGroup
+			for _, k := range rng.Perm(len(tab.Chunks)) {
+				if c.drop && k == largest {
+					continue
+				}
+				wg.Add(1)
+				go func(at int64, ch edges.Chunk) {
+					defer wg.Done()
+					up.Rows(at, &ch)
+				}(starts[k], tab.Chunks[k])
+			}
+			wg.Wait()
+			up.Finish()
+			name := fmt.Sprintf("%s/%v", c.name, kt)
+			checkDeviceBuildFrom(t, b, name, tab, c.opts, "", up)
+		}
+	}
+	// Never taken: Release frees the columns.
+	tab := shapeTable(rng, s, edges.KeyInt64, labelOrds(rng, edges.KeyInt64, s.nv, false), true)
+	up := b.NewColumnUpload()
+	up.Begin(tab.NumEdges(), tab.KeyType, true)
+	up.Rows(0, &tab.Chunks[0])
+	up.Finish()
+	up.Release()
+	if got := b.ctx.Allocated(); got > before {
+		t.Errorf("device memory %d after the uploads, %d before", got, before)
 	}
 }
