@@ -1058,11 +1058,12 @@ func (e *deviceEdges) Fetch(out, in *convert.CSR) error {
 // again), so it is only returned.
 func (b *GPU) PrepareBuild() error {
 	b.buildMu.Lock()
-	defer b.buildMu.Unlock()
-	if _, err := b.stager(); err != nil {
+	_, err := b.stager()
+	b.buildMu.Unlock()
+	if err != nil {
 		return err
 	}
-	_, err := b.kernel(kernels.GraphBuild, "gb_popc") // the whole module, JIT-compiled
+	_, err = b.kernel(kernels.GraphBuild, "gb_popc") // the whole module, JIT-compiled
 	return err
 }
 
