@@ -1,5 +1,5 @@
 // A small CUDA emulator for checking kernels on a machine without a GPU:
-// each block of a launch runs as blockDim.x OS threads, one block at a
+// each block of a launch runs on a pool of 256 OS threads, one block at a
 // time, with __syncthreads a barrier over the block and the warp
 // intrinsics (shuffles, ballots, __match_any_sync) exchanges through a
 // barrier over the warp's 32 threads. __shared__ variables are statics
@@ -13,6 +13,8 @@
 #include <barrier>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -64,24 +66,55 @@ inline T read(Warp& w, unsigned l) {
     return v;
 }
 
-// Launch runs kernel(args...) over a grid of blocks of `threads` threads.
+// Pool is the threads a block runs on, made once: thread t is always
+// threadIdx.x t, and each block of a launch runs a job on all of them.
+struct Pool {
+    static constexpr unsigned threads = 256;
+    std::vector<std::thread> ts;
+    std::barrier<> start{threads + 1}, end{threads + 1};
+    std::function<void()> job;
+
+    Pool() {
+        for (unsigned t = 0; t < threads; t++)
+            ts.emplace_back([this, t] {
+                threadIdx.x = t;
+                for (;;) {
+                    start.arrive_and_wait();
+                    job();
+                    end.arrive_and_wait();
+                }
+            });
+        for (auto& t : ts) t.detach();
+    }
+};
+
+inline Pool& pool() {
+    static Pool* p = new Pool;  // never destroyed: its threads run until exit
+    return *p;
+}
+
+// Launch runs kernel(args...) over a grid of blocks of 256 threads, one
+// block after the other.
 template <typename... K, typename... A>
 void launch(void (*kernel)(K...), unsigned blocks, unsigned threads, A... args) {
+    if (threads != Pool::threads) {
+        std::fprintf(stderr, "cuda_emu: blocks of %u threads; only %u are emulated\n", threads, Pool::threads);
+        std::abort();
+    }
+    Pool& p = pool();
     gridDim.x = blocks;
     blockDim.x = threads;
-    for (unsigned b = 0; b < blocks; b++) {
+    if (!block_barrier) {
         block_barrier = std::make_unique<std::barrier<>>(threads);
-        warps.clear();
-        for (unsigned w = 0; w < (threads + 31) / 32; w++) warps.push_back(std::make_unique<Warp>());
-        std::vector<std::thread> ts;
-        for (unsigned t = 0; t < threads; t++) {
-            ts.emplace_back([=] {
-                threadIdx.x = t;
-                blockIdx.x = b;
-                kernel(K(args)...);
-            });
-        }
-        for (auto& t : ts) t.join();
+        for (unsigned w = 0; w < threads / 32; w++) warps.push_back(std::make_unique<Warp>());
+    }
+    for (unsigned b = 0; b < blocks; b++) {
+        p.job = [&] {
+            blockIdx.x = b;
+            kernel(K(args)...);
+        };
+        p.start.arrive_and_wait();
+        p.end.arrive_and_wait();
     }
 }
 
