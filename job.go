@@ -56,6 +56,10 @@ type Report struct {
 	// BuildReason says why the host built it for a job a GPU may run.
 	BuildDevice string `json:"build_device"`
 	BuildReason string `json:"build_reason,omitempty"`
+	// UploadDuringRead says the edge columns were copied to the GPU while
+	// they were read (Parquet), so that upload_s is only the build's wait
+	// for the last copies.
+	UploadDuringRead bool `json:"upload_during_read,omitempty"`
 	// PeakHostBytes is the most host memory the process held, as its peak
 	// resident set (getrusage's ru_maxrss) at the end of the job: the edge
 	// columns, the layouts on the host, pinned buffers and the Go heap's
@@ -176,7 +180,7 @@ func RunJob(ctx context.Context, job Job) (*Report, error) {
 		RowsRead: g.RowsRead, RowsSkipped: g.Skipped.Total(), Skipped: g.Skipped,
 		Vertices: g.NumVertices(), Edges: g.NumEdges(), InputEdges: g.Stats.InputEdges,
 		SelfLoops: g.Stats.SelfLoops, MergedEdges: g.Stats.Merged,
-		BuildDevice: g.Built.Device, BuildReason: g.Built.Reason,
+		BuildDevice: g.Built.Device, BuildReason: g.Built.Reason, UploadDuringRead: g.Built.DuringRead,
 		Iterations: res.Iterations, Unreached: res.Unreached(), Warnings: res.Warnings,
 		Notes: notes, Result: res,
 	}

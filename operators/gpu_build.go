@@ -36,8 +36,10 @@ type BuildReport struct {
 	// bitmap over a small key range, ranked by popcounts) or "sort".
 	Renumber string
 	// Upload is the time the copies of the edge columns to the GPU took;
-	// it is part of the build's time.
-	Upload time.Duration
+	// it is part of the build's time. Where they were copied during the
+	// read (DuringRead), it is the build's wait for the last copies.
+	Upload     time.Duration
+	DuringRead bool
 	// DeviceBytes is the most GPU memory the build held at once (as
 	// estimated before it, and checked against the free memory).
 	DeviceBytes int64
@@ -80,7 +82,7 @@ func (b *GPU) BuildGraphFrom(ctx context.Context, t *edges.Table, opts convert.B
 		// Before the lock: the upload holds it until its last copy.
 		cols, waited, ok := up.take(t, opts.Weighted)
 		if ok {
-			d.uploaded, d.rep.Upload = &cols, waited
+			d.uploaded, d.rep.Upload, d.rep.DuringRead = &cols, waited, true
 		}
 	}
 	b.buildMu.Lock()
