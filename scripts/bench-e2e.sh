@@ -126,6 +126,8 @@ print()
 for b, r in runs.items():
     if r:
         why = f" ({r['build_reason']})" if r.get("build_reason") else ""
+        if r.get("upload_during_read"):
+            why += ", its columns copied to it during the read"
         print(f"{b}: {r['vertices']} vertices, {r['edges']} edges, built on the {r.get('build_device', '?')}{why}, strategy {r.get('strategy')}")
 try:
     import pyarrow.parquet as pq
