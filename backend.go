@@ -82,6 +82,15 @@ func (b *Backend) Alloc() memory.Allocator {
 	return pinned.alloc
 }
 
+// BuildDevice is the GPU to build the graph on for op (LoadOptions.Device):
+// the backend's GPU when a GPU may run op, else nil (the host builds).
+func (b *Backend) BuildDevice(op operators.Operator) *operators.GPU {
+	if b.gpu == nil || len(operators.GPUStrategies(op.Spec().Name)) == 0 {
+		return nil
+	}
+	return b.gpu
+}
+
 // Check fails at once when the backend cannot run op at all, before any
 // input is read: the GPU chosen for an operator it has no kernels for.
 func (b *Backend) Check(op operators.Operator) error {

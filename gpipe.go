@@ -52,6 +52,12 @@ type LoadOptions struct {
 	Stdin io.Reader
 	// Alloc holds the edge columns and layouts; nil means Go memory.
 	Alloc memory.Allocator
+	// Device, when set, builds the graph on this GPU where it can
+	// (operators.GPU.BuildGraph): its layouts stay there for the operator,
+	// and the host keeps the keys and offsets. The edge columns are then
+	// read into Go memory, not Alloc: they reach the GPU through a pinned
+	// ring (docs/architecture.md, "The device build").
+	Device *operators.GPU
 	// Stage, when set, is called as each stage starts ("read", "build").
 	Stage func(name string)
 }
@@ -67,6 +73,8 @@ type Graph struct {
 	Skipped edges.Skips
 	// ReadTime and BuildTime are the wall time of the two stages.
 	ReadTime, BuildTime time.Duration
+	// Built says where the graph was built (the GPU or the host) and why.
+	Built operators.BuildReport
 }
 
 // Load reads the edge table at input ("-" for an Arrow IPC stream on
@@ -79,15 +87,27 @@ func Load(ctx context.Context, input string, opts LoadOptions) (*Graph, error) {
 	}
 	stage(opts, "read")
 	start := time.Now()
-	t, err := ingest.Open(ctx, input, opts.Stdin, edges.Options{
-		Columns: opts.Columns, Format: opts.Format, SkipInvalid: opts.SkipInvalid, Alloc: opts.Alloc,
-	})
+	readOpts := edges.Options{Columns: opts.Columns, Format: opts.Format, SkipInvalid: opts.SkipInvalid, Alloc: opts.ReadAlloc()}
+	var up *operators.ColumnUpload
+	if opts.Device != nil {
+		// Load the build's kernels and pin its staging ring while the
+		// table is read, and copy the columns to the GPU as the reader
+		// decodes them (where it says so: Parquet).
+		go opts.Device.PrepareBuild()
+		up = opts.Device.NewColumnUpload()
+		readOpts.Stream = up
+		defer up.Release()
+	}
+	t, err := ingest.Open(ctx, input, opts.Stdin, readOpts)
+	if up != nil {
+		up.Finish()
+	}
 	if err != nil {
 		return nil, err
 	}
 	defer t.Release()
 	readTime := time.Since(start)
-	g, err := Build(ctx, t, opts)
+	g, err := build(ctx, t, opts, up)
 	if err != nil {
 		return nil, err
 	}
@@ -99,20 +119,34 @@ func Load(ctx context.Context, input string, opts LoadOptions) (*Graph, error) {
 // generator, or batches that arrived over Arrow Flight). The table may be
 // released once Build returns.
 func Build(ctx context.Context, t *edges.Table, opts LoadOptions) (*Graph, error) {
+	return build(ctx, t, opts, nil)
+}
+
+// build is Build from the columns up copied to the GPU during the read
+// (up nil: none).
+func build(ctx context.Context, t *edges.Table, opts LoadOptions, up *operators.ColumnUpload) (*Graph, error) {
 	stage(opts, "build")
 	start := time.Now()
-	cg, err := convert.Build(ctx, t, convert.BuildOptions{
+	bopts := convert.BuildOptions{
 		Undirected:  opts.Undirected,
 		Weighted:    t.HasWeight,
 		Weights:     opts.Weights,
 		SkipInvalid: opts.SkipInvalid,
 		BuildIn:     opts.BuildIn,
 		Alloc:       opts.Alloc,
-	})
+	}
+	var cg *convert.Graph
+	built := operators.BuildReport{Device: "cpu"}
+	var err error
+	if opts.Device != nil {
+		cg, built, err = opts.Device.BuildGraphFrom(ctx, t, bopts, up)
+	} else {
+		cg, err = convert.Build(ctx, t, bopts)
+	}
 	if err != nil {
 		return nil, err
 	}
-	g := &Graph{Graph: cg, Name: t.Name, RowsRead: t.RowsRead, Skipped: edges.Skips{}, BuildTime: time.Since(start)}
+	g := &Graph{Graph: cg, Name: t.Name, RowsRead: t.RowsRead, Skipped: edges.Skips{}, BuildTime: time.Since(start), Built: built}
 	for reason, n := range t.Skipped {
 		g.Skipped.Add(reason, n)
 	}
@@ -120,6 +154,18 @@ func Build(ctx context.Context, t *edges.Table, opts LoadOptions) (*Graph, error
 		g.Skipped.Add(reason, n)
 	}
 	return g, nil
+}
+
+// ReadAlloc is the allocator the edge columns are read into: Alloc, or Go
+// memory when the graph is built on a GPU (the columns are copied there
+// through a pinned ring, which costs less than pinning them: a whole
+// column of pinned memory is pinned, zeroed and faulted in on one thread
+// before the reader can write it).
+func (opts LoadOptions) ReadAlloc() memory.Allocator {
+	if opts.Device != nil {
+		return nil
+	}
+	return opts.Alloc
 }
 
 func stage(opts LoadOptions, name string) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/echo"
+	"github.com/gpipe/gpipe/internal/rusage"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
 	"github.com/gpipe/gpipe/sink"
@@ -51,9 +52,22 @@ type Report struct {
 	InputEdges  int64            `json:"input_edges"`
 	SelfLoops   int64            `json:"self_loops_dropped"`
 	MergedEdges int64            `json:"parallel_edges_merged"`
-	Iterations  int              `json:"iterations"`
-	Unreached   int              `json:"unreached,omitempty"`
-	Warnings    []string         `json:"warnings,omitempty"`
+	// BuildDevice says where the graph was built: "gpu" or "cpu".
+	// BuildReason says why the host built it for a job a GPU may run.
+	BuildDevice string `json:"build_device"`
+	BuildReason string `json:"build_reason,omitempty"`
+	// UploadDuringRead says the edge columns were copied to the GPU while
+	// they were read (Parquet), so that upload_s is only the build's wait
+	// for the last copies.
+	UploadDuringRead bool `json:"upload_during_read,omitempty"`
+	// PeakHostBytes is the most host memory the process held, as its peak
+	// resident set (getrusage's ru_maxrss) at the end of the job: the edge
+	// columns, the layouts on the host, pinned buffers and the Go heap's
+	// slack; 0 where the platform does not say.
+	PeakHostBytes int64    `json:"peak_host_bytes,omitempty"`
+	Iterations    int      `json:"iterations"`
+	Unreached     int      `json:"unreached,omitempty"`
+	Warnings      []string `json:"warnings,omitempty"`
 	// Notes say what the job did with what it was given that a reader of
 	// the report might not expect (a weight column it ignored); unlike
 	// warnings they are not printed.
@@ -77,10 +91,14 @@ type Timings struct {
 	Read    float64 `json:"read_s"`
 	Build   float64 `json:"build_s"`
 	Compute float64 `json:"compute_s"`
-	// Transfer is the time copying the graph to the GPU took (0 on the CPU).
+	// Transfer is the time copying the graph to the GPU took (0 on the CPU,
+	// and for layouts the GPU built itself).
 	Transfer float64 `json:"transfer_s"`
-	Write    float64 `json:"write_s"`
-	Total    float64 `json:"total_s"`
+	// Upload is the part of Build that copied the edge columns to the GPU,
+	// when the GPU built the graph.
+	Upload float64 `json:"upload_s,omitempty"`
+	Write  float64 `json:"write_s"`
+	Total  float64 `json:"total_s"`
 }
 
 // RunJob runs a whole job. Parameters, the operator and the output format are
@@ -124,6 +142,9 @@ func RunJob(ctx context.Context, job Job) (*Report, error) {
 	if job.Load.Alloc == nil {
 		job.Load.Alloc = backend.Alloc()
 	}
+	if job.Load.Device == nil {
+		job.Load.Device = backend.BuildDevice(op)
+	}
 	g, err := Load(ctx, job.Input, job.Load)
 	if err != nil {
 		return nil, err
@@ -159,6 +180,7 @@ func RunJob(ctx context.Context, job Job) (*Report, error) {
 		RowsRead: g.RowsRead, RowsSkipped: g.Skipped.Total(), Skipped: g.Skipped,
 		Vertices: g.NumVertices(), Edges: g.NumEdges(), InputEdges: g.Stats.InputEdges,
 		SelfLoops: g.Stats.SelfLoops, MergedEdges: g.Stats.Merged,
+		BuildDevice: g.Built.Device, BuildReason: g.Built.Reason, UploadDuringRead: g.Built.DuringRead,
 		Iterations: res.Iterations, Unreached: res.Unreached(), Warnings: res.Warnings,
 		Notes: notes, Result: res,
 	}
@@ -166,6 +188,7 @@ func RunJob(ctx context.Context, job Job) (*Report, error) {
 	rep.Timings.Build = g.BuildTime.Seconds()
 	rep.Timings.Compute = compute.Seconds()
 	rep.Timings.Transfer = res.Transfer.Seconds()
+	rep.Timings.Upload = g.Built.Upload.Seconds()
 
 	if job.Output != "" {
 		stage(job.Load, "write")
@@ -176,6 +199,7 @@ func RunJob(ctx context.Context, job Job) (*Report, error) {
 		rep.Timings.Write = time.Since(writeStart).Seconds()
 	}
 	rep.Timings.Total = time.Since(start).Seconds()
+	rep.PeakHostBytes = rusage.PeakRSS()
 	rep.release, kept = release, true
 	return rep, nil
 }

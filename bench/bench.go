@@ -21,6 +21,7 @@ import (
 	"github.com/gpipe/gpipe/ingest"
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/ingest/gen"
+	"github.com/gpipe/gpipe/internal/rusage"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
 )
@@ -57,17 +58,23 @@ type Report struct {
 	Backend  string `json:"backend"`
 	Strategy string `json:"strategy"`
 	// StrategyReason says why the GPU strategy was chosen.
-	StrategyReason string    `json:"strategy_reason,omitempty"`
-	Input          string    `json:"input"`
-	Vertices       int       `json:"vertices"`
-	Edges          int64     `json:"edges"`
-	InputEdges     int64     `json:"input_edges"`
-	ReadS          float64   `json:"read_s"`
-	BuildS         float64   `json:"build_s"`
-	TrialsS        []float64 `json:"trials_s"`
-	MedianS        float64   `json:"median_s"`
-	MinS           float64   `json:"min_s"`
-	Sources        []string  `json:"sources,omitempty"`
+	StrategyReason string  `json:"strategy_reason,omitempty"`
+	Input          string  `json:"input"`
+	Vertices       int     `json:"vertices"`
+	Edges          int64   `json:"edges"`
+	InputEdges     int64   `json:"input_edges"`
+	ReadS          float64 `json:"read_s"`
+	BuildS         float64 `json:"build_s"`
+	// UploadS is the part of BuildS that copied the edge columns to the
+	// GPU, when the GPU built the graph; BuildDevice says where it was
+	// built ("gpu" or "cpu") and BuildReason why the host built it.
+	UploadS     float64   `json:"upload_s,omitempty"`
+	BuildDevice string    `json:"build_device"`
+	BuildReason string    `json:"build_reason,omitempty"`
+	TrialsS     []float64 `json:"trials_s"`
+	MedianS     float64   `json:"median_s"`
+	MinS        float64   `json:"min_s"`
+	Sources     []string  `json:"sources,omitempty"`
 	// TransferS is the first run's copy of the graph's layouts to the GPU
 	// (the warm-up's; the trials find them there).
 	TransferS float64 `json:"transfer_s,omitempty"`
@@ -95,6 +102,9 @@ type Report struct {
 	LayoutBytes  int64   `json:"layout_bytes"`
 	PeakRSSBytes int64   `json:"peak_rss_bytes,omitempty"`
 	BytesPerEdge float64 `json:"bytes_per_edge,omitempty"`
+	// PeakHostBytes is the process's peak resident set at the end of the
+	// strategy's trials (getrusage's ru_maxrss), as gpipe run reports it.
+	PeakHostBytes int64 `json:"peak_host_bytes,omitempty"`
 	// Notes are as in gpipe.Report.
 	Notes []string `json:"notes,omitempty"`
 }
@@ -141,6 +151,9 @@ func Run(ctx context.Context, cfg Config) ([]*Report, error) {
 	if cfg.Load.Alloc == nil {
 		cfg.Load.Alloc = backend.Alloc()
 	}
+	if cfg.Load.Device == nil {
+		cfg.Load.Device = backend.BuildDevice(op)
+	}
 	g, name, inputBytes, err := benchGraph(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -166,6 +179,7 @@ func Run(ctx context.Context, cfg Config) ([]*Report, error) {
 			Op: cfg.Op, Backend: runner.Name(), Input: name, BackendReason: reason, Sources: sources,
 			Vertices: g.NumVertices(), Edges: g.NumEdges(), InputEdges: g.Stats.InputEdges,
 			ReadS: g.ReadTime.Seconds(), BuildS: g.BuildTime.Seconds(),
+			UploadS: g.Built.Upload.Seconds(), BuildDevice: g.Built.Device, BuildReason: g.Built.Reason,
 			InputBytes: inputBytes, LayoutBytes: g.Bytes(), PeakRSSBytes: peak,
 			Notes: gpipe.WeightColumnNotes(spec, cfg.Load.Columns),
 		}
@@ -175,6 +189,7 @@ func Run(ctx context.Context, cfg Config) ([]*Report, error) {
 		if err := benchTrials(ctx, cfg, g, runner, p, sources, rep); err != nil {
 			return nil, err
 		}
+		rep.PeakHostBytes = rusage.PeakRSS()
 		reps = append(reps, rep)
 		cfg.CPUProfile = nil // a profile of the first strategy's trials only
 	}
@@ -265,7 +280,7 @@ func benchGraph(ctx context.Context, cfg Config) (*gpipe.Graph, string, int64, e
 			cfg.Load.Stage("read")
 		}
 		t, err = ingest.Open(ctx, cfg.Input, cfg.Load.Stdin, edges.Options{
-			Columns: cfg.Load.Columns, Format: cfg.Load.Format, SkipInvalid: cfg.Load.SkipInvalid, Alloc: cfg.Load.Alloc,
+			Columns: cfg.Load.Columns, Format: cfg.Load.Format, SkipInvalid: cfg.Load.SkipInvalid, Alloc: cfg.Load.ReadAlloc(),
 		})
 	} else {
 		var g gen.Generator

@@ -33,8 +33,15 @@ type CSR struct {
 // NumVertices is the number of rows.
 func (c *CSR) NumVertices() int { return max(len(c.Offsets)-1, 0) }
 
-// NumEdges is the number of stored edges.
-func (c *CSR) NumEdges() int64 { return int64(len(c.Targets)) }
+// NumEdges is the number of stored edges: the targets', or where the layout
+// holds only its offsets (a graph built on a GPU, before Materialize), the
+// last offset.
+func (c *CSR) NumEdges() int64 {
+	if n := len(c.Offsets); len(c.Targets) == 0 && n > 0 {
+		return c.Offsets[n-1]
+	}
+	return int64(len(c.Targets))
+}
 
 // Degree is the number of edges in row v.
 func (c *CSR) Degree(v uint32) int64 { return c.Offsets[v+1] - c.Offsets[v] }
@@ -72,6 +79,10 @@ type Graph struct {
 	hubOrder    onceValue[*HubOrder]
 	grouped     [2][MaxGroupLog + 1]onceValue[*Grouped] // by both, then log2 of the ratio
 	weightStats onceValue[WeightStats]
+
+	// remote links a graph built off the host to its edge arrays there
+	// (remote.go); nil for a graph built on the host.
+	remote *remoteState
 }
 
 // Stats counts what building the graph did to the input.
@@ -93,11 +104,16 @@ func (g *Graph) NumEdges() int64 { return g.Out.NumEdges() }
 
 // In is the in-edge layout (CSC): the sources of the edges into v, ascending.
 // It is built on first use and cached; for an undirected graph it is Out.
+// (For a graph built off the host, its edge arrays are there until
+// Materialize, as Out's are.)
 func (g *Graph) In() *CSR {
 	if !g.Directed {
 		return &g.Out
 	}
 	g.inOnce.Do(func() {
+		if !g.hostEdges() {
+			return
+		}
 		var err error
 		g.in, err = transpose(context.Background(), &g.Out, g.alloc)
 		g.inBuilt.Store(err == nil)

@@ -38,7 +38,10 @@ type WeightStats struct {
 // Weights is the statistics of g's weights (all 1 without weights),
 // computed on first use and cached.
 func (g *Graph) Weights() WeightStats {
-	s, _ := g.weightStats.get(func() (WeightStats, error) { return weightStats(g.Out.Weights), nil })
+	s, _ := g.weightStats.get(func() (WeightStats, error) {
+		g.hostEdges()
+		return weightStats(g.Out.Weights), nil
+	})
 	return s
 }
 
@@ -89,7 +92,10 @@ type HubOrder struct {
 
 // HubOrder is g's hubs-first numbering, built on first use and cached.
 func (g *Graph) HubOrder() *HubOrder {
-	h, _ := g.hubOrder.get(func() (*HubOrder, error) { return hubOrder(&g.Out, g.In()), nil })
+	h, _ := g.hubOrder.get(func() (*HubOrder, error) {
+		g.hostEdges()
+		return hubOrder(&g.Out, g.In()), nil
+	})
 	return h
 }
 

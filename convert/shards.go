@@ -92,6 +92,9 @@ func (g *Graph) Shards(symmetric bool) (*Shards, error) {
 }
 
 func (g *Graph) buildShards(symmetric bool) (*Shards, error) {
+	if err := g.Materialize(); err != nil {
+		return nil, err
+	}
 	entries := ShardEntries(g, symmetric)
 	if entries > MaxShardEdges {
 		return nil, usererr.New(usererr.Backend, fmt.Sprintf("the graph has %d edges; G-Shards and Concatenated Windows hold at most %d", entries, int64(MaxShardEdges)),

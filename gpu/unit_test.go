@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/gpipe/gpipe/internal/alloc"
+	"github.com/gpipe/gpipe/internal/par"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
@@ -547,4 +548,57 @@ func TestPinnedAllocatorArrow(t *testing.T) {
 	if err := pinned.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Reading a column of 256 MiB into the pinned allocator (here over Go
+// memory: its CPU side only, without cuMemHostAlloc's pinning), written
+// whole by all cores, then freed, no cache; against the same in Go memory,
+// as the CPU backend reads. pinned_bench_test.go has the real thing.
+func BenchmarkColumnFakePinned(b *testing.B) {
+	a := newPinnedAllocator(newFakeHostMemory())
+	a.SetCacheLimit(0)
+	benchColumn(b, 256<<20, func(n int) []int64 { return alloc.Slice[int64](a, n) }, func(s []int64) { alloc.Free(a, s) })
+}
+
+func BenchmarkColumnGo(b *testing.B) {
+	benchColumn(b, 256<<20, func(n int) []int64 { return make([]int64, n) }, func([]int64) {})
+}
+
+func benchColumn(b *testing.B, bytes int, get func(n int) []int64, put func([]int64)) {
+	n := bytes / 8
+	b.SetBytes(int64(bytes))
+	for i := 0; i < b.N; i++ {
+		s := get(n)
+		par.For(n, 1<<16, func(lo, hi int) {
+			for j := lo; j < hi; j++ {
+				s[j] = int64(j)
+			}
+		})
+		put(s)
+	}
+}
+
+// A large block comes back from the cache dirty; Allocate (which clears
+// such blocks on all cores) must zero all of it.
+func TestPinnedLargeReuseZeroed(t *testing.T) {
+	a := newPinnedAllocator(newFakeHostMemory())
+	const size = 24<<20 + 123
+	b := a.Allocate(size)
+	for i := range b {
+		b[i] = 0xff
+	}
+	a.Free(b)
+	c := a.Allocate(size - 1000)
+	for i, x := range c {
+		if x != 0 {
+			t.Fatalf("byte %d of a reused block is %#x", i, x)
+		}
+	}
+	c = a.Reallocate(size, c)
+	for i, x := range c {
+		if x != 0 {
+			t.Fatalf("byte %d of a grown block is %#x", i, x)
+		}
+	}
+	a.Free(c)
 }

@@ -45,6 +45,9 @@ const (
 	VPKiTES   = "vp_kites"
 	// CCAfforest is connected components by Afforest.
 	CCAfforest = "cc_afforest"
+	// GraphBuild builds a graph's layouts on the GPU from its edge columns
+	// (operators/gpu_build.go).
+	GraphBuild = "graph_build"
 )
 
 // PTXDirEnv names a directory whose NAME.ptx files replace the embedded

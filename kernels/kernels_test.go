@@ -50,6 +50,10 @@ func TestPTXHasEveryKernel(t *testing.T) {
 		VPCW: {"cw_sssp_u32u", "cw_sssp_u32", "cw_sssp_f64", "cw_sswp_k32u", "cw_sswp_k32", "cw_sswp_k64", "cw_cc",
 			"cw_parent_sssp_f64", "cw_pr_compute_f32", "cw_pr_write_back_f64"},
 		CCAfforest: {"cc_init", "cc_link_round", "cc_compress", "cc_sample", "cc_link_rest_k1", "cc_link_rest_k32"},
+		GraphBuild: {"gb_range_i32", "gb_range_u64", "gb_mark_i64", "gb_endpoints_u32", "gb_entries_bitmap_i32",
+			"gb_entries_sorted_u64", "gb_bad_weight", "gb_popc", "gb_bits_to_keys", "gb_heads", "gb_compact", "rs_hist",
+			"rs_scatter", "scan_reduce", "scan_down", "gb_merge", "gb_merge_weights", "gb_weights_from_keys", "gb_offsets",
+			"gb_swap_ends", "gb_low_ends", "gb_mark_targets", "gb_degree_stats"},
 	}
 	for module, entries := range want {
 		text, err := PTX(module)

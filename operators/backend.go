@@ -22,8 +22,12 @@ type CPU struct{}
 // Name is "cpu".
 func (CPU) Name() string { return "cpu" }
 
-// Run runs op's CPU implementation.
+// Run runs op's CPU implementation, on the graph's edges copied to the
+// host first if it was built on a GPU.
 func (CPU) Run(ctx context.Context, op Operator, in Input) (*Result, error) {
+	if err := in.Graph.Materialize(); err != nil {
+		return nil, err
+	}
 	return op.RunCPU(ctx, in)
 }
 

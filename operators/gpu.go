@@ -32,6 +32,11 @@ type GPU struct {
 	modules map[string]*gpu.Module
 	funcs   map[string]*launchable
 	graphs  map[*convert.Graph]*deviceGraph
+
+	// buildMu serializes the graph builds (gpu_build.go), which share the
+	// pinned staging ring stage.
+	buildMu sync.Mutex
+	stage   *stager
 }
 
 // NewGPU returns a backend on the context's device.
@@ -127,6 +132,11 @@ func (b *GPU) Run(ctx context.Context, op Operator, in Input) (*Result, error) {
 	if err := b.Fits(op, in.Graph, in.Params); err != nil {
 		return nil, err
 	}
+	if readsHostEdges(op, in.Params) {
+		if err := in.Graph.Materialize(); err != nil {
+			return nil, err
+		}
+	}
 	return g.runGPU(ctx, b, in)
 }
 
@@ -195,6 +205,12 @@ func (b *GPU) Close() error {
 		delete(b.modules, name)
 	}
 	clear(b.funcs)
+	b.buildMu.Lock()
+	if b.stage != nil {
+		b.stage.free()
+		b.stage = nil
+	}
+	b.buildMu.Unlock()
 	return first
 }
 
@@ -411,6 +427,9 @@ func (part layout) of(g *convert.Graph) layout {
 // host is the host array the part is copied from, building the layout if
 // need be.
 func (part layout) host(g *convert.Graph) ([]byte, error) {
+	if err := g.Materialize(); err != nil { // a graph built on the GPU
+		return nil, err
+	}
 	switch part {
 	case outOffsets:
 		return alloc.Bytes(g.Out.Offsets), nil

@@ -3,6 +3,7 @@
 # test and measure gpipe, into .gpu-bundle/ (git-ignored):
 #   gpipe                  the command
 #   <pkg>.test             test binaries of the packages that use the GPU
+#                          (gpipe.test: the root package's)
 #   run.sh                 runs them with GPIPE_REQUIRE_GPU=1, then the benchmarks
 # and the same folder as .gpu-bundle.tgz.
 # Carry the folder to the GPU machine and run `.gpu-bundle/run.sh [OUTDIR]`
@@ -17,6 +18,8 @@ go build -trimpath -ldflags="-s -w" -o "$out/gpipe" ./cmd/gpipe
 for pkg in gpu kernels operators serve; do
 	go test -c -trimpath -ldflags="-s -w" -o "$out/$pkg.test" "./$pkg"
 done
+# The root package's tests: the whole load on the GPU (read, upload, build).
+go test -c -trimpath -ldflags="-s -w" -o "$out/gpipe.test" .
 cp scripts/gpu-run.sh "$out/run.sh"
 chmod +x "$out/run.sh"
 # The binaries are large (gRPC and Arrow Flight in gpipe and serve.test); a

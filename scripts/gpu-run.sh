@@ -19,6 +19,11 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
 		echo "== $pkg tests: exit $rc" | tee -a "$logs/summary.txt"
 		[ "$rc" -eq 0 ] || status=1
 	done
+	# The root package's tests read testdata from the repository root.
+	"$bundle/gpipe.test" -test.v -test.count=1 -test.timeout 10m 2>&1 | tee "$logs/test-gpipe.log"
+	rc=${PIPESTATUS[0]}
+	echo "== gpipe (root) tests: exit $rc" | tee -a "$logs/summary.txt"
+	[ "$rc" -eq 0 ] || status=1
 fi
 # The benchmark graph: Graph 500 Kronecker, scale 22, edge factor 16, written
 # once as an Arrow IPC file (read memory-mapped) so every run reads the same.

@@ -286,4 +286,21 @@ type Options struct {
 	// Alloc allocates the buffers that decoded columns go into; nil means
 	// Go memory. The GPU backend passes a pinned-memory allocator.
 	Alloc memory.Allocator
+	// Stream, when set, is handed the table's rows as they are decoded,
+	// so that a consumer (the GPU's graph build) can copy them while the
+	// rest is read. Readers that decode a whole table at once into its
+	// final places say so (the Parquet reader, without SkipInvalid);
+	// others ignore it, and the consumer then finds rows missing.
+	Stream Stream
+}
+
+// Stream is told of a table's rows as a reader decodes them.
+type Stream interface {
+	// Begin says how many rows the table will have, their key type and
+	// whether it has weights; it comes once, before any Rows.
+	Begin(rows int64, keys KeyType, weighted bool)
+	// Rows gives the table's rows [first, first+c.Len()) as they will be
+	// in Table.Chunks: c's slices stay valid until Table.Release. Calls
+	// may come from several goroutines at once, in any order.
+	Rows(first int64, c *Chunk)
 }

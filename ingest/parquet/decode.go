@@ -877,40 +877,10 @@ func (r *reader) assemble(t *edges.Table) {
 	var skips [3]int64
 	t.Chunks = make([]edges.Chunk, len(r.groups))
 	for g := range r.groups {
-		grp := &r.groups[g]
-		n := int64(grp.rows)
-		if grp.kept != nil {
-			n = int64(len(grp.kept))
-		}
-		lo, hi, end := grp.first, grp.first+n, grp.first+int64(grp.rows)
-		ch := edges.Chunk{FirstRow: grp.first, Rows: grp.kept}
 		for ci := range r.cols {
-			c := &r.cols[ci]
-			skips[ci] += grp.skips[ci]
-			var k edges.Keys
-			switch {
-			case c.role == roleWeight:
-				ch.Weight = c.f64[lo:hi:end]
-				continue
-			case c.kind == valInt32:
-				k.Int32 = c.i32[lo:hi:end]
-			case c.kind == valUint32:
-				k.Uint32 = c.u32[lo:hi:end]
-			case c.kind == valInt64:
-				k.Int64 = c.i64[lo:hi:end]
-			case c.kind == valUint64:
-				k.Uint64 = c.u64[lo:hi:end]
-			case c.kind == valBytes:
-				s := grp.cols[ci].str
-				k.Str = &s
-			}
-			if c.role == roleSrc {
-				ch.Src = k
-			} else {
-				ch.Dst = k
-			}
+			skips[ci] += r.groups[g].skips[ci]
 		}
-		t.Chunks[g] = ch
+		t.Chunks[g] = r.chunk(g)
 	}
 	for ci := range r.cols {
 		if skips[ci] == 0 {
@@ -923,4 +893,42 @@ func (r *reader) assemble(t *edges.Table) {
 			t.Skipped.Add(edges.SkipNullKey(c.name), skips[ci])
 		}
 	}
+}
+
+// chunk is row group g's chunk of the table: its slices of the whole
+// file's columns (its rows kept, when rows were dropped).
+func (r *reader) chunk(g int) edges.Chunk {
+	grp := &r.groups[g]
+	n := int64(grp.rows)
+	if grp.kept != nil {
+		n = int64(len(grp.kept))
+	}
+	lo, hi, end := grp.first, grp.first+n, grp.first+int64(grp.rows)
+	ch := edges.Chunk{FirstRow: grp.first, Rows: grp.kept}
+	for ci := range r.cols {
+		c := &r.cols[ci]
+		var k edges.Keys
+		switch {
+		case c.role == roleWeight:
+			ch.Weight = c.f64[lo:hi:end]
+			continue
+		case c.kind == valInt32:
+			k.Int32 = c.i32[lo:hi:end]
+		case c.kind == valUint32:
+			k.Uint32 = c.u32[lo:hi:end]
+		case c.kind == valInt64:
+			k.Int64 = c.i64[lo:hi:end]
+		case c.kind == valUint64:
+			k.Uint64 = c.u64[lo:hi:end]
+		case c.kind == valBytes:
+			s := grp.cols[ci].str
+			k.Str = &s
+		}
+		if c.role == roleSrc {
+			ch.Src = k
+		} else {
+			ch.Dst = k
+		}
+	}
+	return ch
 }

@@ -417,6 +417,17 @@ func (r *reader) read(pf *parquet.File) (*edges.Table, error) {
 
 	r.failed.Store(math.MaxInt64)
 	nc := len(r.cols)
+	// Without SkipInvalid every row group's rows are in their final
+	// places as soon as its columns are decoded: a stream gets them then.
+	stream := r.opts.Stream
+	if r.opts.SkipInvalid {
+		stream = nil
+	}
+	var decoded []atomic.Int32 // columns decoded, by row group
+	if stream != nil {
+		decoded = make([]atomic.Int32, len(r.groups))
+		stream.Begin(total, t.KeyType, t.HasWeight)
+	}
 	scratch := make([]pageBuffers, par.Workers())
 	par.ForWorker(len(r.groups)*nc, 1, func(w, lo, hi int) {
 		for task := lo; task < hi; task++ {
@@ -425,6 +436,10 @@ func (r *reader) read(pf *parquet.File) (*edges.Table, error) {
 			r.groups[g].cols[c].err = err
 			if err != nil && err != errAborted {
 				r.fail(g)
+			}
+			if stream != nil && decoded[g].Add(1) == int32(nc) && r.decodedWhole(g) {
+				ch := r.chunk(g)
+				stream.Rows(r.groups[g].first, &ch)
 			}
 		}
 	})
@@ -529,6 +544,17 @@ func (r *reader) allocate(t *edges.Table, n int) {
 			t.OnRelease(func() { alloc.Free(a, s) })
 		}
 	}
+}
+
+// decodedWhole says whether every column of row group g was decoded
+// without an error or a null (all its tasks have finished).
+func (r *reader) decodedWhole(g int) bool {
+	for c := range r.cols {
+		if r.groups[g].cols[c].err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 func (r *reader) fail(g int) {

@@ -17,8 +17,24 @@ func Slice[T any](a memory.Allocator, n int) []T {
 	}
 	var zero T
 	b := a.Allocate(n * int(unsafe.Sizeof(zero)))
-	clear(b)
+	if !zeroes(a) {
+		clear(b)
+	}
 	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
+}
+
+// zeroes says whether a's Allocate returns zeroed memory, so that Slice
+// need not clear it again (a second pass over a column of gigabytes):
+// arrow's Go allocator does, and allocators that say so
+// (gpu.PinnedAllocator).
+func zeroes(a memory.Allocator) bool {
+	switch z := a.(type) {
+	case *memory.GoAllocator:
+		return true
+	case interface{ AllocatesZeroed() bool }:
+		return z.AllocatesZeroed()
+	}
+	return false
 }
 
 // Free gives s back to a; it does nothing for Go memory (a nil).
