@@ -33,24 +33,16 @@ var (
 	prStreamIndices = true
 )
 
-func (o PageRank) gpuPlans(g *convert.Graph) []gpuPlan {
+func (o PageRank) gpuPlans(*convert.Graph) []gpuPlan {
 	vwc := gpuPlan{name: strategyVWC, bytes: prVWCBytes, vwarp: true, vwc: true,
-		why: "the pull over the CSC reads 4 bytes an edge and gathers the contributions from cache, where G-Shards and CW read and write 22 to 24 bytes an edge an iteration: measured fastest on graphs of 4 million edges or more (BENCHMARKS.md)"}
+		why: "the pull over the CSC reads 4 bytes an edge and gathers the contributions from cache, where G-Shards and CW read and write 22 to 24 bytes an edge an iteration: auto's choice where warpseg does not fit"}
 	gs := gpuPlan{name: strategyGShards, bytes: prShardBytes(strategyGShards), why: "G-Shards"}
 	cw := gpuPlan{name: strategyCW, bytes: prShardBytes(strategyCW),
-		why: "on graphs under 4 million edges Concatenated Windows measured fastest (BENCHMARKS.md): every read coalesced, and one block a shard keeps a small graph's iteration short"}
+		why: "Concatenated Windows"}
 	ws := gpuPlan{name: strategyWarpSeg, bytes: prWarpSegBytes,
-		why: "Warp Segmentation's pull over the CSC (a warp's 32 vertices' in-edges end to end, no lane idle on a short row) measured fastest on graphs of 4 million edges or more (BENCHMARKS.md: Kronecker 22, the grid)"}
-	if g != nil && g.NumEdges() < prSmallGraphEdges {
-		return []gpuPlan{cw, vwc, gs, ws}
-	}
+		why: "Warp Segmentation's pull over the CSC (a warp's 32 vertices' in-edges end to end, no lane idle on a short row) measured fastest on every graph measured (BENCHMARKS.md: Kronecker 22 1.17 ms an iteration against vwc's 1.30, the grid 0.29 against cw's 0.48, the road and social graphs)"}
 	return []gpuPlan{ws, vwc, gs, cw}
 }
-
-// prSmallGraphEdges is where auto's choice for pagerank turns: below it
-// Concatenated Windows measured fastest (BENCHMARKS.md: the real graphs, up
-// to ego-Twitter's 2.7 million edges), above it the pull (Kronecker 22, 24).
-const prSmallGraphEdges = 1 << 22
 
 func (o PageRank) gpuStrategies() []string { return planNames(o.gpuPlans(nil)) }
 

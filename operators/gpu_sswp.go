@@ -26,7 +26,9 @@ func sswpProgram(g *convert.Graph) vprogram {
 }
 
 func (o SSWP) gpuPlans(g *convert.Graph) []gpuPlan {
-	return monotonePlans(g, func(g *convert.Graph, name string, p Params) int64 {
+	// kites measured slower than vwc for sswp on the grid (273 against 233
+	// ms, BENCHMARKS.md): widths settle in fewer, wider waves.
+	return monotonePlans(g, false, func(g *convert.Graph, name string, p Params) int64 {
 		return vpBytes(g, sswpProgram(g), name, false, p)
 	})
 }

@@ -371,7 +371,7 @@ func TestCandidates(t *testing.T) {
 		p     Params
 		want  []string
 	}{
-		{"pagerank", PageRank{}.gpuPlans(small), Params{}, []string{"cw", "vwc", "gshards", "warpseg"}},
+		{"pagerank", PageRank{}.gpuPlans(small), Params{}, []string{"warpseg", "vwc", "gshards", "cw"}},
 		{"pagerank", PageRank{}.gpuPlans(nil), Params{}, []string{"warpseg", "vwc", "gshards", "cw"}},
 		{"pagerank", PageRank{}.gpuPlans(small), Params{VWarp: 1}, []string{"vwc"}},
 		{"sssp", SSSP{}.gpuPlans(small), Params{}, []string{"cw", "vwc", "gshards", "kites", "warpseg"}},
