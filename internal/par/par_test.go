@@ -142,3 +142,29 @@ func TestSleepingHelpers(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkLoopStart is the fixed cost of a parallel loop: one tiny chunk
+// for each worker.
+func BenchmarkLoopStart(b *testing.B) {
+	var sink atomic.Int64
+	for i := 0; i < b.N; i++ {
+		For(Workers(), 1, func(lo, hi int) { sink.Add(1) })
+	}
+}
+
+// BenchmarkSmallLoop is a BFS level on a grid: 1024 items in chunks of 64,
+// each item a few dozen nanoseconds of work.
+func BenchmarkSmallLoop(b *testing.B) {
+	xs := make([]uint64, 1024)
+	for i := 0; i < b.N; i++ {
+		For(len(xs), 64, func(lo, hi int) {
+			for k := lo; k < hi; k++ {
+				x := xs[k] + uint64(k)
+				for r := 0; r < 20; r++ {
+					x = x*6364136223846793005 + 1442695040888963407
+				}
+				xs[k] = x
+			}
+		})
+	}
+}
