@@ -80,6 +80,21 @@ const prGrain = 8192
 // 8 iterations 150 ms instead of 163.
 const prFloat32Tolerance = 1e-6
 
+// prHubOrderMin is the number of vertices from which the pull reads the
+// contributions in hubs-first order (convert.HubOrder): the in-edges'
+// sources renumbered so that the vertices of largest out-degree, whose
+// contributions most edges read, share cache lines at the front of the
+// vector. In vertex order every hub's value sits on a line of its own
+// among values rarely read, so the values most edges read spread over the
+// whole vector; hubs first, on Kronecker 22 the first 2^18 contributions
+// (1 MiB as float32, half a core's L2 on the 16-core machine) are those of
+// 85% of the edges. Below about a core's L2 of contributions the order
+// makes no difference. The layout costs 4 bytes an in-edge and a vertex,
+// once per graph (the GPU's pull reads the same).
+var prHubOrderMin = 1 << 18
+
+func prHubFirst(n int) bool { return n >= prHubOrderMin }
+
 // RunCPU runs pull-based power iteration: one pass over the in-edges per
 // iteration, each vertex summing its in-neighbours' contributions
 // (rank/out-degree) from the previous iteration and writing its own new rank
@@ -93,9 +108,15 @@ func (PageRank) RunCPU(ctx context.Context, in Input) (*Result, error) {
 		return nil, err
 	}
 	g := in.Graph
-	rev := g.In() // part of the graph, built before the clock starts
-	start := time.Now()
 	n := g.NumVertices()
+	// Layouts of the graph, built before the clock starts and cached on it.
+	rev := g.In()
+	sources, ids := rev.Targets, []uint32(nil)
+	if prHubFirst(n) {
+		h := g.HubOrder()
+		sources, ids = h.InSources, h.ID
+	}
+	start := time.Now()
 	res := &Result{Op: "pagerank", Backend: "cpu", Strategy: "pull"}
 	if n == 0 {
 		res.Columns = []Column{{Name: "rank", Type: Float64Column, Float64: []float64{}}}
@@ -113,12 +134,12 @@ func (PageRank) RunCPU(ctx context.Context, in Input) (*Result, error) {
 		c, nc := getScratch[float32](&scratchF32, n), getScratch[float32](&scratchF32, n)
 		defer putScratch(&scratchF32, c)
 		defer putScratch(&scratchF32, nc)
-		x, res.Iterations, converged, change, err = pageRankPull(ctx, g.Out.Offsets, rev.Offsets, rev.Targets, p, c, nc)
+		x, res.Iterations, converged, change, err = pageRankPull(ctx, g.Out.Offsets, rev.Offsets, sources, ids, p, c, nc)
 	} else {
 		c, nc := getScratch[float64](&scratchF64, n), getScratch[float64](&scratchF64, n)
 		defer putScratch(&scratchF64, c)
 		defer putScratch(&scratchF64, nc)
-		x, res.Iterations, converged, change, err = pageRankPull(ctx, g.Out.Offsets, rev.Offsets, rev.Targets, p, c, nc)
+		x, res.Iterations, converged, change, err = pageRankPull(ctx, g.Out.Offsets, rev.Offsets, sources, ids, p, c, nc)
 	}
 	if err != nil {
 		return nil, err
@@ -136,9 +157,12 @@ func (PageRank) RunCPU(ctx context.Context, in Input) (*Result, error) {
 
 // pageRankPull iterates over the in-edges (inOffs, sources) with the
 // contributions x[u]/outdeg(u) kept as C in contrib and nextContrib
-// (scratch of n elements each, overwritten). It returns the ranks, the
-// iterations run, whether they converged and the last L1 change.
-func pageRankPull[C float32 | float64](ctx context.Context, outOffs, inOffs []int64, sources []uint32, p Params, contrib, nextContrib []C) (x []float64, iterations int, converged bool, change float64, err error) {
+// (scratch of n elements each, overwritten), vertex v's at index ids[v]
+// (at v when ids is nil), the numbering of the sources. It returns the
+// ranks, the iterations run, whether they converged and the last L1
+// change. The numbering changes where a contribution is kept, not what is
+// summed nor in which order: the ranks are the same to the bit.
+func pageRankPull[C float32 | float64](ctx context.Context, outOffs, inOffs []int64, sources, ids []uint32, p Params, contrib, nextContrib []C) (x []float64, iterations int, converged bool, change float64, err error) {
 	n := len(inOffs) - 1
 	x = make([]float64, n)
 	invDeg := getScratch[float64](&scratchF64, n)
@@ -154,12 +178,16 @@ func pageRankPull[C float32 | float64](ctx context.Context, outOffs, inOffs []in
 		var dangle float64
 		for v := lo; v < hi; v++ {
 			x[v] = x0
+			i := v
+			if ids != nil {
+				i = int(ids[v])
+			}
 			if deg := outOffs[v+1] - outOffs[v]; deg > 0 {
 				invDeg[v] = 1 / float64(deg)
-				contrib[v] = C(x0 * invDeg[v])
+				contrib[i] = C(x0 * invDeg[v])
 			} else {
 				invDeg[v] = 0
-				contrib[v] = 0
+				contrib[i] = 0
 				dangle += x0
 			}
 		}
@@ -200,7 +228,11 @@ func pageRankPull[C float32 | float64](ctx context.Context, outOffs, inOffs []in
 				errSum += math.Abs(nx - x[v])
 				x[v] = nx
 				inv := invDeg[v]
-				next[v] = C(nx * inv)
+				if ids != nil {
+					next[ids[v]] = C(nx * inv)
+				} else {
+					next[v] = C(nx * inv)
+				}
 				if inv == 0 {
 					dangle += nx
 				}
