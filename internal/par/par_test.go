@@ -168,3 +168,41 @@ func BenchmarkSmallLoop(b *testing.B) {
 		})
 	}
 }
+
+// TestEveryWorkerOnce runs many small loops with more workers than cores,
+// so that helpers are often not running when a loop starts and the caller
+// runs their shares: every worker index must still run exactly once per
+// loop (Blocks gives each its own range), and ForWorker's chunks must still
+// cover the range once.
+func TestEveryWorkerOnce(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(runtime.NumCPU() + 5))
+	workers := Workers()
+	n := workers * 1024
+	counts := make([]atomic.Int32, workers)
+	for r := 0; r < 300; r++ {
+		Blocks(n, func(w, lo, hi int) { counts[w].Add(1) })
+		for w := range counts {
+			if c := counts[w].Swap(0); c != 1 {
+				t.Fatalf("loop %d: worker %d ran %d times", r, w, c)
+			}
+		}
+		if r%10 == 0 {
+			checkCover(t, 5000, 7)
+		}
+	}
+}
+
+// TestClaimIsMonotone: a claim goes to the first asker, and never back to
+// an older job.
+func TestClaimIsMonotone(t *testing.T) {
+	var h helper
+	if !h.claim(3) || h.claim(3) {
+		t.Fatal("job 3: the first claim must win, the second lose")
+	}
+	if h.claim(2) {
+		t.Fatal("job 2 claimed after job 3")
+	}
+	if !h.claim(5) {
+		t.Fatal("job 5 not claimable")
+	}
+}
