@@ -182,8 +182,8 @@ func spawn(workers int, body func(w int)) {
 // helper whose thread is not on a core (a machine shared with other
 // processes, more workers than cores); with a Gosched in every spin such a
 // helper sat in the scheduler's queue, where the caller's thread picked it
-// up, and the PAUSE spin alone made loops on a busy 2-core machine 10 to 100
-// times slower.
+// up, and the PAUSE spin without claims made an empty loop take 80 µs
+// instead of 1 to 10 on a loaded 2-core machine.
 var theTeam team
 
 type team struct {
