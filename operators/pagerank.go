@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
+	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/internal/par"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
@@ -80,20 +82,32 @@ const prGrain = 8192
 // 8 iterations 150 ms instead of 163.
 const prFloat32Tolerance = 1e-6
 
-// prHubOrderMin is the number of vertices from which the pull reads the
-// contributions in hubs-first order (convert.HubOrder): the in-edges'
-// sources renumbered so that the vertices of largest out-degree, whose
-// contributions most edges read, share cache lines at the front of the
-// vector. In vertex order every hub's value sits on a line of its own
-// among values rarely read, so the values most edges read spread over the
-// whole vector; hubs first, on Kronecker 22 the first 2^18 contributions
-// (1 MiB as float32, half a core's L2 on the 16-core machine) are those of
-// 85% of the edges. Below about a core's L2 of contributions the order
-// makes no difference. The layout costs 4 bytes an in-edge and a vertex,
-// once per graph (the GPU's pull reads the same).
-var prHubOrderMin = 1 << 18
+// The pull reads the contributions in hubs-first order (convert.HubOrder)
+// on graphs of at least prHubOrderMin vertices whose largest out-degree is
+// at least prHubSkew times the mean: the in-edges' sources renumbered so
+// that the vertices of largest out-degree, whose contributions most edges
+// read, share cache lines at the front of the vector. In vertex order every
+// hub's value sits on a line of its own among values rarely read, so the
+// values most edges read spread over the whole vector; hubs first, on
+// Kronecker 22 the first 2^18 contributions (1 MiB as float32, half a
+// core's L2 on the 16-core machine) are those of 85% of the edges. Below
+// about a core's L2 of contributions the order makes no difference, and
+// without hubs there is nothing to gather together (a road network or a
+// grid keeps its numbering, whose neighbours are often near). The layout
+// costs 4 bytes an in-edge and a vertex, once per graph (the GPU's pull
+// reads the same). Variables so that tests can turn it on for any graph.
+var (
+	prHubOrderMin = 1 << 18
+	prHubSkew     = 16.0
+)
 
-func prHubFirst(n int) bool { return n >= prHubOrderMin }
+func prHubFirst(g *convert.Graph) bool {
+	if g.NumVertices() < prHubOrderMin {
+		return false
+	}
+	d := g.Degrees()
+	return float64(d.Max) >= prHubSkew*d.Average
+}
 
 // RunCPU runs pull-based power iteration: one pass over the in-edges per
 // iteration, each vertex summing its in-neighbours' contributions
@@ -112,9 +126,11 @@ func (PageRank) RunCPU(ctx context.Context, in Input) (*Result, error) {
 	// Layouts of the graph, built before the clock starts and cached on it.
 	rev := g.In()
 	sources, ids := rev.Targets, []uint32(nil)
-	if prHubFirst(n) {
+	var notes []string
+	if prHubFirst(g) {
 		h := g.HubOrder()
 		sources, ids = h.InSources, h.ID
+		notes = append(notes, "hubs first")
 	}
 	start := time.Now()
 	res := &Result{Op: "pagerank", Backend: "cpu", Strategy: "pull"}
@@ -130,7 +146,7 @@ func (PageRank) RunCPU(ctx context.Context, in Input) (*Result, error) {
 		err       error
 	)
 	if p.Tolerance >= prFloat32Tolerance {
-		res.Strategy = "pull (float32 contributions)"
+		notes = append([]string{"float32 contributions"}, notes...)
 		c, nc := getScratch[float32](&scratchF32, n), getScratch[float32](&scratchF32, n)
 		defer putScratch(&scratchF32, c)
 		defer putScratch(&scratchF32, nc)
@@ -145,6 +161,10 @@ func (PageRank) RunCPU(ctx context.Context, in Input) (*Result, error) {
 		return nil, err
 	}
 	res.Compute = time.Since(start)
+	res.Strategy = "pull"
+	if len(notes) > 0 {
+		res.Strategy += " (" + strings.Join(notes, ", ") + ")"
+	}
 	if !converged {
 		res.NotConverged = true
 		res.Warnings = append(res.Warnings, fmt.Sprintf(
