@@ -125,9 +125,7 @@ func run(workers int, body func(w int)) {
 	t.current.Store(j)
 	helpers := t.helpers[:workers-1]
 	for _, h := range helpers {
-		if h.sleeping.Load() {
-			h.wakeUp()
-		}
+		h.wakeIfAsleep()
 	}
 	body(0)
 	for i, h := range helpers {
@@ -270,10 +268,13 @@ func (s *spinner) spin() {
 // clock.
 func (s *spinner) waited() time.Duration { return s.now.Sub(s.start) }
 
-// wakeUp wakes h if it sleeps. Both sides use sequentially consistent
-// atomics: either the helper sees the new job before it sleeps, or the
-// caller, which published the job first, sees the helper sleeping.
-func (h *helper) wakeUp() {
+// wakeIfAsleep wakes h if it sleeps; the caller has published a job for
+// it. Both sides use sequentially consistent atomics: either the helper
+// sees the new job before it sleeps, or the caller sees it sleeping.
+func (h *helper) wakeIfAsleep() {
+	if !h.sleeping.Load() {
+		return
+	}
 	select {
 	case h.wake <- struct{}{}:
 	default: // a wake-up is pending already
