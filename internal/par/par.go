@@ -124,8 +124,15 @@ func run(workers int, body func(w int)) {
 	j := &job{body: body, workers: workers, seq: t.seq}
 	t.current.Store(j)
 	helpers := t.helpers[:workers-1]
+	woke := false
 	for _, h := range helpers {
-		h.wakeIfAsleep()
+		woke = h.wakeIfAsleep() || woke
+	}
+	if woke {
+		// A woken helper is queued on this goroutine's processor, where it
+		// would wait until an idle processor steals it: yield to it, and
+		// let an idle processor take this goroutine from the global queue.
+		runtime.Gosched()
 	}
 	body(0)
 	for i, h := range helpers {
@@ -268,17 +275,18 @@ func (s *spinner) spin() {
 // clock.
 func (s *spinner) waited() time.Duration { return s.now.Sub(s.start) }
 
-// wakeIfAsleep wakes h if it sleeps; the caller has published a job for
-// it. Both sides use sequentially consistent atomics: either the helper
+// wakeIfAsleep wakes h if it sleeps, and says whether it did; the caller
+// has published a job for it. Both sides use sequentially consistent atomics: either the helper
 // sees the new job before it sleeps, or the caller sees it sleeping.
-func (h *helper) wakeIfAsleep() {
+func (h *helper) wakeIfAsleep() bool {
 	if !h.sleeping.Load() {
-		return
+		return false
 	}
 	select {
 	case h.wake <- struct{}{}:
 	default: // a wake-up is pending already
 	}
+	return true
 }
 
 // claim claims the helper's share of job seq, for whichever of the helper

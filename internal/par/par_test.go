@@ -206,3 +206,27 @@ func TestClaimIsMonotone(t *testing.T) {
 		t.Fatal("job 5 not claimable")
 	}
 }
+
+// BenchmarkLoopAfterIdle is the first loops after the helpers fell asleep
+// (as after a garbage collection between two runs): a loop of 0.2 ms of
+// work then one of 2 ms, each in 64 chunks; time.Sleep between rounds is
+// not timed.
+func BenchmarkLoopAfterIdle(b *testing.B) {
+	xs := make([]uint64, 64)
+	work := func(lo, hi int, rounds int) {
+		for k := lo; k < hi; k++ {
+			x := xs[k]
+			for r := 0; r < rounds; r++ {
+				x = x*6364136223846793005 + 1442695040888963407
+			}
+			xs[k] = x
+		}
+	}
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		time.Sleep(3 * spinTime)
+		b.StartTimer()
+		For(len(xs), 1, func(lo, hi int) { work(lo, hi, 2500) })
+		For(len(xs), 1, func(lo, hi int) { work(lo, hi, 25000) })
+	}
+}
