@@ -176,7 +176,9 @@ func spawn(workers int, body func(w int)) {
 // watches (current), and each helper that takes part reports in its own
 // cache line (done), which the caller watches. A helper that finished a job
 // spins for the next one for spinTime, as OpenMP's threads do, then sleeps
-// on its channel until a job needs it. Spinning executes PAUSE and yields
+// on its channel until a job needs it (after crowdedSpinTime only where
+// GOMAXPROCS exceeds the cores, as OpenMP also spins less when its threads
+// outnumber them). Spinning executes PAUSE and yields
 // its thread to the scheduler only every yieldTime: runtime.Gosched takes
 // the scheduler's global lock, and fifteen helpers yielding in a tight loop
 // spent half of a high-diameter BFS's time contending for it on 16 cores.
@@ -237,6 +239,10 @@ const (
 	// sleeps: long enough to bridge the serial steps between the loops of
 	// one algorithm, short enough to give the core back soon after.
 	spinTime = time.Millisecond
+	// crowdedSpinTime replaces spinTime where there are more workers than
+	// cores: spinning helpers would take turns on the cores with the
+	// workers that have work.
+	crowdedSpinTime = 50 * time.Microsecond
 	// yieldTime is how long a spinning goroutine runs between yields to
 	// the scheduler, which let other goroutines queued on its processor
 	// (the garbage collector's workers, goroutines of nested loops) run.
@@ -321,7 +327,11 @@ func (t *team) serve(h *helper, w int) {
 // await waits for a job other than the one numbered seen: spinning, then
 // sleeping.
 func (t *team) await(h *helper, seen uint64) *job {
-	for s := (spinner{}); s.waited() < spinTime; s.spin() {
+	limit := spinTime
+	if Workers() > runtime.NumCPU() {
+		limit = crowdedSpinTime
+	}
+	for s := (spinner{}); s.waited() < limit; s.spin() {
 		if j := t.current.Load(); j != nil && j.seq != seen {
 			return j
 		}
