@@ -86,6 +86,7 @@ func bfsDO(ctx context.Context, out, in *convert.CSR, src uint32) (depth []int32
 	queue := bufA[:1]
 	queue[0] = src
 	next := &sharedQueue{buf: bufB}
+	ws := newBFSWorkers()
 	var front, curr bitmap
 
 	edgesToCheck := out.NumEdges()
@@ -106,7 +107,7 @@ func bfsDO(ctx context.Context, out, in *convert.CSR, src uint32) (depth []int32
 			awake := int64(len(queue))
 			for {
 				old := awake
-				awake = bfsBottomUp(ctx, in, parent, depth, level, front, curr)
+				awake = bfsBottomUp(ctx, ws, in, parent, depth, level, front, curr)
 				level++
 				levels++
 				front, curr = curr, front
@@ -117,11 +118,11 @@ func bfsDO(ctx context.Context, out, in *convert.CSR, src uint32) (depth []int32
 					return nil, nil, 0, err
 				}
 			}
-			queue = bitmapToQueue(front, next, queue[:0])
+			queue = bitmapToQueue(ws, front, next, queue[:0])
 			scout = 1
 		} else {
 			edgesToCheck -= scout
-			scout = bfsTopDown(ctx, out, parent, depth, level, queue, next)
+			scout = bfsTopDown(ctx, ws, out, parent, depth, level, queue, next)
 			level++
 			levels++
 			queue, next.buf = next.buf[:next.tail.Load()], queue[:cap(queue)]
@@ -135,9 +136,41 @@ func bfsDO(ctx context.Context, out, in *convert.CSR, src uint32) (depth []int32
 	return depth, parent, levels, nil
 }
 
-// bfsLocal is the size at which a worker's local buffer goes to the shared
-// queue.
+// bfsLocal is the initial capacity of a worker's local buffer, where the
+// vertices it finds wait before they go to the shared queue.
 const bfsLocal = 4096
+
+// bfsWorkers is the workers' state during one search, kept across its
+// levels: a high-diameter graph has thousands of small levels, and a level
+// that allocated its buffers paid for it in allocation and garbage
+// collection more than in work.
+type bfsWorkers struct {
+	locals [][]uint32 // per worker: vertices found in the current chunk
+	counts []int64    // per worker, 8 apart against false sharing
+}
+
+func newBFSWorkers() *bfsWorkers {
+	workers := par.Workers()
+	return &bfsWorkers{locals: make([][]uint32, workers), counts: make([]int64, workers*8)}
+}
+
+// local is worker w's buffer, emptied.
+func (ws *bfsWorkers) local(w int) []uint32 {
+	if ws.locals[w] == nil {
+		ws.locals[w] = make([]uint32, 0, bfsLocal)
+	}
+	return ws.locals[w][:0]
+}
+
+// total sums the workers' counts and zeroes them.
+func (ws *bfsWorkers) total() int64 {
+	var t int64
+	for w := 0; w < len(ws.counts); w += 8 {
+		t += ws.counts[w]
+		ws.counts[w] = 0
+	}
+	return t
+}
 
 // sharedQueue is a vertex queue that workers fill from local buffers, each
 // flush reserving its place with one atomic add.
@@ -160,31 +193,16 @@ func (q *sharedQueue) flush(local []uint32) []uint32 {
 // claims each unvisited target with a compare-and-swap on its parent and
 // queues it in next. It returns the out-degree sum of the vertices it
 // claimed (GAP's scout count). Once ctx is canceled it stops, part done.
-func bfsTopDown(ctx context.Context, out *convert.CSR, parent []uint32, depth []int32, level int32, queue []uint32, next *sharedQueue) int64 {
-	workers := par.Workers()
-	locals := make([][]uint32, workers)
-	scouts := make([]int64, workers)
+func bfsTopDown(ctx context.Context, ws *bfsWorkers, out *convert.CSR, parent []uint32, depth []int32, level int32, queue []uint32, next *sharedQueue) int64 {
 	par.ForWorker(len(queue), 64, func(w, lo, hi int) {
 		if ctx.Err() != nil {
 			return
 		}
-		local := locals[w]
-		if local == nil {
-			local = make([]uint32, 0, bfsLocal)
-		}
-		local, scout := topDownRange(out.Offsets, out.Targets, parent, depth, level+1, queue[lo:hi], local)
-		if len(local) >= bfsLocal {
-			local = next.flush(local)
-		}
-		locals[w] = local
-		scouts[w] += scout
+		local, scout := topDownRange(out.Offsets, out.Targets, parent, depth, level+1, queue[lo:hi], ws.local(w))
+		ws.locals[w] = next.flush(local)
+		ws.counts[w*8] += scout
 	})
-	var scout int64
-	for w := range locals {
-		next.flush(locals[w])
-		scout += scouts[w]
-	}
-	return scout
+	return ws.total()
 }
 
 // topDownRange claims the unvisited out-neighbours of the vertices in queue
@@ -210,22 +228,15 @@ func topDownRange(offs []int64, targets, parent []uint32, depth []int32, d int32
 // next. It returns the number of vertices it visited. Each worker owns whole
 // words of next, so the bitmap needs no atomics. Once ctx is canceled it
 // stops, part done.
-func bfsBottomUp(ctx context.Context, in *convert.CSR, parent []uint32, depth []int32, level int32, front, next bitmap) int64 {
+func bfsBottomUp(ctx context.Context, ws *bfsWorkers, in *convert.CSR, parent []uint32, depth []int32, level int32, front, next bitmap) int64 {
 	next.clear()
-	n := in.NumVertices()
-	workers := par.Workers()
-	awake := make([]int64, workers*8) // padded against false sharing
-	par.ForWorker(n, 1024, func(w, lo, hi int) {
+	par.ForWorker(in.NumVertices(), 1024, func(w, lo, hi int) {
 		if ctx.Err() != nil {
 			return
 		}
-		awake[w*8] += bottomUpRange(in.Offsets, in.Targets, parent, depth, level+1, front, next, lo, hi)
+		ws.counts[w*8] += bottomUpRange(in.Offsets, in.Targets, parent, depth, level+1, front, next, lo, hi)
 	})
-	var total int64
-	for w := 0; w < workers; w++ {
-		total += awake[w*8]
-	}
-	return total
+	return ws.total()
 }
 
 // bottomUpRange runs the bottom-up step over the vertices [lo, hi), giving
@@ -262,15 +273,10 @@ func queueToBitmap(queue []uint32, b bitmap) {
 
 // bitmapToQueue lists the vertices of b into queue (reusing its storage),
 // using next's buffer as scratch.
-func bitmapToQueue(b bitmap, next *sharedQueue, queue []uint32) []uint32 {
-	workers := par.Workers()
-	locals := make([][]uint32, workers)
+func bitmapToQueue(ws *bfsWorkers, b bitmap, next *sharedQueue, queue []uint32) []uint32 {
 	next.tail.Store(0)
 	par.ForWorker(len(b), 256, func(w, lo, hi int) {
-		local := locals[w]
-		if local == nil {
-			local = make([]uint32, 0, bfsLocal)
-		}
+		local := ws.local(w)
 		for i := lo; i < hi; i++ {
 			word := b[i]
 			for word != 0 {
@@ -278,14 +284,8 @@ func bitmapToQueue(b bitmap, next *sharedQueue, queue []uint32) []uint32 {
 				word &= word - 1
 			}
 		}
-		if len(local) >= bfsLocal {
-			local = next.flush(local)
-		}
-		locals[w] = local
+		ws.locals[w] = next.flush(local)
 	})
-	for w := range locals {
-		next.flush(locals[w])
-	}
 	k := next.tail.Load()
 	queue = append(queue[:0], next.buf[:k]...)
 	next.tail.Store(0)

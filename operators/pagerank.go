@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
+	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/internal/par"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
@@ -80,6 +82,33 @@ const prGrain = 8192
 // 8 iterations 150 ms instead of 163.
 const prFloat32Tolerance = 1e-6
 
+// The pull reads the contributions in hubs-first order (convert.HubOrder)
+// on graphs of at least prHubOrderMin vertices whose largest out-degree is
+// at least prHubSkew times the mean: the in-edges' sources renumbered so
+// that the vertices of largest out-degree, whose contributions most edges
+// read, share cache lines at the front of the vector. In vertex order every
+// hub's value sits on a line of its own among values rarely read, so the
+// values most edges read spread over the whole vector; hubs first, on
+// Kronecker 22 the first 2^18 contributions (1 MiB as float32, half a
+// core's L2 on the 16-core machine) are those of 85% of the edges. Below
+// about a core's L2 of contributions the order makes no difference, and
+// without hubs there is nothing to gather together (a road network or a
+// grid keeps its numbering, whose neighbours are often near). The layout
+// costs 4 bytes an in-edge and a vertex, once per graph (the GPU's pull
+// reads the same). Variables so that tests can turn it on for any graph.
+var (
+	prHubOrderMin = 1 << 18
+	prHubSkew     = 16.0
+)
+
+func prHubFirst(g *convert.Graph) bool {
+	if g.NumVertices() < prHubOrderMin {
+		return false
+	}
+	d := g.Degrees()
+	return float64(d.Max) >= prHubSkew*d.Average
+}
+
 // RunCPU runs pull-based power iteration: one pass over the in-edges per
 // iteration, each vertex summing its in-neighbours' contributions
 // (rank/out-degree) from the previous iteration and writing its own new rank
@@ -93,9 +122,17 @@ func (PageRank) RunCPU(ctx context.Context, in Input) (*Result, error) {
 		return nil, err
 	}
 	g := in.Graph
-	rev := g.In() // part of the graph, built before the clock starts
-	start := time.Now()
 	n := g.NumVertices()
+	// Layouts of the graph, built before the clock starts and cached on it.
+	rev := g.In()
+	sources, ids := rev.Targets, []uint32(nil)
+	var notes []string
+	if prHubFirst(g) {
+		h := g.HubOrder()
+		sources, ids = h.InSources, h.ID
+		notes = append(notes, "hubs first")
+	}
+	start := time.Now()
 	res := &Result{Op: "pagerank", Backend: "cpu", Strategy: "pull"}
 	if n == 0 {
 		res.Columns = []Column{{Name: "rank", Type: Float64Column, Float64: []float64{}}}
@@ -109,21 +146,25 @@ func (PageRank) RunCPU(ctx context.Context, in Input) (*Result, error) {
 		err       error
 	)
 	if p.Tolerance >= prFloat32Tolerance {
-		res.Strategy = "pull (float32 contributions)"
+		notes = append([]string{"float32 contributions"}, notes...)
 		c, nc := getScratch[float32](&scratchF32, n), getScratch[float32](&scratchF32, n)
 		defer putScratch(&scratchF32, c)
 		defer putScratch(&scratchF32, nc)
-		x, res.Iterations, converged, change, err = pageRankPull(ctx, g.Out.Offsets, rev.Offsets, rev.Targets, p, c, nc)
+		x, res.Iterations, converged, change, err = pageRankPull(ctx, g.Out.Offsets, rev.Offsets, sources, ids, p, c, nc)
 	} else {
 		c, nc := getScratch[float64](&scratchF64, n), getScratch[float64](&scratchF64, n)
 		defer putScratch(&scratchF64, c)
 		defer putScratch(&scratchF64, nc)
-		x, res.Iterations, converged, change, err = pageRankPull(ctx, g.Out.Offsets, rev.Offsets, rev.Targets, p, c, nc)
+		x, res.Iterations, converged, change, err = pageRankPull(ctx, g.Out.Offsets, rev.Offsets, sources, ids, p, c, nc)
 	}
 	if err != nil {
 		return nil, err
 	}
 	res.Compute = time.Since(start)
+	res.Strategy = "pull"
+	if len(notes) > 0 {
+		res.Strategy += " (" + strings.Join(notes, ", ") + ")"
+	}
 	if !converged {
 		res.NotConverged = true
 		res.Warnings = append(res.Warnings, fmt.Sprintf(
@@ -136,9 +177,12 @@ func (PageRank) RunCPU(ctx context.Context, in Input) (*Result, error) {
 
 // pageRankPull iterates over the in-edges (inOffs, sources) with the
 // contributions x[u]/outdeg(u) kept as C in contrib and nextContrib
-// (scratch of n elements each, overwritten). It returns the ranks, the
-// iterations run, whether they converged and the last L1 change.
-func pageRankPull[C float32 | float64](ctx context.Context, outOffs, inOffs []int64, sources []uint32, p Params, contrib, nextContrib []C) (x []float64, iterations int, converged bool, change float64, err error) {
+// (scratch of n elements each, overwritten), vertex v's at index ids[v]
+// (at v when ids is nil), the numbering of the sources. It returns the
+// ranks, the iterations run, whether they converged and the last L1
+// change. The numbering changes where a contribution is kept, not what is
+// summed nor in which order: the ranks are the same to the bit.
+func pageRankPull[C float32 | float64](ctx context.Context, outOffs, inOffs []int64, sources, ids []uint32, p Params, contrib, nextContrib []C) (x []float64, iterations int, converged bool, change float64, err error) {
 	n := len(inOffs) - 1
 	x = make([]float64, n)
 	invDeg := getScratch[float64](&scratchF64, n)
@@ -154,12 +198,16 @@ func pageRankPull[C float32 | float64](ctx context.Context, outOffs, inOffs []in
 		var dangle float64
 		for v := lo; v < hi; v++ {
 			x[v] = x0
+			i := v
+			if ids != nil {
+				i = int(ids[v])
+			}
 			if deg := outOffs[v+1] - outOffs[v]; deg > 0 {
 				invDeg[v] = 1 / float64(deg)
-				contrib[v] = C(x0 * invDeg[v])
+				contrib[i] = C(x0 * invDeg[v])
 			} else {
 				invDeg[v] = 0
-				contrib[v] = 0
+				contrib[i] = 0
 				dangle += x0
 			}
 		}
@@ -200,7 +248,11 @@ func pageRankPull[C float32 | float64](ctx context.Context, outOffs, inOffs []in
 				errSum += math.Abs(nx - x[v])
 				x[v] = nx
 				inv := invDeg[v]
-				next[v] = C(nx * inv)
+				if ids != nil {
+					next[ids[v]] = C(nx * inv)
+				} else {
+					next[v] = C(nx * inv)
+				}
 				if inv == 0 {
 					dangle += nx
 				}

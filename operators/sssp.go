@@ -101,7 +101,8 @@ func ringSpan(maxW, delta float64) uint64 {
 	return uint64(x)
 }
 
-// RunCPU runs Δ-stepping, recording parents as it goes (see ssspRelaxer).
+// RunCPU runs Δ-stepping, recording parents as it goes (see ssspRelaxer),
+// on uint32 distances where the weights allow (see intDistances).
 func (SSSP) RunCPU(ctx context.Context, in Input) (*Result, error) {
 	if err := checkSource("sssp", in); err != nil {
 		return nil, err
@@ -113,22 +114,26 @@ func (SSSP) RunCPU(ctx context.Context, in Input) (*Result, error) {
 		return nil, err
 	}
 	g := in.Graph
+	ints := intDistances(g) // the weights' statistics are cached on the graph
 	start := time.Now()
 	delta := in.Params.Delta
 	if delta == 0 {
 		delta = defaultSSSPDelta(&g.Out)
 	}
-	dist, parent, phases, err := deltaStepSSSP(ctx, &g.Out, in.Source, delta)
+	var (
+		dist   []float64
+		parent []uint32
+		phases int
+		err    error
+	)
+	if ints {
+		dist, parent, phases, err = deltaStepSSSP32(ctx, &g.Out, in.Source, delta)
+	} else {
+		dist, parent, phases, err = deltaStepSSSP(ctx, &g.Out, in.Source, delta)
+	}
 	if err != nil {
 		return nil, err
 	}
-	par.For(len(dist), 1<<16, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			if math.IsInf(dist[i], 1) {
-				dist[i] = math.NaN()
-			}
-		}
-	})
 	return &Result{
 		Op: "sssp", Backend: "cpu", Strategy: fmt.Sprintf("delta-stepping (delta=%.4g)", delta),
 		Iterations: phases,
@@ -140,6 +145,30 @@ func (SSSP) RunCPU(ctx context.Context, in Input) (*Result, error) {
 	}, nil
 }
 
+// ssspWideDistances makes the CPU's sssp keep float64 distances whatever
+// the weights, so that tests reach that path on integer weights.
+var ssspWideDistances = false
+
+// intDistances says whether g's distances can be uint32, as GAP keeps
+// them: every weight an integer (the weights' statistics, computed on first
+// use and cached on the graph) and no distance able to reach 2^32 − 1, the
+// mark of an unreached vertex. A tentative distance is the length of a
+// simple path (a vertex never accepts a longer value), so at most
+// (n − 1) · max weight, and a sum computed from one at most n · max weight.
+// Integer sums below 2^53 are exact in float64 too, so both paths give the
+// same distances. Half the bytes per distance keeps more of the randomly
+// read distances in cache, and the log of relaxations shrinks by a quarter.
+func intDistances(g *convert.Graph) bool {
+	if ssspWideDistances {
+		return false
+	}
+	w := g.Weights()
+	return w.Integers && float64(g.NumVertices())*w.Max < math.MaxUint32
+}
+
+// unreached32 is the uint32 distance of a vertex not (yet) reached.
+const unreached32 = math.MaxUint32
+
 // ssspRelaxer relaxes out-edges: dist holds the float64 distances' bits,
 // whose order as uint64 is that of the distances since they are >= 0.
 //
@@ -148,7 +177,7 @@ func (SSSP) RunCPU(ctx context.Context, in Input) (*Result, error) {
 // L1 (relaxLog) so that the compare-and-swap that follows does not wait for
 // the log's cache misses. Distances only ever decrease, so exactly
 // one logged relaxation set each vertex's final distance; afterwards that
-// one's u becomes v's parent (setParents). That parent is tight for the
+// one's u becomes v's parent (logParents). That parent is tight for the
 // final distances: had u's distance dropped later, u would have been
 // relaxed again with its final value and would have lowered v below it, or,
 // where rounding absorbs the difference, the edge is still tight. And the
@@ -160,14 +189,8 @@ type ssspRelaxer struct {
 	targets []uint32
 	weights []float64
 	dist    []uint64
-	logs    []*relaxLog // per worker
-	inv     float64     // 1/Δ
-}
-
-// relaxation records that u lowered v's distance to the float64 with bits d.
-type relaxation struct {
-	v, u uint32
-	d    uint64
+	logs    []*relaxLog[uint64] // per worker
+	inv     float64             // 1/Δ
 }
 
 func (r *ssspRelaxer) bucket(v uint32) uint64 {
@@ -214,11 +237,79 @@ func (r *ssspRelaxer) lower(d *deltaStepper, w int, u, v uint32, nd float64, cur
 	p := &r.dist[v]
 	for old := atomic.LoadUint64(p); nb < old; old = atomic.LoadUint64(p) {
 		if atomic.CompareAndSwapUint64(p, old, nb) {
-			r.logs[w].add(relaxation{v: v, u: u, d: nb})
+			r.logs[w].add(relaxation[uint64]{v: v, u: u, d: nb})
 			d.push(w, bucketOf(nd, r.inv), cur, v)
 			return
 		}
 	}
+}
+
+// ssspRelaxer32 is ssspRelaxer on uint32 distances (see intDistances),
+// unreached32 for unreached vertices. A vertex's bucket is computed from
+// its distance as a float64, exactly as on the float64 path, so the two
+// run the same phases.
+type ssspRelaxer32 struct {
+	offs    []int64
+	targets []uint32
+	weights []float64 // integers
+	dist    []uint32
+	logs    []*relaxLog[uint32] // per worker
+	inv     float64             // 1/Δ
+}
+
+func (r *ssspRelaxer32) bucket(v uint32) uint64 {
+	return bucketOf(float64(atomic.LoadUint32(&r.dist[v])), r.inv)
+}
+
+func (r *ssspRelaxer32) relax(d *deltaStepper, w int, us []uint32, cur uint64) {
+	for _, u := range us {
+		r.relaxOne(d, w, u, cur)
+	}
+}
+
+func (r *ssspRelaxer32) relaxOne(d *deltaStepper, w int, u uint32, cur uint64) {
+	du := atomic.LoadUint32(&r.dist[u])
+	if bucketOf(float64(du), r.inv) < cur {
+		return // stale: u moved to an earlier bucket and was relaxed there
+	}
+	lo, hi := r.offs[u], r.offs[u+1]
+	ts := r.targets[lo:hi]
+	dist := r.dist
+	if r.weights == nil {
+		nd := du + 1
+		for _, v := range ts {
+			if nd < atomic.LoadUint32(&dist[v]) {
+				r.lower(d, w, u, v, nd, cur)
+			}
+		}
+		return
+	}
+	ws := r.weights[lo:hi]
+	ws = ws[:len(ts)]
+	for i, v := range ts {
+		if nd := du + uint32(ws[i]); nd < atomic.LoadUint32(&dist[v]) {
+			r.lower(d, w, u, v, nd, cur)
+		}
+	}
+}
+
+// lower sets dist[v] to nd if that is lower, logging the relaxation.
+func (r *ssspRelaxer32) lower(d *deltaStepper, w int, u, v uint32, nd uint32, cur uint64) {
+	p := &r.dist[v]
+	for old := atomic.LoadUint32(p); nd < old; old = atomic.LoadUint32(p) {
+		if atomic.CompareAndSwapUint32(p, old, nd) {
+			r.logs[w].add(relaxation[uint32]{v: v, u: u, d: nd})
+			d.push(w, bucketOf(float64(nd), r.inv), cur, v)
+			return
+		}
+	}
+}
+
+// relaxation records that u lowered v's distance to d (a uint32 distance,
+// or a float64 distance's bits).
+type relaxation[D uint32 | uint64] struct {
+	v, u uint32
+	d    D
 }
 
 // relaxLog is one worker's relaxation log: entries are staged in buf and
@@ -226,19 +317,20 @@ func (r *ssspRelaxer) lower(d *deltaStepper, w int, u, v uint32, nd float64, cur
 // every earlier store to reach the cache; appending straight to a log that
 // grows by megabytes would make each one wait for a store miss. The log is
 // a list of fixed chunks, so it grows without copying.
-type relaxLog struct {
-	buf    [256]relaxation
+type relaxLog[D uint32 | uint64] struct {
+	buf    [256]relaxation[D]
 	n      int
-	chunks [][]relaxation // full chunks, then the one being filled
-	used   int            // chunks in use this run
-	_      [64]byte       // keeps two workers' logs off one cache line
+	chunks [][]relaxation[D] // full chunks, then the one being filled
+	used   int               // chunks in use this run
+	_      [64]byte          // keeps two workers' logs off one cache line
 }
 
-// relaxChunk is the entries in one chunk of a relaxLog (512 KiB); a
-// variable so that tests can cross chunk boundaries on small graphs.
+// relaxChunk is the entries in one chunk of a relaxLog (512 KiB of float64
+// entries); a variable so that tests can cross chunk boundaries on small
+// graphs.
 var relaxChunk = 1 << 15
 
-func (l *relaxLog) add(x relaxation) {
+func (l *relaxLog[D]) add(x relaxation[D]) {
 	if l.n == len(l.buf) {
 		l.spill()
 	}
@@ -247,12 +339,12 @@ func (l *relaxLog) add(x relaxation) {
 }
 
 // spill moves the staged entries to the chunks.
-func (l *relaxLog) spill() {
+func (l *relaxLog[D]) spill() {
 	staged := l.buf[:l.n]
 	for len(staged) > 0 {
 		if l.used == 0 || len(l.chunks[l.used-1]) == relaxChunk {
 			if l.used == len(l.chunks) {
-				l.chunks = append(l.chunks, make([]relaxation, 0, relaxChunk))
+				l.chunks = append(l.chunks, make([]relaxation[D], 0, relaxChunk))
 			}
 			l.chunks[l.used] = l.chunks[l.used][:0]
 			l.used++
@@ -266,12 +358,29 @@ func (l *relaxLog) spill() {
 }
 
 // reset empties the log, keeping its chunks.
-func (l *relaxLog) reset() { l.n, l.used = 0, 0 }
+func (l *relaxLog[D]) reset() { l.n, l.used = 0, 0 }
 
-// relaxLogs keeps the workers' relaxation logs between runs.
-var relaxLogs sync.Pool // *[]*relaxLog
+// relaxLogs64 and relaxLogs32 keep the workers' relaxation logs between
+// runs.
+var relaxLogs64, relaxLogs32 sync.Pool // *[]*relaxLog[D]
 
-// deltaStepSSSP computes the distances from src (+Inf where unreachable)
+// getRelaxLogs is one empty log per worker, from pool where it has a set.
+func getRelaxLogs[D uint32 | uint64](pool *sync.Pool) *[]*relaxLog[D] {
+	logs, ok := pool.Get().(*[]*relaxLog[D])
+	if !ok || len(*logs) != par.Workers() {
+		l := make([]*relaxLog[D], par.Workers())
+		for w := range l {
+			l[w] = new(relaxLog[D])
+		}
+		logs = &l
+	}
+	for _, l := range *logs {
+		l.reset()
+	}
+	return logs
+}
+
+// deltaStepSSSP computes the distances from src (NaN where unreachable)
 // and the shortest-path tree's parents.
 func deltaStepSSSP(ctx context.Context, c *convert.CSR, src uint32, delta float64) (dist []float64, parent []uint32, phases int, err error) {
 	n := c.NumVertices()
@@ -279,30 +388,75 @@ func deltaStepSSSP(ctx context.Context, c *convert.CSR, src uint32, delta float6
 	bitsView := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(dist))), n)
 	fillU64(bitsView, math.Float64bits(math.Inf(1)))
 	dist[src] = 0
-	_, _, maxW := sampleWeights(c)
-	logs, ok := relaxLogs.Get().(*[]*relaxLog)
-	if !ok || len(*logs) != par.Workers() {
-		l := make([]*relaxLog, par.Workers())
-		for w := range l {
-			l[w] = new(relaxLog)
-		}
-		logs = &l
-	}
-	for _, l := range *logs {
-		l.reset()
-	}
-	defer relaxLogs.Put(logs)
+	logs := getRelaxLogs[uint64](&relaxLogs64)
+	defer relaxLogs64.Put(logs)
 	r := &ssspRelaxer{offs: c.Offsets, targets: c.Targets, weights: c.Weights, dist: bitsView, logs: *logs, inv: 1 / delta}
-	d := getDeltaStepper(ringSpan(maxW, delta))
-	if phases, err = d.run(ctx, r, src, n); err != nil {
+	if phases, err = deltaStep(ctx, r, c, src, delta); err != nil {
 		return nil, nil, 0, err
 	}
+	if parent, err = logParents(ctx, r.logs, bitsView, src); err != nil {
+		return nil, nil, 0, err
+	}
+	par.For(n, 1<<16, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if math.IsInf(dist[i], 1) {
+				dist[i] = math.NaN()
+			}
+		}
+	})
+	return dist, parent, phases, nil
+}
+
+// deltaStepSSSP32 is deltaStepSSSP on uint32 distances (see intDistances).
+func deltaStepSSSP32(ctx context.Context, c *convert.CSR, src uint32, delta float64) (dist []float64, parent []uint32, phases int, err error) {
+	n := c.NumVertices()
+	d32 := getScratch[uint32](&scratchU32, n)
+	defer putScratch(&scratchU32, d32)
+	fillU32(d32, unreached32)
+	d32[src] = 0
+	logs := getRelaxLogs[uint32](&relaxLogs32)
+	defer relaxLogs32.Put(logs)
+	r := &ssspRelaxer32{offs: c.Offsets, targets: c.Targets, weights: c.Weights, dist: d32, logs: *logs, inv: 1 / delta}
+	if phases, err = deltaStep(ctx, r, c, src, delta); err != nil {
+		return nil, nil, 0, err
+	}
+	if parent, err = logParents(ctx, r.logs, d32, src); err != nil {
+		return nil, nil, 0, err
+	}
+	dist = make([]float64, n)
+	par.For(n, 1<<16, func(lo, hi int) {
+		for i, x := range d32[lo:hi] {
+			if x == unreached32 {
+				dist[lo+i] = math.NaN()
+			} else {
+				dist[lo+i] = float64(x)
+			}
+		}
+	})
+	return dist, parent, phases, nil
+}
+
+// deltaStep runs the Δ-stepping driver with r from src and returns the
+// number of phases.
+func deltaStep(ctx context.Context, r relaxer, c *convert.CSR, src uint32, delta float64) (int, error) {
+	_, _, maxW := sampleWeights(c)
+	d := getDeltaStepper(ringSpan(maxW, delta))
+	phases, err := d.run(ctx, r, src, c.NumVertices())
+	if err != nil {
+		return 0, err
+	}
 	d.release()
-	parent = make([]uint32, n)
+	return phases, nil
+}
+
+// logParents gives each vertex reached the u of the logged relaxation that
+// set its final distance in dist (see ssspRelaxer), and the source itself.
+func logParents[D uint32 | uint64](ctx context.Context, logs []*relaxLog[D], dist []D, src uint32) ([]uint32, error) {
+	parent := make([]uint32, len(dist))
 	fillU32(parent, convert.NoVertex)
 	parent[src] = src
-	var chunks [][]relaxation
-	for _, l := range r.logs {
+	var chunks [][]relaxation[D]
+	for _, l := range logs {
 		l.spill()
 		chunks = append(chunks, l.chunks[:l.used]...)
 	}
@@ -314,14 +468,14 @@ func deltaStepSSSP(ctx context.Context, c *convert.CSR, src uint32, delta float6
 				return
 			}
 			for _, x := range c {
-				if bitsView[x.v] == x.d {
+				if dist[x.v] == x.d {
 					parent[x.v] = x.u
 				}
 			}
 		}
 	})
 	if err := ctx.Err(); err != nil {
-		return nil, nil, 0, err
+		return nil, err
 	}
-	return dist, parent, phases, nil
+	return parent, nil
 }

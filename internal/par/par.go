@@ -120,17 +120,37 @@ func run(workers int, body func(w int)) {
 	}
 	defer t.busy.Store(false)
 	t.grow(workers - 1)
-	job := &job{body: body}
-	job.pending.Store(int32(workers - 1))
-	for _, h := range t.helpers[:workers-1] {
-		h.give(job)
+	t.seq++
+	j := &job{body: body, workers: workers, seq: t.seq}
+	t.current.Store(j)
+	helpers := t.helpers[:workers-1]
+	woke := false
+	for _, h := range helpers {
+		woke = h.wakeIfAsleep() || woke
+	}
+	if woke {
+		// A woken helper is queued on this goroutine's processor, where it
+		// would wait until an idle processor steals it: yield to it, and
+		// let an idle processor take this goroutine from the global queue.
+		runtime.Gosched()
 	}
 	body(0)
-	for i := 0; job.pending.Load() != 0; i++ {
-		if i >= spinChecks {
-			runtime.Gosched()
+	for i, h := range helpers {
+		if h.done.Load() == j.seq {
+			continue
+		}
+		if h.claim(j.seq) {
+			// The helper has not started (its thread may be waiting for
+			// a core, or it may be waking): do its share here.
+			body(i + 1)
+			continue
+		}
+		for s := (spinner{}); h.done.Load() != j.seq; {
+			s.spin()
 		}
 	}
+	// Every helper that ran body is done with it: let go of what it holds.
+	j.body = nil
 }
 
 // spawn is run on goroutines started for the purpose.
@@ -149,13 +169,34 @@ func spawn(workers int, body func(w int)) {
 
 // theTeam is the process's team of helpers: one for each worker but the
 // caller's, more started when GOMAXPROCS grows. Helper i is always worker
-// i+1. A helper that finished a job spins
-// for the next one for spinTime (as OpenMP's threads do), then sleeps on
-// its channel until given one.
+// i+1.
+//
+// A loop costs the team two cache misses per helper, not a trip through the
+// scheduler: the caller publishes the job in one pointer that every helper
+// watches (current), and each helper that takes part reports in its own
+// cache line (done), which the caller watches. A helper that finished a job
+// spins for the next one for spinTime, as OpenMP's threads do, then sleeps
+// on its channel until a job needs it (after crowdedSpinTime only where
+// GOMAXPROCS exceeds the cores, as OpenMP also spins less when its threads
+// outnumber them). Spinning executes PAUSE and yields
+// its thread to the scheduler only every yieldTime: runtime.Gosched takes
+// the scheduler's global lock, and fifteen helpers yielding in a tight loop
+// spent half of a high-diameter BFS's time contending for it on 16 cores.
+//
+// Each helper's share of a job goes to whichever claims it first, the
+// helper or the caller: once the caller has run its own share, it runs the
+// shares of helpers that have not started. So a loop never waits for a
+// helper whose thread is not on a core (a machine shared with other
+// processes, more workers than cores); with a Gosched in every spin such a
+// helper sat in the scheduler's queue, where the caller's thread picked it
+// up, and the PAUSE spin without claims made an empty loop take 80 µs
+// instead of 1 to 10 on a loaded 2-core machine.
 var theTeam team
 
 type team struct {
-	busy    atomic.Bool // a loop is running on the team; guards helpers
+	busy    atomic.Bool // a loop is running on the team; guards helpers and seq
+	current atomic.Pointer[job]
+	seq     uint64 // the last job's number
 	helpers []*helper
 }
 
@@ -170,21 +211,27 @@ func (t *team) grow(k int) {
 	for len(t.helpers) < k {
 		h := &helper{wake: make(chan struct{}, 1)}
 		t.helpers = append(t.helpers, h)
-		go h.loop(len(t.helpers))
+		go t.serve(h, len(t.helpers))
 	}
 }
 
-// job is one parallel loop: its body and the helpers still running it.
+// job is one parallel loop: its body, run by workers 0 .. workers-1, and
+// its number, which tells helpers a new job from the one they last saw.
 type job struct {
 	body    func(w int)
-	pending atomic.Int32
+	workers int
+	seq     uint64
 }
 
 type helper struct {
-	job      atomic.Pointer[job]
+	_ [64]byte // keeps helpers' hot fields off each other's cache lines
+	// claimed is the number of the last job whose share for this helper
+	// was claimed, by the helper (which then runs it) or by the caller.
+	claimed  atomic.Uint64
+	done     atomic.Uint64 // the number of the last job this helper ran
 	sleeping atomic.Bool
 	wake     chan struct{} // capacity 1: a wake-up is never lost
-	_        [64]byte      // keeps helpers' hot fields off one cache line
+	_        [64]byte
 }
 
 const (
@@ -192,49 +239,106 @@ const (
 	// sleeps: long enough to bridge the serial steps between the loops of
 	// one algorithm, short enough to give the core back soon after.
 	spinTime = time.Millisecond
-	// spinChecks is how many times a spinning goroutine checks before it
-	// starts yielding its thread between checks.
-	spinChecks = 256
+	// crowdedSpinTime replaces spinTime where there are more workers than
+	// cores: spinning helpers would take turns on the cores with the
+	// workers that have work.
+	crowdedSpinTime = 50 * time.Microsecond
+	// yieldTime is how long a spinning goroutine runs between yields to
+	// the scheduler, which let other goroutines queued on its processor
+	// (the garbage collector's workers, goroutines of nested loops) run.
+	yieldTime = 100 * time.Microsecond
+	// timeChecks is how many spins pass between looks at the clock.
+	timeChecks = 64
 )
 
-// give hands j to h, waking h if it sleeps. Both sides use sequentially
-// consistent atomics: either h sees the job before it sleeps, or give sees
-// h sleeping and sends a wake-up.
-func (h *helper) give(j *job) {
-	h.job.Store(j)
-	if h.sleeping.Load() {
-		select {
-		case h.wake <- struct{}{}:
-		default: // a wake-up is pending already
-		}
+// spinner paces a wait: spin executes PAUSE, and now and then looks at the
+// clock to yield to the scheduler every yieldTime. The zero value starts a
+// wait.
+type spinner struct {
+	n       int
+	start   time.Time // the first look at the clock
+	now     time.Time // the latest
+	yielded time.Time // the last yield, or start
+}
+
+func (s *spinner) spin() {
+	pause()
+	s.n++
+	if s.n%timeChecks != 0 {
+		return
+	}
+	s.now = time.Now()
+	if s.start.IsZero() {
+		s.start, s.yielded = s.now, s.now
+	}
+	if s.now.Sub(s.yielded) >= yieldTime {
+		runtime.Gosched()
+		s.yielded = s.now
 	}
 }
 
-func (h *helper) loop(w int) {
+// waited is how long the wait has lasted, as of the latest look at the
+// clock.
+func (s *spinner) waited() time.Duration { return s.now.Sub(s.start) }
+
+// wakeIfAsleep wakes h if it sleeps, and says whether it did; the caller
+// has published a job for it. Both sides use sequentially consistent atomics: either the helper
+// sees the new job before it sleeps, or the caller sees it sleeping.
+func (h *helper) wakeIfAsleep() bool {
+	if !h.sleeping.Load() {
+		return false
+	}
+	select {
+	case h.wake <- struct{}{}:
+	default: // a wake-up is pending already
+	}
+	return true
+}
+
+// claim claims the helper's share of job seq, for whichever of the helper
+// and the caller asks first; it reports whether this call got it. A helper
+// may still hold an old job that the caller finished for it, so a claim
+// never goes back to an older job.
+func (h *helper) claim(seq uint64) bool {
 	for {
-		j := h.next()
-		j.body(w)
-		j.pending.Add(-1)
+		old := h.claimed.Load()
+		if old >= seq {
+			return false
+		}
+		if h.claimed.CompareAndSwap(old, seq) {
+			return true
+		}
 	}
 }
 
-// next waits for a job: spinning, then sleeping.
-func (h *helper) next() *job {
-	start := time.Now()
-	for i := 0; ; i++ {
-		if j := h.job.Swap(nil); j != nil {
-			return j
+// serve runs the jobs that need helper h, worker w.
+func (t *team) serve(h *helper, w int) {
+	var seen uint64
+	for {
+		j := t.await(h, seen)
+		seen = j.seq
+		if w < j.workers && h.claim(j.seq) {
+			j.body(w)
+			h.done.Store(j.seq)
 		}
-		if i >= spinChecks {
-			if i%64 == 0 && time.Since(start) > spinTime {
-				break
-			}
-			runtime.Gosched()
+	}
+}
+
+// await waits for a job other than the one numbered seen: spinning, then
+// sleeping.
+func (t *team) await(h *helper, seen uint64) *job {
+	limit := spinTime
+	if Workers() > runtime.NumCPU() {
+		limit = crowdedSpinTime
+	}
+	for s := (spinner{}); s.waited() < limit; s.spin() {
+		if j := t.current.Load(); j != nil && j.seq != seen {
+			return j
 		}
 	}
 	h.sleeping.Store(true)
 	for {
-		if j := h.job.Swap(nil); j != nil {
+		if j := t.current.Load(); j != nil && j.seq != seen {
 			h.sleeping.Store(false)
 			return j
 		}

@@ -142,3 +142,91 @@ func TestSleepingHelpers(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkLoopStart is the fixed cost of a parallel loop: one tiny chunk
+// for each worker.
+func BenchmarkLoopStart(b *testing.B) {
+	var sink atomic.Int64
+	for i := 0; i < b.N; i++ {
+		For(Workers(), 1, func(lo, hi int) { sink.Add(1) })
+	}
+}
+
+// BenchmarkSmallLoop is a BFS level on a grid: 1024 items in chunks of 64,
+// each item a few dozen nanoseconds of work.
+func BenchmarkSmallLoop(b *testing.B) {
+	xs := make([]uint64, 1024)
+	for i := 0; i < b.N; i++ {
+		For(len(xs), 64, func(lo, hi int) {
+			for k := lo; k < hi; k++ {
+				x := xs[k] + uint64(k)
+				for r := 0; r < 20; r++ {
+					x = x*6364136223846793005 + 1442695040888963407
+				}
+				xs[k] = x
+			}
+		})
+	}
+}
+
+// TestEveryWorkerOnce runs many small loops with more workers than cores,
+// so that helpers are often not running when a loop starts and the caller
+// runs their shares: every worker index must still run exactly once per
+// loop (Blocks gives each its own range), and ForWorker's chunks must still
+// cover the range once.
+func TestEveryWorkerOnce(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(runtime.NumCPU() + 5))
+	workers := Workers()
+	n := workers * 1024
+	counts := make([]atomic.Int32, workers)
+	for r := 0; r < 300; r++ {
+		Blocks(n, func(w, lo, hi int) { counts[w].Add(1) })
+		for w := range counts {
+			if c := counts[w].Swap(0); c != 1 {
+				t.Fatalf("loop %d: worker %d ran %d times", r, w, c)
+			}
+		}
+		if r%10 == 0 {
+			checkCover(t, 5000, 7)
+		}
+	}
+}
+
+// TestClaimIsMonotone: a claim goes to the first asker, and never back to
+// an older job.
+func TestClaimIsMonotone(t *testing.T) {
+	var h helper
+	if !h.claim(3) || h.claim(3) {
+		t.Fatal("job 3: the first claim must win, the second lose")
+	}
+	if h.claim(2) {
+		t.Fatal("job 2 claimed after job 3")
+	}
+	if !h.claim(5) {
+		t.Fatal("job 5 not claimable")
+	}
+}
+
+// BenchmarkLoopAfterIdle is the first loops after the helpers fell asleep
+// (as after a garbage collection between two runs): a loop of 0.2 ms of
+// work then one of 2 ms, each in 64 chunks; time.Sleep between rounds is
+// not timed.
+func BenchmarkLoopAfterIdle(b *testing.B) {
+	xs := make([]uint64, 64)
+	work := func(lo, hi int, rounds int) {
+		for k := lo; k < hi; k++ {
+			x := xs[k]
+			for r := 0; r < rounds; r++ {
+				x = x*6364136223846793005 + 1442695040888963407
+			}
+			xs[k] = x
+		}
+	}
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		time.Sleep(3 * spinTime)
+		b.StartTimer()
+		For(len(xs), 1, func(lo, hi int) { work(lo, hi, 2500) })
+		For(len(xs), 1, func(lo, hi int) { work(lo, hi, 25000) })
+	}
+}

@@ -1,0 +1,111 @@
+package operators
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gpipe/gpipe/convert"
+	"github.com/gpipe/gpipe/ingest/edges"
+)
+
+// sameDistances reports the first vertex where a and b differ (NaN equal
+// to NaN), or -1.
+func sameDistances(a, b []float64) int {
+	for v := range a {
+		if !(a[v] == b[v] || math.IsNaN(a[v]) && math.IsNaN(b[v])) {
+			return v
+		}
+	}
+	return -1
+}
+
+// runSSSPBothWidths runs sssp from src with uint32 distances where g's
+// weights allow them and with float64 distances forced, checks both
+// against Dijkstra, and checks that they agree to the last bit.
+func runSSSPBothWidths(t *testing.T, g *convert.Graph, src uint32, p Params) {
+	t.Helper()
+	ref := refDijkstra(g, src)
+	narrow := run(t, SSSP{}, g, src, p)
+	ssspWideDistances = true
+	wide := run(t, SSSP{}, g, src, p)
+	ssspWideDistances = false
+	for _, r := range []*Result{narrow, wide} {
+		if err := validateSSSP(g, src, r.Column("distance").Float64, r.Column("parent").Vertex, ref); err != nil {
+			t.Fatalf("sssp from %d (delta %v): %v", src, p.Delta, err)
+		}
+	}
+	if v := sameDistances(narrow.Column("distance").Float64, wide.Column("distance").Float64); v >= 0 {
+		t.Fatalf("sssp from %d: vertex %d at %v with uint32 distances, %v with float64", src, v,
+			narrow.Column("distance").Float64[v], wide.Column("distance").Float64[v])
+	}
+}
+
+// TestSSSPDistanceWidths runs sssp on every shape with non-negative
+// weights, unweighted and weighted: integer weights (zeros and ties
+// included) take the uint32 path, the others the float64 one, and the
+// uint32 path gives what the float64 one gives.
+func TestSSSPDistanceWidths(t *testing.T) {
+	defer func() { ssspWideDistances = false }()
+	for _, s := range shapes(t) {
+		if s.negative {
+			continue
+		}
+		ints := true
+		for _, e := range s.edges {
+			ints = ints && e.w == math.Trunc(e.w)
+		}
+		for _, weighted := range []bool{false, true} {
+			g := buildGraph(t, s, true, weighted, edges.KeyInt64)
+			if want := ints || !weighted; intDistances(g) != want {
+				t.Fatalf("%s weighted=%v: uint32 distances %v, want %v", s.name, weighted, !want, want)
+			}
+			for _, src := range sourcesOf(g) {
+				for _, delta := range []float64{0, 0.7, 50} {
+					runSSSPBothWidths(t, g, src, Params{Delta: delta})
+				}
+			}
+		}
+	}
+}
+
+// TestSSSPNearOverflow runs sssp where the distances come close to 2^32:
+// on n vertices with every weight at most W, for the largest W with
+// n·W < 2^32 − 1 (uint32 distances) and for W + 1 (float64 distances). A
+// plain chain puts its far end at (n − 1)·W, within 0.1% of 2^32 − 1;
+// a chain with random shortcuts relaxes vertices many times over.
+func TestSSSPNearOverflow(t *testing.T) {
+	defer func() { ssspWideDistances = false }()
+	const n = 1000
+	top := (math.MaxUint32 - 1) / n
+	for _, w := range []int{top, top + 1} {
+		rng := rand.New(rand.NewPCG(uint64(w), 3))
+		var chain []tedge
+		for i := int64(0); i+1 < n; i++ {
+			chain = append(chain, tedge{i, i + 1, float64(w)})
+		}
+		shortcuts := append([]tedge(nil), chain...)
+		for k := 0; k < 2*n; k++ {
+			u := int64(rng.IntN(n - 1))
+			shortcuts = append(shortcuts, tedge{u, u + 1 + int64(rng.IntN(n-1-int(u))), float64(w - rng.IntN(3))})
+		}
+		for _, es := range [][]tedge{chain, shortcuts} {
+			g := buildGraph(t, shape{name: fmt.Sprintf("chain-%d", w), edges: es}, true, true, edges.KeyInt64)
+			if g.NumVertices() != n {
+				t.Fatalf("%d vertices, want %d", g.NumVertices(), n)
+			}
+			if want := w == top; intDistances(g) != want {
+				t.Fatalf("weights up to %d on %d vertices: uint32 distances %v, want %v", w, n, !want, want)
+			}
+			for _, delta := range []float64{0, 1, 1e6} {
+				runSSSPBothWidths(t, g, 0, Params{Delta: delta})
+			}
+		}
+		// buildGraph keeps the keys' order: vertex n−1 is the chain's end.
+		g := buildGraph(t, shape{name: "chain", edges: chain}, true, true, edges.KeyInt64)
+		if d := run(t, SSSP{}, g, 0, Params{}).Column("distance").Float64[n-1]; d != float64((n-1)*w) {
+			t.Fatalf("far end at %v, want %d", d, (n-1)*w)
+		}
+	}
+}

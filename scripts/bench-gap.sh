@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# Issue 14's table: gpipe's CPU backend against the GAP Benchmark Suite on the
+# same machine, side by side and interleaved, ROUNDS rounds (default 3), each
+# case in GAP-then-gpipe order in odd rounds and gpipe-then-GAP in even ones.
+# It builds nothing of GAP's: GAP_DIR holds GAP's binaries (bfs, cc, pr, sssp,
+# converter) built with GAP's own Makefile. Usage, from the repository root:
+#   scripts/bench-gap.sh GPIPE GAP_DIR OUTDIR
+# GPIPE is the gpipe binary. Cases:
+#   Kronecker 22 (bfs, cc, pagerank, sssp): GAP -g 22, gpipe --gen kronecker:22
+#     --undirected (another random stream of the same generator and weights);
+#   the 2048 x 2048 grid (bfs): one edge list that gpipe gen writes (each edge
+#     once, "u v" lines), read by GAP with -s and by gpipe with --undirected;
+#   Kronecker 20 files (pagerank, sssp): GAP's converter writes -g 20 as .el
+#     and .wel (each edge both ways), read by both.
+# pagerank runs to tolerance 1e-4, at most 20 iterations (GAP's defaults);
+# sssp with GAP's Δ (1) and gpipe's default. TRIALS (default 16) trials per
+# run. OUTDIR gets each run's log (GAP) or JSON (gpipe), machine.txt and
+# table.txt; the table is printed last. About 4 minutes on 16 cores.
+# KSCALE (22), FSCALE (20) and GRID (2048) change the graphs, for a quick
+# check of the script itself on a small machine.
+set -uo pipefail
+if [ $# -ne 3 ]; then
+	echo "usage: $0 GPIPE GAP_DIR OUTDIR" >&2
+	exit 2
+fi
+gpipe=$1 gap=$2 out=$3
+rounds=${ROUNDS:-3} trials=${TRIALS:-16}
+ks=${KSCALE:-22} fs=${FSCALE:-20} side=${GRID:-2048}
+for b in bfs cc pr sssp converter; do
+	[ -x "$gap/$b" ] || { echo "$gap/$b: not an executable (build GAP with its Makefile first)" >&2; exit 2; }
+done
+mkdir -p "$out"
+work=${TMPDIR:-/tmp}/gpipe-bench-gap
+mkdir -p "$work"
+start=$(date +%s)
+{ nproc; lscpu; cat /sys/kernel/mm/transparent_hugepage/enabled; } >"$out/machine.txt" 2>&1
+
+# The graph files both tools read, made once.
+grid=$work/grid$side.el kel=$work/k$fs.el kwel=$work/k$fs.wel
+[ -s "$grid" ] || "$gpipe" gen grid --rows "$side" --cols "$side" --output "$grid" >&2
+[ -s "$kel" ] || "$gap/converter" -g "$fs" -e "$kel" >"$out/converter-el.log" 2>&1
+[ -s "$kwel" ] || "$gap/converter" -g "$fs" -w -e "$kwel" >"$out/converter-wel.log" 2>&1
+
+pr="--tolerance 1e-4 --max-iterations 20"
+# case name | GAP command (after the binary's directory) | gpipe bench arguments
+cases=(
+	"bfs-k$ks|bfs -g $ks|--gen kronecker:$ks --undirected --op bfs"
+	"cc-k$ks|cc -g $ks|--gen kronecker:$ks --undirected --op cc"
+	"pagerank-k$ks|pr -g $ks -i 20 -t 1e-4|--gen kronecker:$ks --undirected --op pagerank $pr"
+	"sssp-k$ks|sssp -g $ks|--gen kronecker:$ks --undirected --op sssp"
+	"bfs-grid|bfs -f $grid -s|--input $grid --undirected --op bfs"
+	"pagerank-k${fs}file|pr -f $kel -s -i 20 -t 1e-4|--input $kel --undirected --op pagerank $pr"
+	"sssp-k${fs}file|sssp -f $kwel -s|--input $kwel --undirected --op sssp"
+)
+
+run_gap() { # log, command...
+	local log=$1
+	shift
+	echo "== $gap/$*" >&2
+	timeout 300 "$gap/"$* >"$log" 2>&1 || echo "GAP failed: $gap/$* (see $log)" >&2
+}
+run_gpipe() { # json, arguments...
+	local json=$1
+	shift
+	echo "== gpipe bench $*" >&2
+	# shellcheck disable=SC2086
+	timeout 300 "$gpipe" bench --backend cpu --trials "$trials" --json $* >"$json" 2>"${json%.json}.err" ||
+		echo "gpipe failed: bench $* (see ${json%.json}.err)" >&2
+}
+
+for r in $(seq "$rounds"); do
+	for c in "${cases[@]}"; do
+		IFS='|' read -r name gapcmd gpipeargs <<<"$c"
+		if [ $((r % 2)) -eq 1 ]; then
+			run_gap "$out/r$r-$name-gap.log" "$gapcmd -n $trials"
+			run_gpipe "$out/r$r-$name-gpipe.json" "$gpipeargs"
+		else
+			run_gpipe "$out/r$r-$name-gpipe.json" "$gpipeargs"
+			run_gap "$out/r$r-$name-gap.log" "$gapcmd -n $trials"
+		fi
+	done
+done
+# GAP's PageRank iterations (its timed runs do not print them): one logged
+# trial on each graph.
+run_gap "$out/pagerank-k$ks-gap-iterations.log" "pr -g $ks -i 20 -t 1e-4 -n 1 -l"
+run_gap "$out/pagerank-k${fs}file-gap-iterations.log" "pr -f $kel -s -i 20 -t 1e-4 -n 1 -l"
+echo "took $(($(date +%s) - start)) s" >&2
+
+python3 - "$out" "$rounds" "${cases[@]}" <<'PY' | tee "$out/table.txt"
+import json, os, re, statistics, sys
+out, rounds, cases = sys.argv[1], int(sys.argv[2]), [c.split("|")[0] for c in sys.argv[3:]]
+
+def lower_median(xs):  # always one trial's time
+    xs = sorted(xs)
+    return xs[(len(xs) - 1) // 2] if xs else None
+
+def gap_ms(name, r):
+    try:
+        text = open(os.path.join(out, f"r{r}-{name}-gap.log")).read()
+    except OSError:
+        return None
+    m = lower_median([float(t) for t in re.findall(r"Trial Time:\s+([0-9.]+)", text)])
+    return m * 1e3 if m is not None else None
+
+def gpipe_run(name, r):
+    try:
+        return json.loads(open(os.path.join(out, f"r{r}-{name}-gpipe.json")).read().split("\n")[0])
+    except (OSError, ValueError):
+        return None
+
+def gap_iterations(name):
+    try:
+        text = open(os.path.join(out, f"{name}-gap-iterations.log")).read()
+    except OSError:
+        return None
+    steps = re.findall(r"^\s+(\d+)\s+[0-9.e-]+\s*$", text, re.M)
+    return len(steps) or None
+
+fmt = lambda x: "-" if x is None else f"{x:.1f}"
+rows = [("case", "GAP ms, per round", "gpipe ms, per round", "gpipe / GAP, per round", "median ratio", "best / best")]
+notes = []
+for name in cases:
+    g = [gap_ms(name, r) for r in range(1, rounds + 1)]
+    runs = [gpipe_run(name, r) for r in range(1, rounds + 1)]
+    p = [x["median_s"] * 1e3 if x else None for x in runs]
+    ratios = [b / a for a, b in zip(g, p) if a and b]
+    best = min(x for x in p if x) / min(x for x in g if x) if ratios else None
+    rows.append((name, " / ".join(map(fmt, g)), " / ".join(map(fmt, p)), " / ".join(f"{x:.2f}" for x in ratios) or "-",
+                 f"{statistics.median(ratios):.2f}" if ratios else "-", f"{best:.2f}" if best else "-"))
+    if name.startswith("pagerank"):
+        it = [x.get("iterations") for x in runs if x]
+        gi = gap_iterations(name)
+        if it and gi:
+            sp = [x["median_s"] * 1e3 / x["iterations"] for x in runs if x and x.get("iterations")]
+            sg = [x / gi for x in g if x]
+            notes.append(f"{name}: GAP {gi} iterations, gpipe {it[0]}; ms an iteration: GAP {' / '.join(map(fmt, sg))}, gpipe {' / '.join(map(fmt, sp))}")
+widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+print("medians of the trials (the lower middle, as gpipe bench's median_s)")
+for r in rows:
+    print("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
+for n in notes:
+    print(n)
+PY
