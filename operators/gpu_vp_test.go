@@ -127,12 +127,7 @@ func TestGPUSSSPMatchesCPU(t *testing.T) {
 		g := vg.g
 		for _, src := range sourcesOf(g) {
 			want := run(t, SSSP{}, g, src, Params{})
-			ref := slices.Clone(want.Column("distance").Float64)
-			for v, d := range ref {
-				if math.IsNaN(d) {
-					ref[v] = math.Inf(1)
-				}
-			}
+			ref := unreachedInf(want.Column("distance").Float64)
 			withWide(vg, func(wide bool) {
 				for _, p := range vpConfigs {
 					name := fmt.Sprintf("%s/src=%d/wide=%v/%+v", vg.name, src, wide, p)
@@ -175,12 +170,8 @@ func TestGPUSSWPMatchesCPU(t *testing.T) {
 						t.Errorf("%s: %v", name, err)
 						continue
 					}
-					got := r.Column("width").Float64
-					for v := range got {
-						if !(got[v] == want[v] || math.IsNaN(got[v]) && math.IsNaN(want[v])) {
-							t.Errorf("%s (%s): vertex %d width %v, the CPU's %v", name, r.Strategy, v, got[v], want[v])
-							break
-						}
+					if err := sameWidths(r.Column("width").Float64, want); err != nil {
+						t.Errorf("%s (%s): %v", name, r.Strategy, err)
 					}
 				}
 			})
@@ -258,6 +249,28 @@ func TestGPUPageRankStrategies(t *testing.T) {
 			b.Forget(g) // the hub and plain layouts differ
 		}
 	}
+}
+
+// unreachedInf is the CPU's distances with unreached vertices (NaN) at
+// +Inf, as validateSSSP takes them.
+func unreachedInf(dist []float64) []float64 {
+	ref := slices.Clone(dist)
+	for v, d := range ref {
+		if math.IsNaN(d) {
+			ref[v] = math.Inf(1)
+		}
+	}
+	return ref
+}
+
+// sameWidths compares GPU widths with the CPU's: equal, or both unreached.
+func sameWidths(got, want []float64) error {
+	for v := range got {
+		if !(got[v] == want[v] || math.IsNaN(got[v]) && math.IsNaN(want[v])) {
+			return fmt.Errorf("vertex %d width %v, the CPU's %v", v, got[v], want[v])
+		}
+	}
+	return nil
 }
 
 // sameRanks compares GPU ranks with the CPU's: within 1e-6 in L1, summing
@@ -478,7 +491,7 @@ func TestGPUPullHubs(t *testing.T) {
 		g := vg.g
 		src := sourcesOf(g)[0]
 		if !vg.negative {
-			ref := run(t, SSSP{}, g, src, Params{}).Column("distance").Float64
+			ref := unreachedInf(run(t, SSSP{}, g, src, Params{}).Column("distance").Float64)
 			for _, p := range configs {
 				name := fmt.Sprintf("sssp %s/src=%d/%+v", vg.name, src, p)
 				r, err := runGPUErr(t, b, SSSP{}, g, src, p)
@@ -486,13 +499,7 @@ func TestGPUPullHubs(t *testing.T) {
 					t.Errorf("%s: %v", name, err)
 					continue
 				}
-				inf := slices.Clone(ref)
-				for v, d := range inf {
-					if math.IsNaN(d) {
-						inf[v] = math.Inf(1)
-					}
-				}
-				if err := validateSSSP(g, src, r.Column("distance").Float64, r.Column("parent").Vertex, inf); err != nil {
+				if err := validateSSSP(g, src, r.Column("distance").Float64, r.Column("parent").Vertex, ref); err != nil {
 					t.Errorf("%s (%s): %v", name, r.Strategy, err)
 				}
 			}
@@ -505,12 +512,8 @@ func TestGPUPullHubs(t *testing.T) {
 				t.Errorf("%s: %v", name, err)
 				continue
 			}
-			got := r.Column("width").Float64
-			for v := range got {
-				if !(got[v] == want[v] || math.IsNaN(got[v]) && math.IsNaN(want[v])) {
-					t.Errorf("%s (%s): vertex %d width %v, the CPU's %v", name, r.Strategy, v, got[v], want[v])
-					break
-				}
+			if err := sameWidths(r.Column("width").Float64, want); err != nil {
+				t.Errorf("%s (%s): %v", name, r.Strategy, err)
 			}
 		}
 		if !g.Weighted || strings.Contains(vg.name, "rome99") {
