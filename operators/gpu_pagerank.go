@@ -255,24 +255,26 @@ func (pr *prRun) pull(ctx context.Context, strategy string) ([]float64, error) {
 	if prHubOrder {
 		suffix += "_hub"
 	}
-	names := []string{"pr_init_" + suffix, fmt.Sprintf("pr_pull_k%d_%s", cfg.k, suffix), "pr_outliers_" + pr.suffix, "pr_outliers_finish_" + suffix}
+	// The pull kernel: virtual warps of K lanes, or Warp Segmentation's
+	// rounds with its own outlier threshold.
+	module, pullName, describe := kernels.PageRankVWC, fmt.Sprintf("pr_pull_k%d_%s", cfg.k, suffix), cfg.String()
+	if strategy == strategyWarpSeg {
+		module, pullName = kernels.VPWarpSeg, "pr_ws_"+suffix
+		cfg = vwcConfig{outlierDegree: wsHubDegree}
+		describe = fmt.Sprintf("warpseg, hubs>%d in blocks", wsHubDegree)
+	}
+	pull, err := b.kernel(module, pullName)
+	if err != nil {
+		return nil, err
+	}
+	names := []string{"pr_init_" + suffix, "pr_outliers_" + pr.suffix, "pr_outliers_finish_" + suffix}
 	k := make([]*launchable, len(names))
 	for i, name := range names {
-		var err error
 		if k[i], err = b.kernel(kernels.PageRankVWC, name); err != nil {
 			return nil, err
 		}
 	}
-	initRanks, pull, sumOutliers, finishOutliers := k[0], k[1], k[2], k[3]
-	describe := cfg.String()
-	if strategy == strategyWarpSeg {
-		var err error
-		if pull, err = b.kernel(kernels.VPWarpSeg, "pr_ws_"+suffix); err != nil {
-			return nil, err
-		}
-		cfg = vwcConfig{outlierDegree: wsHubDegree}
-		describe = fmt.Sprintf("warpseg, hubs>%d in blocks", wsHubDegree)
-	}
+	initRanks, sumOutliers, finishOutliers := k[0], k[1], k[2]
 	parts, transfer, err := b.layouts(g, s, prVWCParts()...)
 	if err != nil {
 		return nil, err

@@ -327,7 +327,7 @@ func vpBytes(g *convert.Graph, prog vprogram, strategy string, both bool, p Para
 		S := (shardStart|sym).bytes(g)/4 - 1
 		return layoutBytes(g, parts...) + entries*V + n*V + S*4 + vpStateBytes
 	case strategyWarpSeg, strategyKiTES:
-		return pullBytes(g, prog, strategy, both, groupLog(p))
+		return pullBytes(g, prog, strategy, both, groupLog(p.VertexGroup))
 	}
 	panic("operators: no strategy " + strategy)
 }

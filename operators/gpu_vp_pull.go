@@ -192,11 +192,11 @@ func checkVertexGroup(group int) error {
 
 // groupLog is the grouping ratio's log2 that --vertex-group names (0, the
 // vertices themselves, when it is not given).
-func groupLog(p Params) uint {
-	if p.VertexGroup <= 1 {
+func groupLog(group int) uint {
+	if group <= 1 {
 		return 0
 	}
-	return uint(bits.TrailingZeros(uint(p.VertexGroup)))
+	return uint(bits.TrailingZeros(uint(group)))
 }
 
 // kitesGroupLog is the grouping a kites run uses: the one --vertex-group
@@ -206,7 +206,7 @@ func groupLog(p Params) uint {
 // saves it nothing.
 func (b *GPU) kitesGroupLog(g *convert.Graph, prog vprogram, both bool, group int) uint {
 	if group != 0 || !g.Directed {
-		return groupLog(Params{VertexGroup: group})
+		return groupLog(group)
 	}
 	for logR := uint(0); logR <= convert.MaxGroupLog; logR++ {
 		if b.fitsBytes(g, pullBytes(g, prog, strategyKiTES, both, logR)) == nil {
@@ -376,9 +376,15 @@ func (d *vpDevice) startPull() error {
 // launchPull queues one iteration of a pull strategy: the rounds, then the
 // hubs' segments (whose last block ends the iteration).
 func (d *vpDevice) launchPull() error {
+	// The out-edges CC also pulls on a directed graph; none otherwise (the
+	// kernels then pull only the in-edges).
+	var outOffs, outAdj *gpu.DeviceBuffer
+	if d.r.both && d.g.Directed {
+		outOffs, outAdj = d.offs, d.targets
+	}
 	args := []any{
 		d.inOffs, d.inSrcs, devicePtr(d.inWeights),
-		devicePtr(d.pullOutOffs()), devicePtr(d.pullOutAdj()),
+		devicePtr(outOffs), devicePtr(outAdj),
 		devicePtr(d.actOffs), devicePtr(d.actAdj), devicePtr(d.actInOffs), devicePtr(d.actInAdj),
 		devicePtr(d.actWeights), devicePtr(d.hubMask),
 		d.values, devicePtr(d.mask), devicePtr(d.pending), devicePtr(d.sent), devicePtr(d.rounds), devicePtr(d.stamp), d.queue, d.state,
@@ -388,22 +394,6 @@ func (d *vpDevice) launchPull() error {
 		return err
 	}
 	return d.outliers.launch(d.s, args...)
-}
-
-// pullOutOffs and pullOutAdj are the out-edges CC pulls on a directed graph
-// (nil otherwise: the kernels pull only the in-edges).
-func (d *vpDevice) pullOutOffs() *gpu.DeviceBuffer {
-	if d.r.both && d.g.Directed {
-		return d.offs
-	}
-	return nil
-}
-
-func (d *vpDevice) pullOutAdj() *gpu.DeviceBuffer {
-	if d.r.both && d.g.Directed {
-		return d.targets
-	}
-	return nil
 }
 
 // describePull names what ran, for Result.Strategy.
