@@ -4,6 +4,7 @@ package gpu
 
 import (
 	"runtime"
+	"unsafe"
 
 	"github.com/ebitengine/purego"
 )
@@ -45,4 +46,20 @@ func dlsym(lib uintptr, name string) uintptr {
 func ccall(fn uintptr, args ...uintptr) result {
 	r1, _, _ := purego.SyscallN(fn, args...)
 	return result(int32(uint32(r1)))
+}
+
+// ccallString calls the C function at fn, which returns a const char *
+// (static memory of the library, such as ncclGetErrorString's), and copies
+// that string; "" for NULL.
+//
+//go:uintptrescapes
+func ccallString(fn uintptr, args ...uintptr) string {
+	r1, _, _ := purego.SyscallN(fn, args...)
+	// Reading the return register as a pointer without converting a uintptr
+	// variable: the string is C memory, never moved by the Go collector.
+	p := *(**byte)(unsafe.Pointer(&r1))
+	if p == nil {
+		return ""
+	}
+	return goString(p)
 }

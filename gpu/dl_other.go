@@ -20,3 +20,5 @@ func dlsym(lib uintptr, name string) uintptr { return 0 }
 
 // ccall is never reached here: no driver symbol is ever bound.
 func ccall(fn uintptr, args ...uintptr) result { return CodeNotSupported }
+
+func ccallString(fn uintptr, args ...uintptr) string { return "" }

@@ -35,6 +35,10 @@ type driverAPI struct {
 	funcGetAttribute, funcSetAttribute, funcGetParamInfo, launchKernel uintptr
 	occupancyMaxActiveBlocks                                           uintptr
 	eventElapsedName                                                   string
+
+	// Peer access between GPUs (peer.go): optional, so that a driver
+	// without them still loads; peer.go says which is missing when called.
+	deviceCanAccessPeer, deviceGetP2PAttribute, ctxEnablePeerAccess, memcpyPeerAsync uintptr
 }
 
 // symbol is one driver function to bind: the first of names the library
@@ -96,6 +100,10 @@ func (d *driverAPI) symbols() []symbol {
 		opt(&d.funcGetParamInfo, "cuFuncGetParamInfo"),
 		req(&d.launchKernel, "cuLaunchKernel"),
 		req(&d.occupancyMaxActiveBlocks, "cuOccupancyMaxActiveBlocksPerMultiprocessor"),
+		opt(&d.deviceCanAccessPeer, "cuDeviceCanAccessPeer"),
+		opt(&d.deviceGetP2PAttribute, "cuDeviceGetP2PAttribute"),
+		opt(&d.ctxEnablePeerAccess, "cuCtxEnablePeerAccess"),
+		opt(&d.memcpyPeerAsync, "cuMemcpyPeerAsync"),
 	}
 }
 

@@ -23,6 +23,7 @@ const (
 	CodeInvalidImage          = 200
 	CodeInvalidContext        = 201
 	CodeNoBinaryForGPU        = 209
+	CodePeerAccessUnsupported = 217
 	CodeInvalidPTX            = 218
 	CodeUnsupportedPTXVersion = 222
 	CodeInvalidHandle         = 400
@@ -31,7 +32,10 @@ const (
 	CodeIllegalAddress        = 700
 	CodeLaunchOutOfResources  = 701
 	CodeLaunchTimeout         = 702
+	CodePeerAccessEnabled     = 704 // CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED
+	CodePeerAccessNotEnabled  = 705
 	CodeAssert                = 710
+	CodeTooManyPeers          = 711
 	CodeHardwareStackError    = 714
 	CodeIllegalInstruction    = 715
 	CodeMisalignedAddress     = 716
