@@ -20,16 +20,28 @@ type Backend struct {
 	choice string
 	gpu    *operators.GPU // nil when no GPU is usable (or cpu was chosen)
 	noGPU  error          // why gpu is nil, for auto's report
+	// multi spreads the operators that have a partitioned path over
+	// several GPUs (nil: one GPU); gpus is what --gpus asked for (0: all
+	// usable, partitioned where a graph is large).
+	multi *operators.MultiGPU
+	gpus  int
 }
 
-// OpenBackend opens a backend choice. "gpu" fails here, before any input is
-// read, when no GPU is usable.
-func OpenBackend(choice string) (*Backend, error) {
+// OpenBackend opens a backend choice on one GPU. "gpu" fails here, before
+// any input is read, when no GPU is usable.
+func OpenBackend(choice string) (*Backend, error) { return OpenBackendGPUs(choice, 1) }
+
+// OpenBackendGPUs opens a backend choice over gpus GPUs (0: every usable
+// GPU). Asking for more GPUs than are usable fails.
+func OpenBackendGPUs(choice string, gpus int) (*Backend, error) {
+	if gpus < 0 {
+		return nil, usererr.Newf(usererr.Usage, "--gpus %d must be at least 1 (or 0 for every usable GPU)", gpus)
+	}
+	var b *Backend
 	switch choice {
 	case "", "auto":
-		b := &Backend{choice: "auto"}
+		b = &Backend{choice: "auto"}
 		b.gpu, b.noGPU = SharedGPU()
-		return b, nil
 	case "cpu":
 		return &Backend{choice: "cpu"}, nil
 	case "gpu":
@@ -37,9 +49,19 @@ func OpenBackend(choice string) (*Backend, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Backend{choice: "gpu", gpu: g}, nil
+		b = &Backend{choice: "gpu", gpu: g}
+	default:
+		return nil, usererr.New(usererr.Usage, fmt.Sprintf("unknown backend %q", choice), "use auto, cpu or gpu")
 	}
-	return nil, usererr.New(usererr.Usage, fmt.Sprintf("unknown backend %q", choice), "use auto, cpu or gpu")
+	b.gpus = gpus
+	if b.gpu != nil && gpus != 1 {
+		m, err := SharedMultiGPU(gpus)
+		if err != nil {
+			return nil, err
+		}
+		b.multi = m
+	}
+	return b, nil
 }
 
 var shared struct {
@@ -104,6 +126,11 @@ func (b *Backend) Check(op operators.Operator) error {
 // For picks the backend that runs spec's operator on g, and says why when
 // the choice was automatic.
 func (b *Backend) For(g *convert.Graph, op operators.Operator, p operators.Params) (operators.Backend, string, error) {
+	if b.choice != "cpu" && b.multi != nil {
+		if reason, ok := b.spread(g, op, p); ok {
+			return b.multi, reason, nil
+		}
+	}
 	switch b.choice {
 	case "cpu":
 		return operators.CPU{}, "", nil
@@ -122,8 +149,45 @@ func (b *Backend) For(g *convert.Graph, op operators.Operator, p operators.Param
 	return b.gpu, fmt.Sprintf("%s is usable and the graph fits in its memory", b.gpu.Device().Name), nil
 }
 
-// Release frees what the backend holds for g (its copies on the GPU).
+// MultiGPUEdges is the size from which a graph is spread over every usable
+// GPU when --gpus is left at 0: below it one GPU's level or iteration is
+// shorter than the exchanges between GPUs would be.
+const MultiGPUEdges = 1 << 28
+
+// spread says whether op on g runs partitioned over the GPUs, and why.
+func (b *Backend) spread(g *convert.Graph, op operators.Operator, p operators.Params) (string, bool) {
+	if !operators.Partitioned(op) {
+		return "", false
+	}
+	k := b.multi.GPUs()
+	if b.gpus > 1 {
+		return fmt.Sprintf("--gpus %d: the graph is cut into %d parts by vertex range", b.gpus, k), true
+	}
+	if err := b.gpu.Fits(op, g, p); err != nil {
+		return fmt.Sprintf("the graph does not fit one GPU (%v): cut into %d parts, one a GPU", err, k), true
+	}
+	if g.NumEdges() >= MultiGPUEdges {
+		return fmt.Sprintf("%d edges (at least %d): spread over the %d usable GPUs", g.NumEdges(), int64(MultiGPUEdges), k), true
+	}
+	return "", false
+}
+
+// GPUs is how many GPUs the backend may spread a run over (0 on the CPU).
+func (b *Backend) GPUs() int {
+	switch {
+	case b.gpu == nil:
+		return 0
+	case b.multi != nil:
+		return b.multi.GPUs()
+	}
+	return 1
+}
+
+// Release frees what the backend holds for g (its copies on the GPUs).
 func (b *Backend) Release(g *convert.Graph) {
+	if b.multi != nil {
+		b.multi.Forget(g)
+	}
 	if b.gpu != nil {
 		b.gpu.Forget(g)
 	}

@@ -27,7 +27,10 @@ type Job struct {
 	Params  operators.Params
 	Load    LoadOptions
 	Backend string // "auto" (default), "cpu" or "gpu"
-	Sink    sink.Options
+	// GPUs is how many GPUs a run may spread over (0: every usable GPU,
+	// for large graphs; 1: one).
+	GPUs int
+	Sink sink.Options
 }
 
 // Report says what a job did and what each stage cost.
@@ -37,6 +40,8 @@ type Report struct {
 	Op       string `json:"op"`
 	Backend  string `json:"backend"`
 	Strategy string `json:"strategy"`
+	// GPUs is how many GPUs the run used (0 on the CPU).
+	GPUs int `json:"gpus"`
 	// StrategyReason says why the GPU strategy was chosen: auto's rule, or
 	// that --strategy named it.
 	StrategyReason string `json:"strategy_reason,omitempty"`
@@ -132,7 +137,7 @@ func RunJob(ctx context.Context, job Job) (*Report, error) {
 	job.Load.Weights = spec.Weights
 	job.Load.BuildIn = job.Load.BuildIn || spec.NeedsIn
 
-	backend, err := OpenBackend(job.Backend)
+	backend, err := OpenBackendGPUs(job.Backend, job.GPUs)
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +187,7 @@ func RunJob(ctx context.Context, job Job) (*Report, error) {
 		SelfLoops: g.Stats.SelfLoops, MergedEdges: g.Stats.Merged,
 		BuildDevice: g.Built.Device, BuildReason: g.Built.Reason, UploadDuringRead: g.Built.DuringRead,
 		Iterations: res.Iterations, Unreached: res.Unreached(), Warnings: res.Warnings,
-		Notes: notes, Result: res,
+		Notes: notes, Result: res, GPUs: GPUsUsed(res),
 	}
 	rep.Timings.Read = g.ReadTime.Seconds()
 	rep.Timings.Build = g.BuildTime.Seconds()
@@ -240,4 +245,15 @@ func checkNotInput(input, output string) error {
 	}
 	return usererr.New(usererr.Usage, fmt.Sprintf("--output %s is the input file; writing it would replace the edges", output),
 		"write the result to another file")
+}
+
+// GPUsUsed is how many GPUs res ran on (0 on the CPU).
+func GPUsUsed(res *Result) int {
+	switch {
+	case res.Backend != "gpu":
+		return 0
+	case res.GPUs > 0:
+		return res.GPUs
+	}
+	return 1
 }

@@ -40,6 +40,9 @@ type Config struct {
 	// side on the same graph.
 	Params  operators.Params
 	Backend string // "cpu" or "gpu" ("auto" is allowed but says less)
+	// GPUs is how many GPUs a run may spread over (0: every usable GPU,
+	// for large graphs; 1: one).
+	GPUs    int
 	Trials  int
 	// Sources is how many distinct random sources the trials cycle through
 	// (bfs, sssp, sswp); 0 means one per trial.
@@ -57,6 +60,8 @@ type Report struct {
 	Op       string `json:"op"`
 	Backend  string `json:"backend"`
 	Strategy string `json:"strategy"`
+	// GPUs is how many GPUs the trials ran on (0 on the CPU).
+	GPUs int `json:"gpus"`
 	// StrategyReason says why the GPU strategy was chosen.
 	StrategyReason string  `json:"strategy_reason,omitempty"`
 	Input          string  `json:"input"`
@@ -141,7 +146,7 @@ func Run(ctx context.Context, cfg Config) ([]*Report, error) {
 	cfg.Load.Weights = spec.Weights
 	cfg.Load.BuildIn = cfg.Load.BuildIn || spec.NeedsIn
 
-	backend, err := gpipe.OpenBackend(cfg.Backend)
+	backend, err := gpipe.OpenBackendGPUs(cfg.Backend, cfg.GPUs)
 	if err != nil {
 		return nil, err
 	}
@@ -223,6 +228,7 @@ func benchTrials(ctx context.Context, cfg Config, g *gpipe.Graph, runner operato
 			return err
 		}
 		rep.Strategy, rep.StrategyReason = res.Strategy, res.StrategyReason
+		rep.GPUs = gpipe.GPUsUsed(res)
 		if trial < 0 {
 			rep.TransferS = res.Transfer.Seconds()
 			if cfg.CPUProfile != nil {

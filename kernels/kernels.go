@@ -48,6 +48,9 @@ const (
 	// GraphBuild builds a graph's layouts on the GPU from its edge columns
 	// (operators/gpu_build.go).
 	GraphBuild = "graph_build"
+	// MultiGPU holds what each GPU of a partitioned run does around the
+	// exchanges (operators/mgpu*.go).
+	MultiGPU = "mgpu"
 )
 
 // PTXDirEnv names a directory whose NAME.ptx files replace the embedded

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"time"
 
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/gpu"
@@ -133,40 +134,63 @@ type entBuffers struct {
 	stats         [2]*gpu.DeviceBuffer
 }
 
-func runEnterprise(ctx context.Context, b *GPU, in Input) (*Result, error) {
-	g := in.Graph
-	n := int64(g.NumVertices())
-	k, err := b.enterpriseKernels()
+// entSearch is one search's state on one GPU, over a whole graph or over
+// one part of a partitioned graph (mgpu_bfs.go), whose layouts hold the
+// whole graph's vertex ids.
+type entSearch struct {
+	b                   *GPU
+	s                   *gpu.Stream
+	fan                 *streamFan
+	k                   *enterpriseKernels
+	n                   int64
+	outOff, outTgt      *gpu.DeviceBuffer
+	inOff, inSrc        *gpu.DeviceBuffer
+	hubDegree, hubCount int64
+	eb                  entBuffers
+	host                *counters
+	transfer            time.Duration
+	cleanup             []func()
+}
+
+// newEntSearch copies g's layouts to b (where they are not there yet) and
+// allocates a search's buffers, poisoned when b.Poison is set.
+func newEntSearch(b *GPU, g *convert.Graph) (e *entSearch, err error) {
+	e = &entSearch{b: b, n: int64(g.NumVertices())}
+	defer func() {
+		if err != nil {
+			e.free()
+		}
+	}()
+	if e.k, err = b.enterpriseKernels(); err != nil {
+		return nil, err
+	}
+	if e.s, err = b.ctx.NewStream(); err != nil {
+		return nil, err
+	}
+	e.cleanup = append(e.cleanup, func() { e.s.Destroy() })
+	if e.fan, err = newStreamFan(b.ctx, e.s, classes); err != nil {
+		return nil, err
+	}
+	e.cleanup = append(e.cleanup, e.fan.destroy)
+	parts, transfer, err := b.layouts(g, e.s, outOffsets, outTargets, inOffsets, inSources)
 	if err != nil {
 		return nil, err
 	}
-	s, err := b.ctx.NewStream()
-	if err != nil {
-		return nil, err
-	}
-	defer s.Destroy()
-	fan, err := newStreamFan(b.ctx, s, classes)
-	if err != nil {
-		return nil, err
-	}
-	defer fan.destroy()
-	parts, transfer, err := b.layouts(g, s, outOffsets, outTargets, inOffsets, inSources)
-	if err != nil {
-		return nil, err
-	}
-	outOff, outTgt, inOff, inSrc := parts[0], parts[1], parts[2], parts[3]
-	hubDegree, hubCount := enterpriseHubs(g.Degrees())
+	e.transfer = transfer
+	e.outOff, e.outTgt, e.inOff, e.inSrc = parts[0], parts[1], parts[2], parts[3]
+	e.hubDegree, e.hubCount = enterpriseHubs(g.Degrees())
+	n := e.n
 	queueBytes := classes * 4 * n
 	// Each level's counters and frontier bitmap lie together, so that a
 	// bottom-up level clears both with one memset.
 	bitsBytes := 4 * ((n + 31) / 32)
 	levelBytes := entStatsBytes + bitsBytes
-	bufs, free, err := b.buffers(4*n, 4*n, queueBytes, queueBytes, 4*(hubCount+1), 4*(hubCount+1), levelBytes, levelBytes)
+	bufs, free, err := b.buffers(4*n, 4*n, queueBytes, queueBytes, 4*(e.hubCount+1), 4*(e.hubCount+1), levelBytes, levelBytes)
 	if err != nil {
 		return nil, err
 	}
-	defer free()
-	var eb entBuffers
+	e.cleanup = append(e.cleanup, free)
+	eb := &e.eb
 	eb.depth, eb.parent = bufs[0], bufs[1]
 	eb.queues = [2]*gpu.DeviceBuffer{bufs[2], bufs[3]}
 	eb.hubs = [2]*gpu.DeviceBuffer{bufs[4], bufs[5]}
@@ -175,46 +199,139 @@ func runEnterprise(ctx context.Context, b *GPU, in Input) (*Result, error) {
 		eb.stats[q], _ = eb.level[q].Slice(0, entStatsBytes)
 		eb.bits[q], _ = eb.level[q].Slice(entStatsBytes, bitsBytes)
 	}
-	if err := b.poison(s, bufs...); err != nil {
+	if err := b.poison(e.s, bufs...); err != nil {
 		return nil, err
 	}
-	host, err := newCounters(b.ctx, entStatsBytes)
+	if e.host, err = newCounters(b.ctx, entStatsBytes); err != nil {
+		return nil, err
+	}
+	e.cleanup = append(e.cleanup, e.host.free)
+	return e, nil
+}
+
+// free releases what newEntSearch allocated, last first.
+func (e *entSearch) free() {
+	for i := len(e.cleanup) - 1; i >= 0; i-- {
+		e.cleanup[i]()
+	}
+	e.cleanup = nil
+}
+
+// queue is the device address of class c's queue in buffer q.
+func (e *entSearch) queue(q, c int) gpu.DevicePtr {
+	return e.eb.queues[q].Ptr() + gpu.DevicePtr(int64(c)*4*e.n)
+}
+
+// field is the device address of the stats field at off in buffer q.
+func (e *entSearch) field(q int, off int64) gpu.DevicePtr {
+	return e.eb.stats[q].Ptr() + gpu.DevicePtr(off)
+}
+
+// read waits for the level and returns what it left in stats q.
+func (e *entSearch) read(q int) (entStats, error) {
+	raw, err := e.host.read(e.s, e.eb.stats[q])
+	if err != nil {
+		return entStats{}, err
+	}
+	return parseEntStats(raw), nil
+}
+
+// start queues the search from source: everything unvisited, the source
+// at depth 0 in its class's queue, the first level top-down.
+func (e *entSearch) start(source uint32, srcClass int) error {
+	eb := &e.eb
+	if err := startSearch(e.s, eb.depth, eb.parent, e.k.init, eb.depth, eb.parent, source, e.queue(0, srcClass)); err != nil {
+		return err
+	}
+	return eb.stats[0].Memset8(e.s, 0)
+}
+
+// topDownQueues queues the frontier at level into buffer q: classes by
+// out-degree, hubs listed, and its bitmap.
+func (e *entSearch) topDownQueues(q int, level int32) error {
+	eb := &e.eb
+	if err := eb.stats[q].Memset8(e.s, 0); err != nil {
+		return err
+	}
+	return e.k.queue.launchFor(e.s, e.n, blockSize, e.outOff, e.outOff, eb.depth, e.n, level,
+		eb.queues[q], e.n, eb.stats[q], e.hubDegree, eb.hubs[q], eb.bits[q])
+}
+
+// bottomUpQueues replaces the queues of buffer q by the unvisited
+// vertices, by in-degree; the hub list and bitmap stay.
+func (e *entSearch) bottomUpQueues(q int) error {
+	eb := &e.eb
+	counts, _ := eb.stats[q].Slice(entCountAt, 4*classes)
+	if err := counts.Memset8(e.s, 0); err != nil {
+		return err
+	}
+	return e.k.queue.launchFor(e.s, e.n, blockSize, e.inOff, e.outOff, eb.depth, e.n, int32(-1),
+		eb.queues[q], e.n, eb.stats[q], int64(0), gpu.DevicePtr(0), gpu.DevicePtr(0))
+}
+
+// expand queues level's kernels over the queues of buffer cur (count
+// vertices by class), writing the next level's stats (and, bottom-up, its
+// queues and bitmap) into buffer next.
+func (e *entSearch) expand(cur, next int, count [classes]uint32, topDown bool, level int32) error {
+	eb, k, s := &e.eb, e.k, e.s
+	// A top-down level's queue pass writes the whole bitmap; a bottom-up
+	// level sets bits in a cleared one.
+	clear := eb.stats[next]
+	if !topDown {
+		clear = eb.level[next]
+	}
+	if err := clear.Memset8(s, 0); err != nil {
+		return err
+	}
+	// Several classes run concurrently on their streams; one alone runs on
+	// the main stream, without the events of a fork and join.
+	active := 0
+	for _, c := range count {
+		if c > 0 {
+			active++
+		}
+	}
+	stream := func(c int) *gpu.Stream { return s }
+	if active > 1 {
+		stream = e.fan.stream
+		if err := e.fan.begin(); err != nil {
+			return err
+		}
+	}
+	for c := range classes {
+		if count[c] == 0 {
+			continue
+		}
+		var err error
+		if topDown {
+			err = k.topDown[c].launchFor(stream(c), int64(count[c])*tdItems[c], tdPerBlock[c],
+				e.outOff, e.outTgt, eb.depth, eb.parent, e.queue(cur, c), count[c], level)
+		} else {
+			bu, perBlock := k.bottomUp[min(c, 2)], buPerBlock[min(c, 2)]
+			err = bu.launchFor(stream(c), int64(count[c]), perBlock,
+				e.inOff, e.inSrc, e.outOff, eb.depth, eb.parent, e.queue(cur, c), count[c], level,
+				eb.hubs[cur], e.field(cur, entHubListAt), eb.bits[cur], e.queue(next, c), e.field(next, entCountAt+4*int64(c)),
+				eb.stats[next], e.hubDegree, eb.hubs[next], eb.bits[next])
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if active > 1 {
+		return e.fan.end()
+	}
+	return nil
+}
+
+func runEnterprise(ctx context.Context, b *GPU, in Input) (*Result, error) {
+	g := in.Graph
+	n := int64(g.NumVertices())
+	e, err := newEntSearch(b, g)
 	if err != nil {
 		return nil, err
 	}
-	defer host.free()
-	// The queue of class c of buffer q, and the stats field at off.
-	queue := func(q, c int) gpu.DevicePtr { return eb.queues[q].Ptr() + gpu.DevicePtr(int64(c)*4*n) }
-	field := func(q int, off int64) gpu.DevicePtr { return eb.stats[q].Ptr() + gpu.DevicePtr(off) }
-	// read waits for the level and returns what it left in stats q.
-	read := func(q int) (entStats, error) {
-		raw, err := host.read(s, eb.stats[q])
-		if err != nil {
-			return entStats{}, err
-		}
-		return parseEntStats(raw), nil
-	}
-	// topDownQueues queues the frontier at level into buffer q: classes by
-	// out-degree, hubs listed, and its bitmap.
-	topDownQueues := func(q int, level int32) error {
-		if err := eb.stats[q].Memset8(s, 0); err != nil {
-			return err
-		}
-		return k.queue.launchFor(s, n, blockSize, outOff, outOff, eb.depth, n, level,
-			eb.queues[q], n, eb.stats[q], hubDegree, eb.hubs[q], eb.bits[q])
-	}
-	// bottomUpQueues replaces the queues of buffer q by the unvisited
-	// vertices, by in-degree; the hub list and bitmap stay.
-	bottomUpQueues := func(q int) error {
-		counts, _ := eb.stats[q].Slice(entCountAt, 4*classes)
-		if err := counts.Memset8(s, 0); err != nil {
-			return err
-		}
-		return k.queue.launchFor(s, n, blockSize, inOff, outOff, eb.depth, n, int32(-1),
-			eb.queues[q], n, eb.stats[q], int64(0), gpu.DevicePtr(0), gpu.DevicePtr(0))
-	}
-
-	t, err := newTimer(b.ctx, s)
+	defer e.free()
+	t, err := newTimer(b.ctx, e.s)
 	if err != nil {
 		return nil, err
 	}
@@ -222,11 +339,7 @@ func runEnterprise(ctx context.Context, b *GPU, in Input) (*Result, error) {
 	var count [classes]uint32
 	srcClass := degreeClass(g.Out.Degree(in.Source))
 	count[srcClass] = 1
-	if err := startSearch(s, eb.depth, eb.parent, k.init, eb.depth, eb.parent, in.Source, queue(0, srcClass)); err != nil {
-		return nil, err
-	}
-	// The source's hub list is empty; the first level is top-down.
-	if err := eb.stats[0].Memset8(s, 0); err != nil {
+	if err := e.start(in.Source, srcClass); err != nil {
 		return nil, err
 	}
 	trace := newLevelTrace("enterprise")
@@ -243,88 +356,43 @@ func runEnterprise(ctx context.Context, b *GPU, in Input) (*Result, error) {
 			directions[1]++
 		}
 		next := cur ^ 1
-		// A top-down level's queue pass writes the whole bitmap; a
-		// bottom-up level sets bits in a cleared one.
-		clear := eb.stats[next]
-		if !topDown {
-			clear = eb.level[next]
-		}
-		if err := clear.Memset8(s, 0); err != nil {
+		if err := e.expand(cur, next, count, topDown, level); err != nil {
 			return nil, err
 		}
-		// Several classes run concurrently on their streams; one alone runs
-		// on the main stream, without the events of a fork and join.
-		active := 0
-		for _, c := range count {
-			if c > 0 {
-				active++
-			}
-		}
-		stream := func(c int) *gpu.Stream { return s }
-		if active > 1 {
-			stream = fan.stream
-			if err := fan.begin(); err != nil {
-				return nil, err
-			}
-		}
-		for c := range classes {
-			if count[c] == 0 {
-				continue
-			}
-			var err error
-			if topDown {
-				err = k.topDown[c].launchFor(stream(c), int64(count[c])*tdItems[c], tdPerBlock[c],
-					outOff, outTgt, eb.depth, eb.parent, queue(cur, c), count[c], level)
-			} else {
-				bu, perBlock := k.bottomUp[min(c, 2)], buPerBlock[min(c, 2)]
-				err = bu.launchFor(stream(c), int64(count[c]), perBlock,
-					inOff, inSrc, outOff, eb.depth, eb.parent, queue(cur, c), count[c], level,
-					eb.hubs[cur], field(cur, entHubListAt), eb.bits[cur], queue(next, c), field(next, entCountAt+4*int64(c)),
-					eb.stats[next], hubDegree, eb.hubs[next], eb.bits[next])
-			}
-			if err != nil {
-				return nil, err
-			}
-		}
-		if active > 1 {
-			if err := fan.end(); err != nil {
-				return nil, err
-			}
-		}
 		if topDown {
-			if err := topDownQueues(next, level+1); err != nil {
+			if err := e.topDownQueues(next, level+1); err != nil {
 				return nil, err
 			}
 		}
-		st, err := read(next)
+		st, err := e.read(next)
 		if err != nil {
 			return nil, err
 		}
 		trace.level("level %d %s, queues %v: next %v, %d hubs, %d found", level, direction(topDown), count, st.count, st.hubs, st.found)
 		switch {
 		case topDown && st.total() == 0, !topDown && st.found == 0:
-			compute, err := t.elapsed(s)
+			compute, err := t.elapsed(e.s)
 			if err != nil {
 				return nil, err
 			}
 			strategy := fmt.Sprintf("enterprise (%d top-down, %d bottom-up levels)", directions[0], directions[1])
-			return bfsResult(b, s, eb.depth, eb.parent, strategy, levels, compute, transfer)
-		case topDown && hubCount > 0 && int64(st.hubs)*100 > gammaPercent*hubCount:
+			return bfsResult(b, e.s, e.eb.depth, e.eb.parent, strategy, levels, compute, e.transfer)
+		case topDown && e.hubCount > 0 && int64(st.hubs)*100 > gammaPercent*e.hubCount:
 			// The explosion level: the bottom-up queue of every unvisited
 			// vertex replaces the frontier's.
-			if err := bottomUpQueues(next); err != nil {
+			if err := e.bottomUpQueues(next); err != nil {
 				return nil, err
 			}
-			if st, err = read(next); err != nil {
+			if st, err = e.read(next); err != nil {
 				return nil, err
 			}
 			trace.level("bottom-up queues %v", st.count)
 			topDown = false
 		case !topDown && int64(st.found) < n/entBeta && st.total() > n/entBeta:
-			if err := topDownQueues(next, level+1); err != nil {
+			if err := e.topDownQueues(next, level+1); err != nil {
 				return nil, err
 			}
-			if st, err = read(next); err != nil {
+			if st, err = e.read(next); err != nil {
 				return nil, err
 			}
 			trace.level("top-down queues %v", st.count)

@@ -117,7 +117,10 @@ type Result struct {
 	// read over the run, and EdgesWalked those kites walked to activate
 	// vertices; zero where a strategy does not count them.
 	EdgesExamined, EdgesWalked int64
-	Columns                    []Column
+	// GPUs is the number of GPUs a partitioned run used (0: one GPU, or
+	// the CPU).
+	GPUs    int
+	Columns []Column
 	// Warnings are things the user should know about a result that is
 	// still returned, such as PageRank stopping before it converged.
 	Warnings []string

@@ -82,6 +82,7 @@ func runCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: "weight-col", Value: "weight", Usage: weightColUsage},
 			&cli.BoolFlag{Name: "undirected", Usage: "every edge counts in both directions"},
 			&cli.StringFlag{Name: "backend", Value: "auto", Usage: "auto, cpu or gpu"},
+			&cli.IntFlag{Name: "gpus", Value: 0, Usage: "GPUs to spread bfs, pagerank, sssp, sswp and cc over, the graph cut by vertex range (0: every usable GPU, for graphs of 2^28 edges or more, or that do not fit one)"},
 			&cli.BoolFlag{Name: "skip-invalid", Usage: "drop rows with null keys or invalid weights (counted on stderr) instead of failing"},
 			&cli.BoolFlag{Name: "json", Usage: "print stage timings and counts as one JSON object on stderr"},
 			&cli.StringFlag{Name: "input-format", Usage: "input format, overriding the extension: parquet, arrow, arrows, csv, text, mtx"},
@@ -186,6 +187,9 @@ func runAction(c *cli.Context, e *env) error {
 	if err := checkNotTerminal(e, c.String("output"), c.String("output-format")); err != nil {
 		return err
 	}
+	if err := checkGPUsFlag(c); err != nil {
+		return err
+	}
 	progress := newProgress(e.stderr)
 	defer progress.Stop()
 	job := gpipe.Job{
@@ -193,7 +197,7 @@ func runAction(c *cli.Context, e *env) error {
 		Output:  c.String("output"),
 		Op:      c.String("op"),
 		Params:  params,
-		Backend: c.String("backend"),
+		Backend: c.String("backend"), GPUs: c.Int("gpus"),
 		Load: gpipe.LoadOptions{
 			Columns: edges.Columns{
 				Src: c.String("src-col"), Dst: c.String("dst-col"), Weight: c.String("weight-col"),
@@ -266,4 +270,15 @@ func checkNotTerminal(e *env, output, format string) error {
 func isTerminal(w any) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// checkGPUsFlag refuses --gpus where no GPU may run the job.
+func checkGPUsFlag(c *cli.Context) error {
+	switch {
+	case c.IsSet("gpus") && c.String("backend") == "cpu":
+		return usererr.New(usererr.Usage, fmt.Sprintf("--gpus %d with --backend cpu", c.Int("gpus")), "leave --gpus out, or use --backend gpu or auto")
+	case c.Int("gpus") < 0:
+		return usererr.Newf(usererr.Usage, "--gpus %d must be at least 1 (or 0 for every usable GPU)", c.Int("gpus"))
+	}
+	return nil
 }

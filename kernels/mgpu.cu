@@ -1,0 +1,277 @@
+// Several GPUs (operators/mgpu*.go): the kernels each GPU runs around the
+// exchanges of a 1-D partitioned run. Part p owns the vertices [lo, hi) and
+// holds the edges into them (convert/partition.go) with the whole graph's
+// vertex ids; vertex-value arrays are full length on every GPU, and each GPU
+// writes only its own vertices' entries, which the exchanges copy to the
+// others.
+//
+//   BFS (Enterprise §4.4)   a level runs bfs_enterprise.cu's kernels on the
+//                           part; mg_pack_bits compresses the part's status
+//                           (the vertices it just visited) with ballots, a
+//                           bit a vertex; the words are gathered from every
+//                           GPU; mg_apply_bits writes the other parts'
+//                           visits into the status array, from which
+//                           ent_queue builds the next (global) frontier.
+//   PageRank                mg_pr_ws_* is vp_warpseg.cu's pull over the
+//                           owned range only; the owned contributions are
+//                           gathered from every GPU each iteration.
+//   vertex programs         Vertex Refinement (khorasani-dissertation §2.3):
+//   (SSSP, SSWP, CC)        mg_pull pulls the active owned vertices (Warp
+//                           Segmentation's rounds), lists the ones it
+//                           improved, and collects the improved *boundary*
+//                           vertices (marked offline) into an outbox with a
+//                           ballot, a prefix sum in popc and one atomic a
+//                           warp (§2.3.3); outboxes travel, mg_apply writes
+//                           them, mg_activate marks the owned out-neighbours
+//                           of every local and received update active.
+#include "warpseg.cuh"
+
+// ---- BFS: the ballot-compressed status ----
+
+// bits[v/32] for v in [lo, hi): bit v%32 set when depth[v] == level. lo is
+// a multiple of 32 (convert.PartitionAlign).
+extern "C" __global__ void __launch_bounds__(256) mg_pack_bits(
+    const int* __restrict__ depth, long long lo, long long hi, int level, unsigned* __restrict__ bits)
+{
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long v = lo + (long long)blockIdx.x * blockDim.x + threadIdx.x; v - lo < ((hi - lo + 31) & ~31ll); v += stride) {
+        const unsigned word = __ballot_sync(FULL_MASK, v < hi && depth[v] == level);
+        if (lane_id() == 0) bits[v >> 5] = word;
+    }
+}
+
+// Marks visited at level the vertices set in bits outside the words
+// [lo_word, hi_word) (the part's own) that are still unvisited.
+extern "C" __global__ void __launch_bounds__(256) mg_apply_bits(
+    const unsigned* __restrict__ bits, int* __restrict__ depth, long long words, long long lo_word,
+    long long hi_word, int level)
+{
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long w = (long long)blockIdx.x * blockDim.x + threadIdx.x; w < words; w += stride) {
+        if (w >= lo_word && w < hi_word) continue;
+        for (unsigned x = bits[w]; x != 0; x &= x - 1) {
+            const long long v = w * 32 + __ffs(x) - 1;
+            if (depth[v] == GPIPE_UNVISITED) depth[v] = level;
+        }
+    }
+}
+
+// ---- PageRank: the pull of the owned range ----
+
+// vp_warpseg.cu's pr_ws for the vertices [lo, hi) of an n-vertex graph:
+// rows longer than outlier_degree are left to pagerank_vwc.cu's
+// pr_outliers, as there.
+template <typename C>
+__device__ __forceinline__ void mg_pr_ws(
+    const eid_t* __restrict__ in_offsets, const vid_t* __restrict__ in_sources, const C* __restrict__ contrib,
+    const double* __restrict__ inv_degree, const double* __restrict__ rank, double* __restrict__ next_rank,
+    C* __restrict__ next_contrib, long long lo, long long hi, long long n, double damping, const double* dangling,
+    double* next_dangling, double* l1, long long outlier_degree)
+{
+    __shared__ double acc_all[256];
+    __shared__ double scratch[32];
+    const unsigned lane = lane_id();
+    double* acc = acc_all + (threadIdx.x & ~31u);
+    RankUpdate update(damping, dangling, n);
+    const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
+    for (long long c = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; lo + c * 32 < hi; c += warps) {
+        const long long v = lo + c * 32 + lane;
+        eid_t first = 0;
+        unsigned len = 0;
+        bool mine = v < hi;
+        if (mine) {
+            first = in_offsets[v];
+            const eid_t l = in_offsets[v + 1] - first;
+            if (outlier_degree > 0 && l > outlier_degree) mine = false;
+            else len = (unsigned)l;
+        }
+        acc[lane] = 0;
+        __syncwarp();
+        unsigned total;
+        const unsigned ps = warp_exclusive_sum(len, total);
+        for (unsigned pass = 0; pass < total; pass += 32) {
+            const WSElement x = ws_element(first, ps, total, pass + lane);
+            double y = x.valid ? (double)contrib[__ldcs(&in_sources[x.e])] : 0.0;
+            y = ws_segment_reduce(y, x.seg, [](double a, double b) { return a + b; });
+            if (ws_segment_head(x.seg) && x.valid) acc[x.seg] += y;
+            __syncwarp();
+        }
+        if (mine) update.apply(v, v, acc[lane], rank, inv_degree, next_rank, next_contrib);
+        __syncwarp();
+    }
+    update.flush(scratch, l1, next_dangling);
+}
+
+#define MG_PR(SUF, C)                                                                                         \
+    extern "C" __global__ void __launch_bounds__(256) mg_pr_ws_##SUF(                                          \
+        const eid_t* in_offsets, const vid_t* in_sources, const C* contrib, const double* inv_degree,          \
+        const double* rank, double* next_rank, C* next_contrib, long long lo, long long hi, long long n,        \
+        double damping, const double* dangling, double* next_dangling, double* l1, long long outlier_degree)    \
+    {                                                                                                         \
+        mg_pr_ws<C>(in_offsets, in_sources, contrib, inv_degree, rank, next_rank, next_contrib, lo, hi, n,     \
+                    damping, dangling, next_dangling, l1, outlier_degree);                                    \
+    }
+
+MG_PR(f64, double)
+MG_PR(f32, float)
+
+// ---- Vertex Refinement ----
+
+__device__ __forceinline__ bool mg_bit(const unsigned* __restrict__ bits, long long v) {
+    return (bits[v >> 5] >> (v & 31)) & 1u;
+}
+
+// The lists an update joins: every improved vertex (changed), and the
+// improved boundary vertices with their values (the outbox). Every lane of
+// the warp must call it.
+template <typename V>
+__device__ __forceinline__ void mg_collect(bool improved, bool boundary, vid_t v, V value, vid_t* changed,
+                                           unsigned* changed_count, vid_t* out_ids, V* out_vals, unsigned* out_count)
+{
+    warp_append(improved, v, changed, changed_count, 0xffffffffu);
+    const bool send = improved && boundary;
+    const unsigned ballot = __ballot_sync(FULL_MASK, send);
+    if (ballot == 0) return;
+    unsigned base = 0;
+    if (lane_id() == 0) base = atomicAdd(out_count, (unsigned)__popc(ballot));
+    base = __shfl_sync(FULL_MASK, base, 0);
+    if (send) {
+        const unsigned at = base + __popc(ballot & lanes_below());
+        out_ids[at] = v;
+        out_vals[at] = value;
+    }
+}
+
+// One iteration's pull of the owned vertices [lo, hi) set in active, 32
+// consecutive vertices a warp (Warp Segmentation's rounds); rows longer
+// than hub_degree are mg_hubs'.
+template <class P>
+__device__ __forceinline__ void mg_pull(
+    Rows in, const typename P::Weight* in_weights, typename P::Value* values, const unsigned* __restrict__ active,
+    long long lo, long long hi, long long hub_degree, const unsigned* __restrict__ boundary, vid_t* changed,
+    unsigned* changed_count, vid_t* out_ids, typename P::Value* out_vals, unsigned* out_count,
+    unsigned long long* examined)
+{
+    typedef typename P::Value V;
+    __shared__ V acc_all[256];
+    V* acc = acc_all + (threadIdx.x & ~31u);
+    EdgeArray<typename P::Weight> w{in_weights};
+    const unsigned lane = lane_id();
+    const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
+    unsigned long long pulled = 0;
+    for (long long c = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; lo + c * 32 < hi; c += warps) {
+        const long long v = lo + c * 32 + lane;
+        bool take = v < hi && mg_bit(active, v);
+        if (take && hub_degree > 0 && in.offs[v + 1] - in.offs[v] > hub_degree) take = false;
+        if (__ballot_sync(FULL_MASK, take) == 0) continue;
+        acc[lane] = P::none();
+        __syncwarp();
+        pulled += ws_pull<P>(in, w, values, v, take, acc);
+        __syncwarp();
+        const V m = acc[lane];
+        const bool improved = take && P::better(m, values[v]);
+        if (improved) values[v] = m;
+        mg_collect<V>(improved, improved && mg_bit(boundary, v), (vid_t)v, m, changed, changed_count, out_ids,
+                      out_vals, out_count);
+    }
+    if (lane == 0 && pulled) atomicAdd(examined, pulled);
+}
+
+// The active hubs of the part (rows over hub_degree, listed in hubs), a
+// block each.
+template <class P>
+__device__ __forceinline__ void mg_hubs(
+    Rows in, const typename P::Weight* in_weights, typename P::Value* values, const unsigned* __restrict__ active,
+    const vid_t* __restrict__ hubs, unsigned hub_count, const unsigned* __restrict__ boundary, vid_t* changed,
+    unsigned* changed_count, vid_t* out_ids, typename P::Value* out_vals, unsigned* out_count,
+    unsigned long long* examined)
+{
+    typedef typename P::Value V;
+    __shared__ V scratch[32];
+    EdgeArray<typename P::Weight> w{in_weights};
+    for (unsigned i = blockIdx.x; i < hub_count; i += gridDim.x) {
+        const vid_t v = hubs[i];
+        if (!mg_bit(active, v)) continue;
+        const eid_t first = in.offs[v], last = in.offs[v + 1];
+        V m = P::none();
+        for (eid_t e = first + threadIdx.x; e < last; e += blockDim.x) {
+            const V x = P::compute(values[in.adj[e]], w(e));
+            if (P::better(x, m)) m = x;
+        }
+        m = block_best<P>(m, scratch);
+        if (threadIdx.x < 32) {
+            const bool improved = threadIdx.x == 0 && P::better(m, values[v]);
+            if (improved) values[v] = m;
+            mg_collect<V>(improved, improved && mg_bit(boundary, v), v, m, changed, changed_count, out_ids,
+                          out_vals, out_count);
+        }
+        if (threadIdx.x == 0) atomicAdd(examined, (unsigned long long)(last - first));
+        __syncthreads();
+    }
+}
+
+#define MG_PROGRAM(NAME, P)                                                                                    \
+    extern "C" __global__ void __launch_bounds__(256) mg_pull_##NAME(                                          \
+        const eid_t* in_offs, const vid_t* in_adj, const P::Weight* in_weights, P::Value* values,              \
+        const unsigned* active, long long lo, long long hi, long long hub_degree, const unsigned* boundary,    \
+        vid_t* changed, unsigned* changed_count, vid_t* out_ids, P::Value* out_vals, unsigned* out_count,      \
+        unsigned long long* examined)                                                                          \
+    {                                                                                                          \
+        mg_pull<P>(Rows{in_offs, in_adj}, in_weights, values, active, lo, hi, hub_degree, boundary, changed,   \
+                   changed_count, out_ids, out_vals, out_count, examined);                                     \
+    }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(256) mg_hubs_##NAME(                                          \
+        const eid_t* in_offs, const vid_t* in_adj, const P::Weight* in_weights, P::Value* values,              \
+        const unsigned* active, const vid_t* hubs, unsigned hub_count, const unsigned* boundary,               \
+        vid_t* changed, unsigned* changed_count, vid_t* out_ids, P::Value* out_vals, unsigned* out_count,      \
+        unsigned long long* examined)                                                                          \
+    {                                                                                                          \
+        mg_hubs<P>(Rows{in_offs, in_adj}, in_weights, values, active, hubs, hub_count, boundary, changed,      \
+                   changed_count, out_ids, out_vals, out_count, examined);                                     \
+    }
+
+MG_PROGRAM(sssp_u32u, SSSP32<Unit>)
+MG_PROGRAM(sssp_u32, SSSP32<unsigned>)
+MG_PROGRAM(sssp_f64, SSSP64)
+MG_PROGRAM(sswp_k32u, SSWP32<Unit>)
+MG_PROGRAM(sswp_k32, SSWP32<unsigned>)
+MG_PROGRAM(sswp_k64, SSWP64)
+MG_PROGRAM(cc, CCLabel)
+
+// Writes another part's updates (an inbox) into values.
+template <typename V>
+__device__ __forceinline__ void mg_apply(const vid_t* __restrict__ ids, const V* __restrict__ vals, unsigned count,
+                                         V* values)
+{
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x)
+        values[ids[i]] = vals[i];
+}
+
+extern "C" __global__ void __launch_bounds__(256) mg_apply32(const vid_t* ids, const unsigned* vals, unsigned count,
+                                                             unsigned* values)
+{
+    mg_apply<unsigned>(ids, vals, count, values);
+}
+
+extern "C" __global__ void __launch_bounds__(256) mg_apply64(const vid_t* ids, const unsigned long long* vals,
+                                                             unsigned count, unsigned long long* values)
+{
+    mg_apply<unsigned long long>(ids, vals, count, values);
+}
+
+// Marks active the targets of the rows of the listed vertices (the part's
+// out-edges: targets it owns), a warp a vertex.
+extern "C" __global__ void __launch_bounds__(256) mg_activate(
+    const vid_t* __restrict__ ids, unsigned count, const eid_t* __restrict__ out_offs,
+    const vid_t* __restrict__ out_adj, unsigned* active)
+{
+    const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
+    for (long long i = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < count; i += warps) {
+        const vid_t u = ids[i];
+        for (eid_t e = out_offs[u] + lane_id(); e < out_offs[u + 1]; e += 32) {
+            const vid_t t = out_adj[e];
+            const unsigned bit = 1u << (t & 31u);
+            if ((*(volatile unsigned*)&active[t >> 5] & bit) == 0) atomicOr(&active[t >> 5], bit);
+        }
+    }
+}

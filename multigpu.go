@@ -1,0 +1,91 @@
+package gpipe
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/gpipe/gpipe/gpu"
+	"github.com/gpipe/gpipe/internal/usererr"
+	"github.com/gpipe/gpipe/operators"
+)
+
+var sharedMulti struct {
+	mu      sync.Mutex
+	byCount map[int]*operators.MultiGPU
+}
+
+// SharedMultiGPU is the process's backend over gpus GPUs (0: every usable
+// GPU), opened once per count: the first is SharedGPU's, the others the
+// next usable ones by ordinal; NCCL's communicators over them where libnccl
+// loads, else peer copies. It is nil, without an error, where only one GPU
+// would take part.
+func SharedMultiGPU(gpus int) (*operators.MultiGPU, error) {
+	first, err := SharedGPU()
+	if err != nil {
+		return nil, err
+	}
+	info, err := gpu.Available()
+	if err != nil {
+		return nil, err
+	}
+	usable := []*gpu.Device{first.Device()}
+	var names []string
+	for _, d := range info.Devices {
+		if d.Ordinal != first.Device().Ordinal && d.Supported() == nil {
+			usable = append(usable, d)
+		}
+	}
+	for _, d := range usable {
+		names = append(names, fmt.Sprintf("%d (%s)", d.Ordinal, d.Name))
+	}
+	if gpus == 0 {
+		gpus = len(usable)
+	}
+	if gpus > len(usable) {
+		return nil, usererr.New(usererr.Usage, fmt.Sprintf("--gpus %d: %d usable GPUs here: %s", gpus, len(usable), strings.Join(names, ", ")),
+			fmt.Sprintf("use --gpus %d or fewer (gpipe devices lists them)", len(usable)))
+	}
+	if gpus < 2 {
+		return nil, nil
+	}
+	sharedMulti.mu.Lock()
+	defer sharedMulti.mu.Unlock()
+	if m := sharedMulti.byCount[gpus]; m != nil {
+		return m, nil
+	}
+	backends := []*operators.GPU{first}
+	var ctxs []*gpu.Context
+	for i, d := range usable[:gpus] {
+		c, err := d.Context()
+		if err != nil {
+			return nil, err
+		}
+		ctxs = append(ctxs, c)
+		if i > 0 {
+			backends = append(backends, operators.NewGPU(c))
+		}
+	}
+	// Peer access lets the peer copies (the transport without NCCL) go
+	// GPU to GPU; NCCL sets up its own.
+	for _, a := range ctxs {
+		for _, b := range ctxs {
+			if ok, err := gpu.CanAccessPeer(a.Device(), b.Device()); a != b && err == nil && ok {
+				a.EnablePeerAccess(b)
+			}
+		}
+	}
+	var m *operators.MultiGPU
+	if _, nerr := gpu.LoadNCCL(); nerr != nil {
+		m = operators.NewMultiGPU(backends, nil, nerr.Error())
+	} else if comms, cerr := gpu.NewComms(ctxs); cerr != nil {
+		m = operators.NewMultiGPU(backends, nil, cerr.Error())
+	} else {
+		m = operators.NewMultiGPU(backends, comms, "")
+	}
+	if sharedMulti.byCount == nil {
+		sharedMulti.byCount = map[int]*operators.MultiGPU{}
+	}
+	sharedMulti.byCount[gpus] = m
+	return m, nil
+}

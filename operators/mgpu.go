@@ -1,0 +1,298 @@
+package operators
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/gpipe/gpipe/convert"
+	"github.com/gpipe/gpipe/gpu"
+	"github.com/gpipe/gpipe/internal/usererr"
+)
+
+// Several GPUs of one host (docs/multi-gpu.md). A graph is cut into one
+// part per GPU by vertex range (convert.Partitions): part p owns [Lo, Hi)
+// and holds only the edges into it, so no GPU holds the whole graph. Every
+// GPU keeps full-length vertex arrays and writes only its own vertices';
+// between levels or iterations the owners' entries travel to the others:
+//
+//	bfs       Enterprise's multi-GPU scheme (§4.4), mgpu_bfs.go
+//	pagerank  the owned contributions, every iteration, mgpu_pagerank.go
+//	sssp, sswp, cc
+//	          Vertex Refinement (khorasani-dissertation §2.3): only the
+//	          updated boundary vertices, mgpu_vp.go
+//
+// One process drives all the GPUs (one goroutine issuing every GPU's
+// launches, which are asynchronous, and waiting on them together), and the
+// transport is NCCL where libnccl loads, else peer copies through the
+// driver (the fallback, and what tests with several parts on one GPU use).
+
+// MultiGPU runs operators over several GPUs (or several parts on fewer
+// GPUs: gpus may repeat one). It keeps each graph's partition, and each GPU
+// keeps its part's device copies.
+type MultiGPU struct {
+	gpus []*GPU
+	link transport
+
+	mu    sync.Mutex
+	parts map[*convert.Graph][]convert.Partition
+}
+
+// NewMultiGPU returns a backend over gpus, part p on gpus[p], exchanging
+// through NCCL's communicators comms (comms[p] on gpus[p]), or through peer
+// copies when comms is nil (noNCCL says why, for the reports).
+func NewMultiGPU(gpus []*GPU, comms []*gpu.Comm, noNCCL string) *MultiGPU {
+	var link transport = peerCopies{why: noNCCL}
+	if comms != nil {
+		link = ncclLink{comms: comms}
+	}
+	return &MultiGPU{gpus: gpus, link: link, parts: map[*convert.Graph][]convert.Partition{}}
+}
+
+// Name is "gpu".
+func (*MultiGPU) Name() string { return "gpu" }
+
+// GPUs is the number of parts a graph is cut into.
+func (m *MultiGPU) GPUs() int { return len(m.gpus) }
+
+// Transport names how the parts exchange values: "nccl" or "peer copies".
+func (m *MultiGPU) Transport() string { return m.link.name() }
+
+// First is the backend of the first GPU, which runs what the parts do not.
+func (m *MultiGPU) First() *GPU { return m.gpus[0] }
+
+// Run runs op over the GPUs: bfs, pagerank, sssp, sswp and cc partitioned;
+// a strategy of one GPU, asked for by name, on the first GPU alone.
+func (m *MultiGPU) Run(ctx context.Context, op Operator, in Input) (*Result, error) {
+	if err := CheckGPUParams(op, in.Params); err != nil {
+		return nil, err
+	}
+	strategy := in.Params.Strategy
+	auto := strategy == "" || strategy == "auto" || strategy == mgStrategy
+	var run func(context.Context, *MultiGPU, Input) (*Result, error)
+	switch o := op.(type) {
+	case BFS:
+		run = runBFSMulti
+	case PageRank:
+		if err := o.Prepare(&in.Params); err != nil {
+			return nil, err
+		}
+		run = runPageRankMulti
+	case SSSP:
+		run = func(ctx context.Context, m *MultiGPU, in Input) (*Result, error) {
+			return runVPMulti(ctx, m, in, mgSSSP)
+		}
+	case SSWP:
+		run = func(ctx context.Context, m *MultiGPU, in Input) (*Result, error) {
+			return runVPMulti(ctx, m, in, mgSSWP)
+		}
+	case CC:
+		run = func(ctx context.Context, m *MultiGPU, in Input) (*Result, error) { return runVPMulti(ctx, m, in, mgCC) }
+	}
+	if run == nil || !auto {
+		res, err := m.gpus[0].Run(ctx, op, in)
+		if err == nil && run != nil {
+			res.StrategyReason = fmt.Sprintf("%s asked for: a strategy of one GPU, run on GPU %d alone (--strategy auto or %s spreads %s over %d GPUs)",
+				strategy, m.gpus[0].Device().Ordinal, mgStrategy, op.Spec().Name, len(m.gpus))
+		}
+		return res, err
+	}
+	if err := m.Fits(op, in.Graph, in.Params); err != nil {
+		return nil, err
+	}
+	res, err := run(ctx, m, in)
+	if err != nil {
+		return nil, err
+	}
+	res.GPUs = len(m.gpus)
+	return res, nil
+}
+
+// Partitioned says whether op has a path over several GPUs.
+func Partitioned(op Operator) bool {
+	switch op.(type) {
+	case BFS, PageRank, SSSP, SSWP, CC:
+		return true
+	}
+	return false
+}
+
+// mgStrategy is the name of the partitioned strategies, for --strategy.
+const mgStrategy = "multi-gpu"
+
+// partitions is g's partition into one part per GPU, cut on first use.
+func (m *MultiGPU) partitions(g *convert.Graph) ([]convert.Partition, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if parts, ok := m.parts[g]; ok {
+		return parts, nil
+	}
+	parts, err := g.Partitions(len(m.gpus))
+	if err != nil {
+		return nil, err
+	}
+	m.parts[g] = parts
+	return parts, nil
+}
+
+// Fits says whether each part of a run of op on g fits its GPU's memory:
+// the part's layouts and the run's full-length vertex arrays.
+func (m *MultiGPU) Fits(op Operator, g *convert.Graph, p Params) error {
+	parts, err := m.partitions(g)
+	if err != nil {
+		return err
+	}
+	need := make(map[*GPU]int64)
+	for i, part := range parts {
+		need[m.gpus[i]] += mgBytes(op, g, part, p)
+	}
+	for b, bytes := range need {
+		if err := b.Device().MemoryFits(bytes + bytes/50 + 64<<20); err != nil {
+			return usererr.New(usererr.Backend, fmt.Sprintf("%s over %d GPUs: %v", op.Spec().Name, len(m.gpus), err),
+				"use more GPUs (--gpus), or --backend cpu")
+		}
+	}
+	return nil
+}
+
+// mgBytes is about what a part's run allocates on its GPU.
+func mgBytes(op Operator, g *convert.Graph, part convert.Partition, p Params) int64 {
+	n := int64(g.NumVertices())
+	layouts := (n+1)*8*2 + part.Edges()*4*2
+	if g.Weighted {
+		layouts += part.Edges() * 8
+	}
+	switch op.(type) {
+	case BFS:
+		return layouts + 4*n*2 + 2*classes*4*n + 2*4*(n/32+1)
+	case PageRank:
+		return layouts + (n+1)*8 + n*8*3 + 2*n*prContribBytes(p)
+	}
+	return layouts + n*8 + n/8*2 + part.Owned()*8 + part.Boundary*12 + n*12
+}
+
+// Forget frees g's partition and its parts' device copies.
+func (m *MultiGPU) Forget(g *convert.Graph) {
+	m.mu.Lock()
+	parts := m.parts[g]
+	delete(m.parts, g)
+	m.mu.Unlock()
+	for i, part := range parts {
+		m.gpus[i].Forget(part.Graph)
+	}
+	for _, b := range m.gpus {
+		b.Forget(g)
+	}
+}
+
+// describe names the run's GPUs and transport.
+func (m *MultiGPU) describe(parts []convert.Partition) string {
+	var cuts []string
+	for _, p := range parts {
+		cuts = append(cuts, fmt.Sprintf("%d", p.Edges()))
+	}
+	return fmt.Sprintf("%d GPUs over %s, edges per part %s", len(m.gpus), m.link.name(), strings.Join(cuts, "/"))
+}
+
+// ---- the exchange ----
+
+// transport moves bytes between the parts' GPUs.
+type transport interface {
+	name() string
+	// broadcast copies, for every root r with bytes[r] > 0, the bytes at
+	// src[r] on part r's GPU to dst[p][r] on every other part p. It is
+	// ordered after the work queued so far on every part's stream and
+	// before the work queued after it.
+	broadcast(streams []*gpu.Stream, src []gpu.DevicePtr, dst [][]gpu.DevicePtr, bytes []int64) error
+}
+
+// gatherRanges makes every part's buffer hold every part's range: the
+// bytes [cuts[r], cuts[r+1]) of bufs[r] go to the same place in the others.
+func gatherRanges(link transport, streams []*gpu.Stream, bufs []*gpu.DeviceBuffer, cuts []int64) error {
+	k := len(bufs)
+	src := make([]gpu.DevicePtr, k)
+	dst := make([][]gpu.DevicePtr, k)
+	bytes := make([]int64, k)
+	for r := range k {
+		src[r] = bufs[r].Ptr() + gpu.DevicePtr(cuts[r])
+		bytes[r] = cuts[r+1] - cuts[r]
+	}
+	for p := range k {
+		dst[p] = make([]gpu.DevicePtr, k)
+		for r := range k {
+			dst[p][r] = bufs[p].Ptr() + gpu.DevicePtr(cuts[r])
+		}
+	}
+	return link.broadcast(streams, src, dst, bytes)
+}
+
+// syncAll waits for every stream.
+func syncAll(streams []*gpu.Stream) error {
+	for _, s := range streams {
+		if err := s.Synchronize(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// peerCopies is the transport without NCCL: the driver's peer copies
+// (through the host where two GPUs have no peer access), or copies within
+// one GPU for parts that share it.
+type peerCopies struct{ why string }
+
+func (c peerCopies) name() string {
+	if c.why == "" {
+		return "peer copies"
+	}
+	return "peer copies (no NCCL: " + c.why + ")"
+}
+
+func (peerCopies) broadcast(streams []*gpu.Stream, src []gpu.DevicePtr, dst [][]gpu.DevicePtr, bytes []int64) error {
+	// The roots' data must be complete before any copy reads it, and no
+	// root may overwrite it before the copies end.
+	if err := syncAll(streams); err != nil {
+		return err
+	}
+	for p, s := range streams {
+		for r := range streams {
+			if r == p || bytes[r] == 0 {
+				continue
+			}
+			if err := gpu.CopyPeer(s, dst[p][r], s.Context(), src[r], streams[r].Context(), bytes[r]); err != nil {
+				return err
+			}
+		}
+	}
+	return syncAll(streams)
+}
+
+// ncclLink is the transport over NCCL: one communicator a GPU, a group of
+// broadcasts (one per root) for each exchange.
+type ncclLink struct {
+	comms []*gpu.Comm
+}
+
+func (ncclLink) name() string { return "nccl" }
+
+func (l ncclLink) broadcast(streams []*gpu.Stream, src []gpu.DevicePtr, dst [][]gpu.DevicePtr, bytes []int64) error {
+	return gpu.NCCLGroup(func() error {
+		for r := range streams {
+			if bytes[r] == 0 {
+				continue
+			}
+			for p, s := range streams {
+				// In place on the root; elsewhere NCCL reads no send buffer.
+				buf := dst[p][r]
+				if p == r {
+					buf = src[r]
+				}
+				if err := l.comms[p].Broadcast(s, buf, buf, bytes[r], gpu.NCCLUint8, r); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,222 @@
+package operators
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/gpipe/gpipe/convert"
+	"github.com/gpipe/gpipe/gpu"
+	"github.com/gpipe/gpipe/kernels"
+)
+
+// BFS over several GPUs, after Enterprise §4.4, on the partition of
+// mgpu.go. Each GPU runs a level of Enterprise (gpu_bfs_enterprise.go) on
+// its part: top-down it expands the whole frontier along the edges into its
+// vertices, bottom-up it checks its unvisited vertices' in-edges against the
+// whole frontier's bitmap; either way it visits only its own vertices. Then
+// (1) mg_pack_bits compresses the part's status array into a bit a vertex
+// with ballots (top-down; a bottom-up level sets the bits itself), (2) the
+// GPUs gather each other's words, so every GPU holds the whole frontier's
+// bitmap, and (3) mg_apply_bits writes the other parts' visits into the
+// status array, from which ent_queue builds the next queues. Direction
+// switching decides on the sums over the parts. Each vertex's depth and
+// parent come from its owner.
+
+// mgBFSPart is one part's search.
+type mgBFSPart struct {
+	*entSearch
+	part        convert.Partition
+	pack, apply *launchable
+}
+
+func runBFSMulti(ctx context.Context, m *MultiGPU, in Input) (*Result, error) {
+	g := in.Graph
+	n := int64(g.NumVertices())
+	parts, err := m.partitions(g)
+	if err != nil {
+		return nil, err
+	}
+	k := len(parts)
+	ps := make([]*mgBFSPart, k)
+	streams := make([]*gpu.Stream, k)
+	defer func() {
+		for _, p := range ps {
+			if p != nil {
+				p.free()
+			}
+		}
+	}()
+	var transfer time.Duration
+	for i, part := range parts {
+		b := m.gpus[i]
+		e, err := newEntSearch(b, part.Graph)
+		if err != nil {
+			return nil, err
+		}
+		p := &mgBFSPart{entSearch: e, part: part}
+		ps[i], streams[i] = p, e.s
+		transfer += e.transfer
+		if err := b.kernelsOf(kernels.MultiGPU, map[string]**launchable{"mg_pack_bits": &p.pack, "mg_apply_bits": &p.apply}); err != nil {
+			return nil, err
+		}
+	}
+	// The bitmap's words by owner: part r's from word ⌈Lo/32⌉ (a part's Lo
+	// is a multiple of 32 unless it owns nothing) to the next part's.
+	words := (n + 31) / 32
+	cuts := make([]int64, k+1)
+	for r, part := range parts {
+		cuts[r] = 4 * ((int64(part.Lo) + 31) / 32)
+	}
+	cuts[k] = 4 * words
+	var hubTotal int64
+	counts := make([][classes]uint32, k)
+	for i, p := range ps {
+		hubTotal += p.hubCount
+		c := degreeClass(p.part.Graph.Out.Degree(in.Source))
+		counts[i][c] = 1
+		if err := p.start(in.Source, c); err != nil {
+			return nil, err
+		}
+	}
+	if err := syncAll(streams); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	trace := newLevelTrace("enterprise, multi-GPU")
+	cur, topDown, levels := 0, true, 0
+	var directions [2]int
+	stats := make([]entStats, k)
+	// readAll waits for every part's level and sums their stats: hubs and
+	// found are per part; the queues are the whole frontier's on every
+	// part top-down, and the part's own unvisited list bottom-up (the most
+	// of them counts).
+	readAll := func(q int) (entStats, error) {
+		var sum entStats
+		for i, p := range ps {
+			st, err := p.read(q)
+			if err != nil {
+				return entStats{}, err
+			}
+			stats[i] = st
+			sum.hubs += st.hubs
+			sum.found += st.found
+			if st.total() > sum.total() {
+				sum.count = st.count
+			}
+		}
+		return sum, nil
+	}
+	bitsOf := func(q int) []*gpu.DeviceBuffer {
+		bufs := make([]*gpu.DeviceBuffer, k)
+		for i, p := range ps {
+			bufs[i] = p.eb.bits[q]
+		}
+		return bufs
+	}
+	for level := int32(0); ; level++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		levels++
+		if topDown {
+			directions[0]++
+		} else {
+			directions[1]++
+		}
+		next := cur ^ 1
+		for i, p := range ps {
+			if err := p.expand(cur, next, counts[i], topDown, level); err != nil {
+				return nil, err
+			}
+			if topDown {
+				if err := p.pack.launchFor(p.s, p.part.Owned(), blockSize, p.eb.depth, int64(p.part.Lo), int64(p.part.Hi), level+1, p.eb.bits[next]); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if err := gatherRanges(m.link, streams, bitsOf(next), cuts); err != nil {
+			return nil, err
+		}
+		for _, p := range ps {
+			if err := p.apply.launchFor(p.s, words, blockSize, p.eb.bits[next], p.eb.depth, words,
+				int64(p.part.Lo)/32, (int64(p.part.Hi)+31)/32, level+1); err != nil {
+				return nil, err
+			}
+			if topDown {
+				if err := p.topDownQueues(next, level+1); err != nil {
+					return nil, err
+				}
+			}
+		}
+		st, err := readAll(next)
+		if err != nil {
+			return nil, err
+		}
+		trace.level("level %d %s: next %v, %d hubs, %d found", level, direction(topDown), st.count, st.hubs, st.found)
+		switch {
+		case topDown && st.total() == 0, !topDown && st.found == 0:
+			compute := time.Since(start)
+			res, err := mgBFSResult(ps, n, levels, compute, transfer)
+			if err != nil {
+				return nil, err
+			}
+			res.Strategy = fmt.Sprintf("enterprise multi-GPU (%d top-down, %d bottom-up levels; %s)", directions[0], directions[1], m.describe(parts))
+			res.StrategyReason = fmt.Sprintf("%d GPUs: Enterprise's 1-D partition (§4.4), the status exchanged as bitmaps", k)
+			return res, nil
+		case topDown && hubTotal > 0 && int64(st.hubs)*100 > gammaPercent*hubTotal:
+			for _, p := range ps {
+				if err := p.bottomUpQueues(next); err != nil {
+					return nil, err
+				}
+			}
+			if _, err := readAll(next); err != nil {
+				return nil, err
+			}
+			topDown = false
+		case !topDown && int64(st.found) < n/entBeta && st.total() > n/entBeta:
+			for _, p := range ps {
+				if err := p.topDownQueues(next, level+1); err != nil {
+					return nil, err
+				}
+			}
+			if _, err := readAll(next); err != nil {
+				return nil, err
+			}
+			topDown = true
+		}
+		for i := range ps {
+			counts[i] = stats[i].count
+		}
+		cur = next
+	}
+}
+
+// mgBFSResult gathers each vertex's depth and parent from its owner.
+func mgBFSResult(ps []*mgBFSPart, n int64, levels int, compute, transfer time.Duration) (*Result, error) {
+	depth := make([]int32, n)
+	parent := make([]uint32, n)
+	poisonHost(ps[0].b, depth, -7)
+	poisonHost(ps[0].b, parent, 0xdeadbeef)
+	for _, p := range ps {
+		lo, hi := int64(p.part.Lo), int64(p.part.Hi)
+		if lo == hi {
+			continue
+		}
+		d, _ := p.eb.depth.Slice(4*lo, 4*(hi-lo))
+		par, _ := p.eb.parent.Slice(4*lo, 4*(hi-lo))
+		if err := gpu.Download(p.s, depth[lo:hi], d); err != nil {
+			return nil, err
+		}
+		if err := gpu.Download(p.s, parent[lo:hi], par); err != nil {
+			return nil, err
+		}
+	}
+	return &Result{
+		Op: "bfs", Backend: "gpu", Iterations: levels, Compute: compute, Transfer: transfer,
+		Columns: []Column{
+			{Name: "depth", Type: Int32Column, Int32: depth},
+			{Name: "parent", Type: VertexColumn, Vertex: parent},
+		},
+	}, nil
+}

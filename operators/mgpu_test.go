@@ -1,0 +1,165 @@
+package operators
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gpipe/gpipe/convert"
+	"github.com/gpipe/gpipe/gpu"
+	"github.com/gpipe/gpipe/ingest/edges"
+)
+
+// multiSetups are the partitioned backends a test runs: 3 parts on the
+// first GPU (peer copies within one device: the exchange logic without a
+// second GPU), and, where there are two or more GPUs, one part on each
+// over NCCL (a failure instead of a skip with GPIPE_REQUIRE_GPU=2).
+func multiSetups(t *testing.T) []*MultiGPU {
+	t.Helper()
+	first := testGPU(t)
+	setups := []*MultiGPU{NewMultiGPU([]*GPU{first, first, first}, nil, "")}
+	info, err := gpu.Available()
+	if err != nil || len(info.Devices) < 2 {
+		if os.Getenv("GPIPE_REQUIRE_GPU") == "2" {
+			t.Fatalf("GPIPE_REQUIRE_GPU=2 but fewer than two GPUs: %v", err)
+		}
+		t.Logf("one GPU: the parts share it")
+		return setups
+	}
+	gpus := []*GPU{first}
+	ctxs := []*gpu.Context{}
+	for _, d := range info.Devices {
+		c, err := d.Context()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctxs = append(ctxs, c)
+		if d.Ordinal != first.Device().Ordinal {
+			b := NewGPU(c)
+			b.Poison = true
+			t.Cleanup(func() { b.Close() })
+			gpus = append(gpus, b)
+		}
+	}
+	if _, err := gpu.LoadNCCL(); err != nil {
+		if os.Getenv("GPIPE_REQUIRE_GPU") == "2" {
+			t.Fatalf("GPIPE_REQUIRE_GPU=2 but NCCL does not load: %v", err)
+		}
+		t.Logf("no NCCL (%v): peer copies between the GPUs", err)
+		return append(setups, NewMultiGPU(gpus, nil, err.Error()))
+	}
+	comms, err := gpu.NewComms(ctxs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, c := range comms {
+			c.Destroy()
+		}
+	})
+	return append(setups, NewMultiGPU(gpus, comms, ""))
+}
+
+func runMulti(m *MultiGPU, op Operator, g *convert.Graph, src uint32, p Params) (*Result, error) {
+	if err := op.Prepare(&p); err != nil {
+		return nil, err
+	}
+	r, err := m.Run(context.Background(), op, Input{Graph: g, Source: src, Params: p})
+	if err != nil {
+		return nil, err
+	}
+	if r.Backend != "gpu" || r.GPUs != m.GPUs() && !strings.Contains(r.StrategyReason, "one GPU") || r.Strategy == "" {
+		return nil, fmt.Errorf("result header backend=%q gpus=%d strategy=%q", r.Backend, r.GPUs, r.Strategy)
+	}
+	return r, nil
+}
+
+// TestMultiGPUMatchesCPU runs every partitioned operator on fresh graphs
+// of every shape, directed and not, weighted and not, and compares with
+// the CPU as the one-GPU tests do.
+func TestMultiGPUMatchesCPU(t *testing.T) {
+	for _, m := range multiSetups(t) {
+		for _, vg := range vpGraphs(t) {
+			g := vg.g
+			name := fmt.Sprintf("%d parts over %s/%s", m.GPUs(), m.Transport(), vg.name)
+			if !g.Weighted {
+				for _, src := range sourcesOf(g) {
+					want := run(t, BFS{}, g, src, Params{}).Column("depth").Int32
+					r, err := runMulti(m, BFS{}, g, src, Params{})
+					if err == nil {
+						err = validateBFS(g, src, r.Column("depth").Int32, r.Column("parent").Vertex, want)
+					}
+					if err != nil {
+						t.Errorf("%s: bfs from %d: %v", name, src, err)
+					}
+				}
+				for _, p := range []Params{{}, {Tolerance: 1e-5}} {
+					want := run(t, PageRank{}, g, 0, p)
+					r, err := runMulti(m, PageRank{}, g, 0, p)
+					if err == nil {
+						err = sameRanks(r, want, g.NumVertices())
+					}
+					if err != nil {
+						t.Errorf("%s: pagerank %+v: %v", name, p, err)
+					}
+				}
+				want := run(t, CC{}, g, 0, Params{}).Column("component").Vertex
+				r, err := runMulti(m, CC{}, g, 0, Params{})
+				if err == nil && !slices.Equal(r.Column("component").Vertex, want) {
+					err = fmt.Errorf("components differ from the CPU's")
+				}
+				if err != nil {
+					t.Errorf("%s: cc: %v", name, err)
+				}
+			}
+			for _, src := range sourcesOf(g) {
+				withWide(vg, func(wide bool) {
+					if !vg.negative {
+						want := run(t, SSSP{}, g, src, Params{})
+						ref := unreachedInf(want.Column("distance").Float64)
+						r, err := runMulti(m, SSSP{}, g, src, Params{})
+						if err == nil {
+							dist := r.Column("distance").Float64
+							err = validateSSSP(g, src, dist, r.Column("parent").Vertex, ref)
+							for v := range dist {
+								if err == nil && vg.integers && !(dist[v] == ref[v] || math.IsNaN(dist[v]) && math.IsInf(ref[v], 1)) {
+									err = fmt.Errorf("vertex %d distance %v, the CPU's %v", v, dist[v], ref[v])
+								}
+							}
+						}
+						if err != nil {
+							t.Errorf("%s: sssp from %d, wide %v: %v", name, src, wide, err)
+						}
+					}
+					want := run(t, SSWP{}, g, src, Params{}).Column("width").Float64
+					r, err := runMulti(m, SSWP{}, g, src, Params{})
+					if err == nil {
+						err = sameWidths(r.Column("width").Float64, want)
+					}
+					if err != nil {
+						t.Errorf("%s: sswp from %d, wide %v: %v", name, src, wide, err)
+					}
+				})
+			}
+			m.Forget(g)
+		}
+	}
+}
+
+// TestMultiGPUStrategyOfOneGPU: a one-GPU strategy asked for by name runs
+// on the first GPU, and says so.
+func TestMultiGPUStrategyOfOneGPU(t *testing.T) {
+	m := multiSetups(t)[0]
+	g := buildGraph(t, shapes(t)[2], false, false, edges.KeyInt64)
+	r, err := runMulti(m, BFS{}, g, 0, Params{Strategy: "bfs4k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.GPUs != 0 || !strings.Contains(r.StrategyReason, "one GPU") {
+		t.Fatalf("bfs4k over several GPUs: gpus %d, reason %q", r.GPUs, r.StrategyReason)
+	}
+}

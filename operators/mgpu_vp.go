@@ -1,0 +1,568 @@
+package operators
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/gpipe/gpipe/convert"
+	"github.com/gpipe/gpipe/gpu"
+	"github.com/gpipe/gpipe/kernels"
+)
+
+// SSSP, SSWP and CC over several GPUs by Vertex Refinement
+// (khorasani-dissertation §2.3), on the partition of mgpu.go. Offline, the
+// partition marks each part's boundary vertices (those with an out-edge into
+// another part: convert.Partition.BoundaryBits), which also sizes the
+// outboxes and inboxes. Each iteration, every GPU pulls its active vertices
+// (mg_pull: Warp Segmentation's rounds; the longest rows a block each),
+// lists those it improved, and collects the improved boundary vertices with
+// their values into its outbox, a ballot and one atomic a warp (online
+// refinement). The outboxes travel, only as long as they are filled, into
+// the other GPUs' inboxes; each GPU writes what it received into its values
+// and marks active its own vertices that the received and its own updates
+// reach (its part's out-edges end in its vertices). The run ends when an
+// iteration improves nothing anywhere.
+//
+// A vertex's value is final on its owner and, for a boundary vertex, on
+// every GPU; the result is read from the owners. SSSP's tree comes from the
+// same passes as on one GPU (gpu_sssp.go), each part's pass over its edges
+// (which end in its vertices), the passes' marks gathered between passes.
+
+// mgProgram picks the vertex program for a graph and says how its values
+// and result are read.
+type mgProgram int
+
+const (
+	mgSSSP mgProgram = iota
+	mgSSWP
+	mgCC
+)
+
+// mgVPPart is one part's run.
+type mgVPPart struct {
+	b                    *GPU
+	s                    *gpu.Stream
+	part                 convert.Partition
+	inOff, inSrc, inW    *gpu.DeviceBuffer
+	outOff, outTgt, outW *gpu.DeviceBuffer
+	values               *gpu.DeviceBuffer
+	active               [2]*gpu.DeviceBuffer
+	boundary             *gpu.DeviceBuffer
+	changed              *gpu.DeviceBuffer // the improved vertices
+	outIDs, outVals      *gpu.DeviceBuffer // the outbox
+	inIDs, inVals        []*gpu.DeviceBuffer
+	counts               *gpu.DeviceBuffer // changed, outbox entries, edges examined (u64)
+	hubs                 *gpu.DeviceBuffer
+	hubCount             int
+	host                 *counters
+	transfer             time.Duration
+	cleanup              []func()
+	pull, hubPull        *launchable
+	apply, activate      *launchable
+}
+
+// The counters after an iteration.
+const (
+	mgChangedAt  = 0
+	mgOutboxAt   = 4
+	mgExaminedAt = 8
+	mgCountBytes = 16
+)
+
+func (x *mgVPPart) free() {
+	for i := len(x.cleanup) - 1; i >= 0; i-- {
+		x.cleanup[i]()
+	}
+}
+
+func runVPMulti(ctx context.Context, m *MultiGPU, in Input, which mgProgram) (*Result, error) {
+	g := in.Graph
+	if which == mgCC && g.Directed {
+		// Weak components need both directions of every edge; a part holds
+		// only the edges into its vertices.
+		res, err := m.gpus[0].Run(ctx, CC{}, in)
+		if err == nil {
+			res.StrategyReason = "cc on a directed graph runs on one GPU: a part holds only the edges into its vertices, and weak components need both directions"
+		}
+		return res, err
+	}
+	var prog vprogram
+	var seed uint64
+	switch which {
+	case mgSSSP:
+		if err := checkSource("sssp", in); err != nil {
+			return nil, err
+		}
+		prog = ssspProgram(g)
+	case mgSSWP:
+		if err := checkSource("sswp", in); err != nil {
+			return nil, err
+		}
+		prog = sswpProgram(g)
+		seed = uint64(key32(math.Inf(1)))
+		if prog.wide {
+			seed = key64(math.Inf(1))
+		}
+	default:
+		prog = ccLabels
+	}
+	op := map[mgProgram]string{mgSSSP: "sssp", mgSSWP: "sswp", mgCC: "cc"}[which]
+	res := &Result{Op: op, Backend: "gpu"}
+	n := int64(g.NumVertices())
+	parts, err := m.partitions(g)
+	if err != nil {
+		return nil, err
+	}
+	k := len(parts)
+	ps := make([]*mgVPPart, k)
+	streams := make([]*gpu.Stream, k)
+	defer func() {
+		for _, x := range ps {
+			if x != nil {
+				x.free()
+			}
+		}
+	}()
+	for i, part := range parts {
+		x, err := newMGVPPart(m.gpus[i], part, parts, prog, n)
+		if err != nil {
+			return nil, err
+		}
+		ps[i], streams[i] = x, x.s
+		res.Transfer += x.transfer
+	}
+	vb := prog.valueBytes()
+	// Start: every value none, then the labels or the source's value; the
+	// first iteration pulls every vertex (cc) or the source's out-neighbours.
+	for _, x := range ps {
+		if err := x.values.Memset8(x.s, prog.none); err != nil {
+			return nil, err
+		}
+		if which == mgCC {
+			iota, err := x.b.kernel(kernels.VPCommon, "vp_iota")
+			if err != nil {
+				return nil, err
+			}
+			if err := iota.launch(x.s, x.values, n); err != nil {
+				return nil, err
+			}
+			if err := x.active[0].Memset8(x.s, 0xff); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		at, _ := x.values.Slice(int64(in.Source)*vb, vb)
+		var err error
+		if prog.wide {
+			err = gpu.Upload(x.s, at, []uint64{seed})
+		} else {
+			err = gpu.Upload(x.s, at, []uint32{uint32(seed)})
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := x.active[0].Memset8(x.s, 0); err != nil {
+			return nil, err
+		}
+		if err := gpu.Upload(x.s, x.changed, []uint32{in.Source}); err != nil {
+			return nil, err
+		}
+		if err := x.activate.launchFor(x.s, 32, blockSize, x.changed, uint32(1), x.outOff, x.outTgt, x.active[0]); err != nil {
+			return nil, err
+		}
+	}
+	if err := syncAll(streams); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	changed := make([]uint32, k)
+	outbox := make([]int64, k)
+	var examined int64
+	cur := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if int64(res.Iterations) > vpMaxIterations(n) {
+			return nil, fmt.Errorf("operators: %s over %d GPUs did not settle in %d iterations (a bug; use --backend cpu)", op, k, res.Iterations)
+		}
+		next := 1 - cur
+		for _, x := range ps {
+			if err := x.active[next].Memset8(x.s, 0); err != nil {
+				return nil, err
+			}
+			if err := x.counts.Memset8(x.s, 0); err != nil {
+				return nil, err
+			}
+			cnt := x.counts.Ptr()
+			tail := []any{x.boundary, x.changed, cnt + mgChangedAt, x.outIDs, x.outVals, cnt + mgOutboxAt, cnt + mgExaminedAt}
+			lo, hi := int64(x.part.Lo), int64(x.part.Hi)
+			if err := x.pull.launchFor(x.s, hi-lo, blockSize, append([]any{x.inOff, x.inSrc, devicePtr(x.inW), x.values, x.active[cur],
+				lo, hi, wsHubDegree}, tail...)...); err != nil {
+				return nil, err
+			}
+			if x.hubCount > 0 {
+				if err := gpu.Launch(x.hubPull.fn, gpu.Dim(uint32(min(x.hubCount, 65535))), gpu.Dim(blockSize), 0, x.s,
+					append([]any{x.inOff, x.inSrc, devicePtr(x.inW), x.values, x.active[cur], x.hubs, uint32(x.hubCount)}, tail...)...); err != nil {
+					return nil, err
+				}
+			}
+		}
+		var total int64
+		for i, x := range ps {
+			raw, err := x.host.read(x.s, x.counts)
+			if err != nil {
+				return nil, err
+			}
+			changed[i] = binary.LittleEndian.Uint32(raw[mgChangedAt:])
+			outbox[i] = int64(binary.LittleEndian.Uint32(raw[mgOutboxAt:]))
+			examined += int64(binary.LittleEndian.Uint64(raw[mgExaminedAt:]))
+			total += int64(changed[i])
+		}
+		res.Iterations++
+		if total == 0 {
+			break
+		}
+		if err := m.exchangeOutboxes(ps, streams, outbox, vb); err != nil {
+			return nil, err
+		}
+		for i, x := range ps {
+			for r := range ps {
+				if r == i || outbox[r] == 0 {
+					continue
+				}
+				if err := x.apply.launchFor(x.s, outbox[r], blockSize, x.inIDs[r], x.inVals[r], uint32(outbox[r]), x.values); err != nil {
+					return nil, err
+				}
+				if err := x.activate.launchFor(x.s, 32*outbox[r], blockSize, x.inIDs[r], uint32(outbox[r]), x.outOff, x.outTgt, x.active[next]); err != nil {
+					return nil, err
+				}
+			}
+			if changed[i] > 0 {
+				if err := x.activate.launchFor(x.s, 32*int64(changed[i]), blockSize, x.changed, changed[i], x.outOff, x.outTgt, x.active[next]); err != nil {
+					return nil, err
+				}
+			}
+		}
+		cur = next
+	}
+	var parent []uint32
+	if which == mgSSSP {
+		var err error
+		if parent, err = mgParents(ctx, m, ps, streams, prog, in.Source, n); err != nil {
+			return nil, err
+		}
+	}
+	if err := syncAll(streams); err != nil {
+		return nil, err
+	}
+	res.Compute = time.Since(start)
+	res.EdgesExamined = examined
+	res.Strategy = fmt.Sprintf("vertex refinement over warpseg rounds, %s (%s)", prog.describeValues(), m.describe(parts))
+	res.StrategyReason = fmt.Sprintf("%d GPUs: each pulls its active vertices; only the updated boundary vertices travel (Vertex Refinement)", k)
+	raw, err := mgOwnedValues(ps, n, vb)
+	if err != nil {
+		return nil, err
+	}
+	switch which {
+	case mgSSSP:
+		dist := make([]float64, n)
+		for v := range dist {
+			dist[v] = ssspValue(raw, v, prog.wide)
+		}
+		res.Columns = []Column{{Name: "distance", Type: Float64Column, Float64: dist}, {Name: "parent", Type: VertexColumn, Vertex: parent}}
+	case mgSSWP:
+		width := make([]float64, n)
+		for v := range width {
+			width[v] = sswpValue(raw, v, prog.wide)
+		}
+		res.Columns = []Column{{Name: "width", Type: Float64Column, Float64: width}}
+	default:
+		comp := make([]uint32, n)
+		for v := range comp {
+			comp[v] = binary.LittleEndian.Uint32(raw[4*v:])
+		}
+		res.Columns = []Column{{Name: "component", Type: VertexColumn, Vertex: comp}}
+	}
+	return res, nil
+}
+
+// ssspValue is vertex v's distance in raw values: NaN where unreached (all
+// ones, or +Inf wide).
+func ssspValue(raw []byte, v int, wide bool) float64 {
+	if wide {
+		x := binary.LittleEndian.Uint64(raw[8*v:])
+		if f := math.Float64frombits(x); x != ^uint64(0) && !math.IsInf(f, 0) {
+			return f
+		}
+		return math.NaN()
+	}
+	x := binary.LittleEndian.Uint32(raw[4*v:])
+	if x == math.MaxUint32 {
+		return math.NaN()
+	}
+	return float64(x)
+}
+
+// sswpValue is vertex v's width in raw keys: NaN where unreached (key 0).
+func sswpValue(raw []byte, v int, wide bool) float64 {
+	if wide {
+		if k := binary.LittleEndian.Uint64(raw[8*v:]); k != 0 {
+			return fromKey64(k)
+		}
+		return math.NaN()
+	}
+	if k := binary.LittleEndian.Uint32(raw[4*v:]); k != 0 {
+		return fromKey32(k)
+	}
+	return math.NaN()
+}
+
+// exchangeOutboxes sends every part's outbox, as long as it is filled, to
+// inbox r of every other part.
+func (m *MultiGPU) exchangeOutboxes(ps []*mgVPPart, streams []*gpu.Stream, outbox []int64, vb int64) error {
+	k := len(ps)
+	for _, field := range []struct {
+		out func(*mgVPPart) *gpu.DeviceBuffer
+		in  func(*mgVPPart, int) *gpu.DeviceBuffer
+		w   int64
+	}{
+		{func(x *mgVPPart) *gpu.DeviceBuffer { return x.outIDs }, func(x *mgVPPart, r int) *gpu.DeviceBuffer { return x.inIDs[r] }, 4},
+		{func(x *mgVPPart) *gpu.DeviceBuffer { return x.outVals }, func(x *mgVPPart, r int) *gpu.DeviceBuffer { return x.inVals[r] }, vb},
+	} {
+		src := make([]gpu.DevicePtr, k)
+		dst := make([][]gpu.DevicePtr, k)
+		bytes := make([]int64, k)
+		for r, x := range ps {
+			src[r] = field.out(x).Ptr()
+			bytes[r] = outbox[r] * field.w
+		}
+		for p, x := range ps {
+			dst[p] = make([]gpu.DevicePtr, k)
+			for r := range ps {
+				if r != p {
+					dst[p][r] = field.in(x, r).Ptr()
+				}
+			}
+		}
+		if err := m.link.broadcast(streams, src, dst, bytes); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mgOwnedValues reads every vertex's value from its owner, as raw bytes.
+func mgOwnedValues(ps []*mgVPPart, n, vb int64) ([]byte, error) {
+	raw := make([]byte, n*vb)
+	for _, x := range ps {
+		lo, hi := int64(x.part.Lo), int64(x.part.Hi)
+		if lo == hi {
+			continue
+		}
+		src, _ := x.values.Slice(lo*vb, (hi-lo)*vb)
+		if err := src.CopyToHost(x.s, raw[lo*vb:hi*vb]); err != nil {
+			return nil, err
+		}
+		if err := x.s.Synchronize(); err != nil {
+			return nil, err
+		}
+	}
+	return raw, nil
+}
+
+// newMGVPPart copies the part's layouts to b and allocates its buffers:
+// full-length values and activeness masks, the owned vertices' lists, the
+// outbox (the part's boundary vertices at most) and an inbox for every other
+// part (its boundary vertices at most).
+func newMGVPPart(b *GPU, part convert.Partition, parts []convert.Partition, prog vprogram, n int64) (x *mgVPPart, err error) {
+	x = &mgVPPart{b: b, part: part}
+	defer func() {
+		if err != nil {
+			x.free()
+		}
+	}()
+	if x.s, err = b.ctx.NewStream(); err != nil {
+		return nil, err
+	}
+	x.cleanup = append(x.cleanup, func() { x.s.Destroy() })
+	want := []layout{inOffsets, inSources, outOffsets, outTargets}
+	if prog.weights != noWeights {
+		want = append(want, inWeightsOf(prog.weights), prog.weights)
+	}
+	lay, transfer, err := b.layouts(part.Graph, x.s, want...)
+	if err != nil {
+		return nil, err
+	}
+	x.transfer = transfer
+	x.inOff, x.inSrc, x.outOff, x.outTgt = lay[0], lay[1], lay[2], lay[3]
+	if prog.weights != noWeights {
+		x.inW, x.outW = lay[4], lay[5]
+	}
+	var hubs []uint32
+	in := part.Graph.In()
+	for v := part.Lo; v < part.Hi; v++ {
+		if in.Degree(v) > wsHubDegree {
+			hubs = append(hubs, v)
+		}
+	}
+	x.hubCount = len(hubs)
+	vb := prog.valueBytes()
+	words := 4 * (n/32 + 1)
+	owned := max(part.Owned(), 1)
+	sizes := []int64{n * vb, words, words, words, owned * 4, max(part.Boundary, 1) * 4, max(part.Boundary, 1) * vb,
+		mgCountBytes, int64(max(len(hubs), 1)) * 4}
+	for _, other := range parts {
+		sizes = append(sizes, max(other.Boundary, 1)*4, max(other.Boundary, 1)*vb)
+	}
+	bufs, free, err := b.buffers(sizes...)
+	if err != nil {
+		return nil, err
+	}
+	x.cleanup = append(x.cleanup, free)
+	x.values, x.active[0], x.active[1], x.boundary = bufs[0], bufs[1], bufs[2], bufs[3]
+	x.changed, x.outIDs, x.outVals, x.counts, x.hubs = bufs[4], bufs[5], bufs[6], bufs[7], bufs[8]
+	for r := range parts {
+		x.inIDs = append(x.inIDs, bufs[9+2*r])
+		x.inVals = append(x.inVals, bufs[10+2*r])
+	}
+	if err := b.poison(x.s, bufs...); err != nil {
+		return nil, err
+	}
+	boundary, _ := x.boundary.Slice(0, 4*int64(len(part.BoundaryBits)))
+	if len(part.BoundaryBits) > 0 {
+		if err := gpu.Upload(x.s, boundary, part.BoundaryBits); err != nil {
+			return nil, err
+		}
+	}
+	if len(hubs) > 0 {
+		if err := gpu.Upload(x.s, x.hubs, hubs); err != nil {
+			return nil, err
+		}
+	}
+	apply := "mg_apply32"
+	if prog.wide {
+		apply = "mg_apply64"
+	}
+	err = b.kernelsOf(kernels.MultiGPU, map[string]**launchable{
+		"mg_pull_" + prog.name: &x.pull, "mg_hubs_" + prog.name: &x.hubPull, apply: &x.apply, "mg_activate": &x.activate,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if x.host, err = newCounters(b.ctx, mgCountBytes); err != nil {
+		return nil, err
+	}
+	x.cleanup = append(x.cleanup, x.host.free)
+	return x, nil
+}
+
+// mgParents finds SSSP's tree by gpu_sssp.go's passes, each part's pass
+// over its out-edges (into its own vertices) with the final distances of
+// the vertices they come from (its own, and boundary vertices, which
+// travelled), the passes' marks of the owned vertices gathered between
+// passes.
+func mgParents(ctx context.Context, m *MultiGPU, ps []*mgVPPart, streams []*gpu.Stream, prog vprogram, source uint32, n int64) ([]uint32, error) {
+	k := len(ps)
+	type pass struct {
+		parent, round, count *gpu.DeviceBuffer
+		pass, init, left     *launchable
+		free                 func()
+	}
+	pp := make([]pass, k)
+	defer func() {
+		for _, p := range pp {
+			if p.free != nil {
+				p.free()
+			}
+		}
+	}()
+	unresolved := "vp_unresolved32"
+	if prog.wide {
+		unresolved = "vp_unresolved64"
+	}
+	for i, x := range ps {
+		bufs, free, err := x.b.buffers(n*4, n*4, 8)
+		if err != nil {
+			return nil, err
+		}
+		pp[i] = pass{parent: bufs[0], round: bufs[1], count: bufs[2], free: free}
+		if err := x.b.kernelsOf(kernels.VPCommon, map[string]**launchable{"vp_parent_init": &pp[i].init, unresolved: &pp[i].left}); err != nil {
+			return nil, err
+		}
+		if pp[i].pass, err = x.b.kernel(kernels.VPVWC, "csr_parent_"+prog.name); err != nil {
+			return nil, err
+		}
+		if err := pp[i].parent.Memset8(x.s, 0xff); err != nil {
+			return nil, err
+		}
+		if err := pp[i].round.Memset8(x.s, 0xff); err != nil {
+			return nil, err
+		}
+		if err := gpu.Launch(pp[i].init.fn, gpu.Dim(1), gpu.Dim(1), 0, x.s, pp[i].parent, pp[i].round, source); err != nil {
+			return nil, err
+		}
+	}
+	cuts := make([]int64, k+1)
+	for r, x := range ps {
+		cuts[r] = 4 * int64(x.part.Lo)
+	}
+	cuts[k] = 4 * n
+	before := int64(-1)
+	for r := uint32(0); ; r++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		var left int64
+		for i, x := range ps {
+			if err := pp[i].pass.launch(x.s, x.outOff, x.outTgt, devicePtr(x.outW), n, x.values, pp[i].parent, pp[i].round, r, source); err != nil {
+				return nil, err
+			}
+		}
+		rounds := make([]*gpu.DeviceBuffer, k)
+		for i := range pp {
+			rounds[i] = pp[i].round
+		}
+		if err := gatherRanges(m.link, streams, rounds, cuts); err != nil {
+			return nil, err
+		}
+		for i, x := range ps {
+			// Each part counts the reached vertices without a parent among
+			// those whose distances it holds; its own are all there.
+			if err := pp[i].count.Memset8(x.s, 0); err != nil {
+				return nil, err
+			}
+			if err := pp[i].left.launch(x.s, x.values, pp[i].round, n, pp[i].count); err != nil {
+				return nil, err
+			}
+			c := []uint32{0}
+			if err := gpu.Download(x.s, c, pp[i].count); err != nil {
+				return nil, err
+			}
+			left += int64(c[0])
+		}
+		if left == 0 {
+			break
+		}
+		if r > 0 && left == before {
+			return nil, fmt.Errorf("operators: sssp over %d GPUs: %d reached vertices found no parent in pass %d (a bug; use --backend cpu)", k, left, r)
+		}
+		before = left
+	}
+	parent := make([]uint32, n)
+	poisonHost(ps[0].b, parent, 0xdeadbeef)
+	for i, x := range ps {
+		lo, hi := int64(x.part.Lo), int64(x.part.Hi)
+		if lo == hi {
+			continue
+		}
+		src, _ := pp[i].parent.Slice(4*lo, 4*(hi-lo))
+		if err := gpu.Download(x.s, parent[lo:hi], src); err != nil {
+			return nil, err
+		}
+	}
+	return parent, nil
+}
