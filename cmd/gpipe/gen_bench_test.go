@@ -455,9 +455,17 @@ func TestDevicesWithoutGPU(t *testing.T) {
 	var got struct {
 		Devices []any  `json:"devices"`
 		Error   string `json:"error"`
+		NCCL    struct {
+			Version, Path, Error string
+		} `json:"nccl"`
+		Peers []any `json:"peers"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || got.Devices == nil || len(got.Devices) != 0 || !strings.Contains(got.Error, "no usable GPU") {
 		t.Errorf("gpipe devices --json: stdout %q (%v)", r.stdout, err)
+	}
+	// NCCL needs no GPU: where it loads, its version and file, else why not.
+	if (got.NCCL.Version == "" || got.NCCL.Path == "") == (got.NCCL.Error == "") || got.Peers == nil || len(got.Peers) != 0 {
+		t.Errorf("gpipe devices --json: nccl %+v, peers %v", got.NCCL, got.Peers)
 	}
 }
 
