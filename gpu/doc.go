@@ -39,7 +39,10 @@
 // cuModuleGetFunction, cuModuleGetGlobal_v2, cuFuncGetAttribute,
 // cuFuncSetAttribute, cuFuncGetParamInfo (optional, CUDA 12.4 and later:
 // Launch checks its arguments against it), cuLaunchKernel and
-// cuOccupancyMaxActiveBlocksPerMultiprocessor. The per-thread-default-stream
+// cuOccupancyMaxActiveBlocksPerMultiprocessor, and for work between GPUs
+// (peer.go; optional, so that a driver without them still loads)
+// cuDeviceCanAccessPeer, cuDeviceGetP2PAttribute, cuCtxEnablePeerAccess and
+// cuMemcpyPeerAsync. The per-thread-default-stream
 // variants (_ptsz, _ptds) are not used: stream 0 is the legacy default
 // stream. cuOccupancyMaxPotentialBlockSize takes a C callback and is left
 // out; Function.Occupancy and the device attributes give what it computes.
@@ -80,6 +83,18 @@
 // Pinned host memory (HostBuffer, PinnedAllocator) is C memory from
 // cuMemHostAlloc, outside the Go heap, registered in a range table so that
 // copies know they may run asynchronously.
+//
+// # NCCL
+//
+// The collectives between GPUs come from NCCL, loaded the same way and as
+// lazily (nccl.go): LoadNCCL looks for libnccl.so.2 where $GPIPE_NCCL says,
+// else through the loader, else in pip's NCCL wheels, and needs NCCL 2.18
+// or newer. One process drives all the GPUs: NewComms makes one
+// communicator over them (ncclCommInitAll) after forcing
+// NCCL_NVLS_ENABLE=0, and NCCLGroup runs the calls of all ranks as one
+// group on one locked thread. NCCL's calls return an *NCCLError carrying
+// ncclGetErrorString and ncclGetLastError. docs/multi-gpu.md says why and
+// how a run over several hosts would be launched.
 //
 // # Errors
 //

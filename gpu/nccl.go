@@ -362,6 +362,8 @@ type Comm struct {
 //
 // One thread drives all the ranks: wrap the calls of one collective, one
 // a rank, in NCCLGroup, or the first rank's call waits for the others.
+// NCCL enables peer access between the GPUs' primary contexts where its
+// transport uses it, so a later EnablePeerAccess finds it enabled.
 func NewComms(ctxs []*Context) ([]*Comm, error) {
 	if _, err := LoadNCCL(); err != nil {
 		return nil, err
@@ -417,8 +419,11 @@ func (c *Comm) Size() int { return c.size }
 // Context is the context of c's GPU.
 func (c *Comm) Context() *Context { return c.ctx }
 
-// Destroy frees c's resources once its queued work has finished
-// (ncclCommDestroy). Destroying a destroyed Comm does nothing.
+// Destroy releases c (ncclCommDestroy). NCCL frees the resources of a
+// communicator's ranks in this process when the last of them is destroyed
+// (it counts them; the earlier calls return at once), so destroy every Comm
+// from NewComms, in any order, from any goroutine. Destroying a destroyed
+// Comm does nothing.
 func (c *Comm) Destroy() error {
 	if c == nil || c.h == 0 {
 		return nil

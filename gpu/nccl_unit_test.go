@@ -252,6 +252,24 @@ func TestLoadNCCLHere(t *testing.T) {
 	}
 }
 
+// The file behind a library opened by soname: libc, which every Linux
+// process has mapped.
+func TestMappedFile(t *testing.T) {
+	if !platformSupported {
+		t.Skip("no /proc/self/maps here")
+	}
+	if _, err := dlopen("libc.so.6"); err != nil {
+		t.Fatal(err)
+	}
+	p := mappedFile("libc.so.6")
+	if !strings.HasPrefix(p, "/") || !strings.HasPrefix(path.Base(p), "libc.so.6") {
+		t.Errorf("mappedFile(libc.so.6) = %q", p)
+	}
+	if p := mappedFile("libnot-a-library.so.9"); p != "" {
+		t.Errorf("mappedFile of a library not loaded = %q", p)
+	}
+}
+
 // NCCL reads NCCL_NVLS_ENABLE with getenv from the C environment: the
 // setting must reach it, whatever it was.
 func TestNCCLDisablesNVLS(t *testing.T) {

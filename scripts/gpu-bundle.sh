@@ -5,7 +5,8 @@
 #   <pkg>.test             test binaries of the packages that use the GPU
 #                          (gpipe.test: the root package's)
 #   run.sh                 runs them with GPIPE_REQUIRE_GPU=1, then the benchmarks
-# and the same folder as .gpu-bundle.tgz.
+# and the same folder as .gpu-bundle.tgz. scripts/nccl-check.sh (NCCL and
+# peer access) runs from the same gpipe and gpu.test.
 # Carry the folder to the GPU machine and run `.gpu-bundle/run.sh [OUTDIR]`
 # from the repository root (docs/gpu.md).
 set -euo pipefail

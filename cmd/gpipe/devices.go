@@ -18,7 +18,7 @@ func devicesCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:  "devices",
 		Usage: "list the NVIDIA GPUs gpipe can use, or say why there are none; NCCL and peer access between GPUs",
-		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print the devices' attributes as JSON on stdout"}},
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print the devices' attributes, NCCL and the links between GPUs as JSON on stdout"}},
 		Action: func(c *cli.Context) error {
 			info, err := gpu.Available()
 			if err != nil {
