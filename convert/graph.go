@@ -83,6 +83,9 @@ type Graph struct {
 	// remote links a graph built off the host to its edge arrays there
 	// (remote.go); nil for a graph built on the host.
 	remote *remoteState
+	// split is the partition a part's graph belongs to (partition.go); nil
+	// for a whole graph.
+	split *partitionSet
 }
 
 // Stats counts what building the graph did to the input.

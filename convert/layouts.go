@@ -90,31 +90,51 @@ type HubOrder struct {
 	InSources []uint32
 }
 
-// HubOrder is g's hubs-first numbering, built on first use and cached.
+// HubOrder is g's hubs-first numbering, built on first use and cached. A
+// part of a partition (Partitions) numbers within each part's range, by the
+// whole graph's out-degrees, so that every part's contributions keep their
+// range: the GPUs exchange them by ranges.
 func (g *Graph) HubOrder() *HubOrder {
 	h, _ := g.hubOrder.get(func() (*HubOrder, error) {
 		g.hostEdges()
-		return hubOrder(&g.Out, g.In()), nil
+		if g.split != nil {
+			return g.split.hubOrder(g.In()), nil
+		}
+		return hubOrder(&g.Out, g.In(), []uint32{0, uint32(g.NumVertices())}), nil
 	})
 	return h
 }
 
-func hubOrder(out, in *CSR) *HubOrder {
-	n := out.NumVertices()
+// hubOrder numbers the vertices hubs first within each range [bounds[i],
+// bounds[i+1]) (ordered by the bit length of their out-degree in out,
+// largest first, then by id) and renumbers in's sources.
+func hubOrder(out, in *CSR, bounds []uint32) *HubOrder {
+	h := &HubOrder{ID: make([]uint32, out.NumVertices())}
+	for i := 0; i+1 < len(bounds); i++ {
+		numberHubsFirst(out, int(bounds[i]), int(bounds[i+1]), h.ID)
+	}
+	h.InSources = renumbered(in.Targets, h.ID)
+	return h
+}
+
+// numberHubsFirst writes into id the numbers from lo of the vertices
+// [lo, hi), hubs first.
+func numberHubsFirst(out *CSR, lo, hi int, id []uint32) {
+	n := hi - lo
 	class := func(v int) int { return 64 - bits.Len64(uint64(out.Offsets[v+1]-out.Offsets[v])) } // 0 for the largest degrees
 	// A counting sort by class, stable in id: per block counts, then offsets.
 	blocks := max(1, min(par.Workers(), n/4096))
 	cnt := make([][65]int, blocks)
-	span := func(b int) (int, int) { return n * b / blocks, n * (b + 1) / blocks }
-	par.For(blocks, 1, func(lo, hi int) {
-		for b := lo; b < hi; b++ {
-			a, z := span(b)
-			for v := a; v < z; v++ {
+	span := func(b int) (int, int) { return lo + n*b/blocks, lo + n*(b+1)/blocks }
+	par.For(blocks, 1, func(a, z int) {
+		for b := a; b < z; b++ {
+			x, y := span(b)
+			for v := x; v < y; v++ {
 				cnt[b][class(v)]++
 			}
 		}
 	})
-	pos := 0
+	pos := lo
 	for c := 0; c < 65; c++ {
 		for b := 0; b < blocks; b++ {
 			k := cnt[b][c]
@@ -122,21 +142,25 @@ func hubOrder(out, in *CSR) *HubOrder {
 			pos += k
 		}
 	}
-	h := &HubOrder{ID: make([]uint32, n), InSources: make([]uint32, len(in.Targets))}
-	par.For(blocks, 1, func(lo, hi int) {
-		for b := lo; b < hi; b++ {
-			a, z := span(b)
-			for v := a; v < z; v++ {
+	par.For(blocks, 1, func(a, z int) {
+		for b := a; b < z; b++ {
+			x, y := span(b)
+			for v := x; v < y; v++ {
 				c := class(v)
-				h.ID[v] = uint32(cnt[b][c])
+				id[v] = uint32(cnt[b][c])
 				cnt[b][c]++
 			}
 		}
 	})
-	par.For(len(in.Targets), 1<<16, func(lo, hi int) {
+}
+
+// renumbered is targets with each vertex replaced by its id.
+func renumbered(targets, id []uint32) []uint32 {
+	r := make([]uint32, len(targets))
+	par.For(len(targets), 1<<16, func(lo, hi int) {
 		for e := lo; e < hi; e++ {
-			h.InSources[e] = h.ID[in.Targets[e]]
+			r[e] = id[targets[e]]
 		}
 	})
-	return h
+	return r
 }

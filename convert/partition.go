@@ -60,15 +60,35 @@ func (g *Graph) Partitions(k int) ([]Partition, error) {
 		return nil, err
 	}
 	bounds := partitionBounds(g.In().Offsets, k)
+	set := &partitionSet{whole: g, bounds: bounds}
 	parts := make([]Partition, k)
 	for p := range parts {
 		lo, hi := bounds[p], bounds[p+1]
 		parts[p] = Partition{Lo: lo, Hi: hi, Graph: g.partitionGraph(lo, hi)}
+		parts[p].Graph.split = set
 	}
 	for p := range parts {
 		parts[p].BoundaryBits, parts[p].Boundary = boundaryBits(&g.Out, parts[p].Lo, parts[p].Hi)
 	}
 	return parts, nil
+}
+
+// partitionSet is what the parts of one partition share: the whole graph
+// and the cuts, and the hubs-first numbering within each part's range (by
+// the whole graph's out-degrees), made once for all parts.
+type partitionSet struct {
+	whole  *Graph
+	bounds []uint32
+	ids    onceValue[[]uint32]
+}
+
+// hubOrder is a part's HubOrder: the partition's numbering, and the part's
+// in-edges' sources renumbered by it.
+func (s *partitionSet) hubOrder(in *CSR) *HubOrder {
+	ids, _ := s.ids.get(func() ([]uint32, error) {
+		return hubOrder(&s.whole.Out, &CSR{}, s.bounds).ID, nil
+	})
+	return &HubOrder{ID: ids, InSources: renumbered(in.Targets, ids)}
 }
 
 // partitionBounds are k+1 aligned vertex ids from 0 to n: the cut after

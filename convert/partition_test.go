@@ -96,6 +96,24 @@ func checkPartitions(t *testing.T, name string, g *Graph, parts []Partition) {
 			t.Fatalf("%s: part %d has %d boundary vertices, want %d", name, p, part.Boundary, boundary)
 		}
 	}
+	// The parts' hubs-first numbering keeps each vertex in its part's range.
+	for _, part := range parts {
+		h, in := part.Graph.HubOrder(), part.Graph.In()
+		for v, id := range h.ID {
+			owner := 0
+			for owner+1 < len(parts) && uint32(v) >= parts[owner].Hi {
+				owner++
+			}
+			if id < parts[owner].Lo || id >= parts[owner].Hi {
+				t.Fatalf("%s: vertex %d of part %d numbered %d", name, v, owner, id)
+			}
+		}
+		for e, u := range in.Targets {
+			if h.InSources[e] != h.ID[u] {
+				t.Fatalf("%s: in-edge %d renumbered %d, want %d", name, e, h.InSources[e], h.ID[u])
+			}
+		}
+	}
 	if edgeSum != g.NumEdges() {
 		t.Fatalf("%s: the parts hold %d edges, the graph %d", name, edgeSum, g.NumEdges())
 	}

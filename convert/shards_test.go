@@ -208,28 +208,40 @@ func TestHubOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := hubOrder(out, &in)
 	n := out.NumVertices()
-	at := make([]int, n)
-	for v := range at {
-		at[v] = -1
-	}
-	for v, id := range h.ID {
-		if at[id] >= 0 {
-			t.Fatalf("vertices %d and %d both numbered %d", at[id], v, id)
+	// The whole graph, and the ranges of a partition (each numbered within
+	// itself).
+	for _, bounds := range [][]uint32{{0, uint32(n)}, {0, 4096, 4096, 10000, uint32(n)}} {
+		h := hubOrder(out, &in, bounds)
+		at := make([]int, n)
+		for v := range at {
+			at[v] = -1
 		}
-		at[id] = v
-	}
-	for id := 1; id < n; id++ {
-		a, b := uint32(at[id-1]), uint32(at[id])
-		ca, cb := bits.Len64(uint64(out.Degree(a))), bits.Len64(uint64(out.Degree(b)))
-		if cb > ca || (cb == ca && b < a) {
-			t.Fatalf("number %d is vertex %d of out-degree %d, number %d vertex %d of out-degree %d", id-1, a, out.Degree(a), id, b, out.Degree(b))
+		for v, id := range h.ID {
+			if at[id] >= 0 {
+				t.Fatalf("%v: vertices %d and %d both numbered %d", bounds, at[id], v, id)
+			}
+			at[id] = v
 		}
-	}
-	for e, u := range in.Targets {
-		if h.InSources[e] != h.ID[u] {
-			t.Fatalf("in-edge %d: source %d renumbered %d, want %d", e, u, h.InSources[e], h.ID[u])
+		for i := 0; i+1 < len(bounds); i++ {
+			for id := int(bounds[i]); id < int(bounds[i+1]); id++ {
+				if v := at[id]; v < int(bounds[i]) || v >= int(bounds[i+1]) {
+					t.Fatalf("%v: number %d is vertex %d, outside its range", bounds, id, v)
+				}
+				if id == int(bounds[i]) {
+					continue
+				}
+				a, b := uint32(at[id-1]), uint32(at[id])
+				ca, cb := bits.Len64(uint64(out.Degree(a))), bits.Len64(uint64(out.Degree(b)))
+				if cb > ca || (cb == ca && b < a) {
+					t.Fatalf("%v: number %d is vertex %d of out-degree %d, number %d vertex %d of out-degree %d", bounds, id-1, a, out.Degree(a), id, b, out.Degree(b))
+				}
+			}
+		}
+		for e, u := range in.Targets {
+			if h.InSources[e] != h.ID[u] {
+				t.Fatalf("%v: in-edge %d: source %d renumbered %d, want %d", bounds, e, u, h.InSources[e], h.ID[u])
+			}
 		}
 	}
 }

@@ -42,7 +42,7 @@
 struct LevelStats {
     unsigned count[CLASSES];  // the next queue, per class
     unsigned hubs;            // F_h: hub vertices in the next top-down frontier
-    unsigned found;           // vertices a bottom-up level visited
+    unsigned found;           // vertices a bottom-up level visited, or in a top-down frontier
     unsigned hub_list;        // entries of the next hub list
 };
 
@@ -129,9 +129,11 @@ extern "C" __global__ void __launch_bounds__(256) ent_td_grid(
 // Builds the queues of the vertices whose depth is want, by the degree class
 // class_offsets gives them (out-degree for a top-down frontier, in-degree
 // for the bottom-up queue), into queues[class * cap ...] with the counts and
-// counts in stats. With hub_degree > 0 it also counts the hub vertices among
-// them (out-degree above hub_degree) and lists them in hubs for the next
-// level's hub cache; with bits, it writes them as a bitmap too.
+// counts in stats; a top-down pass (want >= 0) also counts every match in
+// stats->found, queued or not (the frontier's size: the search ends when it
+// is 0). With hub_degree > 0 it also counts the hub vertices among them
+// (out-degree above hub_degree) and lists them in hubs for the next level's
+// hub cache; with bits, it writes them as a bitmap too.
 extern "C" __global__ void __launch_bounds__(256) ent_queue(
     const eid_t* __restrict__ class_offsets, const eid_t* __restrict__ out_offsets,
     const int* __restrict__ depth, long long n, int want,
@@ -145,7 +147,7 @@ extern "C" __global__ void __launch_bounds__(256) ent_queue(
         WarpQueue(warp_stage(stages, 2, CLASSES), queues + 2 * cap, &stats->count[2], ~0u),
         WarpQueue(warp_stage(stages, 3, CLASSES), queues + 3 * cap, &stats->count[3], ~0u),
     };
-    unsigned hub_count = 0;
+    unsigned hub_count = 0, matches = 0;
     // Blocks start at multiples of 256, so each warp's 32 vertices are one
     // word of the bitmap.
     for (long long base = (long long)blockIdx.x * blockDim.x; base < n; base += (long long)gridDim.x * blockDim.x) {
@@ -153,18 +155,25 @@ extern "C" __global__ void __launch_bounds__(256) ent_queue(
         bool match = v < n && depth[v] == want;
         eid_t degree = match ? class_offsets[v + 1] - class_offsets[v] : 0;
         int c = degree_class(degree);
+        // A vertex without rows to walk is in the bitmap but not queued: it
+        // would expand nothing top-down and can never be found bottom-up
+        // (a part of a partitioned graph has no rows for the others'
+        // vertices, operators/mgpu_bfs.go).
+        bool queued = match && degree > 0;
 #pragma unroll
-        for (int k = 0; k < CLASSES; k++) q[k].append(match && c == k, (vid_t)v);
+        for (int k = 0; k < CLASSES; k++) q[k].append(queued && c == k, (vid_t)v);
         // Hubs are a few thousand in all: a warp's atomic each costs nothing.
         bool hub = match && hub_degree > 0 && out_offsets[v + 1] - out_offsets[v] > hub_degree;
         warp_append(hub, (vid_t)v, hubs, &stats->hub_list, ~0u);
         unsigned word = __ballot_sync(FULL_MASK, match);
         if (bits && lane_id() == 0 && v < n) bits[v >> 5] = word;
         hub_count += hub;
+        matches += match;
     }
 #pragma unroll
     for (int k = 0; k < CLASSES; k++) q[k].flush();
     block_add(hub_count, &stats->hubs);
+    if (want >= 0) block_add(matches, &stats->found);
 }
 
 // Bottom-up for the unvisited vertices of one queue, with groups of K lanes

@@ -60,10 +60,12 @@ extern "C" __global__ void __launch_bounds__(256) mg_apply_bits(
 
 // vp_warpseg.cu's pr_ws for the vertices [lo, hi) of an n-vertex graph:
 // rows longer than outlier_degree are left to pagerank_vwc.cu's
-// pr_outliers, as there.
-template <typename C>
+// pr_outliers, as there. With HUB, contributions sit at hub_id[v], the
+// part's hubs-first numbering within [lo, hi) (convert.HubOrder of a part).
+template <typename C, bool HUB>
 __device__ __forceinline__ void mg_pr_ws(
-    const eid_t* __restrict__ in_offsets, const vid_t* __restrict__ in_sources, const C* __restrict__ contrib,
+    const eid_t* __restrict__ in_offsets, const vid_t* __restrict__ in_sources, const vid_t* __restrict__ hub_id,
+    const C* __restrict__ contrib,
     const double* __restrict__ inv_degree, const double* __restrict__ rank, double* __restrict__ next_rank,
     C* __restrict__ next_contrib, long long lo, long long hi, long long n, double damping, const double* dangling,
     double* next_dangling, double* l1, long long outlier_degree)
@@ -96,24 +98,27 @@ __device__ __forceinline__ void mg_pr_ws(
             if (ws_segment_head(x.seg) && x.valid) acc[x.seg] += y;
             __syncwarp();
         }
-        if (mine) update.apply(v, v, acc[lane], rank, inv_degree, next_rank, next_contrib);
+        if (mine) update.apply(v, HUB ? (long long)hub_id[v] : v, acc[lane], rank, inv_degree, next_rank, next_contrib);
         __syncwarp();
     }
     update.flush(scratch, l1, next_dangling);
 }
 
-#define MG_PR(SUF, C)                                                                                         \
+#define MG_PR(SUF, C, HUB)                                                                                    \
     extern "C" __global__ void __launch_bounds__(256) mg_pr_ws_##SUF(                                          \
-        const eid_t* in_offsets, const vid_t* in_sources, const C* contrib, const double* inv_degree,          \
-        const double* rank, double* next_rank, C* next_contrib, long long lo, long long hi, long long n,        \
-        double damping, const double* dangling, double* next_dangling, double* l1, long long outlier_degree)    \
+        const eid_t* in_offsets, const vid_t* in_sources, const vid_t* hub_id, const C* contrib,               \
+        const double* inv_degree, const double* rank, double* next_rank, C* next_contrib, long long lo,        \
+        long long hi, long long n, double damping, const double* dangling, double* next_dangling, double* l1,  \
+        long long outlier_degree)                                                                              \
     {                                                                                                         \
-        mg_pr_ws<C>(in_offsets, in_sources, contrib, inv_degree, rank, next_rank, next_contrib, lo, hi, n,     \
-                    damping, dangling, next_dangling, l1, outlier_degree);                                    \
+        mg_pr_ws<C, HUB>(in_offsets, in_sources, hub_id, contrib, inv_degree, rank, next_rank, next_contrib,   \
+                         lo, hi, n, damping, dangling, next_dangling, l1, outlier_degree);                    \
     }
 
-MG_PR(f64, double)
-MG_PR(f32, float)
+MG_PR(f64, double, false)
+MG_PR(f32, float, false)
+MG_PR(f64_hub, double, true)
+MG_PR(f32_hub, float, true)
 
 // ---- Vertex Refinement ----
 

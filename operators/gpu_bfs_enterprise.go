@@ -33,7 +33,10 @@ const (
 type entStats struct {
 	count [classes]uint32 // the next queue, per class
 	hubs  uint32          // hub vertices in the next top-down frontier
-	found uint32          // vertices a bottom-up level visited
+	// found is the vertices a bottom-up level visited, or those in the
+	// frontier a top-down queue pass scanned (queued or not: a vertex
+	// without edges is not queued): either way, 0 ends the search.
+	found uint32
 }
 
 func parseEntStats(b []byte) entStats {
@@ -138,13 +141,16 @@ type entBuffers struct {
 // one part of a partitioned graph (mgpu_bfs.go), whose layouts hold the
 // whole graph's vertex ids.
 type entSearch struct {
-	b                   *GPU
-	s                   *gpu.Stream
-	fan                 *streamFan
-	k                   *enterpriseKernels
-	n                   int64
-	outOff, outTgt      *gpu.DeviceBuffer
-	inOff, inSrc        *gpu.DeviceBuffer
+	b              *GPU
+	s              *gpu.Stream
+	fan            *streamFan
+	k              *enterpriseKernels
+	n              int64
+	outOff, outTgt *gpu.DeviceBuffer
+	inOff, inSrc   *gpu.DeviceBuffer
+	// hubOff is the offsets whose degrees make hubs: outOff, or for a part
+	// of a partitioned graph the whole graph's (a hub is one everywhere).
+	hubOff              *gpu.DeviceBuffer
 	hubDegree, hubCount int64
 	eb                  entBuffers
 	host                *counters
@@ -153,8 +159,9 @@ type entSearch struct {
 }
 
 // newEntSearch copies g's layouts to b (where they are not there yet) and
-// allocates a search's buffers, poisoned when b.Poison is set.
-func newEntSearch(b *GPU, g *convert.Graph) (e *entSearch, err error) {
+// allocates a search's buffers, poisoned when b.Poison is set. whole is the
+// graph whose out-degrees make hubs: g, or the graph g is a part of.
+func newEntSearch(b *GPU, g, whole *convert.Graph) (e *entSearch, err error) {
 	e = &entSearch{b: b, n: int64(g.NumVertices())}
 	defer func() {
 		if err != nil {
@@ -178,7 +185,15 @@ func newEntSearch(b *GPU, g *convert.Graph) (e *entSearch, err error) {
 	}
 	e.transfer = transfer
 	e.outOff, e.outTgt, e.inOff, e.inSrc = parts[0], parts[1], parts[2], parts[3]
-	e.hubDegree, e.hubCount = enterpriseHubs(g.Degrees())
+	e.hubOff = e.outOff
+	if whole != g {
+		wp, t, err := b.layouts(whole, e.s, outOffsets)
+		if err != nil {
+			return nil, err
+		}
+		e.hubOff, e.transfer = wp[0], e.transfer+t
+	}
+	e.hubDegree, e.hubCount = enterpriseHubs(whole.Degrees())
 	n := e.n
 	queueBytes := classes * 4 * n
 	// Each level's counters and frontier bitmap lie together, so that a
@@ -253,7 +268,7 @@ func (e *entSearch) topDownQueues(q int, level int32) error {
 	if err := eb.stats[q].Memset8(e.s, 0); err != nil {
 		return err
 	}
-	return e.k.queue.launchFor(e.s, e.n, blockSize, e.outOff, e.outOff, eb.depth, e.n, level,
+	return e.k.queue.launchFor(e.s, e.n, blockSize, e.outOff, e.hubOff, eb.depth, e.n, level,
 		eb.queues[q], e.n, eb.stats[q], e.hubDegree, eb.hubs[q], eb.bits[q])
 }
 
@@ -265,7 +280,7 @@ func (e *entSearch) bottomUpQueues(q int) error {
 	if err := counts.Memset8(e.s, 0); err != nil {
 		return err
 	}
-	return e.k.queue.launchFor(e.s, e.n, blockSize, e.inOff, e.outOff, eb.depth, e.n, int32(-1),
+	return e.k.queue.launchFor(e.s, e.n, blockSize, e.inOff, e.hubOff, eb.depth, e.n, int32(-1),
 		eb.queues[q], e.n, eb.stats[q], int64(0), gpu.DevicePtr(0), gpu.DevicePtr(0))
 }
 
@@ -309,7 +324,7 @@ func (e *entSearch) expand(cur, next int, count [classes]uint32, topDown bool, l
 		} else {
 			bu, perBlock := k.bottomUp[min(c, 2)], buPerBlock[min(c, 2)]
 			err = bu.launchFor(stream(c), int64(count[c]), perBlock,
-				e.inOff, e.inSrc, e.outOff, eb.depth, eb.parent, e.queue(cur, c), count[c], level,
+				e.inOff, e.inSrc, e.hubOff, eb.depth, eb.parent, e.queue(cur, c), count[c], level,
 				eb.hubs[cur], e.field(cur, entHubListAt), eb.bits[cur], e.queue(next, c), e.field(next, entCountAt+4*int64(c)),
 				eb.stats[next], e.hubDegree, eb.hubs[next], eb.bits[next])
 		}
@@ -326,7 +341,7 @@ func (e *entSearch) expand(cur, next int, count [classes]uint32, topDown bool, l
 func runEnterprise(ctx context.Context, b *GPU, in Input) (*Result, error) {
 	g := in.Graph
 	n := int64(g.NumVertices())
-	e, err := newEntSearch(b, g)
+	e, err := newEntSearch(b, g, g)
 	if err != nil {
 		return nil, err
 	}
@@ -370,7 +385,7 @@ func runEnterprise(ctx context.Context, b *GPU, in Input) (*Result, error) {
 		}
 		trace.level("level %d %s, queues %v: next %v, %d hubs, %d found", level, direction(topDown), count, st.count, st.hubs, st.found)
 		switch {
-		case topDown && st.total() == 0, !topDown && st.found == 0:
+		case st.found == 0:
 			compute, err := t.elapsed(e.s)
 			if err != nil {
 				return nil, err

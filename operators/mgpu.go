@@ -167,7 +167,7 @@ func mgBytes(op Operator, g *convert.Graph, part convert.Partition, p Params) in
 	case BFS:
 		return layouts + 4*n*2 + 2*classes*4*n + 2*4*(n/32+1)
 	case PageRank:
-		return layouts + (n+1)*8 + n*8*3 + 2*n*prContribBytes(p)
+		return layouts + (n+1)*8 + n*4 + n*8*3 + 2*n*prContribBytes(p)
 	}
 	return layouts + n*8 + n/8*2 + part.Owned()*8 + part.Boundary*12 + n*12
 }

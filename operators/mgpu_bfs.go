@@ -50,7 +50,7 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input) (*Result, error) {
 	var transfer time.Duration
 	for i, part := range parts {
 		b := m.gpus[i]
-		e, err := newEntSearch(b, part.Graph)
+		e, err := newEntSearch(b, part.Graph, g)
 		if err != nil {
 			return nil, err
 		}
@@ -69,10 +69,9 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input) (*Result, error) {
 		cuts[r] = 4 * ((int64(part.Lo) + 31) / 32)
 	}
 	cuts[k] = 4 * words
-	var hubTotal int64
+	hubTotal := ps[0].hubCount // the whole graph's hubs
 	counts := make([][classes]uint32, k)
 	for i, p := range ps {
-		hubTotal += p.hubCount
 		c := degreeClass(p.part.Graph.Out.Degree(in.Source))
 		counts[i][c] = 1
 		if err := p.start(in.Source, c); err != nil {
@@ -87,10 +86,11 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input) (*Result, error) {
 	cur, topDown, levels := 0, true, 0
 	var directions [2]int
 	stats := make([]entStats, k)
-	// readAll waits for every part's level and sums their stats: hubs and
-	// found are per part; the queues are the whole frontier's on every
-	// part top-down, and the part's own unvisited list bottom-up (the most
-	// of them counts).
+	// readAll waits for every part's level and combines their stats: a
+	// top-down queue pass sees the whole frontier on every part (the same
+	// hubs, by the whole graph's degrees), a bottom-up level finds only the
+	// part's vertices (found adds up), and a bottom-up queue is the part's
+	// unvisited list (the longest counts).
 	readAll := func(q int) (entStats, error) {
 		var sum entStats
 		for i, p := range ps {
@@ -99,7 +99,7 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input) (*Result, error) {
 				return entStats{}, err
 			}
 			stats[i] = st
-			sum.hubs += st.hubs
+			sum.hubs = max(sum.hubs, st.hubs)
 			sum.found += st.found
 			if st.total() > sum.total() {
 				sum.count = st.count
@@ -155,7 +155,7 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input) (*Result, error) {
 		}
 		trace.level("level %d %s: next %v, %d hubs, %d found", level, direction(topDown), st.count, st.hubs, st.found)
 		switch {
-		case topDown && st.total() == 0, !topDown && st.found == 0:
+		case st.found == 0:
 			compute := time.Since(start)
 			res, err := mgBFSResult(ps, n, levels, compute, transfer)
 			if err != nil {

@@ -18,7 +18,11 @@ import (
 // iteration pulls its own vertices' in-edges (mg_pr_ws_*: Warp
 // Segmentation's rounds over the owned range, the longest rows in blocks as
 // on one GPU), adds its share of the L1 change and of the next dangling
-// sum, and the GPUs gather each other's new contributions. The shares are
+// sum, and the GPUs gather each other's new contributions. As on one GPU
+// the contributions are numbered hubs first (prHubOrder), here within each
+// part's range (convert.HubOrder of a part), so that the exchange stays a
+// gather of ranges while the most-read contributions share cache lines.
+// The shares are
 // summed on the host, which reads the change anyway to decide convergence.
 // Vertex Refinement's online filter would send nothing less here: every
 // rank changes in every iteration.
@@ -28,7 +32,8 @@ type mgPRPart struct {
 	b                  *GPU
 	s                  *gpu.Stream
 	part               convert.Partition
-	inOff, inSrc       *gpu.DeviceBuffer
+	inOff, inSrc       *gpu.DeviceBuffer // inSrc numbered hubs first with prHubOrder
+	hubID              *gpu.DeviceBuffer // the part's numbering (nil without prHubOrder)
 	outOff             *gpu.DeviceBuffer // the whole graph's
 	rank, contrib      [2]*gpu.DeviceBuffer
 	invDegree, acc     *gpu.DeviceBuffer
@@ -57,6 +62,10 @@ func runPageRankMulti(ctx context.Context, m *MultiGPU, in Input) (*Result, erro
 	if prFloat32(p) {
 		suffix = "f32"
 	}
+	hub := ""
+	if prHubOrder {
+		hub = "_hub"
+	}
 	cb := prContribBytes(p)
 	k := len(parts)
 	ps := make([]*mgPRPart, k)
@@ -79,11 +88,11 @@ func runPageRankMulti(ctx context.Context, m *MultiGPU, in Input) (*Result, erro
 		res.Transfer += x.transfer
 		b := x.b
 		if err := b.kernelsOf(kernels.PageRankVWC, map[string]**launchable{
-			"pr_init_" + suffix: &ks[i].init, "pr_outliers_" + suffix: &ks[i].outliers, "pr_outliers_finish_" + suffix: &ks[i].finish,
+			"pr_init_" + suffix + hub: &ks[i].init, "pr_outliers_" + suffix: &ks[i].outliers, "pr_outliers_finish_" + suffix + hub: &ks[i].finish,
 		}); err != nil {
 			return nil, err
 		}
-		if ks[i].pull, err = b.kernel(kernels.MultiGPU, "mg_pr_ws_"+suffix); err != nil {
+		if ks[i].pull, err = b.kernel(kernels.MultiGPU, "mg_pr_ws_"+suffix+hub); err != nil {
 			return nil, err
 		}
 	}
@@ -104,7 +113,7 @@ func runPageRankMulti(ctx context.Context, m *MultiGPU, in Input) (*Result, erro
 		if err := x.acc.Memset8(x.s, 0); err != nil {
 			return nil, err
 		}
-		if err := ks[i].init.launch(x.s, x.outOff, gpu.DevicePtr(0), x.rank[0], x.invDegree, x.contrib[0], n, dangling(x, 0)); err != nil {
+		if err := ks[i].init.launch(x.s, x.outOff, devicePtr(x.hubID), x.rank[0], x.invDegree, x.contrib[0], n, dangling(x, 0)); err != nil {
 			return nil, err
 		}
 	}
@@ -129,7 +138,7 @@ func runPageRankMulti(ctx context.Context, m *MultiGPU, in Input) (*Result, erro
 				return nil, err
 			}
 			lo, hi := int64(x.part.Lo), int64(x.part.Hi)
-			if err := ks[i].pull.launchFor(x.s, hi-lo, blockSize, x.inOff, x.inSrc, x.contrib[cur], x.invDegree, x.rank[cur], x.rank[next],
+			if err := ks[i].pull.launchFor(x.s, hi-lo, blockSize, x.inOff, x.inSrc, devicePtr(x.hubID), x.contrib[cur], x.invDegree, x.rank[cur], x.rank[next],
 				x.contrib[next], lo, hi, n, p.Damping, dangling(x, cur), dangling(x, next), l1(x), wsHubDegree); err != nil {
 				return nil, err
 			}
@@ -137,7 +146,7 @@ func runPageRankMulti(ctx context.Context, m *MultiGPU, in Input) (*Result, erro
 				if err := ks[i].outliers.launch(x.s, x.inOff, x.inSrc, x.contrib[cur], x.outliers, x.segments, uint32(x.segmentCount), x.outlierAcc); err != nil {
 					return nil, err
 				}
-				if err := ks[i].finish.launch(x.s, x.outliers, gpu.DevicePtr(0), uint32(x.outlierCount), x.outlierAcc, x.invDegree, x.rank[cur],
+				if err := ks[i].finish.launch(x.s, x.outliers, devicePtr(x.hubID), uint32(x.outlierCount), x.outlierAcc, x.invDegree, x.rank[cur],
 					x.rank[next], x.contrib[next], n, p.Damping, dangling(x, cur), dangling(x, next), l1(x)); err != nil {
 					return nil, err
 				}
@@ -193,7 +202,11 @@ func runPageRankMulti(ctx context.Context, m *MultiGPU, in Input) (*Result, erro
 		res.NotConverged = true
 		res.Warnings = append(res.Warnings, notConverged(res.Iterations, change, p.Tolerance))
 	}
-	res.Strategy = fmt.Sprintf("warpseg multi-GPU pull, hubs>%d in blocks, %s contributions (%s)", wsHubDegree, map[string]string{"f32": "float32", "f64": "float64"}[suffix], m.describe(parts))
+	res.Strategy = fmt.Sprintf("warpseg multi-GPU pull, hubs>%d in blocks, %s contributions", wsHubDegree, map[string]string{"f32": "float32", "f64": "float64"}[suffix])
+	if prHubOrder {
+		res.Strategy += ", sources numbered hubs first within each part"
+	}
+	res.Strategy += " (" + m.describe(parts) + ")"
 	res.StrategyReason = fmt.Sprintf("%d GPUs: each pulls its vertices' in-edges; the contributions are gathered every iteration", k)
 	res.Columns = []Column{{Name: "rank", Type: Float64Column, Float64: ranks}}
 	return res, nil
@@ -219,9 +232,16 @@ func newMGPRPart(b *GPU, g *convert.Graph, part convert.Partition, n, cb int64) 
 		return nil, err
 	}
 	cleanup = append(cleanup, func() { x.s.Destroy() })
-	in, t1, err := b.layouts(part.Graph, x.s, inOffsets, inSources)
+	want := []layout{inOffsets, inSources}
+	if prHubOrder {
+		want = []layout{inOffsets, inSourcesHub, hubIDs}
+	}
+	in, t1, err := b.layouts(part.Graph, x.s, want...)
 	if err != nil {
 		return nil, err
+	}
+	if prHubOrder {
+		x.hubID = in[2]
 	}
 	out, t2, err := b.layouts(g, x.s, outOffsets)
 	if err != nil {
