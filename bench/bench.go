@@ -42,8 +42,8 @@ type Config struct {
 	Backend string // "cpu" or "gpu" ("auto" is allowed but says less)
 	// GPUs is how many GPUs a run may spread over (0: every usable GPU,
 	// for large graphs; 1: one).
-	GPUs    int
-	Trials  int
+	GPUs   int
+	Trials int
 	// Sources is how many distinct random sources the trials cycle through
 	// (bfs, sssp, sswp); 0 means one per trial.
 	Sources int

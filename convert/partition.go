@@ -24,18 +24,28 @@ import (
 // bits of a frontier bitmap are whole 32-bit words (the ballot-compressed
 // status exchanged between GPUs) and the dissertation's 128-vertex sections
 // of Permissive Partitioning never straddle two parts.
+//
+// Permissive Partitioning (§3.3, the offline phase): with extra > 0 a part
+// also holds the edges into vertices beyond its own range, [HoldLo, HoldHi),
+// about extra times its own edges on each side, so that the vertices it
+// computes can slide within that range from one iteration to the next (the
+// online phase, operators/mgpu_vp.go). Its Graph then has the edges into the
+// whole held range, and its boundary vertices are those a part that holds
+// them may compute and another part reads: a held vertex that another part
+// holds too, or one with an out-edge into another part's held range.
 
 // PartitionAlign is the granularity of part boundaries, in vertices.
 const PartitionAlign = 128
 
 // Partition is one part of a graph's 1-D partition.
 type Partition struct {
-	Lo, Hi uint32 // the owned vertices
-	Graph  *Graph // the edges into [Lo, Hi), with the whole graph's ids
-	// Boundary counts the owned vertices with an out-edge into another
-	// part: the only ones whose updates other parts read (offline Vertex
-	// Refinement). BoundaryBits marks them, bit v%32 of word v/32, over the
-	// whole graph's ids.
+	Lo, Hi         uint32 // the owned vertices
+	HoldLo, HoldHi uint32 // the held vertices: [Lo, Hi), and more where permissive
+	Graph          *Graph // the edges into [HoldLo, HoldHi), with the whole graph's ids
+	// Boundary counts the held vertices whose updates another part reads:
+	// with an out-edge into another part's held range, or held by another
+	// part too (offline Vertex Refinement). BoundaryBits marks them, bit
+	// v%32 of word v/32, over the whole graph's ids.
 	Boundary     int64
 	BoundaryBits []uint32
 }
@@ -49,12 +59,13 @@ func (p Partition) Edges() int64 { return p.Graph.NumEdges() }
 // Partitions splits g into k parts by vertex range, balancing the parts'
 // edges plus vertices (each part pulls or checks its vertices' in-edges and
 // sweeps its vertices' status), with boundaries aligned to PartitionAlign. A
-// part may own no vertex when g has fewer than k aligned sections. The parts
-// alias g's in-edge arrays and copy only the out-edges they filter; a graph
-// built on a GPU is copied back to the host first.
-func (g *Graph) Partitions(k int) ([]Partition, error) {
-	if k < 1 {
-		return nil, fmt.Errorf("convert: %d partitions", k)
+// part may own no vertex when g has fewer than k aligned sections. Each part
+// holds extra times its own edges more on each side (0: its own range
+// only). The parts alias g's in-edge arrays and copy only the out-edges
+// they filter; a graph built on a GPU is copied back to the host first.
+func (g *Graph) Partitions(k int, extra float64) ([]Partition, error) {
+	if k < 1 || !(extra >= 0) {
+		return nil, fmt.Errorf("convert: %d partitions, %v extra", k, extra)
 	}
 	if err := g.Materialize(); err != nil {
 		return nil, err
@@ -62,15 +73,43 @@ func (g *Graph) Partitions(k int) ([]Partition, error) {
 	bounds := partitionBounds(g.In().Offsets, k)
 	set := &partitionSet{whole: g, bounds: bounds}
 	parts := make([]Partition, k)
+	in := g.In().Offsets
 	for p := range parts {
 		lo, hi := bounds[p], bounds[p+1]
-		parts[p] = Partition{Lo: lo, Hi: hi, Graph: g.partitionGraph(lo, hi)}
+		holdLo, holdHi := holdRange(in, lo, hi, extra)
+		parts[p] = Partition{Lo: lo, Hi: hi, HoldLo: holdLo, HoldHi: holdHi, Graph: g.partitionGraph(holdLo, holdHi)}
 		parts[p].Graph.split = set
 	}
 	for p := range parts {
-		parts[p].BoundaryBits, parts[p].Boundary = boundaryBits(&g.Out, parts[p].Lo, parts[p].Hi)
+		// Others hold [0, left) and [right, n).
+		left, right := uint32(0), uint32(g.NumVertices())
+		for q := range parts {
+			if q < p {
+				left = max(left, parts[q].HoldHi)
+			}
+			if q > p {
+				right = min(right, parts[q].HoldLo)
+			}
+		}
+		parts[p].BoundaryBits, parts[p].Boundary = boundaryBits(&g.Out, parts[p].HoldLo, parts[p].HoldHi, left, right)
 	}
 	return parts, nil
+}
+
+// holdRange is [lo, hi) widened on each side by about extra times its
+// in-edges plus vertices (partitionBounds' cost), aligned.
+func holdRange(inOffsets []int64, lo, hi uint32, extra float64) (uint32, uint32) {
+	if extra == 0 || lo == hi {
+		return lo, hi
+	}
+	n := len(inOffsets) - 1
+	cost := func(v int) int64 { return inOffsets[v] + int64(v) }
+	grow := int64(extra * float64(cost(int(hi))-cost(int(lo))))
+	a := sort.Search(int(lo), func(v int) bool { return cost(v) >= cost(int(lo))-grow })
+	b := int(hi) + sort.Search(n-int(hi), func(i int) bool { return cost(int(hi)+i) >= cost(int(hi))+grow })
+	a = a / PartitionAlign * PartitionAlign
+	b = min((b+PartitionAlign-1)/PartitionAlign*PartitionAlign, n)
+	return uint32(a), uint32(b)
 }
 
 // partitionSet is what the parts of one partition share: the whole graph
@@ -176,10 +215,11 @@ func filterTargets(c *CSR, lo, hi uint32) CSR {
 	return r
 }
 
-// boundaryBits marks the vertices of [lo, hi) with an out-edge leaving
-// the range (rows are ascending: the first and last target tell), and
-// counts them. lo is a multiple of 32, so each word has one writer.
-func boundaryBits(out *CSR, lo, hi uint32) ([]uint32, int64) {
+// boundaryBits marks the vertices of [lo, hi) that lie in [0, left) or
+// [right, n), where other parts hold vertices, or have an out-edge into
+// them (rows are ascending: the first and last target tell), and counts
+// them. lo is a multiple of 32, so each word has one writer.
+func boundaryBits(out *CSR, lo, hi, left, right uint32) ([]uint32, int64) {
 	n := out.NumVertices()
 	bits := make([]uint32, (n+31)/32)
 	words := (int(hi) - int(lo) + 31) / 32
@@ -189,7 +229,7 @@ func boundaryBits(out *CSR, lo, hi uint32) ([]uint32, int64) {
 			var word uint32
 			for v := int(lo) + 32*i; v < min(int(lo)+32*i+32, int(hi)); v++ {
 				row := out.Targets[out.Offsets[v]:out.Offsets[v+1]]
-				if len(row) > 0 && (row[0] < lo || row[len(row)-1] >= hi) {
+				if uint32(v) < left || uint32(v) >= right || len(row) > 0 && (row[0] < left || row[len(row)-1] >= right) {
 					word |= 1 << (v & 31)
 					sums[w]++
 				}

@@ -24,6 +24,10 @@
 //                           warp (§2.3.3); outboxes travel, mg_apply writes
 //                           them, mg_activate marks the owned out-neighbours
 //                           of every local and received update active.
+//                           With Permissive Partitioning (§3.3) a part
+//                           holds more than it owns, and the range it pulls
+//                           slides each iteration by the active vertices
+//                           mg_count_sections counts per 128-vertex section.
 #include "warpseg.cuh"
 
 // ---- BFS: the ballot-compressed status ----
@@ -182,12 +186,13 @@ __device__ __forceinline__ void mg_pull(
     if (lane == 0 && pulled) atomicAdd(examined, pulled);
 }
 
-// The active hubs of the part (rows over hub_degree, listed in hubs), a
-// block each.
+// The active hubs of the part in [lo, hi) (rows over hub_degree, listed in
+// hubs), a block each.
 template <class P>
 __device__ __forceinline__ void mg_hubs(
     Rows in, const typename P::Weight* in_weights, typename P::Value* values, const unsigned* __restrict__ active,
-    const vid_t* __restrict__ hubs, unsigned hub_count, const unsigned* __restrict__ boundary, vid_t* changed,
+    long long lo, long long hi, const vid_t* __restrict__ hubs, unsigned hub_count,
+    const unsigned* __restrict__ boundary, vid_t* changed,
     unsigned* changed_count, vid_t* out_ids, typename P::Value* out_vals, unsigned* out_count,
     unsigned long long* examined)
 {
@@ -196,7 +201,7 @@ __device__ __forceinline__ void mg_hubs(
     EdgeArray<typename P::Weight> w{in_weights};
     for (unsigned i = blockIdx.x; i < hub_count; i += gridDim.x) {
         const vid_t v = hubs[i];
-        if (!mg_bit(active, v)) continue;
+        if (v < lo || v >= hi || !mg_bit(active, v)) continue;
         const eid_t first = in.offs[v], last = in.offs[v + 1];
         V m = P::none();
         for (eid_t e = first + threadIdx.x; e < last; e += blockDim.x) {
@@ -227,12 +232,12 @@ __device__ __forceinline__ void mg_hubs(
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(256) mg_hubs_##NAME(                                          \
         const eid_t* in_offs, const vid_t* in_adj, const P::Weight* in_weights, P::Value* values,              \
-        const unsigned* active, const vid_t* hubs, unsigned hub_count, const unsigned* boundary,               \
-        vid_t* changed, unsigned* changed_count, vid_t* out_ids, P::Value* out_vals, unsigned* out_count,      \
-        unsigned long long* examined)                                                                          \
+        const unsigned* active, long long lo, long long hi, const vid_t* hubs, unsigned hub_count,             \
+        const unsigned* boundary, vid_t* changed, unsigned* changed_count, vid_t* out_ids, P::Value* out_vals,  \
+        unsigned* out_count, unsigned long long* examined)                                                     \
     {                                                                                                          \
-        mg_hubs<P>(Rows{in_offs, in_adj}, in_weights, values, active, hubs, hub_count, boundary, changed,      \
-                   changed_count, out_ids, out_vals, out_count, examined);                                     \
+        mg_hubs<P>(Rows{in_offs, in_adj}, in_weights, values, active, lo, hi, hubs, hub_count, boundary,       \
+                   changed, changed_count, out_ids, out_vals, out_count, examined);                            \
     }
 
 MG_PROGRAM(sssp_u32u, SSSP32<Unit>)
@@ -278,5 +283,23 @@ extern "C" __global__ void __launch_bounds__(256) mg_activate(
             const unsigned bit = 1u << (t & 31u);
             if ((*(volatile unsigned*)&active[t >> 5] & bit) == 0) atomicOr(&active[t >> 5], bit);
         }
+    }
+}
+
+// ---- Permissive Partitioning, the online phase ----
+
+// counts[i] = the active vertices of section i (128 vertices: 4 words of
+// the mask) from word first on, for sections sections.
+extern "C" __global__ void __launch_bounds__(256) mg_count_sections(
+    const unsigned* __restrict__ active, long long first, long long sections, long long words, unsigned* counts)
+{
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < sections; i += (long long)gridDim.x * blockDim.x) {
+        unsigned c = 0;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const long long w = first + 4 * i + k;
+            if (w < words) c += __popc(active[w]);
+        }
+        counts[i] = c;
     }
 }

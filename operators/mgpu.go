@@ -34,10 +34,25 @@ import (
 type MultiGPU struct {
 	gpus []*GPU
 	link transport
+	// Permissive is how much more than its own range each part holds for
+	// the vertex programs (Permissive Partitioning: about this many times
+	// its own edges on each side, where the GPU's memory allows; 0: none).
+	Permissive float64
 
 	mu    sync.Mutex
-	parts map[*convert.Graph][]convert.Partition
+	parts map[partitionKey][]convert.Partition
 }
+
+// partitionKey names a cached partition: the graph, and how permissive.
+type partitionKey struct {
+	g     *convert.Graph
+	extra float64
+}
+
+// defaultPermissive is MultiGPU.Permissive's default: each part holds a
+// quarter of its edges more on each side, so that borders can slide by
+// that much.
+const defaultPermissive = 0.25
 
 // NewMultiGPU returns a backend over gpus, part p on gpus[p], exchanging
 // through NCCL's communicators comms (comms[p] on gpus[p]), or through peer
@@ -47,7 +62,7 @@ func NewMultiGPU(gpus []*GPU, comms []*gpu.Comm, noNCCL string) *MultiGPU {
 	if comms != nil {
 		link = ncclLink{comms: comms}
 	}
-	return &MultiGPU{gpus: gpus, link: link, parts: map[*convert.Graph][]convert.Partition{}}
+	return &MultiGPU{gpus: gpus, link: link, Permissive: defaultPermissive, parts: map[partitionKey][]convert.Partition{}}
 }
 
 // Name is "gpu".
@@ -70,7 +85,12 @@ func (m *MultiGPU) Run(ctx context.Context, op Operator, in Input) (*Result, err
 	}
 	strategy := in.Params.Strategy
 	auto := strategy == "" || strategy == "auto" || strategy == mgStrategy
-	var run func(context.Context, *MultiGPU, Input) (*Result, error)
+	var run func(ctx context.Context, m *MultiGPU, in Input, extra float64) (*Result, error)
+	vp := func(which mgProgram) func(context.Context, *MultiGPU, Input, float64) (*Result, error) {
+		return func(ctx context.Context, m *MultiGPU, in Input, extra float64) (*Result, error) {
+			return runVPMulti(ctx, m, in, which, extra)
+		}
+	}
 	switch o := op.(type) {
 	case BFS:
 		run = runBFSMulti
@@ -80,15 +100,11 @@ func (m *MultiGPU) Run(ctx context.Context, op Operator, in Input) (*Result, err
 		}
 		run = runPageRankMulti
 	case SSSP:
-		run = func(ctx context.Context, m *MultiGPU, in Input) (*Result, error) {
-			return runVPMulti(ctx, m, in, mgSSSP)
-		}
+		run = vp(mgSSSP)
 	case SSWP:
-		run = func(ctx context.Context, m *MultiGPU, in Input) (*Result, error) {
-			return runVPMulti(ctx, m, in, mgSSWP)
-		}
+		run = vp(mgSSWP)
 	case CC:
-		run = func(ctx context.Context, m *MultiGPU, in Input) (*Result, error) { return runVPMulti(ctx, m, in, mgCC) }
+		run = vp(mgCC)
 	}
 	if run == nil || !auto {
 		res, err := m.gpus[0].Run(ctx, op, in)
@@ -98,10 +114,11 @@ func (m *MultiGPU) Run(ctx context.Context, op Operator, in Input) (*Result, err
 		}
 		return res, err
 	}
-	if err := m.Fits(op, in.Graph, in.Params); err != nil {
+	extra := m.extraFor(op, in.Graph, in.Params)
+	if err := m.fits(op, in.Graph, in.Params, extra); err != nil {
 		return nil, err
 	}
-	res, err := run(ctx, m, in)
+	res, err := run(ctx, m, in, extra)
 	if err != nil {
 		return nil, err
 	}
@@ -121,25 +138,47 @@ func Partitioned(op Operator) bool {
 // mgStrategy is the name of the partitioned strategies, for --strategy.
 const mgStrategy = "multi-gpu"
 
-// partitions is g's partition into one part per GPU, cut on first use.
-func (m *MultiGPU) partitions(g *convert.Graph) ([]convert.Partition, error) {
+// partitions is g's partition into one part per GPU, each holding extra
+// more (convert.Partitions), cut on first use.
+func (m *MultiGPU) partitions(g *convert.Graph, extra float64) ([]convert.Partition, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if parts, ok := m.parts[g]; ok {
+	key := partitionKey{g, extra}
+	if parts, ok := m.parts[key]; ok {
 		return parts, nil
 	}
-	parts, err := g.Partitions(len(m.gpus))
+	parts, err := g.Partitions(len(m.gpus), extra)
 	if err != nil {
 		return nil, err
 	}
-	m.parts[g] = parts
+	m.parts[key] = parts
 	return parts, nil
+}
+
+// extraFor is how permissive op's partition is: m.Permissive for the
+// vertex programs (cc only on an undirected graph: it runs on one GPU
+// otherwise) where that fits the GPUs, else 0.
+func (m *MultiGPU) extraFor(op Operator, g *convert.Graph, p Params) float64 {
+	switch op.(type) {
+	case SSSP, SSWP, CC:
+		if _, cc := op.(CC); cc && g.Directed {
+			return 0
+		}
+		if m.Permissive > 0 && m.fits(op, g, p, m.Permissive) == nil {
+			return m.Permissive
+		}
+	}
+	return 0
 }
 
 // Fits says whether each part of a run of op on g fits its GPU's memory:
 // the part's layouts and the run's full-length vertex arrays.
 func (m *MultiGPU) Fits(op Operator, g *convert.Graph, p Params) error {
-	parts, err := m.partitions(g)
+	return m.fits(op, g, p, m.extraFor(op, g, p))
+}
+
+func (m *MultiGPU) fits(op Operator, g *convert.Graph, p Params, extra float64) error {
+	parts, err := m.partitions(g, extra)
 	if err != nil {
 		return err
 	}
@@ -169,17 +208,25 @@ func mgBytes(op Operator, g *convert.Graph, part convert.Partition, p Params) in
 	case PageRank:
 		return layouts + (n+1)*8 + n*4 + n*8*3 + 2*n*prContribBytes(p)
 	}
-	return layouts + n*8 + n/8*2 + part.Owned()*8 + part.Boundary*12 + n*12
+	held := int64(part.HoldHi) - int64(part.HoldLo)
+	return layouts + n*8 + n/8*2 + held*8 + part.Boundary*12 + n*12
 }
 
-// Forget frees g's partition and its parts' device copies.
+// Forget frees g's partitions and their parts' device copies.
 func (m *MultiGPU) Forget(g *convert.Graph) {
 	m.mu.Lock()
-	parts := m.parts[g]
-	delete(m.parts, g)
+	var forget [][]convert.Partition
+	for key, parts := range m.parts {
+		if key.g == g {
+			forget = append(forget, parts)
+			delete(m.parts, key)
+		}
+	}
 	m.mu.Unlock()
-	for i, part := range parts {
-		m.gpus[i].Forget(part.Graph)
+	for _, parts := range forget {
+		for i, part := range parts {
+			m.gpus[i].Forget(part.Graph)
+		}
 	}
 	for _, b := range m.gpus {
 		b.Forget(g)

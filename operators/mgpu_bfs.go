@@ -30,10 +30,10 @@ type mgBFSPart struct {
 	pack, apply *launchable
 }
 
-func runBFSMulti(ctx context.Context, m *MultiGPU, in Input) (*Result, error) {
+func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result, error) {
 	g := in.Graph
 	n := int64(g.NumVertices())
-	parts, err := m.partitions(g)
+	parts, err := m.partitions(g, 0)
 	if err != nil {
 		return nil, err
 	}

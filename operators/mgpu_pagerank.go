@@ -46,7 +46,7 @@ type mgPRPart struct {
 	free               func()
 }
 
-func runPageRankMulti(ctx context.Context, m *MultiGPU, in Input) (*Result, error) {
+func runPageRankMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result, error) {
 	g, p := in.Graph, in.Params
 	n := int64(g.NumVertices())
 	res := &Result{Op: "pagerank", Backend: "gpu"}
@@ -54,7 +54,7 @@ func runPageRankMulti(ctx context.Context, m *MultiGPU, in Input) (*Result, erro
 		res.Columns = []Column{{Name: "rank", Type: Float64Column, Float64: []float64{}}}
 		return res, nil
 	}
-	parts, err := m.partitions(g)
+	parts, err := m.partitions(g, 0)
 	if err != nil {
 		return nil, err
 	}

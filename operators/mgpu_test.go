@@ -21,7 +21,13 @@ import (
 func multiSetups(t *testing.T) []*MultiGPU {
 	t.Helper()
 	first := testGPU(t)
-	setups := []*MultiGPU{NewMultiGPU([]*GPU{first, first, first}, nil, "")}
+	// Static parts (Permissive 0) and parts that hold half their edges
+	// more on each side.
+	static := NewMultiGPU([]*GPU{first, first, first}, nil, "")
+	static.Permissive = 0
+	wide := NewMultiGPU([]*GPU{first, first, first, first}, nil, "")
+	wide.Permissive = 0.5
+	setups := []*MultiGPU{static, wide}
 	info, err := gpu.Available()
 	if err != nil || len(info.Devices) < 2 {
 		if os.Getenv("GPIPE_REQUIRE_GPU") == "2" {
@@ -85,7 +91,7 @@ func TestMultiGPUMatchesCPU(t *testing.T) {
 	for _, m := range multiSetups(t) {
 		for _, vg := range vpGraphs(t) {
 			g := vg.g
-			name := fmt.Sprintf("%d parts over %s/%s", m.GPUs(), m.Transport(), vg.name)
+			name := fmt.Sprintf("%d parts (permissive %v) over %s/%s", m.GPUs(), m.Permissive, m.Transport(), vg.name)
 			if !g.Weighted {
 				for _, src := range sourcesOf(g) {
 					want := run(t, BFS{}, g, src, Params{}).Column("depth").Int32
@@ -161,5 +167,57 @@ func TestMultiGPUStrategyOfOneGPU(t *testing.T) {
 	}
 	if r.GPUs != 0 || !strings.Contains(r.StrategyReason, "one GPU") {
 		t.Fatalf("bfs4k over several GPUs: gpus %d, reason %q", r.GPUs, r.StrategyReason)
+	}
+}
+
+// TestSlideCuts: the cuts follow the load, stay inside both neighbours'
+// held ranges and their own ranges, and keep their order.
+func TestSlideCuts(t *testing.T) {
+	parts := []convert.Partition{
+		{Lo: 0, Hi: 1024, HoldLo: 0, HoldHi: 1536},
+		{Lo: 1024, Hi: 2048, HoldLo: 512, HoldHi: 2560},
+		{Lo: 2048, Hi: 3072, HoldLo: 1536, HoldHi: 3072},
+	}
+	sections := 3072 / sectionVertices
+	loadOf := func(weight func(s int) float64) []float64 {
+		load := make([]float64, sections+1)
+		for s := range sections {
+			load[s+1] = load[s] + weight(s)
+		}
+		return load
+	}
+	for _, c := range []struct {
+		name   string
+		weight func(s int) float64
+		want   []uint32
+	}{
+		{"even", func(int) float64 { return 1 }, []uint32{0, 1024, 2048, 3072}},
+		{"nothing active", func(int) float64 { return 0 }, []uint32{0, 1024, 2048, 3072}},
+		// All the work in the first part's range: the cuts move down as far
+		// as the held ranges allow.
+		{"front-loaded", func(s int) float64 {
+			if s < 8 {
+				return 1
+			}
+			return 0
+		}, []uint32{0, 512, 1536, 3072}},
+		// All of it at the end: the cuts move up, within the holds.
+		{"back-loaded", func(s int) float64 {
+			if s >= 20 {
+				return 1
+			}
+			return 0
+		}, []uint32{0, 1536, 2560, 3072}},
+	} {
+		cuts := []uint32{0, 1024, 2048, 3072}
+		slideCuts(parts, loadOf(c.weight), cuts)
+		if !slices.Equal(cuts, c.want) {
+			t.Errorf("%s: cuts %v, want %v", c.name, cuts, c.want)
+		}
+		for p := range parts {
+			if cuts[p] > cuts[p+1] || cuts[p] < parts[p].HoldLo || cuts[p+1] > parts[p].HoldHi {
+				t.Errorf("%s: part %d gets [%d, %d), outside what it holds [%d, %d)", c.name, p, cuts[p], cuts[p+1], parts[p].HoldLo, parts[p].HoldHi)
+			}
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"sort"
 	"time"
 
 	"github.com/gpipe/gpipe/convert"
@@ -25,6 +26,17 @@ import (
 // and marks active its own vertices that the received and its own updates
 // reach (its part's out-edges end in its vertices). The run ends when an
 // iteration improves nothing anywhere.
+//
+// Permissive Partitioning (§3.3): where the GPUs' memory allows, each part
+// holds a quarter more than its own range on each side
+// (MultiGPU.Permissive, convert.Partitions' extra; the offline phase), and
+// before each iteration every GPU counts its own range's active vertices by
+// 128-vertex section (mg_count_sections). The host weighs each section's
+// count by the section's mean in-degree, and cuts the sum into equal loads,
+// each cut kept where both neighbours hold the vertices (slideCuts): the
+// range a GPU pulls in the iteration. Boundary vertices then include the
+// vertices another part holds, so whichever GPU computes a vertex, every
+// GPU that may compute it or read it next receives it.
 //
 // A vertex's value is final on its owner and, for a boundary vertex, on
 // every GPU; the result is read from the owners. SSSP's tree comes from the
@@ -52,6 +64,7 @@ type mgVPPart struct {
 	active               [2]*gpu.DeviceBuffer
 	boundary             *gpu.DeviceBuffer
 	changed              *gpu.DeviceBuffer // the improved vertices
+	sections             *gpu.DeviceBuffer // active vertices by section of the owned range
 	outIDs, outVals      *gpu.DeviceBuffer // the outbox
 	inIDs, inVals        []*gpu.DeviceBuffer
 	counts               *gpu.DeviceBuffer // changed, outbox entries, edges examined (u64)
@@ -62,6 +75,7 @@ type mgVPPart struct {
 	cleanup              []func()
 	pull, hubPull        *launchable
 	apply, activate      *launchable
+	count                *launchable
 }
 
 // The counters after an iteration.
@@ -78,8 +92,9 @@ func (x *mgVPPart) free() {
 	}
 }
 
-func runVPMulti(ctx context.Context, m *MultiGPU, in Input, which mgProgram) (*Result, error) {
+func runVPMulti(ctx context.Context, m *MultiGPU, in Input, which mgProgram, extra float64) (*Result, error) {
 	g := in.Graph
+	op := map[mgProgram]Operator{mgSSSP: SSSP{}, mgSSWP: SSWP{}, mgCC: CC{}}[which]
 	if which == mgCC && g.Directed {
 		// Weak components need both directions of every edge; a part holds
 		// only the edges into its vertices.
@@ -109,10 +124,10 @@ func runVPMulti(ctx context.Context, m *MultiGPU, in Input, which mgProgram) (*R
 	default:
 		prog = ccLabels
 	}
-	op := map[mgProgram]string{mgSSSP: "sssp", mgSSWP: "sswp", mgCC: "cc"}[which]
-	res := &Result{Op: op, Backend: "gpu"}
+	name := op.Spec().Name
+	res := &Result{Op: name, Backend: "gpu"}
 	n := int64(g.NumVertices())
-	parts, err := m.partitions(g)
+	parts, err := m.partitions(g, extra)
 	if err != nil {
 		return nil, err
 	}
@@ -178,6 +193,16 @@ func runVPMulti(ctx context.Context, m *MultiGPU, in Input, which mgProgram) (*R
 		return nil, err
 	}
 	start := time.Now()
+	cuts := make([]uint32, k+1)
+	for i, part := range parts {
+		cuts[i] = part.Lo
+	}
+	cuts[k] = uint32(n)
+	var slider *sectionLoads
+	if extra > 0 {
+		slider = newSectionLoads(g.In().Offsets, parts)
+	}
+	slides := 0
 	changed := make([]uint32, k)
 	outbox := make([]int64, k)
 	var examined int64
@@ -187,10 +212,19 @@ func runVPMulti(ctx context.Context, m *MultiGPU, in Input, which mgProgram) (*R
 			return nil, err
 		}
 		if int64(res.Iterations) > vpMaxIterations(n) {
-			return nil, fmt.Errorf("operators: %s over %d GPUs did not settle in %d iterations (a bug; use --backend cpu)", op, k, res.Iterations)
+			return nil, fmt.Errorf("operators: %s over %d GPUs did not settle in %d iterations (a bug; use --backend cpu)", name, k, res.Iterations)
 		}
 		next := 1 - cur
-		for _, x := range ps {
+		if slider != nil {
+			moved, err := slider.cut(ps, cur, cuts)
+			if err != nil {
+				return nil, err
+			}
+			if moved {
+				slides++
+			}
+		}
+		for i, x := range ps {
 			if err := x.active[next].Memset8(x.s, 0); err != nil {
 				return nil, err
 			}
@@ -199,14 +233,14 @@ func runVPMulti(ctx context.Context, m *MultiGPU, in Input, which mgProgram) (*R
 			}
 			cnt := x.counts.Ptr()
 			tail := []any{x.boundary, x.changed, cnt + mgChangedAt, x.outIDs, x.outVals, cnt + mgOutboxAt, cnt + mgExaminedAt}
-			lo, hi := int64(x.part.Lo), int64(x.part.Hi)
+			lo, hi := int64(cuts[i]), int64(cuts[i+1])
 			if err := x.pull.launchFor(x.s, hi-lo, blockSize, append([]any{x.inOff, x.inSrc, devicePtr(x.inW), x.values, x.active[cur],
 				lo, hi, wsHubDegree}, tail...)...); err != nil {
 				return nil, err
 			}
 			if x.hubCount > 0 {
 				if err := gpu.Launch(x.hubPull.fn, gpu.Dim(uint32(min(x.hubCount, 65535))), gpu.Dim(blockSize), 0, x.s,
-					append([]any{x.inOff, x.inSrc, devicePtr(x.inW), x.values, x.active[cur], x.hubs, uint32(x.hubCount)}, tail...)...); err != nil {
+					append([]any{x.inOff, x.inSrc, devicePtr(x.inW), x.values, x.active[cur], lo, hi, x.hubs, uint32(x.hubCount)}, tail...)...); err != nil {
 					return nil, err
 				}
 			}
@@ -261,7 +295,11 @@ func runVPMulti(ctx context.Context, m *MultiGPU, in Input, which mgProgram) (*R
 	}
 	res.Compute = time.Since(start)
 	res.EdgesExamined = examined
-	res.Strategy = fmt.Sprintf("vertex refinement over warpseg rounds, %s (%s)", prog.describeValues(), m.describe(parts))
+	res.Strategy = fmt.Sprintf("vertex refinement over warpseg rounds, %s", prog.describeValues())
+	if extra > 0 {
+		res.Strategy += fmt.Sprintf(", permissive partitioning (parts hold %.0f%% more on each side; borders moved in %d of %d iterations)", 100*extra, slides, res.Iterations)
+	}
+	res.Strategy += " (" + m.describe(parts) + ")"
 	res.StrategyReason = fmt.Sprintf("%d GPUs: each pulls its active vertices; only the updated boundary vertices travel (Vertex Refinement)", k)
 	raw, err := mgOwnedValues(ps, n, vb)
 	if err != nil {
@@ -404,7 +442,7 @@ func newMGVPPart(b *GPU, part convert.Partition, parts []convert.Partition, prog
 	}
 	var hubs []uint32
 	in := part.Graph.In()
-	for v := part.Lo; v < part.Hi; v++ {
+	for v := part.HoldLo; v < part.HoldHi; v++ {
 		if in.Degree(v) > wsHubDegree {
 			hubs = append(hubs, v)
 		}
@@ -412,9 +450,9 @@ func newMGVPPart(b *GPU, part convert.Partition, parts []convert.Partition, prog
 	x.hubCount = len(hubs)
 	vb := prog.valueBytes()
 	words := 4 * (n/32 + 1)
-	owned := max(part.Owned(), 1)
-	sizes := []int64{n * vb, words, words, words, owned * 4, max(part.Boundary, 1) * 4, max(part.Boundary, 1) * vb,
-		mgCountBytes, int64(max(len(hubs), 1)) * 4}
+	held := max(int64(part.HoldHi)-int64(part.HoldLo), 1)
+	sizes := []int64{n * vb, words, words, words, held * 4, max(part.Boundary, 1) * 4, max(part.Boundary, 1) * vb,
+		mgCountBytes, int64(max(len(hubs), 1)) * 4, 4 * max(sectionsOf(part), 1)}
 	for _, other := range parts {
 		sizes = append(sizes, max(other.Boundary, 1)*4, max(other.Boundary, 1)*vb)
 	}
@@ -424,10 +462,10 @@ func newMGVPPart(b *GPU, part convert.Partition, parts []convert.Partition, prog
 	}
 	x.cleanup = append(x.cleanup, free)
 	x.values, x.active[0], x.active[1], x.boundary = bufs[0], bufs[1], bufs[2], bufs[3]
-	x.changed, x.outIDs, x.outVals, x.counts, x.hubs = bufs[4], bufs[5], bufs[6], bufs[7], bufs[8]
+	x.changed, x.outIDs, x.outVals, x.counts, x.hubs, x.sections = bufs[4], bufs[5], bufs[6], bufs[7], bufs[8], bufs[9]
 	for r := range parts {
-		x.inIDs = append(x.inIDs, bufs[9+2*r])
-		x.inVals = append(x.inVals, bufs[10+2*r])
+		x.inIDs = append(x.inIDs, bufs[10+2*r])
+		x.inVals = append(x.inVals, bufs[11+2*r])
 	}
 	if err := b.poison(x.s, bufs...); err != nil {
 		return nil, err
@@ -449,6 +487,7 @@ func newMGVPPart(b *GPU, part convert.Partition, parts []convert.Partition, prog
 	}
 	err = b.kernelsOf(kernels.MultiGPU, map[string]**launchable{
 		"mg_pull_" + prog.name: &x.pull, "mg_hubs_" + prog.name: &x.hubPull, apply: &x.apply, "mg_activate": &x.activate,
+		"mg_count_sections": &x.count,
 	})
 	if err != nil {
 		return nil, err
@@ -565,4 +604,86 @@ func mgParents(ctx context.Context, m *MultiGPU, ps []*mgVPPart, streams []*gpu.
 		}
 	}
 	return parent, nil
+}
+
+// ---- Permissive Partitioning's online phase ----
+
+// sectionVertices is the dissertation's section: a block's 128 vertices.
+const sectionVertices = convert.PartitionAlign
+
+// sectionsOf is the number of sections of the part's own range.
+func sectionsOf(part convert.Partition) int64 {
+	return (int64(part.Hi) - int64(part.Lo) + sectionVertices - 1) / sectionVertices
+}
+
+// sectionLoads weighs each section's active vertices by the section's mean
+// in-degree (plus one, for the vertex's own cost), to cut the next
+// iteration's work into equal shares.
+type sectionLoads struct {
+	parts  []convert.Partition
+	weight []float64 // mean in-degree + 1, by section of the whole graph
+	counts []uint32  // active vertices, by section
+	load   []float64 // running sum of weight × count
+}
+
+func newSectionLoads(inOffsets []int64, parts []convert.Partition) *sectionLoads {
+	n := int64(len(inOffsets) - 1)
+	sections := (n + sectionVertices - 1) / sectionVertices
+	l := &sectionLoads{parts: parts, weight: make([]float64, sections), counts: make([]uint32, sections), load: make([]float64, sections+1)}
+	for s := range l.weight {
+		lo, hi := int64(s)*sectionVertices, min(int64(s+1)*sectionVertices, n)
+		l.weight[s] = float64(inOffsets[hi]-inOffsets[lo])/float64(hi-lo) + 1
+	}
+	return l
+}
+
+// cut counts the active vertices of mask cur on every part (each its own
+// range, which its mask covers exactly) and moves cuts to balance their
+// load; it says whether a cut moved.
+func (l *sectionLoads) cut(ps []*mgVPPart, cur int, cuts []uint32) (bool, error) {
+	for _, x := range ps {
+		sections := sectionsOf(x.part)
+		if sections == 0 {
+			continue
+		}
+		words := (int64(len(l.weight))*sectionVertices + 31) / 32
+		if err := x.count.launchFor(x.s, sections, blockSize, x.active[cur], int64(x.part.Lo)/32, sections, words, x.sections); err != nil {
+			return false, err
+		}
+		first := int64(x.part.Lo) / sectionVertices
+		buf, _ := x.sections.Slice(0, 4*sections)
+		if err := gpu.Download(x.s, l.counts[first:first+sections], buf); err != nil {
+			return false, err
+		}
+	}
+	for s, c := range l.counts {
+		l.load[s+1] = l.load[s] + float64(c)*l.weight[s]
+	}
+	return slideCuts(l.parts, l.load, cuts), nil
+}
+
+// slideCuts sets cuts[1..k-1] where the running load load (by section)
+// passes each k-th of its total, each cut kept inside both neighbours'
+// held ranges and their own ranges (so that a part's range never passes a
+// neighbour's whole range) and in order; it says whether a cut moved.
+func slideCuts(parts []convert.Partition, load []float64, cuts []uint32) bool {
+	k := len(parts)
+	total := load[len(load)-1]
+	moved := false
+	for p := 1; p < k; p++ {
+		want := total * float64(p) / float64(k)
+		s := sort.SearchFloat64s(load, want)
+		v := uint32(min(int64(s)*sectionVertices, int64(cuts[k])))
+		lo := max(parts[p].HoldLo, parts[p-1].Lo, cuts[p-1])
+		hi := min(parts[p-1].HoldHi, parts[p].Hi)
+		if total == 0 {
+			v = parts[p].Lo
+		}
+		v = max(min(v, hi), lo)
+		if v != cuts[p] {
+			moved = true
+		}
+		cuts[p] = v
+	}
+	return moved
 }

@@ -122,6 +122,9 @@ func printBench(e *env, rep *bench.Report) {
 			bytesize.Format(rep.PeakRSSBytes), rep.BytesPerEdge, bytesize.Format(rep.InputBytes), bytesize.Format(rep.LayoutBytes))
 	}
 	fmt.Fprintf(tw, "operator\t%s on %s (%s)\n", rep.Op, rep.Backend, rep.Strategy)
+	if rep.GPUs > 1 {
+		fmt.Fprintf(tw, "gpus\t%d\n", rep.GPUs)
+	}
 	if rep.StrategyReason != "" {
 		fmt.Fprintf(tw, "strategy\t%s\n", rep.StrategyReason)
 	}
