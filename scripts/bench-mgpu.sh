@@ -4,7 +4,7 @@
 # each run (gpipe bench --gen), medians of the trials timed on the host
 # around every GPU's work. Usage, from the repository root on the GPU
 # machine, with gpipe built (scripts/gpu-bundle.sh):
-#   SCALES="24 26" GPUS="1 2" TRIALS=8 scripts/bench-mgpu.sh GPIPE OUTDIR
+#   SCALES="24 26" GPUS="1 2" OPS="bfs pagerank" TRIALS=8 scripts/bench-mgpu.sh GPIPE OUTDIR
 # Prints a table last; every run's JSON and log are under OUTDIR.
 set -u
 gpipe=${1:?gpipe binary}
@@ -15,7 +15,7 @@ scales=${SCALES:-"24 26"}
 gpus=${GPUS:-"1 2"}
 trials=${TRIALS:-8}
 for s in $scales; do
-	for op in bfs pagerank; do
+	for op in ${OPS:-bfs pagerank}; do
 		for k in $gpus; do
 			log="$out/k$s-$op-gpus$k"
 			/usr/bin/time -v "$gpipe" bench --gen "kronecker:$s" --undirected --backend gpu --gpus "$k" \
