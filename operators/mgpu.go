@@ -274,33 +274,6 @@ func gatherRanges(link transport, streams []*gpu.Stream, bufs []*gpu.DeviceBuffe
 	return link.broadcast(streams, src, dst, bytes)
 }
 
-// eachPart runs fn for every part at once, a goroutine each, and returns
-// the first error: one host thread per GPU issues its launches and waits
-// for it, so that no GPU idles while the host serves another (a BFS level
-// of a large graph is a few hundred µs of kernels against tens of µs of
-// launches per GPU).
-func eachPart(k int, fn func(p int) error) error {
-	if k == 1 {
-		return fn(0)
-	}
-	errs := make([]error, k)
-	var wg sync.WaitGroup
-	for p := range k {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[p] = fn(p)
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // syncAll waits for every stream.
 func syncAll(streams []*gpu.Stream) error {
 	for _, s := range streams {

@@ -91,23 +91,21 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 	// hubs, by the whole graph's degrees), a bottom-up level finds only the
 	// part's vertices (found adds up), and a bottom-up queue is the part's
 	// unvisited list (the longest counts).
-	combine := func() entStats {
+	readAll := func(q int) (entStats, error) {
 		var sum entStats
-		for _, st := range stats {
+		for i, p := range ps {
+			st, err := p.read(q)
+			if err != nil {
+				return entStats{}, err
+			}
+			stats[i] = st
 			sum.hubs = max(sum.hubs, st.hubs)
 			sum.found += st.found
 			if st.total() > sum.total() {
 				sum.count = st.count
 			}
 		}
-		return sum
-	}
-	readAll := func(q int) (entStats, error) {
-		err := eachPart(k, func(i int) (err error) {
-			stats[i], err = ps[i].read(q)
-			return err
-		})
-		return combine(), err
+		return sum, nil
 	}
 	bitsOf := func(q int) []*gpu.DeviceBuffer {
 		bufs := make([]*gpu.DeviceBuffer, k)
@@ -127,41 +125,34 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 			directions[1]++
 		}
 		next := cur ^ 1
-		err := eachPart(k, func(i int) error {
-			p := ps[i]
+		for i, p := range ps {
 			if err := p.expand(cur, next, counts[i], topDown, level); err != nil {
-				return err
+				return nil, err
 			}
-			if !topDown {
-				return nil
+			if topDown {
+				if err := p.pack.launchFor(p.s, p.part.Owned(), blockSize, p.eb.depth, int64(p.part.Lo), int64(p.part.Hi), level+1, p.eb.bits[next]); err != nil {
+					return nil, err
+				}
 			}
-			return p.pack.launchFor(p.s, p.part.Owned(), blockSize, p.eb.depth, int64(p.part.Lo), int64(p.part.Hi), level+1, p.eb.bits[next])
-		})
-		if err != nil {
-			return nil, err
 		}
 		if err := gatherRanges(m.link, streams, bitsOf(next), cuts); err != nil {
 			return nil, err
 		}
-		err = eachPart(k, func(i int) error {
-			p := ps[i]
+		for _, p := range ps {
 			if err := p.apply.launchFor(p.s, words, blockSize, p.eb.bits[next], p.eb.depth, words,
 				int64(p.part.Lo)/32, (int64(p.part.Hi)+31)/32, level+1); err != nil {
-				return err
+				return nil, err
 			}
 			if topDown {
 				if err := p.topDownQueues(next, level+1); err != nil {
-					return err
+					return nil, err
 				}
 			}
-			var err error
-			stats[i], err = p.read(next)
-			return err
-		})
+		}
+		st, err := readAll(next)
 		if err != nil {
 			return nil, err
 		}
-		st := combine()
 		trace.level("level %d %s: next %v, %d hubs, %d found", level, direction(topDown), st.count, st.hubs, st.found)
 		switch {
 		case st.found == 0:
@@ -174,8 +165,10 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 			res.StrategyReason = fmt.Sprintf("%d GPUs: Enterprise's 1-D partition (§4.4), the status exchanged as bitmaps", k)
 			return res, nil
 		case topDown && hubTotal > 0 && int64(st.hubs)*100 > gammaPercent*hubTotal:
-			if err := eachPart(k, func(i int) error { return ps[i].bottomUpQueues(next) }); err != nil {
-				return nil, err
+			for _, p := range ps {
+				if err := p.bottomUpQueues(next); err != nil {
+					return nil, err
+				}
 			}
 			if _, err := readAll(next); err != nil {
 				return nil, err
