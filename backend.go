@@ -149,10 +149,13 @@ func (b *Backend) For(g *convert.Graph, op operators.Operator, p operators.Param
 	return b.gpu, fmt.Sprintf("%s is usable and the graph fits in its memory", b.gpu.Device().Name), nil
 }
 
-// MultiGPUEdges is the size from which a graph is spread over every usable
-// GPU when --gpus is left at 0: below it one GPU's level or iteration is
-// shorter than the exchanges between GPUs would be.
-const MultiGPUEdges = 1 << 28
+// spreadEdges is, by operator, the size from which --gpus 0 spreads a graph
+// over every usable GPU even where one GPU holds it: where the partitioned
+// run measured faster (BENCHMARKS.md, issue 16: PageRank 1.96× on two GPUs
+// at 2.1 billion edges, BFS 1.09× there and slower at 134 million). The
+// vertex programs' partitioned pulls measured slower than one GPU's best
+// strategies, so they spread only graphs that do not fit one GPU.
+var spreadEdges = map[string]int64{"pagerank": 1 << 28, "bfs": 1 << 31}
 
 // spread says whether op on g runs partitioned over the GPUs, and why.
 func (b *Backend) spread(g *convert.Graph, op operators.Operator, p operators.Params) (string, bool) {
@@ -166,8 +169,9 @@ func (b *Backend) spread(g *convert.Graph, op operators.Operator, p operators.Pa
 	if err := b.gpu.Fits(op, g, p); err != nil {
 		return fmt.Sprintf("the graph does not fit one GPU (%v): cut into %d parts, one a GPU", err, k), true
 	}
-	if g.NumEdges() >= MultiGPUEdges {
-		return fmt.Sprintf("%d edges (at least %d): spread over the %d usable GPUs", g.NumEdges(), int64(MultiGPUEdges), k), true
+	name := op.Spec().Name
+	if edges, ok := spreadEdges[name]; ok && g.NumEdges() >= edges {
+		return fmt.Sprintf("%d edges (%s spreads from %d): over the %d usable GPUs", g.NumEdges(), name, edges, k), true
 	}
 	return "", false
 }

@@ -33,7 +33,7 @@ func benchCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: "gen", Usage: "generate the graph: kronecker:SCALE[:EDGEFACTOR] (edge factor 16 by default) or grid:ROWSxCOLS (add --undirected)"},
 			&cli.StringFlag{Name: "op", Usage: "operator"},
 			&cli.StringFlag{Name: "backend", Value: "cpu", Usage: "cpu, gpu or auto (the GPU when one is usable and the graph fits)"},
-			&cli.IntFlag{Name: "gpus", Value: 0, Usage: "GPUs to spread bfs, pagerank, sssp, sswp and cc over, the graph cut by vertex range (0: every usable GPU, for graphs of 2^28 edges or more, or that do not fit one)"},
+			&cli.IntFlag{Name: "gpus", Value: 0, Usage: "GPUs to spread bfs, pagerank, sssp, sswp and cc over, the graph cut by vertex range (0: every usable GPU where that is faster or one GPU is too small; 1: one GPU)"},
 			&cli.IntFlag{Name: "trials", Value: 16, Usage: "timed runs"},
 			&cli.IntFlag{Name: "sources", Usage: "distinct random sources the trials cycle through (default: one per trial)"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the generator and of the sources"},

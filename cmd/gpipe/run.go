@@ -82,7 +82,7 @@ func runCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: "weight-col", Value: "weight", Usage: weightColUsage},
 			&cli.BoolFlag{Name: "undirected", Usage: "every edge counts in both directions"},
 			&cli.StringFlag{Name: "backend", Value: "auto", Usage: "auto, cpu or gpu"},
-			&cli.IntFlag{Name: "gpus", Value: 0, Usage: "GPUs to spread bfs, pagerank, sssp, sswp and cc over, the graph cut by vertex range (0: every usable GPU, for graphs of 2^28 edges or more, or that do not fit one)"},
+			&cli.IntFlag{Name: "gpus", Value: 0, Usage: "GPUs to spread bfs, pagerank, sssp, sswp and cc over, the graph cut by vertex range (0: every usable GPU where that is faster or one GPU is too small; 1: one GPU)"},
 			&cli.BoolFlag{Name: "skip-invalid", Usage: "drop rows with null keys or invalid weights (counted on stderr) instead of failing"},
 			&cli.BoolFlag{Name: "json", Usage: "print stage timings and counts as one JSON object on stderr"},
 			&cli.StringFlag{Name: "input-format", Usage: "input format, overriding the extension: parquet, arrow, arrows, csv, text, mtx"},
