@@ -20,11 +20,12 @@ type Backend struct {
 	choice string
 	gpu    *operators.GPU // nil when no GPU is usable (or cpu was chosen)
 	noGPU  error          // why gpu is nil, for auto's report
-	// multi spreads the operators that have a partitioned path over
-	// several GPUs (nil: one GPU); gpus is what --gpus asked for (0: all
-	// usable, partitioned where a graph is large).
-	multi *operators.MultiGPU
-	gpus  int
+	// gpus is what --gpus asked for (0: every usable GPU where that is
+	// faster or one is too small), usable how many GPUs there are to
+	// spread over (1: no spreading); multi, opened on first use, spreads
+	// the operators with a partitioned path over them.
+	gpus, usable int
+	multi        *operators.MultiGPU
 }
 
 // OpenBackend opens a backend choice on one GPU. "gpu" fails here, before
@@ -53,13 +54,13 @@ func OpenBackendGPUs(choice string, gpus int) (*Backend, error) {
 	default:
 		return nil, usererr.New(usererr.Usage, fmt.Sprintf("unknown backend %q", choice), "use auto, cpu or gpu")
 	}
-	b.gpus = gpus
+	b.gpus, b.usable = gpus, 1
 	if b.gpu != nil && gpus != 1 {
-		m, err := SharedMultiGPU(gpus)
+		usable, err := multiGPUDevices(gpus)
 		if err != nil {
 			return nil, err
 		}
-		b.multi = m
+		b.usable = len(usable)
 	}
 	return b, nil
 }
@@ -126,8 +127,15 @@ func (b *Backend) Check(op operators.Operator) error {
 // For picks the backend that runs spec's operator on g, and says why when
 // the choice was automatic.
 func (b *Backend) For(g *convert.Graph, op operators.Operator, p operators.Params) (operators.Backend, string, error) {
-	if b.choice != "cpu" && b.multi != nil {
+	if b.choice != "cpu" && b.usable > 1 {
 		if reason, ok := b.spread(g, op, p); ok {
+			if b.multi == nil {
+				m, err := SharedMultiGPU(b.gpus)
+				if err != nil {
+					return nil, "", err
+				}
+				b.multi = m
+			}
 			return b.multi, reason, nil
 		}
 	}
@@ -162,7 +170,7 @@ func (b *Backend) spread(g *convert.Graph, op operators.Operator, p operators.Pa
 	if !operators.Partitioned(op) {
 		return "", false
 	}
-	k := b.multi.GPUs()
+	k := b.usable
 	if b.gpus > 1 {
 		return fmt.Sprintf("--gpus %d: the graph is cut into %d parts by vertex range", b.gpus, k), true
 	}
@@ -181,10 +189,8 @@ func (b *Backend) GPUs() int {
 	switch {
 	case b.gpu == nil:
 		return 0
-	case b.multi != nil:
-		return b.multi.GPUs()
 	}
-	return 1
+	return b.usable
 }
 
 // Release frees what the backend holds for g (its copies on the GPUs).

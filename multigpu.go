@@ -25,30 +25,11 @@ func SharedMultiGPU(gpus int) (*operators.MultiGPU, error) {
 	if err != nil {
 		return nil, err
 	}
-	info, err := gpu.Available()
-	if err != nil {
+	usable, err := multiGPUDevices(gpus)
+	if err != nil || len(usable) < 2 {
 		return nil, err
 	}
-	usable := []*gpu.Device{first.Device()}
-	var names []string
-	for _, d := range info.Devices {
-		if d.Ordinal != first.Device().Ordinal && d.Supported() == nil {
-			usable = append(usable, d)
-		}
-	}
-	for _, d := range usable {
-		names = append(names, fmt.Sprintf("%d (%s)", d.Ordinal, d.Name))
-	}
-	if gpus == 0 {
-		gpus = len(usable)
-	}
-	if gpus > len(usable) {
-		return nil, usererr.New(usererr.Usage, fmt.Sprintf("--gpus %d: %d usable GPUs here: %s", gpus, len(usable), strings.Join(names, ", ")),
-			fmt.Sprintf("use --gpus %d or fewer (gpipe devices lists them)", len(usable)))
-	}
-	if gpus < 2 {
-		return nil, nil
-	}
+	gpus = len(usable)
 	sharedMulti.mu.Lock()
 	defer sharedMulti.mu.Unlock()
 	if m := sharedMulti.byCount[gpus]; m != nil {
@@ -56,7 +37,7 @@ func SharedMultiGPU(gpus int) (*operators.MultiGPU, error) {
 	}
 	backends := []*operators.GPU{first}
 	var ctxs []*gpu.Context
-	for i, d := range usable[:gpus] {
+	for i, d := range usable {
 		c, err := d.Context()
 		if err != nil {
 			return nil, err
@@ -88,4 +69,36 @@ func SharedMultiGPU(gpus int) (*operators.MultiGPU, error) {
 	}
 	sharedMulti.byCount[gpus] = m
 	return m, nil
+}
+
+// multiGPUDevices are the GPUs a run over gpus GPUs (0: every usable one)
+// takes: SharedGPU's first, then the other usable ones by ordinal. Asking
+// for more than there are is a usage error that lists them.
+func multiGPUDevices(gpus int) ([]*gpu.Device, error) {
+	first, err := SharedGPU()
+	if err != nil {
+		return nil, err
+	}
+	info, err := gpu.Available()
+	if err != nil {
+		return nil, err
+	}
+	usable := []*gpu.Device{first.Device()}
+	for _, d := range info.Devices {
+		if d.Ordinal != first.Device().Ordinal && d.Supported() == nil {
+			usable = append(usable, d)
+		}
+	}
+	if gpus == 0 {
+		return usable, nil
+	}
+	if gpus > len(usable) {
+		var names []string
+		for _, d := range usable {
+			names = append(names, fmt.Sprintf("%d (%s)", d.Ordinal, d.Name))
+		}
+		return nil, usererr.New(usererr.Usage, fmt.Sprintf("--gpus %d: %d usable GPUs here: %s", gpus, len(usable), strings.Join(names, ", ")),
+			fmt.Sprintf("use --gpus %d or fewer (gpipe devices lists them)", len(usable)))
+	}
+	return usable[:gpus], nil
 }

@@ -758,3 +758,21 @@ func near(a, b float64) bool {
 	}
 	return math.Abs(a-b) <= 1e-9*max(1, math.Abs(b))
 }
+
+// --gpus is refused where no GPU may run the job, and below 0.
+func TestGPUsFlag(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tb := table{keyType: arrow.PrimitiveTypes.Int64, weightType: arrow.PrimitiveTypes.Float64, edges: chain(5)}
+	writeInput(t, dir, "e.parquet", tb)
+	fails(t, dir, nil, 2, []string{"--gpus 2 with --backend cpu", "leave --gpus out"},
+		"run", "--input", "e.parquet", "--op", "cc", "--backend", "cpu", "--gpus", "2", "--output", "o.csv")
+	fails(t, dir, nil, 2, []string{"--gpus -1 must be at least 1"},
+		"bench", "--input", "e.parquet", "--op", "cc", "--gpus", "-1")
+	// Without a GPU, auto runs on the CPU whatever --gpus says.
+	r := ok(t, dir, nil, "run", "--input", "e.parquet", "--op", "cc", "--gpus", "0", "--output", "o.csv", "--json")
+	rep := jobReport(t, r)
+	if gpus, ok := rep["gpus"]; !ok || rep["backend"] == "cpu" && gpus != 0.0 {
+		t.Errorf("--json says gpus %v on backend %v", gpus, rep["backend"])
+	}
+}

@@ -275,10 +275,10 @@ func isTerminal(w any) bool {
 // checkGPUsFlag refuses --gpus where no GPU may run the job.
 func checkGPUsFlag(c *cli.Context) error {
 	switch {
-	case c.IsSet("gpus") && c.String("backend") == "cpu":
-		return usererr.New(usererr.Usage, fmt.Sprintf("--gpus %d with --backend cpu", c.Int("gpus")), "leave --gpus out, or use --backend gpu or auto")
 	case c.Int("gpus") < 0:
 		return usererr.Newf(usererr.Usage, "--gpus %d must be at least 1 (or 0 for every usable GPU)", c.Int("gpus"))
+	case c.IsSet("gpus") && c.String("backend") == "cpu":
+		return usererr.New(usererr.Usage, fmt.Sprintf("--gpus %d with --backend cpu", c.Int("gpus")), "leave --gpus out, or use --backend gpu or auto")
 	}
 	return nil
 }
