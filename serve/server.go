@@ -165,11 +165,9 @@ func New(cfg Config) (*Server, error) {
 		h := sha256.Sum256([]byte(cfg.Token))
 		svc.tokenHash = &h
 	}
-	bufs := &alignedBuffers{}
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(cfg.MaxMessageBytes),
-		grpc.ForceServerCodec(flightCodec{bufs: bufs}),
-		grpc.RecvBufferPool(bufs),
+		grpc.ForceServerCodecV2(flightCodec{}),
 		grpc.WriteBufferSize(connBufferBytes),
 		grpc.ReadBufferSize(connBufferBytes),
 		grpc.InitialWindowSize(windowBytes),
