@@ -204,6 +204,29 @@ func (pl *placement) othersByUse(keep *convert.Graph) []*convert.Graph {
 	return gs
 }
 
+// builder is the GPU that builds uploaded graphs: the one queries run on,
+// nil with --backend cpu or without a GPU (or with a stand-in, in tests).
+// A graph built there keeps its layouts on the device as the copies its
+// queries use, so the first query copies nothing.
+func (pl *placement) builder() *operators.GPU {
+	if pl == nil {
+		return nil
+	}
+	if d, ok := pl.gpu.(deviceGPU); ok {
+		return d.GPU
+	}
+	return nil
+}
+
+// built notes a graph built on the GPU (builder): its layouts there are
+// copies like those of a graph that ran there, freed like them (least
+// recently used first) when a run needs room.
+func (pl *placement) built(g *convert.Graph) {
+	pl.mu.Lock()
+	pl.used[g] = time.Now()
+	pl.mu.Unlock()
+}
+
 // forget frees g's copies on the GPU: g is being freed, or made room for.
 func (pl *placement) forget(g *convert.Graph) {
 	if pl.gpu == nil {
