@@ -35,7 +35,7 @@ type flightCodec struct{}
 func (flightCodec) Name() string { return "proto" }
 
 // encodedMessage is a message already in its wire form, in a buffer of
-// sendBuffers. Marshal gives the buffer to gRPC, which puts it back in the
+// serverBuffers. Marshal gives the buffer to gRPC, which puts it back in the
 // pool once it has written the message; a message never sent is left to
 // the garbage collector.
 type encodedMessage struct{ buf *[]byte }
@@ -45,7 +45,7 @@ func (m encodedMessage) bytes() []byte { return *m.buf }
 
 func (flightCodec) Marshal(v any) (mem.BufferSlice, error) {
 	if m, ok := v.(encodedMessage); ok {
-		return mem.BufferSlice{mem.NewBuffer(m.buf, sendBuffers)}, nil
+		return mem.BufferSlice{mem.NewBuffer(m.buf, serverBuffers)}, nil
 	}
 	m := messageOf(v)
 	if m == nil {
@@ -225,20 +225,25 @@ func appendFlightData(dst, header []byte, bodyLen int) []byte {
 	return dst
 }
 
-// sendBuffers holds the buffers of result messages that gRPC has written,
-// for the next ones: a result of 48 MB would otherwise take 48 MB of new
-// memory, which the kernel faults in (or Go zeroes) before the encoders
-// write it. Buffers come in powers of two from 64 KiB to 64 MiB (a
-// result's batches are of one size, but the last); the encoders write
-// every byte of a message, so a buffer is not cleared when it is reused.
-var sendBuffers = &bufferClasses{}
+// serverBuffers holds the buffers of result messages that gRPC has written,
+// for the next ones, and the buffers gRPC reads HTTP/2 frames into (the
+// server's gRPC buffer pool): a result of 48 MB would otherwise take 48 MB
+// of new memory, which the kernel faults in (or Go zeroes) before the
+// encoders write it, and gRPC's own pool clears every frame's buffer
+// before reading the frame over it. Buffers come in powers of two from
+// 1 KiB to 64 MiB (a result's batches are of one size, but the last; a
+// frame is at most 16 KiB). They are not cleared when reused: the encoders
+// write every byte of a message, and gRPC reads whole frames into its
+// buffers and exposes only what it has read.
+var serverBuffers = &bufferClasses{}
 
 const (
-	minBufferShift = 16
+	minBufferShift = 10
 	maxBufferShift = 26
 )
 
-// bufferClasses is a mem.BufferPool of buffers by power-of-two capacity.
+// bufferClasses is a mem.BufferPool of buffers by power-of-two capacity,
+// not cleared when reused.
 type bufferClasses struct {
 	classes [maxBufferShift - minBufferShift + 1]sync.Pool
 }

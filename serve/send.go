@@ -256,7 +256,7 @@ func (e *batchEncoder) WritePayload(p ipc.Payload) error {
 		return err
 	}
 	n := flightDataSize(meta.Bytes(), int(size))
-	buf := sendBuffers.Get(n)
+	buf := serverBuffers.Get(n)
 	body := appendWriter{appendFlightData((*buf)[:0], meta.Bytes(), int(size))}
 	if err := p.SerializeBody(&body); err != nil {
 		return err

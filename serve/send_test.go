@@ -182,14 +182,14 @@ func TestCodec(t *testing.T) {
 	}
 
 	// Marshal: an encoded message as it is, anything else as proto.
-	buf := sendBuffers.Get(len(wire))
+	buf := serverBuffers.Get(len(wire))
 	copy(*buf, wire)
 	b, err := codec.Marshal(encodedMessage{buf})
 	if err != nil || len(b) != 1 || &b[0].ReadOnlyData()[0] != &(*buf)[0] {
 		t.Errorf("an encoded message was not passed through: %v", err)
 	}
 	b.Free()
-	if again := sendBuffers.Get(len(wire)); cap(*again) != cap(*buf) {
+	if again := serverBuffers.Get(len(wire)); cap(*again) != cap(*buf) {
 		t.Errorf("a buffer of %d bytes came from the pool for %d", cap(*again), len(wire))
 	}
 	if b, err := codec.Marshal(fd); err != nil || !bytes.Equal(b.Materialize(), wire) {
@@ -197,14 +197,14 @@ func TestCodec(t *testing.T) {
 	}
 }
 
-// TestBufferClasses checks the send buffers' pool: a buffer of the asked
-// length, of a power-of-two capacity of at least 64 KiB up to 64 MiB, and
+// TestBufferClasses checks the server's buffer pool: a buffer of the asked
+// length, of a power-of-two capacity of at least 1 KiB up to 64 MiB, and
 // exactly sized past that (not pooled).
 func TestBufferClasses(t *testing.T) {
 	p := &bufferClasses{}
-	for _, n := range []int{1, 100, 64 << 10, 64<<10 + 1, 1 << 20, 3 << 20, 64 << 20, 64<<20 + 1} {
+	for _, n := range []int{1, 100, 1 << 10, 16 << 10, 64 << 10, 64<<10 + 1, 1 << 20, 3 << 20, 64 << 20, 64<<20 + 1} {
 		b := p.Get(n)
-		want := max(64<<10, 1<<bits.Len(uint(n-1)))
+		want := max(1<<10, 1<<bits.Len(uint(n-1)))
 		if n > 64<<20 {
 			want = n
 		}
