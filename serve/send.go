@@ -143,7 +143,8 @@ func newBatchQueue(ctx context.Context, res *gpipe.Result, batches, batchRows in
 		go func() {
 			defer q.workers.Done()
 			enc := newBatchEncoder(schema)
-			alloc := rowsAllocator(res)
+			alloc, done := rowsAllocator(res)
+			defer done()
 			for {
 				select {
 				case q.tokens <- struct{}{}:
@@ -173,17 +174,22 @@ func newBatchQueue(ctx context.Context, res *gpipe.Result, batches, batchRows in
 	return q
 }
 
-// rowsAllocator is the memory an encoder's batches of res are made in: a
-// recycler where every buffer Result.Rows asks for is one it writes whole
-// (integer keys, the operators' columns and their validity bitmaps), else
-// Go memory (string keys go through arrow's builders, which expect zeroed
-// memory).
-func rowsAllocator(res *gpipe.Result) memory.Allocator {
+// rowsAllocator is the memory an encoder's batches of res are made in, and
+// the call that gives it back when the encoder ends: a recycler (kept for
+// later results' encoders) where every buffer Result.Rows asks for is one
+// it writes whole (integer keys, the operators' columns and their validity
+// bitmaps), else Go memory (string keys go through arrow's builders, which
+// expect zeroed memory).
+func rowsAllocator(res *gpipe.Result) (memory.Allocator, func()) {
 	if res.Graph.Keys.Type == edges.KeyString {
-		return memory.DefaultAllocator
+		return memory.DefaultAllocator, func() {}
 	}
-	return &recycler{}
+	r := recyclers.Get().(*recycler)
+	return r, func() { recyclers.Put(r) }
 }
+
+// recyclers holds the recyclers of encoders that ended.
+var recyclers = sync.Pool{New: func() any { return &recycler{} }}
 
 // next waits for batch i (each asked for once, in order) and frees its
 // place for a batch further on.
