@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
 	"testing"
 
 	"github.com/apache/arrow/go/v17/arrow/flight"
@@ -22,9 +23,53 @@ import (
 // framing and buffers, the system calls) with as little client as gRPC
 // allows; client and server share the process.
 func BenchmarkSendWire(b *testing.B) {
+	w := startSendWire(b)
+	conn := w.dial(b)
+	defer conn.Close()
+	b.SetBytes(w.recv(b, conn))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		w.recv(b, conn)
+	}
+}
+
+// BenchmarkSendWireClients is BenchmarkSendWire from 16 clients at once,
+// each on a connection of its own (as issue 17's 16 client processes):
+// what the server's sending costs when it shares the cores.
+func BenchmarkSendWireClients(b *testing.B) {
+	w := startSendWire(b)
+	const clients = 16
+	conns := make(chan *grpc.ClientConn, clients)
+	for i := 0; i < clients; i++ {
+		conn := w.dial(b)
+		defer conn.Close()
+		conns <- conn
+	}
+	conn := <-conns
+	b.SetBytes(w.recv(b, conn))
+	conns <- conn
+	b.SetParallelism((clients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		conn := <-conns
+		defer func() { conns <- conn }()
+		for pb.Next() {
+			w.recv(b, conn)
+		}
+	})
+}
+
+// sendWire is a server whose one streaming method sends the K22-shaped
+// BFS result (bfsK22) with sendResult.
+type sendWire struct {
+	addr string
+	desc grpc.ServiceDesc
+}
+
+func startSendWire(b *testing.B) *sendWire {
 	res := bfsK22()
 	var svc *service
-	desc := grpc.ServiceDesc{
+	w := &sendWire{desc: grpc.ServiceDesc{
 		ServiceName: "gpipe.bench.Wire",
 		HandlerType: (*any)(nil),
 		Streams: []grpc.StreamDesc{{
@@ -38,44 +83,46 @@ func BenchmarkSendWire(b *testing.B) {
 				return svc.sendResult(stream.Context(), stream, res, 0, resultMeta{})
 			},
 		}},
-	}
-	ts := startServerWith(b, Config{}, func(s *Server) { svc = s.svc; s.grpc.RegisterService(&desc, nil) })
-	conn, err := grpc.NewClient(ts.addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+	}}
+	ts := startServerWith(b, Config{}, func(s *Server) { svc = s.svc; s.grpc.RegisterService(&w.desc, nil) })
+	w.addr = ts.addr
+	return w
+}
+
+// dial connects a client that takes messages as bytes, with the server's
+// buffer and window sizes.
+func (w *sendWire) dial(b *testing.B) *grpc.ClientConn {
+	conn, err := grpc.NewClient(w.addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.ForceCodec(rawCodec{}), grpc.MaxCallRecvMsgSize(64<<20)),
 		grpc.WithInitialWindowSize(windowBytes), grpc.WithInitialConnWindowSize(windowBytes),
 		grpc.WithReadBufferSize(connBufferBytes), grpc.WithWriteBufferSize(connBufferBytes))
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer conn.Close()
-	recv := func() int64 {
-		ctx := context.Background()
-		st, err := conn.NewStream(ctx, &desc.Streams[0], "/gpipe.bench.Wire/Send")
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := st.SendMsg(rawMessage{}); err != nil {
-			b.Fatal(err)
-		}
-		if err := st.CloseSend(); err != nil {
-			b.Fatal(err)
-		}
-		var n int64
-		for {
-			var m rawMessage
-			if err := st.RecvMsg(&m); err == io.EOF {
-				return n
-			} else if err != nil {
-				b.Fatal(err)
-			}
-			n += int64(len(m))
-		}
+	return conn
+}
+
+// recv asks for the result and takes it; it returns the bytes received
+// (0 after an error, which it reports: it may run on RunParallel's
+// goroutines, where b.Fatal may not).
+func (w *sendWire) recv(b *testing.B, conn *grpc.ClientConn) int64 {
+	st, err := conn.NewStream(context.Background(), &w.desc.Streams[0], "/gpipe.bench.Wire/Send")
+	if err == nil {
+		err = st.SendMsg(rawMessage{})
 	}
-	b.SetBytes(recv())
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		recv()
+	if err == nil {
+		err = st.CloseSend()
 	}
+	var n int64
+	for err == nil {
+		var m rawMessage
+		if err = st.RecvMsg(&m); err == io.EOF {
+			return n
+		}
+		n += int64(len(m))
+	}
+	b.Error(err)
+	return 0
 }
 
 // BenchmarkReceiveWire is BenchmarkReceive through gRPC's transport on
