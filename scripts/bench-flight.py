@@ -183,7 +183,7 @@ def run(args):
         if t:
             t.join()
         print(f"put: {puts[-1]:.3f} s  upload_s {info.get('upload_s', 0):.3f}  build_s {info.get('build_s', 0):.3f}  "
-              f"backend {info.get('backend')}  built_on {info.get('built_on')} {info.get('build_note', '')}", flush=True)
+              f"backend {info.get('backend')}  build_device {info.get('build_device')} {info.get('build_reason', '')}", flush=True)
     report["put_s"] = statistics.median(puts)
     report["put_info"] = info
     del batches
@@ -326,7 +326,7 @@ def table(args):
             print(f"DoGet bfs by result batch size, {label}: {sizes}" + (f", 65536 rows (default) {ms(default)}" if default else ""))
         if r and r.get("put_info"):
             i = r["put_info"]
-            print(f"DoPut, {label}: built on {i.get('built_on')}{' (' + i['build_note'] + ')' if i.get('build_note') else ''}, "
+            print(f"DoPut, {label}: built on {i.get('build_device')}{' (' + i['build_reason'] + ')' if i.get('build_reason') else ''}, "
                   f"upload {ms(i.get('upload_s', 0))}, build {ms(i.get('build_s', 0))} (the last put)")
 
     for spec in args.log or []:

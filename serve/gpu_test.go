@@ -39,8 +39,8 @@ func TestGPUBackend(t *testing.T) {
 	if info.Backend != "gpu" {
 		t.Fatalf("put: backend %q (%s), want gpu", info.Backend, info.BackendNote)
 	}
-	if info.BuiltOn != "gpu" {
-		t.Fatalf("put: built on %q (%s), want the gpu", info.BuiltOn, info.BuildNote)
+	if info.BuildDevice != "gpu" {
+		t.Fatalf("put: built on %q (%s), want the gpu", info.BuildDevice, info.BuildReason)
 	}
 	tree := newEdgeIndex(edges, false, true)
 	source := key(edges.src[0], false)

@@ -258,7 +258,7 @@ func (s *service) storedGraph(name string, b *builtGraph, cols edges.Columns, up
 		SelfLoops: g.Stats.SelfLoops, Merged: g.Stats.Merged, MemoryBytes: b.bytes,
 		Directed: g.Directed, Weighted: g.Weighted, KeyType: g.Keys.Type.String(),
 		Created: time.Now().UTC().Truncate(time.Second), UploadTime: upload.Seconds(), BuildTime: g.BuildTime.Seconds(),
-		BuiltOn: g.Built.Device, BuildNote: g.Built.Reason,
+		BuildDevice: g.Built.Device, BuildReason: g.Built.Reason,
 	}
 	if len(info.Skipped) == 0 {
 		info.Skipped = nil
