@@ -18,7 +18,8 @@ import (
 // Where a query runs. With --backend cpu, on the CPU. With gpu or auto, on
 // the GPU when the run fits in its memory, which holds the device copies
 // of the graphs queried on it (kept for the next query, as operators.GPU
-// keeps them) and the workspace of the runs under way. A run that does not
+// keeps them) and the workspace of the runs under way (an upload's build on
+// the GPU counts as one). A run that does not
 // fit now waits for the GPU to itself, and frees the copies of the graphs
 // used least recently (none of them is in use then) until it fits. A run
 // that does not fit even so is refused under --backend gpu
@@ -216,6 +217,14 @@ func (pl *placement) builder() *operators.GPU {
 		return d.GPU
 	}
 	return nil
+}
+
+// building holds the GPU as a run does while a graph is built there, so
+// that a run making room (alone) counts on nothing else using its memory;
+// the returned call lets go.
+func (pl *placement) building() (done func()) {
+	pl.runs.RLock()
+	return pl.runs.RUnlock
 }
 
 // built notes a graph built on the GPU (builder): its layouts there are

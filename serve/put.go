@@ -216,8 +216,10 @@ func (s *service) build(ctx context.Context, t *edges.Table, held int64, lo gpip
 		return nil, err
 	}
 	lo.Alloc = s.backend.Alloc()
+	gpuDone := func() {}
 	if dev := s.place.builder(); dev != nil {
 		lo.Device = dev
+		gpuDone = s.place.building()
 	}
 	g, err := gpipe.Build(ctx, t, lo)
 	if err == nil {
@@ -228,6 +230,7 @@ func (s *service) build(ctx context.Context, t *edges.Table, held int64, lo gpip
 		}
 		g.BuildTime += time.Since(start)
 	}
+	gpuDone()
 	release()
 	if err != nil {
 		return nil, err
