@@ -36,7 +36,8 @@ func (flightCodec) Name() string { return "proto" }
 
 // encodedMessage is a message already in its wire form, in a buffer of
 // serverBuffers. Marshal gives the buffer to gRPC, which puts it back in the
-// pool once it has written the message; a message never sent is left to
+// pool once it has written the message, so a message is sent once (a second
+// Marshal would put the buffer back twice); a message never sent is left to
 // the garbage collector.
 type encodedMessage struct{ buf *[]byte }
 
