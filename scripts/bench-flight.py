@@ -12,6 +12,7 @@ one per backend):
   - DoGet bfs (from the first edge's source), pagerank and cc: one untimed
     query, then the median of --reps, with the compute time the result's
     metadata reports;
+  - bfs with result batches of 16384 and 32768 rows (beside the table);
   - 16 clients (processes) x 20 bfs queries at once against one client's
     20, the throughputs compared and every result's vertex and depth columns
     compared with the first (parents may differ where paths tie; the first
@@ -182,7 +183,7 @@ def run(args):
         if t:
             t.join()
         print(f"put: {puts[-1]:.3f} s  upload_s {info.get('upload_s', 0):.3f}  build_s {info.get('build_s', 0):.3f}  "
-              f"backend {info.get('backend')}", flush=True)
+              f"backend {info.get('backend')}  build_device {info.get('build_device')} {info.get('build_reason', '')}", flush=True)
     report["put_s"] = statistics.median(puts)
     report["put_info"] = info
     del batches
@@ -220,6 +221,23 @@ def run(args):
             entry = {"error": f"{type(e).__name__}: {str(e).splitlines()[0]}"}
         report["get"][op] = entry
         print(f"get {op}: {json.dumps(entry)}", flush=True)
+
+    # Beside the table: bfs with smaller result batches than the server's
+    # default (65536 rows), to see whether the client's decoding overlaps
+    # the sending better.
+    report["bfs_batch_rows"] = {}
+    for rows in (16384, 32768):
+        try:
+            times = []
+            for _ in range(args.reps):
+                start = time.perf_counter()
+                result, _ = get(client, {**queries["bfs"], "batch_rows": rows})
+                times.append(time.perf_counter() - start)
+                del result
+            report["bfs_batch_rows"][str(rows)] = statistics.median(times)
+        except Exception as e:
+            print(f"bfs with batch_rows {rows}: {e}", file=sys.stderr)
+    print(f"bfs by batch_rows: {json.dumps(report['bfs_batch_rows'])}", flush=True)
 
     if args.debug_url:
         t = profile(args.debug_url, 3, f"{args.profile_dir}/profile-{args.label}-bfs.pb.gz")
@@ -300,6 +318,16 @@ def table(args):
             c = r["concurrent"]
             print(f"| {c['clients']} clients x {c['queries']} bfs ({label}) | {c['many_qps']:.0f} queries/s, "
                   f"{c['speedup']:.1f}x one client's {c['one_qps']:.0f}/s, identical: {c['identical']} | | |")
+
+    for label, r in (("gpu", gpu), ("cpu", cpu)):
+        if r and r.get("bfs_batch_rows"):
+            sizes = ", ".join(f"{k} rows {ms(v)}" for k, v in r["bfs_batch_rows"].items())
+            default = r["get"].get("bfs", {}).get("s")
+            print(f"DoGet bfs by result batch size, {label}: {sizes}" + (f", 65536 rows (default) {ms(default)}" if default else ""))
+        if r and r.get("put_info"):
+            i = r["put_info"]
+            print(f"DoPut, {label}: built on {i.get('build_device')}{' (' + i['build_reason'] + ')' if i.get('build_reason') else ''}, "
+                  f"upload {ms(i.get('upload_s', 0))}, build {ms(i.get('build_s', 0))} (the last put)")
 
     for spec in args.log or []:
         label, _, path = spec.partition("=")

@@ -2,12 +2,13 @@ package serve
 
 import (
 	"fmt"
-	"sync/atomic"
+	"math/bits"
+	"sync"
 	"unsafe"
 
 	"github.com/apache/arrow/go/v17/arrow/flight"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/protoadapt"
@@ -19,51 +20,60 @@ import (
 // than needed: a result's batch is serialized into a buffer by arrow's IPC
 // writer, then copied by proto.Marshal; an upload's body is copied out of
 // the received message by proto.Unmarshal, then again by arrow's IPC
-// reader. Here a result's batch is written once, straight into the message
-// gRPC sends (encodedMessage), and an upload's header and body are slices
-// of the message gRPC received.
-//
-// Aliasing the received message is safe because gRPC (v1.63) takes each
-// message's buffer from the server's RecvBufferPool, alignedBuffers, which
-// never gives one out twice.
+// reader. Here a result's batch is written once, straight into a pooled
+// buffer that gRPC sends and hands back when it is written
+// (encodedMessage), and an upload's message is gathered once out of the
+// frames gRPC received into a buffer of its own, placed so that the body
+// is 8-byte aligned, its header and body decoded as slices of it.
 
-// flightCodec is protobuf with the two shortcuts above. Its name is
-// "proto", the content subtype every Flight client sends. It tells bufs
-// where the bodies of the messages it decodes lie.
-type flightCodec struct {
-	bufs *alignedBuffers
-}
+// flightCodec is protobuf with the two shortcuts above, as a gRPC CodecV2
+// (gRPC hands over and takes back buffers rather than byte slices it
+// copies). Its name is "proto", the content subtype every Flight client
+// sends.
+type flightCodec struct{}
 
 func (flightCodec) Name() string { return "proto" }
 
-// encodedMessage is a message already in its wire form.
-type encodedMessage []byte
+// encodedMessage is a message already in its wire form, in a buffer of
+// serverBuffers. Marshal gives the buffer to gRPC, which puts it back in the
+// pool once it has written the message, so a message is sent once (a second
+// Marshal would put the buffer back twice); a message never sent is left to
+// the garbage collector.
+type encodedMessage struct{ buf *[]byte }
 
-func (flightCodec) Marshal(v any) ([]byte, error) {
+// bytes is the message's wire form.
+func (m encodedMessage) bytes() []byte { return *m.buf }
+
+func (flightCodec) Marshal(v any) (mem.BufferSlice, error) {
 	if m, ok := v.(encodedMessage); ok {
-		return m, nil
+		return mem.BufferSlice{mem.NewBuffer(m.buf, serverBuffers)}, nil
 	}
 	m := messageOf(v)
 	if m == nil {
 		return nil, fmt.Errorf("cannot marshal %T: not a protobuf message", v)
 	}
-	return proto.Marshal(m)
+	b, err := proto.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return mem.BufferSlice{mem.SliceBuffer(b)}, nil
 }
 
-func (c flightCodec) Unmarshal(data []byte, v any) error {
+func (flightCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if fd, ok := v.(*flight.FlightData); ok {
-		if aliasFlightData(data, fd) {
-			if c.bufs != nil {
-				c.bufs.note(data, fd.DataBody)
-			}
+		msg := gatherAligned(data)
+		if aliasFlightData(msg, fd) {
 			return nil
 		}
+		return proto.Unmarshal(msg, fd)
 	}
 	m := messageOf(v)
 	if m == nil {
 		return fmt.Errorf("cannot unmarshal into %T: not a protobuf message", v)
 	}
-	return proto.Unmarshal(data, m)
+	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
+	defer buf.Free()
+	return proto.Unmarshal(buf.ReadOnlyData(), m)
 }
 
 func messageOf(v any) proto.Message {
@@ -132,6 +142,67 @@ func aliasFlightData(data []byte, fd *flight.FlightData) bool {
 	return true
 }
 
+// gatherAligned copies a received message out of gRPC's frame buffers into
+// a buffer of its own (the decoded FlightData points into it, and gRPC
+// reuses its buffers once Unmarshal returns), placed so that a FlightData
+// body starts on an 8-byte boundary: the Arrow buffers in a body are
+// aligned to its start, and an upload views its key columns in place only
+// where they are aligned for their type (else it copies them).
+func gatherAligned(data mem.BufferSlice) []byte {
+	n := data.Len()
+	if n == 0 {
+		return nil
+	}
+	off := uintptr(bodyOffsetIn(data))
+	b := make([]byte, n+7)
+	pad := int((8 - (uintptr(unsafe.Pointer(unsafe.SliceData(b)))+off)%8) % 8)
+	msg := b[pad : pad+n : pad+n]
+	data.CopyTo(msg)
+	return msg
+}
+
+// bodyOffsetIn is where a FlightData's body starts in the message data,
+// 0 when it has none or the fields before it cannot be read.
+func bodyOffsetIn(data mem.BufferSlice) int {
+	if off, ok := bodyOffset(data[0].ReadOnlyData()); ok {
+		return off
+	}
+	if len(data) > 1 { // the fields before the body span frames (rare: they are small)
+		head := make([]byte, min(data.Len(), 64<<10))
+		data.CopyTo(head)
+		if off, ok := bodyOffset(head); ok {
+			return off
+		}
+	}
+	return 0
+}
+
+// bodyOffset is where the body's bytes start in a FlightData message whose
+// first bytes are head; false when head ends (or stops being FlightData's
+// plain form) before.
+func bodyOffset(head []byte) (int, bool) {
+	for b := head; len(b) > 0; {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 || typ != protowire.BytesType {
+			return 0, false
+		}
+		b = b[n:]
+		if num == fieldDataBody {
+			_, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return 0, false
+			}
+			return len(head) - len(b) + n, true
+		}
+		_, n = protowire.ConsumeBytes(b)
+		if n < 0 {
+			return 0, false
+		}
+		b = b[n:]
+	}
+	return 0, false
+}
+
 // flightDataSize is the size of a FlightData message holding an IPC
 // message's metadata (header) and a body of bodyLen bytes.
 func flightDataSize(header []byte, bodyLen int) int {
@@ -155,44 +226,59 @@ func appendFlightData(dst, header []byte, bodyLen int) []byte {
 	return dst
 }
 
-// alignedBuffers is the server's receive buffer pool (grpc.RecvBufferPool).
-// It never gives a buffer out twice (Put drops it), so that decoded
-// messages may point into their buffers, and it places each buffer so that
-// a FlightData's body starts on an 8-byte boundary: the Arrow buffers in a
-// body are aligned to its start, and an upload views its key columns in
-// place only where they are aligned for their type (else it copies them).
-// Where a body starts depends on the lengths of the fields before it, the
-// same in every batch of an upload but the last; so the guess for a
-// message is where the body began in the last message of its size.
-type alignedBuffers struct {
-	// offsets holds, by message size modulo its length, the last such
-	// message's size and the body's offset in it modulo 8: size<<3 | offset.
-	offsets [64]atomic.Uint64
+// serverBuffers holds the buffers of result messages that gRPC has written,
+// for the next ones, and the buffers gRPC reads HTTP/2 frames into (the
+// server's gRPC buffer pool): a result of 48 MB would otherwise take 48 MB
+// of new memory, which the kernel faults in (or Go zeroes) before the
+// encoders write it, and gRPC's own pool clears every frame's buffer
+// before reading the frame over it. Buffers come in powers of two from
+// 1 KiB to 64 MiB (a result's batches are of one size, but the last; a
+// frame is at most 16 KiB). They are not cleared when reused: the encoders
+// write every byte of a message, and gRPC reads whole frames into its
+// buffers and exposes only what it has read.
+var serverBuffers = &bufferClasses{}
+
+const (
+	minBufferShift = 10
+	maxBufferShift = 26
+)
+
+// bufferClasses is a mem.BufferPool of buffers by power-of-two capacity,
+// not cleared when reused.
+type bufferClasses struct {
+	classes [maxBufferShift - minBufferShift + 1]sync.Pool
 }
 
-func (p *alignedBuffers) Get(n int) []byte {
-	var off uintptr
-	if e := p.offsets[n%len(p.offsets)].Load(); e>>3 == uint64(n) {
-		off = uintptr(e & 7)
-	}
-	b := make([]byte, n+7)
-	pad := int((8 - (uintptr(unsafe.Pointer(unsafe.SliceData(b)))+off)%8) % 8)
-	return b[pad : pad+n : pad+n]
+// class is the index of the class of buffers of at least n bytes, and
+// whether there is one.
+func (p *bufferClasses) class(n int) (int, bool) {
+	shift := max(minBufferShift, bits.Len(uint(n-1)))
+	return shift - minBufferShift, n > 0 && shift <= maxBufferShift
 }
 
-// Put drops the buffer: a decoded message may still point into it.
-func (p *alignedBuffers) Put(*[]byte) {}
-
-// note records where body lies in msg, for the next message of its size.
-func (p *alignedBuffers) note(msg, body []byte) {
-	if len(body) == 0 || len(msg) == 0 {
-		return
+// Get is a buffer of length n, not cleared.
+func (p *bufferClasses) Get(n int) *[]byte {
+	c, ok := p.class(n)
+	if !ok {
+		b := make([]byte, n)
+		return &b
 	}
-	off := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(body))) - uintptr(unsafe.Pointer(unsafe.SliceData(msg))))
-	p.offsets[len(msg)%len(p.offsets)].Store(uint64(len(msg))<<3 | off&7)
+	if b, _ := p.classes[c].Get().(*[]byte); b != nil {
+		*b = (*b)[:n]
+		return b
+	}
+	b := make([]byte, n, 1<<(c+minBufferShift))
+	return &b
+}
+
+// Put keeps b for a later Get (a buffer of another capacity is dropped).
+func (p *bufferClasses) Put(b *[]byte) {
+	if c, ok := p.class(cap(*b)); ok && cap(*b) == 1<<(c+minBufferShift) {
+		p.classes[c].Put(b)
+	}
 }
 
 var (
-	_ encoding.Codec        = flightCodec{}
-	_ grpc.SharedBufferPool = (*alignedBuffers)(nil)
+	_ encoding.CodecV2 = flightCodec{}
+	_ mem.BufferPool   = (*bufferClasses)(nil)
 )

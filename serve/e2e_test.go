@@ -113,7 +113,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("ListFlights: %+v", infos)
 	}
 	for _, info := range infos {
-		if info.Vertices == 0 || info.Edges == 0 || info.MemoryBytes == 0 || info.Backend != "cpu" || info.Queries != 0 {
+		if info.Vertices == 0 || info.Edges == 0 || info.MemoryBytes == 0 || info.Backend != "cpu" || info.BuildDevice != "cpu" || info.Queries != 0 {
 			t.Errorf("ListFlights: %+v", info)
 		}
 	}

@@ -39,6 +39,9 @@ func TestGPUBackend(t *testing.T) {
 	if info.Backend != "gpu" {
 		t.Fatalf("put: backend %q (%s), want gpu", info.Backend, info.BackendNote)
 	}
+	if info.BuildDevice != "gpu" {
+		t.Fatalf("put: built on %q (%s), want the gpu", info.BuildDevice, info.BuildReason)
+	}
 	tree := newEdgeIndex(edges, false, true)
 	source := key(edges.src[0], false)
 	bfs := reference(t, recs, edgeOptions{Undirected: true}, "bfs", operators.Params{Source: source})
@@ -64,6 +67,21 @@ func TestGPUBackend(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+
+	// The graph was built on the GPU and its edges copied to the host:
+	// with its device copies freed (as placement frees them to make room),
+	// queries copy it there again and agree.
+	sg, err := ts.svc.graphs.acquire("g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.svc.place.forget(sg.g.Graph)
+	ts.svc.graphs.release(sg)
+	for _, doBFS := range []bool{true, false} {
+		if err := gpuQuery(ctx, c, doBFS, source, bfs, pr, tree); err != nil {
+			t.Errorf("after the device copies were freed: %v", err)
+		}
 	}
 
 	// sssp and cc run on the GPU's vertex-program engine, under auto and

@@ -44,6 +44,13 @@ type testServer struct {
 // backend, so that their results do not depend on the machine.
 func startServer(t testing.TB, cfg Config) *testServer {
 	t.Helper()
+	return startServerWith(t, cfg, nil)
+}
+
+// startServerWith is startServer, calling setup (when not nil) on the
+// server before it serves.
+func startServerWith(t testing.TB, cfg Config, setup func(*Server)) *testServer {
+	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -56,6 +63,9 @@ func startServer(t testing.TB, cfg Config) *testServer {
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if setup != nil {
+		setup(s)
 	}
 	ts := &testServer{Server: s, addr: lis.Addr().String(), logs: logs, served: make(chan error, 1)}
 	go func() { ts.served <- s.Serve(lis) }()

@@ -18,7 +18,8 @@ import (
 // Where a query runs. With --backend cpu, on the CPU. With gpu or auto, on
 // the GPU when the run fits in its memory, which holds the device copies
 // of the graphs queried on it (kept for the next query, as operators.GPU
-// keeps them) and the workspace of the runs under way. A run that does not
+// keeps them) and the workspace of the runs under way (an upload's build on
+// the GPU counts as one). A run that does not
 // fit now waits for the GPU to itself, and frees the copies of the graphs
 // used least recently (none of them is in use then) until it fits. A run
 // that does not fit even so is refused under --backend gpu
@@ -202,6 +203,37 @@ func (pl *placement) othersByUse(keep *convert.Graph) []*convert.Graph {
 	}
 	slices.SortFunc(gs, func(a, b *convert.Graph) int { return pl.used[a].Compare(pl.used[b]) })
 	return gs
+}
+
+// builder is the GPU that builds uploaded graphs: the one queries run on,
+// nil with --backend cpu or without a GPU (or with a stand-in, in tests).
+// A graph built there keeps its layouts on the device as the copies its
+// queries use, so the first query copies nothing.
+func (pl *placement) builder() *operators.GPU {
+	if pl == nil {
+		return nil
+	}
+	if d, ok := pl.gpu.(deviceGPU); ok {
+		return d.GPU
+	}
+	return nil
+}
+
+// building holds the GPU as a run does while a graph is built there, so
+// that a run making room (alone) counts on nothing else using its memory;
+// the returned call lets go.
+func (pl *placement) building() (done func()) {
+	pl.runs.RLock()
+	return pl.runs.RUnlock
+}
+
+// built notes a graph built on the GPU (builder): its layouts there are
+// copies like those of a graph that ran there, freed like them (least
+// recently used first) when a run needs room.
+func (pl *placement) built(g *convert.Graph) {
+	pl.mu.Lock()
+	pl.used[g] = time.Now()
+	pl.mu.Unlock()
 }
 
 // forget frees g's copies on the GPU: g is being freed, or made room for.

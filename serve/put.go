@@ -112,6 +112,11 @@ type builtGraph struct {
 // are dictionaries) is given to arrow's reader, which reads the same stream.
 func (s *service) receive(ctx context.Context, up *upload, name string, opts edges.Options) (t *edges.Table, held int64, err error) {
 	opts.Alloc = s.backend.Alloc()
+	if dev := s.place.builder(); dev != nil {
+		// The GPU build's kernels and staging memory, while the batches
+		// arrive (once per server).
+		go dev.PrepareBuild()
+	}
 	a, err := arrowipc.NewAppender(name, up.rdr.Schema(), opts)
 	if err != nil {
 		return nil, 0, err
@@ -194,6 +199,13 @@ func readError(name string, err error) error {
 
 // build builds the graph of an upload's table in a job slot, then frees
 // the table and moves its share of the memory budget to the graph.
+//
+// Where queries run on a GPU, the graph is built there (operators.GPU's
+// build, as `gpipe run --backend gpu` builds; the host builds what the GPU
+// declines), then its edges are copied to the host: a stored graph is
+// whole on the host, so that its device copies can be freed to make room
+// for other runs (placement) and its memory counts in the budget, while
+// the layouts built on the device stay there for its first queries.
 func (s *service) build(ctx context.Context, t *edges.Table, held int64, lo gpipe.LoadOptions) (*builtGraph, error) {
 	defer func() {
 		t.Release()
@@ -204,10 +216,27 @@ func (s *service) build(ctx context.Context, t *edges.Table, held int64, lo gpip
 		return nil, err
 	}
 	lo.Alloc = s.backend.Alloc()
+	gpuDone := func() {}
+	if dev := s.place.builder(); dev != nil {
+		lo.Device = dev
+		gpuDone = s.place.building()
+	}
 	g, err := gpipe.Build(ctx, t, lo)
+	if err == nil {
+		start := time.Now()
+		if err = g.Materialize(); err != nil {
+			s.place.forget(g.Graph)
+			g.Release()
+		}
+		g.BuildTime += time.Since(start)
+	}
+	gpuDone()
 	release()
 	if err != nil {
 		return nil, err
+	}
+	if g.Built.Device == "gpu" {
+		s.place.built(g.Graph)
 	}
 	b := &builtGraph{Graph: g, bytes: g.Bytes()}
 	b.free = func() {
@@ -216,6 +245,7 @@ func (s *service) build(ctx context.Context, t *edges.Table, held int64, lo gpip
 		s.mem.release(b.bytes)
 	}
 	if err := s.mem.reserve(b.bytes); err != nil {
+		s.place.forget(g.Graph)
 		g.Release()
 		return nil, err
 	}
@@ -231,6 +261,7 @@ func (s *service) storedGraph(name string, b *builtGraph, cols edges.Columns, up
 		SelfLoops: g.Stats.SelfLoops, Merged: g.Stats.Merged, MemoryBytes: b.bytes,
 		Directed: g.Directed, Weighted: g.Weighted, KeyType: g.Keys.Type.String(),
 		Created: time.Now().UTC().Truncate(time.Second), UploadTime: upload.Seconds(), BuildTime: g.BuildTime.Seconds(),
+		BuildDevice: g.Built.Device, BuildReason: g.Built.Reason,
 	}
 	if len(info.Skipped) == 0 {
 		info.Skipped = nil

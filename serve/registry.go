@@ -57,6 +57,10 @@ type graphInfo struct {
 	Created     time.Time `json:"created"`
 	UploadTime  float64   `json:"upload_s"`
 	BuildTime   float64   `json:"build_s"`
+	// BuildDevice is where the graph was built, "gpu" or "cpu"; BuildReason why
+	// the host built it where the GPU serves queries.
+	BuildDevice string `json:"build_device"`
+	BuildReason string `json:"build_reason,omitempty"`
 	// Queries is the number of queries running on the graph, at the time
 	// of a ListFlights or GetFlightInfo.
 	Queries int `json:"queries_running"`

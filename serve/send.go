@@ -3,14 +3,17 @@ package serve
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/ipc"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/gpipe/gpipe"
+	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/par"
 )
 
@@ -140,6 +143,8 @@ func newBatchQueue(ctx context.Context, res *gpipe.Result, batches, batchRows in
 		go func() {
 			defer q.workers.Done()
 			enc := newBatchEncoder(schema)
+			alloc, done := rowsAllocator(res)
+			defer done()
 			for {
 				select {
 				case q.tokens <- struct{}{}:
@@ -159,7 +164,7 @@ func newBatchQueue(ctx context.Context, res *gpipe.Result, batches, batchRows in
 					q.done[i] <- encoded{err: err}
 					continue
 				}
-				rec := res.Rows(memory.DefaultAllocator, i*batchRows, min((i+1)*batchRows, n))
+				rec := res.Rows(alloc, i*batchRows, min((i+1)*batchRows, n))
 				msg, err := enc.encode(rec)
 				rec.Release()
 				q.done[i] <- encoded{msg, err}
@@ -168,6 +173,23 @@ func newBatchQueue(ctx context.Context, res *gpipe.Result, batches, batchRows in
 	}
 	return q
 }
+
+// rowsAllocator is the memory an encoder's batches of res are made in, and
+// the call that gives it back when the encoder ends: a recycler (kept for
+// later results' encoders) where every buffer Result.Rows asks for is one
+// it writes whole (integer keys, the operators' columns and their validity
+// bitmaps), else Go memory (string keys go through arrow's builders, which
+// expect zeroed memory).
+func rowsAllocator(res *gpipe.Result) (memory.Allocator, func()) {
+	if res.Graph.Keys.Type == edges.KeyString {
+		return memory.DefaultAllocator, func() {}
+	}
+	r := recyclers.Get().(*recycler)
+	return r, func() { recyclers.Put(r) }
+}
+
+// recyclers holds the recyclers of encoders that ended.
+var recyclers = sync.Pool{New: func() any { return &recycler{} }}
 
 // next waits for batch i (each asked for once, in order) and frees its
 // place for a batch further on.
@@ -210,9 +232,12 @@ func schemaMessage(schema *arrow.Schema) (encodedMessage, error) {
 
 // encode is rec's message.
 func (e *batchEncoder) encode(rec arrow.Record) (encodedMessage, error) {
-	e.msg = nil
+	e.msg = encodedMessage{}
 	if err := e.w.Write(rec); err != nil {
-		return nil, err
+		return encodedMessage{}, err
+	}
+	if e.msg.buf == nil {
+		return encodedMessage{}, fmt.Errorf("internal error: arrow's IPC writer made no message of a record batch")
 	}
 	return e.msg, nil
 }
@@ -236,13 +261,18 @@ func (e *batchEncoder) WritePayload(p ipc.Payload) error {
 	if err := p.SerializeBody(&size); err != nil {
 		return err
 	}
-	msg := make([]byte, 0, flightDataSize(meta.Bytes(), int(size)))
-	msg = appendFlightData(msg, meta.Bytes(), int(size))
-	body := appendWriter{msg}
+	n := flightDataSize(meta.Bytes(), int(size))
+	buf := serverBuffers.Get(n)
+	body := appendWriter{appendFlightData((*buf)[:0], meta.Bytes(), int(size))}
 	if err := p.SerializeBody(&body); err != nil {
 		return err
 	}
-	e.msg = encodedMessage(body.b)
+	if len(body.b) != n || unsafe.SliceData(body.b) != unsafe.SliceData(*buf) {
+		// Every byte of a pooled buffer must be written (it is not
+		// cleared), in place.
+		return fmt.Errorf("internal error: a record batch message of %d bytes took %d", n, len(body.b))
+	}
+	e.msg = encodedMessage{buf}
 	return nil
 }
 

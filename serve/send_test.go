@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/bits"
 	"strings"
 	"sync"
 	"testing"
@@ -42,8 +43,11 @@ func TestBatchQueueBounded(t *testing.T) {
 	waitFor(t, "the encoders to fill their window", func() bool { return built() == ahead })
 	for i := 0; i < 5; i++ {
 		msg, err := q.next(i)
-		if err != nil || len(msg) == 0 {
-			t.Fatalf("batch %d: %d bytes, %v", i, len(msg), err)
+		if err != nil {
+			t.Fatalf("batch %d: %v", i, err)
+		}
+		if len(msg.bytes()) == 0 {
+			t.Fatalf("batch %d: an empty message", i)
 		}
 		waitFor(t, "the encoders to build one more", func() bool { return built() == ahead })
 	}
@@ -131,60 +135,116 @@ func TestIdenticalUnderConcurrency(t *testing.T) {
 	}
 }
 
-// TestCodec checks the server's codec: a FlightData decodes with its
-// header, metadata and body pointing into the message, as proto would
+// TestCodec checks the server's codec: a FlightData, in the frame buffers
+// gRPC hands over, decodes with its header, metadata and body pointing into
+// one buffer of its own, the body on an 8-byte boundary, as proto would
 // decode it; forms it does not take (an unknown field) go to proto; an
-// encoded message passes as it is; and the receive buffers place a body
-// on an 8-byte boundary once a message of the size has been seen.
+// encoded message passes as it is, its buffer handed back to the pool when
+// gRPC frees it.
 func TestCodec(t *testing.T) {
 	fd := &flight.FlightData{
 		FlightDescriptor: &flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{"g"}},
-		DataHeader:       []byte("header"), AppMetadata: []byte("meta"), DataBody: bytes.Repeat([]byte{7}, 1000),
+		DataHeader:       []byte("header"), AppMetadata: []byte("meta"), DataBody: bytes.Repeat([]byte{7}, 40000),
 	}
 	wire, err := proto.Marshal(fd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bufs := &alignedBuffers{}
-	codec := flightCodec{bufs: bufs}
-	got := &flight.FlightData{}
-	if err := codec.Unmarshal(wire, got); err != nil {
-		t.Fatal(err)
-	}
-	if !proto.Equal(got, fd) {
-		t.Errorf("decoded %v, want %v", got, fd)
-	}
-	base := uintptr(unsafe.Pointer(&wire[0]))
-	if p := uintptr(unsafe.Pointer(&got.DataBody[0])); p < base || p >= base+uintptr(len(wire)) {
-		t.Error("the body was copied")
+	codec := flightCodec{}
+	// Frames cut at every place, so that the fields before the body span
+	// buffers too.
+	for _, skip := range []int{0, 1, 5, 16<<10 - 3, 16<<10 - 20} {
+		data := frames(wire, skip)
+		got := &flight.FlightData{}
+		if err := codec.Unmarshal(data, got); err != nil {
+			t.Fatal(err)
+		}
+		if !proto.Equal(got, fd) {
+			t.Fatalf("frames from %d: decoded %v, want %v", skip, got, fd)
+		}
+		if uintptr(unsafe.Pointer(&got.DataBody[0]))%8 != 0 {
+			t.Errorf("frames from %d: body at %p, not on an 8-byte boundary", skip, &got.DataBody[0])
+		}
+		if &got.DataHeader[0] == &wire[bytes.Index(wire, []byte("header"))] {
+			t.Errorf("frames from %d: the header points into gRPC's buffer, which gRPC reuses", skip)
+		}
+		if off := uintptr(unsafe.Pointer(&got.DataBody[0])) - uintptr(unsafe.Pointer(&got.DataHeader[0])); off != uintptr(bytes.Index(wire, fd.DataBody)-bytes.Index(wire, []byte("header"))) {
+			t.Errorf("frames from %d: the header and the body are not in one buffer", skip)
+		}
 	}
 
 	// An unknown field: proto's decoding, which keeps it.
 	odd := protowire.AppendTag(bytes.Clone(wire), 17, protowire.BytesType)
 	odd = protowire.AppendBytes(odd, []byte("x"))
-	got = &flight.FlightData{}
-	if err := codec.Unmarshal(odd, got); err != nil || !bytes.Equal(got.DataBody, fd.DataBody) || len(got.ProtoReflect().GetUnknown()) == 0 {
+	got := &flight.FlightData{}
+	if err := codec.Unmarshal(frames(odd, 0), got); err != nil || !bytes.Equal(got.DataBody, fd.DataBody) || len(got.ProtoReflect().GetUnknown()) == 0 {
 		t.Errorf("a message with an unknown field: %v, %v", got, err)
 	}
 
 	// Marshal: an encoded message as it is, anything else as proto.
-	if b, err := codec.Marshal(encodedMessage(wire)); err != nil || &b[0] != &wire[0] {
+	buf := serverBuffers.Get(len(wire))
+	copy(*buf, wire)
+	b, err := codec.Marshal(encodedMessage{buf})
+	if err != nil || len(b) != 1 || &b[0].ReadOnlyData()[0] != &(*buf)[0] {
 		t.Errorf("an encoded message was not passed through: %v", err)
 	}
-	if b, err := codec.Marshal(fd); err != nil || !bytes.Equal(b, wire) {
+	b.Free()
+	if again := serverBuffers.Get(len(wire)); cap(*again) != cap(*buf) {
+		t.Errorf("a buffer of %d bytes came from the pool for %d", cap(*again), len(wire))
+	}
+	if b, err := codec.Marshal(fd); err != nil || !bytes.Equal(b.Materialize(), wire) {
 		t.Errorf("Marshal of a FlightData: %v", err)
 	}
+}
 
-	// The body of the next message of this size lands aligned.
-	for i := 0; i < 3; i++ {
-		buf := bufs.Get(len(wire))
-		copy(buf, wire)
-		got = &flight.FlightData{}
-		if err := codec.Unmarshal(buf, got); err != nil {
-			t.Fatal(err)
+// TestBufferClasses checks the server's buffer pool: a buffer of the asked
+// length, of a power-of-two capacity of at least 1 KiB up to 64 MiB, and
+// exactly sized past that (not pooled).
+func TestBufferClasses(t *testing.T) {
+	p := &bufferClasses{}
+	for _, n := range []int{1, 100, 1 << 10, 16 << 10, 64 << 10, 64<<10 + 1, 1 << 20, 3 << 20, 64 << 20, 64<<20 + 1} {
+		b := p.Get(n)
+		want := max(1<<10, 1<<bits.Len(uint(n-1)))
+		if n > 64<<20 {
+			want = n
 		}
-		if uintptr(unsafe.Pointer(&got.DataBody[0]))%8 != 0 {
-			t.Errorf("message %d: body at %p, not on an 8-byte boundary", i, &got.DataBody[0])
+		if len(*b) != n || cap(*b) != want {
+			t.Errorf("Get(%d): len %d cap %d, want cap %d", n, len(*b), cap(*b), want)
 		}
+		p.Put(b)
+	}
+}
+
+// TestRecyclerRows checks that a result's batches made in a recycler whose
+// buffers hold garbage (as reused ones do: they are not cleared) equal the
+// batches made in fresh Go memory, nulls included.
+func TestRecyclerRows(t *testing.T) {
+	res := bfsResult(10_000)
+	r := &recycler{}
+	poisoned := func() {
+		for i := 0; i < recyclerKeeps; i++ {
+			b := alignedBytes(64 << 10)
+			for j := range b {
+				b[j] = 0xa5
+			}
+			r.Free(b)
+		}
+	}
+	for lo := 0; lo < 10_000; lo += 3000 {
+		hi := min(lo+3000, 10_000)
+		poisoned()
+		got := res.Rows(r, lo, hi)
+		want := res.Rows(memory.DefaultAllocator, lo, hi)
+		if !array.RecordEqual(got, want) {
+			t.Fatalf("rows [%d, %d) from a poisoned recycler differ from fresh memory", lo, hi)
+		}
+		if got.Column(2).NullN() == 0 {
+			t.Fatalf("rows [%d, %d): no null parents; the test needs some", lo, hi)
+		}
+		got.Release()
+		want.Release()
+	}
+	if uintptr(unsafe.Pointer(unsafe.SliceData(r.Allocate(100))))%64 != 0 {
+		t.Error("a recycler's buffer is not 64-byte aligned")
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/flight"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/experimental"
 
 	"github.com/gpipe/gpipe"
 	"github.com/gpipe/gpipe/internal/usererr"
@@ -165,11 +166,10 @@ func New(cfg Config) (*Server, error) {
 		h := sha256.Sum256([]byte(cfg.Token))
 		svc.tokenHash = &h
 	}
-	bufs := &alignedBuffers{}
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(cfg.MaxMessageBytes),
-		grpc.ForceServerCodec(flightCodec{bufs: bufs}),
-		grpc.RecvBufferPool(bufs),
+		grpc.ForceServerCodecV2(flightCodec{}),
+		experimental.BufferPool(serverBuffers),
 		grpc.WriteBufferSize(connBufferBytes),
 		grpc.ReadBufferSize(connBufferBytes),
 		grpc.InitialWindowSize(windowBytes),
