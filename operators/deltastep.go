@@ -43,8 +43,8 @@ type deltaStepper struct {
 	far      [][]uint32 // per worker: vertices pushed beyond the ring
 	farMin   []uint64   // per worker: the smallest bucket pushed far
 	frontier []uint32
-	marks    [][]uint64 // per worker: a bitmap of vertices, zero between gathers
-	sortBufs [][]uint32 // per worker: storage for sorted shares
+	marks    []uint64   // a bitmap of vertices, zero between gathers
+	sortBufs [][]uint32 // per worker: storage for its range of the frontier
 	span     uint64     // ring length: pushes at cur+span or beyond go far
 	next     []uint64
 	hasNext  []bool
@@ -144,14 +144,24 @@ func (d *deltaStepper) run(ctx context.Context, r relaxer, src uint32, n int) (i
 // Frontiers of at least sortMin vertices are put in vertex order before a
 // phase, so that the vertices' offsets, adjacency lists and values are read
 // in address order rather than at random: a pass over all vertices of
-// Kronecker 20 in order takes 35 ms, in random order 120. Each worker sorts
-// its own share of the bucket, through a bitmap of the vertices where the
-// share is dense (which also drops duplicates) and by comparison where not,
-// and the frontier is the workers' sorted shares one after the other,
-// each copied in place by its worker (on 16 cores a serial copy of large
-// frontiers left fifteen idle). Measured on Kronecker 20, sssp: 130 -> 121
-// ms. A variable so that tests
-// can sort every frontier, or none (sortMin above any frontier).
+// Kronecker 20 in order takes 35 ms, in random order 120. Measured on
+// Kronecker 20, sssp: 130 -> 121 ms. A variable so that tests can sort every
+// frontier, or none (sortMin above any frontier).
+//
+// The sort goes through one bitmap of the vertices that all workers share:
+// each worker sets the bits of its share of the bucket (atomically: shares
+// overlap), then each scans its own range of the bitmap's words and copies
+// the vertices found there into the frontier, at a place it reserves. So
+// the frontier is sorted range by range (the ranges in the order the
+// workers finish), and holds each vertex once. That matters beyond order:
+// a vertex lowered twice within one bucket by two workers sits in both
+// workers' shares, and its second relaxation, at the same distance, would
+// read all its edges for nothing; on Kronecker 20 at 16 workers without
+// the shared bitmap 3–8% of the edges relaxed were such repeats, most of
+// them hubs'. Each worker sorting its own share instead (by comparison, or
+// through a bitmap of its own) spent 8% of a run on 16 cores in pdqsort
+// and scanned a whole bitmap per worker, and dropped repeats only within a
+// share.
 var sortMin = 1024
 
 // gather collects the workers' bucket cur into the frontier; n is the
@@ -171,52 +181,40 @@ func (d *deltaStepper) gather(cur uint64, n int) {
 		return
 	}
 	words := (n + 63) / 64
-	if len(d.marks) != len(d.bins) {
-		d.sortBufs = make([][]uint32, len(d.bins))
-		d.marks = make([][]uint64, len(d.bins))
+	if len(d.marks) < words {
+		d.marks = make([]uint64, words) // zero, and left zero below
 	}
-	// Each worker copies its sorted share into the frontier at a place it
-	// reserves: the frontier is the shares, sorted each, in the order the
-	// workers finish (duplicates dropped make it shorter than total).
+	if len(d.sortBufs) != len(d.bins) {
+		d.sortBufs = make([][]uint32, len(d.bins))
+	}
+	marks := d.marks[:words]
+	onWorkers(func(w int) {
+		for _, v := range d.bins[w].take(cur) {
+			atomic.OrUint64(&marks[v>>6], 1<<(v&63))
+		}
+	})
+	// Duplicates dropped make the frontier shorter than total.
 	d.frontier = slices.Grow(d.frontier, total)[:total]
 	var tail atomic.Int64
+	workers := len(d.bins)
 	onWorkers(func(w int) {
-		share := d.bins[w].take(cur)
-		if len(share) < words/16 {
-			slices.Sort(share)
-		} else {
-			share = d.sortDense(w, share, words)
+		out := d.sortBufs[w][:0]
+		for i := words * w / workers; i < words*(w+1)/workers; i++ {
+			x := marks[i]
+			if x == 0 {
+				continue
+			}
+			marks[i] = 0
+			for x != 0 {
+				out = append(out, uint32(i<<6+bits.TrailingZeros64(x)))
+				x &= x - 1
+			}
 		}
-		end := tail.Add(int64(len(share)))
-		copy(d.frontier[end-int64(len(share)):end], share)
+		d.sortBufs[w] = out
+		end := tail.Add(int64(len(out)))
+		copy(d.frontier[end-int64(len(out)):end], out)
 	})
 	d.frontier = d.frontier[:tail.Load()]
-}
-
-// sortDense sorts worker w's share of a bucket through a bitmap of words
-// words, which also drops duplicates; the result lives in the worker's sort
-// buffer until its next call.
-func (d *deltaStepper) sortDense(w int, share []uint32, words int) []uint32 {
-	if len(d.marks[w]) < words {
-		d.marks[w] = make([]uint64, words) // zero, and left zero below
-	}
-	marks := d.marks[w][:words]
-	for _, v := range share {
-		marks[v>>6] |= 1 << (v & 63)
-	}
-	out := slices.Grow(d.sortBufs[w][:0], len(share))
-	for i, x := range marks {
-		if x == 0 {
-			continue
-		}
-		marks[i] = 0
-		for x != 0 {
-			out = append(out, uint32(i<<6+bits.TrailingZeros64(x)))
-			x &= x - 1
-		}
-	}
-	d.sortBufs[w] = out
-	return out
 }
 
 // advance finds the next non-empty bucket after a phase at cur, from the
