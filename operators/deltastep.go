@@ -161,15 +161,15 @@ func (d *deltaStepper) run(ctx context.Context, r relaxer, src uint32, n int) (i
 // The sort goes through one bitmap of the vertices that all workers share:
 // each worker sets the bits of its share of the bucket (atomically: shares
 // overlap), then each scans its own range of the bitmap's words into a part
-// of the frontier. So the frontier is sorted, and holds each vertex once. That matters beyond order:
-// a vertex lowered twice within one bucket by two workers sits in both
-// workers' shares, and its second relaxation, at the same distance, would
-// read all its edges for nothing; on Kronecker 20 at 16 workers without
-// the shared bitmap 3–8% of the edges relaxed were such repeats, most of
-// them hubs'. Each worker sorting its own share instead (by comparison, or
-// through a bitmap of its own) spent 8% of a run on 16 cores in pdqsort
-// and scanned a whole bitmap per worker, and dropped repeats only within a
-// share.
+// of the frontier. So the frontier is sorted and holds each vertex once,
+// which matters beyond order: a vertex that two workers lowered into the
+// same bucket before it came up (to d + 1, then to d) sits in both shares,
+// and its second relaxation, at the same distance, would read all its
+// edges for nothing. On Kronecker 20 at 16 workers 3–8% of the edges
+// relaxed were such repeats, most of them hubs', when each worker sorted
+// its own share (by comparison, or through a bitmap of its own that it
+// scanned whole): that dropped repeats only within a share, and pdqsort
+// took 8% of a run on 16 cores.
 var sortMin = 1024
 
 // gather makes the workers' bucket cur the frontier; n is the number of
