@@ -23,7 +23,8 @@
 # at 1, 2, 4, 8 and all cores for both tools (GOMAXPROCS / OMP_NUM_THREADS,
 # TRIALS trials each), printed as a second table (scaling.txt), and CPU
 # profiles of gpipe on all cores (OUTDIR/profile-*.pprof, 64 trials each;
-# read them where Go is: go tool pprof -top GPIPE OUTDIR/profile-sssp.pprof).
+# read them where Go is, with the same GPIPE binary: go tool pprof -top GPIPE
+# OUTDIR/profile-sssp.pprof).
 set -uo pipefail
 if [ $# -ne 3 ]; then
 	echo "usage: $0 GPIPE GAP_DIR OUTDIR" >&2
@@ -106,7 +107,6 @@ if [ "${PROFILE:-0}" = 1 ]; then
 	"$gpipe" bench --backend cpu --trials 64 --json --cpuprofile "$out/profile-sssp.pprof" --input "$kwel" --undirected --op sssp >"$out/profile-sssp.json" 2>&1
 	# shellcheck disable=SC2086
 	"$gpipe" bench --backend cpu --trials 64 --json --cpuprofile "$out/profile-pagerank.pprof" --input "$kel" --undirected --op pagerank $pr >"$out/profile-pagerank.json" 2>&1
-	cp "$gpipe" "$out/gpipe.bin" 2>/dev/null # pprof wants the binary the profile came from
 fi
 echo "took $(($(date +%s) - start)) s" >&2
 
