@@ -79,12 +79,12 @@ var ssspDeltaFactor = 0.5
 // level per bucket.
 //
 // Where every weight is an integer, at least min, Δ is at least min + 1: no
-// vertex is then relaxed twice in one bucket, as no bucket holds both a
-// distance x and x + min + 1, so a vertex relaxed at x in a bucket cannot
-// be lowered within it (a lower distance comes through an edge from a
-// vertex at least min lower, in an earlier bucket, already relaxed). A
-// wider bucket than the degree rule gives costs no work then, and saves
-// phases: on Kronecker 20 with GAP's weights (1..255) the rule gives Δ =
+// bucket then holds both a distance x and x + min + 1, so a vertex relaxed
+// at x in a bucket cannot be lowered within it (a lower distance comes
+// through an edge from a vertex at least min lower, in an earlier bucket,
+// already relaxed), and with the frontier's repeats dropped (gather) each
+// vertex is relaxed once. A wider bucket than the degree rule gives costs
+// no work then, and saves phases: on Kronecker 20 with GAP's weights (1..255) the rule gives Δ =
 // 1.33 and 340 phases, Δ = 2 relaxes the same 31.4 M edges (each reached
 // vertex once, at 1, 2 and 16 workers) in 238, where Δ = 3 relaxes 2–3%
 // more and Δ = 4 3–9%. Each phase is two or three parallel loops, whose
