@@ -68,8 +68,10 @@ func sampleWeights(c *convert.CSR) (mean, lo, hi float64) {
 }
 
 // ssspDeltaFactor scales the default Δ: Δ = factor · mean weight / average
-// degree. Measured on Kronecker graphs with GAP's weights (1..255, average
-// degree ~30), where it gives Δ ≈ 2 .. 4 as GAP's benchmark uses.
+// degree. Measured on Kronecker graphs with GAP's weights (1..255), where it
+// gives Δ ≈ 1.2 .. 1.33 (gpipe's graphs leave out isolated vertices, so the
+// average degree is 48 to 56), which the integer rule of defaultSSSPDelta
+// raises to 2.
 var ssspDeltaFactor = 0.5
 
 // defaultSSSPDelta chooses Δ from the weights and the degree: the mean
