@@ -36,7 +36,7 @@ func benchScale() int {
 	return 16
 }
 
-func benchGraph(b *testing.B) *convert.Graph {
+func benchGraph(b testing.TB) *convert.Graph {
 	b.Helper()
 	scale := benchScale()
 	benchGraphs.Lock()

@@ -122,6 +122,16 @@ func (bs *bins) take(b uint64) []uint32 {
 	return l
 }
 
+// swap empties bucket b, which keeps buf's storage, and returns what b
+// held; the slice belongs to the caller.
+func (bs *bins) swap(b uint64, buf []uint32) []uint32 {
+	i := b & bs.mask
+	l := bs.lists[i]
+	bs.lists[i] = buf[:0]
+	bs.nonEmpty[i>>6] &^= 1 << (i & 63)
+	return l
+}
+
 // next is the first non-empty bucket at or after cur, scanning one ring
 // length; ok is false when all are empty.
 func (bs *bins) next(cur uint64) (b uint64, ok bool) {

@@ -42,9 +42,11 @@ type deltaStepper struct {
 	bins     []*bins
 	far      [][]uint32 // per worker: vertices pushed beyond the ring
 	farMin   []uint64   // per worker: the smallest bucket pushed far
-	frontier []uint32
-	marks    [][]uint64 // per worker: a bitmap of vertices, zero between gathers
-	sortBufs [][]uint32 // per worker: storage for sorted shares
+	frontier frontier
+	marks    []uint64   // a bitmap of vertices, zero between gathers
+	sortBufs [][]uint32 // per worker: storage for its range of a sorted frontier
+	takeBufs [][]uint32 // per worker: its share of an unsorted frontier
+	srcBuf   []uint32   // the first frontier
 	span     uint64     // ring length: pushes at cur+span or beyond go far
 	next     []uint64
 	hasNext  []bool
@@ -106,7 +108,9 @@ func (d *deltaStepper) push(w int, b, cur uint64, v uint32) {
 // vertices, so it must not go back to the pool.
 func (d *deltaStepper) run(ctx context.Context, r relaxer, src uint32, n int) (int, error) {
 	cur := r.bucket(src)
-	d.frontier = append(d.frontier[:0], src)
+	d.srcBuf = append(d.srcBuf[:0], src)
+	d.frontier.reset()
+	d.frontier.add(d.srcBuf)
 	phases := 0
 	for {
 		if err := ctx.Err(); err != nil {
@@ -114,15 +118,21 @@ func (d *deltaStepper) run(ctx context.Context, r relaxer, src uint32, n int) (i
 		}
 		phases++
 		d.cursor.Store(0)
-		frontier := d.frontier
+		f, total := &d.frontier, d.frontier.len()
 		c := cur
 		onWorkers(func(w int) {
+			part := 0
 			for ctx.Err() == nil {
 				i := int(d.cursor.Add(64)) - 64
-				if i >= len(frontier) {
+				end := min(i+64, total)
+				if i >= end {
 					break
 				}
-				r.relax(d, w, frontier[i:min(i+64, len(frontier))], c)
+				for i < end {
+					us := f.slice(i, end, &part)
+					r.relax(d, w, us, c)
+					i += len(us)
+				}
 			}
 			bs := d.bins[w]
 			for k := bs.size(c); k > 0 && k < fuseLimit && ctx.Err() == nil; k = bs.size(c) {
@@ -144,79 +154,121 @@ func (d *deltaStepper) run(ctx context.Context, r relaxer, src uint32, n int) (i
 // Frontiers of at least sortMin vertices are put in vertex order before a
 // phase, so that the vertices' offsets, adjacency lists and values are read
 // in address order rather than at random: a pass over all vertices of
-// Kronecker 20 in order takes 35 ms, in random order 120. Each worker sorts
-// its own share of the bucket, through a bitmap of the vertices where the
-// share is dense (which also drops duplicates) and by comparison where not,
-// and the frontier is the workers' sorted shares one after the other,
-// each copied in place by its worker (on 16 cores a serial copy of large
-// frontiers left fifteen idle). Measured on Kronecker 20, sssp: 130 -> 121
-// ms. A variable so that tests
-// can sort every frontier, or none (sortMin above any frontier).
+// Kronecker 20 in order takes 35 ms, in random order 120. Measured on
+// Kronecker 20, sssp: 130 -> 121 ms. A variable so that tests can sort every
+// frontier, or none (sortMin above any frontier).
+//
+// The sort goes through one bitmap of the vertices that all workers share:
+// each worker sets the bits of its share of the bucket (atomically: shares
+// overlap), then each scans its own range of the bitmap's words into a part
+// of the frontier. So the frontier is sorted and holds each vertex once,
+// which matters beyond order: a vertex that two workers lowered into the
+// same bucket before it came up (to d + 1, then to d) sits in both shares,
+// and its second relaxation, at the same distance, would read all its
+// edges for nothing. On Kronecker 20 at 16 workers 3–8% of the edges
+// relaxed were such repeats, most of them hubs', when each worker sorted
+// its own share (by comparison, or through a bitmap of its own that it
+// scanned whole): that dropped repeats only within a share, and pdqsort
+// took 8% of a run on 16 cores.
 var sortMin = 1024
 
-// gather collects the workers' bucket cur into the frontier; n is the
-// number of vertices.
+// gather makes the workers' bucket cur the frontier; n is the number of
+// vertices. The frontier is their shares as they are where it is small, and
+// the workers' ranges of the shared bitmap where not; the parts are not
+// copied together (on 16 cores the caller copying the shares of small
+// frontiers cost microseconds a phase, in misses on the other cores'
+// caches).
 func (d *deltaStepper) gather(cur uint64, n int) {
 	total := 0
 	for _, bs := range d.bins {
 		total += bs.size(cur)
 	}
-	d.frontier = d.frontier[:0]
+	workers := len(d.bins)
+	if len(d.sortBufs) != workers {
+		d.sortBufs = make([][]uint32, workers)
+		d.takeBufs = make([][]uint32, workers)
+	}
+	d.frontier.reset()
 	if total < sortMin {
-		for _, bs := range d.bins {
+		for w, bs := range d.bins {
 			if bs.size(cur) > 0 {
-				d.frontier = append(d.frontier, bs.take(cur)...)
+				d.takeBufs[w] = bs.swap(cur, d.takeBufs[w])
+				d.frontier.add(d.takeBufs[w])
 			}
 		}
 		return
 	}
 	words := (n + 63) / 64
-	if len(d.marks) != len(d.bins) {
-		d.sortBufs = make([][]uint32, len(d.bins))
-		d.marks = make([][]uint64, len(d.bins))
+	if len(d.marks) < words {
+		d.marks = make([]uint64, words) // zero, and left zero below
 	}
-	// Each worker copies its sorted share into the frontier at a place it
-	// reserves: the frontier is the shares, sorted each, in the order the
-	// workers finish (duplicates dropped make it shorter than total).
-	d.frontier = slices.Grow(d.frontier, total)[:total]
-	var tail atomic.Int64
-	onWorkers(func(w int) {
-		share := d.bins[w].take(cur)
-		if len(share) < words/16 {
-			slices.Sort(share)
-		} else {
-			share = d.sortDense(w, share, words)
+	marks := d.marks[:words]
+	if workers == 1 {
+		for _, v := range d.bins[0].take(cur) {
+			marks[v>>6] |= 1 << (v & 63) // a locked OR costs 5% of a run on one core
 		}
-		end := tail.Add(int64(len(share)))
-		copy(d.frontier[end-int64(len(share)):end], share)
+	} else {
+		onWorkers(func(w int) {
+			for _, v := range d.bins[w].take(cur) {
+				atomic.OrUint64(&marks[v>>6], 1<<(v&63))
+			}
+		})
+	}
+	onWorkers(func(w int) {
+		out := d.sortBufs[w][:0]
+		for i := words * w / workers; i < words*(w+1)/workers; i++ {
+			x := marks[i]
+			if x == 0 {
+				continue
+			}
+			marks[i] = 0
+			for x != 0 {
+				out = append(out, uint32(i<<6+bits.TrailingZeros64(x)))
+				x &= x - 1
+			}
+		}
+		d.sortBufs[w] = out
 	})
-	d.frontier = d.frontier[:tail.Load()]
+	for _, out := range d.sortBufs {
+		d.frontier.add(out)
+	}
 }
 
-// sortDense sorts worker w's share of a bucket through a bitmap of words
-// words, which also drops duplicates; the result lives in the worker's sort
-// buffer until its next call.
-func (d *deltaStepper) sortDense(w int, share []uint32, words int) []uint32 {
-	if len(d.marks[w]) < words {
-		d.marks[w] = make([]uint64, words) // zero, and left zero below
+// frontier is the vertices of the bucket being processed: the
+// concatenation of its parts, which are read where they are.
+type frontier struct {
+	parts [][]uint32
+	ends  []int // where each part ends in the concatenation
+}
+
+func (f *frontier) reset() { f.parts, f.ends = f.parts[:0], f.ends[:0] }
+
+// add appends part p (kept, not copied) unless it is empty.
+func (f *frontier) add(p []uint32) {
+	if len(p) > 0 {
+		f.parts = append(f.parts, p)
+		f.ends = append(f.ends, f.len()+len(p))
 	}
-	marks := d.marks[w][:words]
-	for _, v := range share {
-		marks[v>>6] |= 1 << (v & 63)
+}
+
+func (f *frontier) len() int {
+	if len(f.ends) == 0 {
+		return 0
 	}
-	out := slices.Grow(d.sortBufs[w][:0], len(share))
-	for i, x := range marks {
-		if x == 0 {
-			continue
-		}
-		marks[i] = 0
-		for x != 0 {
-			out = append(out, uint32(i<<6+bits.TrailingZeros64(x)))
-			x &= x - 1
-		}
+	return f.ends[len(f.ends)-1]
+}
+
+// slice is the vertices at [i, end) of the concatenation, cut where the
+// part holding i ends. part is where the search for that part starts: a
+// caller whose i only grows passes the same variable each time.
+func (f *frontier) slice(i, end int, part *int) []uint32 {
+	p := *part
+	for f.ends[p] <= i {
+		p++
 	}
-	d.sortBufs[w] = out
-	return out
+	*part = p
+	start := f.ends[p] - len(f.parts[p])
+	return f.parts[p][i-start : min(end, f.ends[p])-start]
 }
 
 // advance finds the next non-empty bucket after a phase at cur, from the

@@ -13,6 +13,7 @@ import (
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/ingest/gen"
+	"github.com/gpipe/gpipe/internal/par"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
@@ -582,13 +583,86 @@ func TestPageRankFloat32(t *testing.T) {
 	}
 }
 
-// TestDeltaFrontierOrder runs Δ-stepping with every frontier sorted (the
-// bitmap path where a frontier is dense, comparison sorting where not) and
-// with none, against the references.
+// TestDeltaGather fills the workers' buckets with overlapping random
+// shares, some vertices twice in one share, and checks that gather makes
+// the frontier their union: where it is large, each vertex once and in
+// order; that slice reads it back in pieces; and that the shared bitmap is
+// left zero. At 1, 3 and 7 workers, small and large frontiers.
+func TestDeltaGather(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, workers := range []int{1, 3, 7} {
+		runtime.GOMAXPROCS(workers)
+		d := newDeltaStepper(64)
+		rng := rand.New(rand.NewPCG(uint64(workers), 9))
+		for round, n := range []int{50, 5000, 100_000, 5000} {
+			const cur = 70 // past the ring's length: buckets wrap
+			want := map[uint32]bool{}
+			for w := range d.bins {
+				for k := rng.IntN(3 * n / workers); k > 0; k-- {
+					v := uint32(rng.IntN(n))
+					d.bins[w].push(cur, v)
+					want[v] = true
+				}
+				d.bins[w].push(cur+1, uint32(rng.IntN(n))) // another bucket, left alone
+			}
+			d.gather(cur, n)
+			// Read back as the workers do, in pieces of up to 64 (37 here)
+			// that may start in one part and end in the next.
+			var front []uint32
+			part := 0
+			for i := 0; i < d.frontier.len(); i += 37 {
+				end := min(i+37, d.frontier.len())
+				for j := i; j < end; {
+					us := d.frontier.slice(j, end, &part)
+					front = append(front, us...)
+					j += len(us)
+				}
+			}
+			if len(front) < len(want) {
+				t.Fatalf("workers %d round %d: frontier of %d, want the %d vertices", workers, round, len(front), len(want))
+			}
+			if len(want) >= sortMin {
+				if len(front) != len(want) {
+					t.Fatalf("workers %d round %d: frontier of %d, want each of the %d vertices once", workers, round, len(front), len(want))
+				}
+				for i := 1; i < len(front); i++ {
+					if front[i] <= front[i-1] {
+						t.Fatalf("workers %d round %d: frontier %d then %d", workers, round, front[i-1], front[i])
+					}
+				}
+			}
+			for _, v := range front {
+				if !want[v] {
+					t.Fatalf("workers %d round %d: %d in the frontier, not in a share", workers, round, v)
+				}
+			}
+			for i, x := range d.marks {
+				if x != 0 {
+					t.Fatalf("workers %d round %d: bitmap word %d left %#x", workers, round, i, x)
+				}
+			}
+			for w, bs := range d.bins {
+				if bs.size(cur) != 0 || bs.size(cur+1) != 1 {
+					t.Fatalf("workers %d round %d: worker %d holds %d in the bucket gathered, %d in the next, want 0 and 1", workers, round, w, bs.size(cur), bs.size(cur+1))
+				}
+				bs.take(cur + 1)
+			}
+		}
+	}
+}
+
+// TestDeltaFrontierOrder runs Δ-stepping with every frontier sorted
+// through the shared bitmap and with none, against the references, at the
+// default workers and at more workers than cores (shares that overlap).
 func TestDeltaFrontierOrder(t *testing.T) {
 	defer func(m int) { sortMin = m }(sortMin)
-	for _, m := range []int{1, 1 << 30} {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, m := range []int{1, 1 << 30, -7} {
 		sortMin = m
+		if m < 0 {
+			sortMin = 1
+			runtime.GOMAXPROCS(-m)
+		}
 		for _, s := range shapes(t) {
 			switch s.name {
 			case "star", "chain", "zero-weights-ties", "kronecker-11-seed2", "kronecker-12-seed3", "negative-weights":
@@ -601,14 +675,14 @@ func TestDeltaFrontierOrder(t *testing.T) {
 					if !(s.negative && weighted) {
 						r := run(t, SSSP{}, g, src, Params{})
 						if err := validateSSSP(g, src, r.Column("distance").Float64, r.Column("parent").Vertex, refDijkstra(g, src)); err != nil {
-							t.Fatalf("%s weighted=%v sortMin %d: sssp from %d: %v", s.name, weighted, m, src, err)
+							t.Fatalf("%s weighted=%v sortMin %d (workers %d): sssp from %d: %v", s.name, weighted, sortMin, par.Workers(), src, err)
 						}
 					}
 					r := run(t, SSWP{}, g, src, Params{})
 					ref := refWidest(g, src)
 					for v, x := range r.Column("width").Float64 {
 						if !(x == ref[v] || math.IsNaN(x) && math.IsInf(ref[v], -1)) {
-							t.Fatalf("%s weighted=%v sortMin %d: sswp from %d: vertex %d width %v, reference %v", s.name, weighted, m, src, v, x, ref[v])
+							t.Fatalf("%s weighted=%v sortMin %d (workers %d): sswp from %d: vertex %d width %v, reference %v", s.name, weighted, sortMin, par.Workers(), src, v, x, ref[v])
 						}
 					}
 				}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/gpipe/gpipe/convert"
@@ -106,6 +107,43 @@ func TestSSSPNearOverflow(t *testing.T) {
 		g := buildGraph(t, shape{name: "chain", edges: chain}, true, true, edges.KeyInt64)
 		if d := run(t, SSSP{}, g, 0, Params{}).Column("distance").Float64[n-1]; d != float64((n-1)*w) {
 			t.Fatalf("far end at %v, want %d", d, (n-1)*w)
+		}
+	}
+}
+
+// TestSSSPDefaultDelta checks the default Δ: the degree rule, raised to
+// the smallest weight + 1 where every weight is an integer (no vertex is
+// relaxed twice in a bucket then), 1 without weights; and that sssp with
+// it matches Dijkstra on such a graph at 1, 3 and 7 workers.
+func TestSSSPDefaultDelta(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	rng := rand.New(rand.NewPCG(14, 2))
+	const n = 300
+	var ints, floats []tedge
+	for k := 0; k < 40*n; k++ {
+		u, v := int64(rng.IntN(n)), int64(rng.IntN(n))
+		w := 3 + rng.IntN(8)
+		ints = append(ints, tedge{u, v, float64(w)})
+		floats = append(floats, tedge{u, v, float64(w) + 0.5})
+	}
+	gi := buildGraph(t, shape{name: "dense-int", edges: ints}, true, true, edges.KeyInt64)
+	gf := buildGraph(t, shape{name: "dense-float", edges: floats}, true, true, edges.KeyInt64)
+	gu := buildGraph(t, shape{name: "dense-unweighted", edges: ints}, true, false, edges.KeyInt64)
+	mean, _, _ := sampleWeights(&gf.Out)
+	byDegree := ssspDeltaFactor * mean / (float64(gf.NumEdges()) / float64(gf.NumVertices()))
+	if d := defaultSSSPDelta(gf); d != byDegree || d >= 1 {
+		t.Fatalf("float weights: Δ %v, want the degree rule's %v (below 1 here)", d, byDegree)
+	}
+	if d := defaultSSSPDelta(gi); d != gi.Weights().Min+1 || d != 4 {
+		t.Fatalf("integer weights 3..10: Δ %v, want 4", d)
+	}
+	if d := defaultSSSPDelta(gu); d != 1 {
+		t.Fatalf("no weights: Δ %v, want 1", d)
+	}
+	for _, procs := range []int{1, 3, 7} {
+		runtime.GOMAXPROCS(procs)
+		for _, src := range []uint32{0, 17, 150} {
+			runSSSPBothWidths(t, gi, src, Params{})
 		}
 	}
 }

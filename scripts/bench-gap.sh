@@ -18,6 +18,13 @@
 # table.txt; the table is printed last. About 4 minutes on 16 cores.
 # KSCALE (22), FSCALE (20) and GRID (2048) change the graphs, for a quick
 # check of the script itself on a small machine.
+# PROFILE=1 adds, after the table (about 2 minutes more on 16 cores), what
+# tells where gpipe stops scaling: sssp and pagerank on the Kronecker files
+# at 1, 2, 4, 8 and all cores for both tools (GOMAXPROCS / OMP_NUM_THREADS,
+# TRIALS trials each), printed as a second table (scaling.txt), and CPU
+# profiles of gpipe on all cores (OUTDIR/profile-*.pprof, 64 trials each;
+# read them where Go is, with the same GPIPE binary: go tool pprof -top GPIPE
+# OUTDIR/profile-sssp.pprof).
 set -uo pipefail
 if [ $# -ne 3 ]; then
 	echo "usage: $0 GPIPE GAP_DIR OUTDIR" >&2
@@ -84,6 +91,23 @@ done
 # trial on each graph.
 run_gap "$out/pagerank-k$ks-gap-iterations.log" "pr -g $ks -i 20 -t 1e-4 -n 1 -l"
 run_gap "$out/pagerank-k${fs}file-gap-iterations.log" "pr -f $kel -s -i 20 -t 1e-4 -n 1 -l"
+
+if [ "${PROFILE:-0}" = 1 ]; then
+	cores=$(nproc)
+	for t in $(printf "%s\n" 1 2 4 8 "$cores" | sort -nu); do
+		for c in "sssp|sssp -f $kwel -s|--input $kwel --undirected --op sssp" \
+			"pagerank|pr -f $kel -s -i 20 -t 1e-4|--input $kel --undirected --op pagerank $pr"; do
+			IFS='|' read -r name gapcmd gpipeargs <<<"$c"
+			OMP_NUM_THREADS=$t run_gap "$out/scale-$name-$t-gap.log" "$gapcmd -n $trials"
+			GOMAXPROCS=$t run_gpipe "$out/scale-$name-$t-gpipe.json" "$gpipeargs"
+		done
+	done
+	echo "== profiles" >&2
+	# shellcheck disable=SC2086
+	"$gpipe" bench --backend cpu --trials 64 --json --cpuprofile "$out/profile-sssp.pprof" --input "$kwel" --undirected --op sssp >"$out/profile-sssp.json" 2>&1
+	# shellcheck disable=SC2086
+	"$gpipe" bench --backend cpu --trials 64 --json --cpuprofile "$out/profile-pagerank.pprof" --input "$kel" --undirected --op pagerank $pr >"$out/profile-pagerank.json" 2>&1
+fi
 echo "took $(($(date +%s) - start)) s" >&2
 
 python3 - "$out" "$rounds" "${cases[@]}" <<'PY' | tee "$out/table.txt"
@@ -141,3 +165,31 @@ for r in rows:
 for n in notes:
     print(n)
 PY
+
+if [ "${PROFILE:-0}" = 1 ]; then
+	python3 - "$out" "$(nproc)" <<'PY' | tee "$out/scaling.txt"
+import json, os, re, sys
+out, cores = sys.argv[1], int(sys.argv[2])
+def lower_median(xs):
+    xs = sorted(xs)
+    return xs[(len(xs) - 1) // 2] if xs else None
+print("scaling on the Kronecker files, medians of the trials in ms (GOMAXPROCS / OMP_NUM_THREADS)")
+print("op        threads      GAP    gpipe  gpipe/GAP  GAP speedup  gpipe speedup")
+for name in ("sssp", "pagerank"):
+    base = {}
+    for t in sorted({1, 2, 4, 8, cores}):
+        try:
+            g = lower_median([float(x) for x in re.findall(r"Trial Time:\s+([0-9.]+)", open(os.path.join(out, f"scale-{name}-{t}-gap.log")).read())]) * 1e3
+        except (OSError, TypeError):
+            g = None
+        try:
+            p = json.loads(open(os.path.join(out, f"scale-{name}-{t}-gpipe.json")).read().split("\n")[0])["median_s"] * 1e3
+        except (OSError, ValueError, KeyError):
+            p = None
+        if t == 1:
+            base = {"g": g, "p": p}
+        f = lambda x: "-" if x is None else f"{x:.1f}"
+        r = lambda a, b: "-" if not (a and b) else f"{a / b:.2f}"
+        print(f"{name:9} {t:7} {f(g):>8} {f(p):>8} {r(p, g):>10} {r(base.get('g'), g):>12} {r(base.get('p'), p):>14}")
+PY
+fi
