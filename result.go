@@ -202,6 +202,10 @@ func notNaN(bits []byte, values []float64) (nulls int) {
 // workers write whole bytes of a validity bitmap.
 const fillGrain = 1 << 15
 
+// parallelFill is the fewest rows whose validity bitmap is filled on all
+// cores (a whole result converted at once, not a Flight batch).
+const parallelFill = 1 << 20
+
 // withValidity is an array over values, whose validity bitmap fill writes
 // for the rows [lo, hi) (several ranges in parallel), saying how many are
 // null; the bitmap is dropped when none is. fill nil: no nulls.
@@ -213,7 +217,14 @@ func withValidity(mem memory.Allocator, dt arrow.DataType, values *memory.Buffer
 		defer bitmap.Release()
 		bitmap.Resize(int(bitutil.BytesForBits(int64(n))))
 		bits := bitmap.Bytes()
-		par.For(n, fillGrain, func(lo, hi int) { nulls.Add(int64(fill(bits, lo, hi))) })
+		if n < parallelFill {
+			// A batch (Rows of a slice): the encoders already run side by
+			// side, and a parallel loop per batch would keep the par team
+			// spinning through a whole result.
+			nulls.Add(int64(fill(bits, 0, n)))
+		} else {
+			par.For(n, fillGrain, func(lo, hi int) { nulls.Add(int64(fill(bits, lo, hi))) })
+		}
 		if nulls.Load() == 0 {
 			bitmap = nil
 		}
@@ -237,13 +248,14 @@ func (r *Result) Unreached() int {
 	if len(r.Columns) == 0 {
 		return 0
 	}
-	// On all cores: a query's result waits for this count (its metadata
-	// goes first), and a result has millions of rows.
+	// On one core: a few ms at most for millions of rows, where a loop on
+	// all cores grows the par team to every core, whose helpers then spin
+	// between the small loops that follow (each batch's validity bitmap),
+	// taking the cores from gRPC's writer and a client on the same host
+	// (DoGet bfs 48 → 64 ms on the GPU machine, BENCHMARKS.md issue 17).
 	c := r.Columns[0]
 	var n atomic.Int64
-	count := func(rows int, unset func(lo, hi int) int) {
-		par.For(rows, 1<<16, func(lo, hi int) { n.Add(int64(unset(lo, hi))) })
-	}
+	count := func(rows int, unset func(lo, hi int) int) { n.Add(int64(unset(0, rows))) }
 	switch c.Type {
 	case operators.Int32Column:
 		count(len(c.Int32), func(lo, hi int) (k int) {
