@@ -136,7 +136,17 @@ func (b *Backend) For(g *convert.Graph, op operators.Operator, p operators.Param
 				}
 				b.multi = m
 			}
-			return b.multi, reason, nil
+			if b.multi != nil {
+				// The parts are cut from the host's edges; the whole graph's
+				// copies (a build on the first GPU leaves them there) would
+				// only take that GPU's memory from its part. The edges come
+				// back to the host first: a build on the GPU left them there.
+				if err := g.Materialize(); err != nil {
+					return nil, "", err
+				}
+				b.gpu.Forget(g)
+				return b.multi, reason, nil
+			}
 		}
 	}
 	switch b.choice {
