@@ -84,7 +84,20 @@ func (m *MultiGPU) Run(ctx context.Context, op Operator, in Input) (*Result, err
 		return nil, err
 	}
 	strategy := in.Params.Strategy
-	auto := strategy == "" || strategy == "auto" || strategy == mgStrategy
+	auto := strategy == "" || strategy == "auto"
+	// Options only one GPU's strategies read (the virtual warps', kites'
+	// grouping, the near-far step) keep the run on one GPU, where they
+	// mean something.
+	var oneGPU []string
+	if vwcOptionsSet(in.Params) {
+		oneGPU = append(oneGPU, "virtual-warp options")
+	}
+	if in.Params.VertexGroup != 0 {
+		oneGPU = append(oneGPU, "--vertex-group")
+	}
+	if in.Params.Delta != 0 {
+		oneGPU = append(oneGPU, "--delta")
+	}
 	var run func(ctx context.Context, m *MultiGPU, in Input, extra float64) (*Result, error)
 	vp := func(which mgProgram) func(context.Context, *MultiGPU, Input, float64) (*Result, error) {
 		return func(ctx context.Context, m *MultiGPU, in Input, extra float64) (*Result, error) {
@@ -106,11 +119,15 @@ func (m *MultiGPU) Run(ctx context.Context, op Operator, in Input) (*Result, err
 	case CC:
 		run = vp(mgCC)
 	}
-	if run == nil || !auto {
+	if run == nil || !auto || len(oneGPU) > 0 {
 		res, err := m.gpus[0].Run(ctx, op, in)
 		if err == nil && run != nil {
-			res.StrategyReason = fmt.Sprintf("%s asked for: a strategy of one GPU, run on GPU %d alone (--strategy auto or %s spreads %s over %d GPUs)",
-				strategy, m.gpus[0].Device().Ordinal, mgStrategy, op.Spec().Name, len(m.gpus))
+			asked := strategy + " asked for"
+			if auto {
+				asked = strings.Join(oneGPU, " and ") + " given"
+			}
+			res.StrategyReason = fmt.Sprintf("%s: read by strategies of one GPU, so run on GPU %d alone (without them --strategy auto spreads %s over %d GPUs); %s",
+				asked, m.gpus[0].Device().Ordinal, op.Spec().Name, len(m.gpus), res.StrategyReason)
 		}
 		return res, err
 	}
@@ -134,9 +151,6 @@ func Partitioned(op Operator) bool {
 	}
 	return false
 }
-
-// mgStrategy is the name of the partitioned strategies, for --strategy.
-const mgStrategy = "multi-gpu"
 
 // partitions is g's partition into one part per GPU, each holding extra
 // more (convert.Partitions), cut on first use.

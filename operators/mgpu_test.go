@@ -168,6 +168,14 @@ func TestMultiGPUStrategyOfOneGPU(t *testing.T) {
 	if r.GPUs != 0 || !strings.Contains(r.StrategyReason, "one GPU") {
 		t.Fatalf("bfs4k over several GPUs: gpus %d, reason %q", r.GPUs, r.StrategyReason)
 	}
+	// An option only one GPU's strategies read keeps the run there too.
+	r, err = runMulti(m, SSSP{}, g, 0, Params{Delta: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.GPUs != 0 || !strings.Contains(r.StrategyReason, "--delta given") {
+		t.Fatalf("sssp --delta over several GPUs: gpus %d, reason %q", r.GPUs, r.StrategyReason)
+	}
 }
 
 // TestSlideCuts: the cuts follow the load, stay inside both neighbours'
