@@ -160,17 +160,7 @@ func (o SSSP) runGPU(ctx context.Context, b *GPU, in Input) (*Result, error) {
 		return nil, err
 	}
 	// Unreached vertices hold all ones (or, wide, +Inf): null.
-	dist, err := downloadFloats(d, func(x uint64) float64 {
-		if f := math.Float64frombits(x); x != ^uint64(0) && !math.IsInf(f, 0) {
-			return f
-		}
-		return math.NaN()
-	}, func(x uint32) float64 {
-		if x == math.MaxUint32 {
-			return math.NaN()
-		}
-		return float64(x)
-	})
+	dist, err := downloadFloats(d, distance64, distance32)
 	if err != nil {
 		return nil, err
 	}
@@ -299,4 +289,21 @@ func (d *vpDevice) parents(ctx context.Context, pp *parentPass) ([]uint32, error
 		return nil, err
 	}
 	return parent, nil
+}
+
+// distance64 and distance32 read a distance as the programs keep it:
+// unreached vertices hold all ones (or, wide, +Inf), which read as NaN
+// (null).
+func distance64(x uint64) float64 {
+	if f := math.Float64frombits(x); x != ^uint64(0) && !math.IsInf(f, 0) {
+		return f
+	}
+	return math.NaN()
+}
+
+func distance32(x uint32) float64 {
+	if x == math.MaxUint32 {
+		return math.NaN()
+	}
+	return float64(x)
 }

@@ -96,17 +96,7 @@ func (o SSWP) runGPU(ctx context.Context, b *GPU, in Input) (*Result, error) {
 		return nil, err
 	}
 	// Unreached vertices hold key 0: null.
-	width, err := downloadFloats(d, func(k uint64) float64 {
-		if k == 0 {
-			return math.NaN()
-		}
-		return fromKey64(k)
-	}, func(k uint32) float64 {
-		if k == 0 {
-			return math.NaN()
-		}
-		return fromKey32(k)
-	})
+	width, err := downloadFloats(d, width64, width32)
 	if err != nil {
 		return nil, err
 	}
@@ -116,4 +106,20 @@ func (o SSWP) runGPU(ctx context.Context, b *GPU, in Input) (*Result, error) {
 		EdgesExamined: int64(d.last.Examined), EdgesWalked: int64(d.last.Walked),
 		Columns: []Column{{Name: "width", Type: Float64Column, Float64: width}},
 	}, nil
+}
+
+// width64 and width32 read a width from its order key: unreached vertices
+// hold key 0, which reads as NaN (null).
+func width64(k uint64) float64 {
+	if k == 0 {
+		return math.NaN()
+	}
+	return fromKey64(k)
+}
+
+func width32(k uint32) float64 {
+	if k == 0 {
+		return math.NaN()
+	}
+	return fromKey32(k)
 }

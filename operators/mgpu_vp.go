@@ -309,13 +309,13 @@ func runVPMulti(ctx context.Context, m *MultiGPU, in Input, which mgProgram, ext
 	case mgSSSP:
 		dist := make([]float64, n)
 		for v := range dist {
-			dist[v] = ssspValue(raw, v, prog.wide)
+			dist[v] = rawValue(raw, v, prog.wide, distance64, distance32)
 		}
 		res.Columns = []Column{{Name: "distance", Type: Float64Column, Float64: dist}, {Name: "parent", Type: VertexColumn, Vertex: parent}}
 	case mgSSWP:
 		width := make([]float64, n)
 		for v := range width {
-			width[v] = sswpValue(raw, v, prog.wide)
+			width[v] = rawValue(raw, v, prog.wide, width64, width32)
 		}
 		res.Columns = []Column{{Name: "width", Type: Float64Column, Float64: width}}
 	default:
@@ -328,35 +328,13 @@ func runVPMulti(ctx context.Context, m *MultiGPU, in Input, which mgProgram, ext
 	return res, nil
 }
 
-// ssspValue is vertex v's distance in raw values: NaN where unreached (all
-// ones, or +Inf wide).
-func ssspValue(raw []byte, v int, wide bool) float64 {
+// rawValue is vertex v's value in raw, read by value64 or value32 as the
+// program's width says.
+func rawValue(raw []byte, v int, wide bool, value64 func(uint64) float64, value32 func(uint32) float64) float64 {
 	if wide {
-		x := binary.LittleEndian.Uint64(raw[8*v:])
-		if f := math.Float64frombits(x); x != ^uint64(0) && !math.IsInf(f, 0) {
-			return f
-		}
-		return math.NaN()
+		return value64(binary.LittleEndian.Uint64(raw[8*v:]))
 	}
-	x := binary.LittleEndian.Uint32(raw[4*v:])
-	if x == math.MaxUint32 {
-		return math.NaN()
-	}
-	return float64(x)
-}
-
-// sswpValue is vertex v's width in raw keys: NaN where unreached (key 0).
-func sswpValue(raw []byte, v int, wide bool) float64 {
-	if wide {
-		if k := binary.LittleEndian.Uint64(raw[8*v:]); k != 0 {
-			return fromKey64(k)
-		}
-		return math.NaN()
-	}
-	if k := binary.LittleEndian.Uint32(raw[4*v:]); k != 0 {
-		return fromKey32(k)
-	}
-	return math.NaN()
+	return value32(binary.LittleEndian.Uint32(raw[4*v:]))
 }
 
 // exchangeOutboxes sends every part's outbox, as long as it is filled, to
