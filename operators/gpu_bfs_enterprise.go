@@ -155,7 +155,7 @@ type entSearch struct {
 	eb                  entBuffers
 	host                *counters
 	transfer            time.Duration
-	cleanup             []func()
+	releases
 }
 
 // newEntSearch copies g's layouts to b (where they are not there yet) and
@@ -174,11 +174,11 @@ func newEntSearch(b *GPU, g, whole *convert.Graph) (e *entSearch, err error) {
 	if e.s, err = b.ctx.NewStream(); err != nil {
 		return nil, err
 	}
-	e.cleanup = append(e.cleanup, func() { e.s.Destroy() })
+	e.add(func() { e.s.Destroy() })
 	if e.fan, err = newStreamFan(b.ctx, e.s, classes); err != nil {
 		return nil, err
 	}
-	e.cleanup = append(e.cleanup, e.fan.destroy)
+	e.add(e.fan.destroy)
 	parts, transfer, err := b.layouts(g, e.s, outOffsets, outTargets, inOffsets, inSources)
 	if err != nil {
 		return nil, err
@@ -204,7 +204,7 @@ func newEntSearch(b *GPU, g, whole *convert.Graph) (e *entSearch, err error) {
 	if err != nil {
 		return nil, err
 	}
-	e.cleanup = append(e.cleanup, free)
+	e.add(free)
 	eb := &e.eb
 	eb.depth, eb.parent = bufs[0], bufs[1]
 	eb.queues = [2]*gpu.DeviceBuffer{bufs[2], bufs[3]}
@@ -220,16 +220,8 @@ func newEntSearch(b *GPU, g, whole *convert.Graph) (e *entSearch, err error) {
 	if e.host, err = newCounters(b.ctx, entStatsBytes); err != nil {
 		return nil, err
 	}
-	e.cleanup = append(e.cleanup, e.host.free)
+	e.add(e.host.free)
 	return e, nil
-}
-
-// free releases what newEntSearch allocated, last first.
-func (e *entSearch) free() {
-	for i := len(e.cleanup) - 1; i >= 0; i-- {
-		e.cleanup[i]()
-	}
-	e.cleanup = nil
 }
 
 // queue is the device address of class c's queue in buffer q.

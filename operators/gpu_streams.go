@@ -109,3 +109,16 @@ func (c *counters) read(s *gpu.Stream, dev *gpu.DeviceBuffer) ([]byte, error) {
 }
 
 func (c *counters) free() { c.host.Free() }
+
+// releases frees what a run's set-up allocated, in the reverse order, once:
+// a set-up that fails part-way frees what it had, a finished run all.
+type releases []func()
+
+func (r *releases) add(free func()) { *r = append(*r, free) }
+
+func (r *releases) free() {
+	for i := len(*r) - 1; i >= 0; i-- {
+		(*r)[i]()
+	}
+	*r = nil
+}

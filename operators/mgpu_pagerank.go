@@ -43,7 +43,7 @@ type mgPRPart struct {
 	transfer           time.Duration
 	segmentCount       int
 	host               *counters
-	free               func()
+	releases
 }
 
 func runPageRankMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result, error) {
@@ -72,7 +72,7 @@ func runPageRankMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*R
 	streams := make([]*gpu.Stream, k)
 	defer func() {
 		for _, x := range ps {
-			if x != nil && x.free != nil {
+			if x != nil {
 				x.free()
 			}
 		}
@@ -216,22 +216,15 @@ func runPageRankMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*R
 // allocates the run's full-length vectors there.
 func newMGPRPart(b *GPU, g *convert.Graph, part convert.Partition, n, cb int64) (x *mgPRPart, err error) {
 	x = &mgPRPart{b: b, part: part}
-	var cleanup []func()
-	x.free = func() {
-		for i := len(cleanup) - 1; i >= 0; i-- {
-			cleanup[i]()
-		}
-	}
 	defer func() {
 		if err != nil {
 			x.free()
-			x.free = nil
 		}
 	}()
 	if x.s, err = b.ctx.NewStream(); err != nil {
 		return nil, err
 	}
-	cleanup = append(cleanup, func() { x.s.Destroy() })
+	x.add(func() { x.s.Destroy() })
 	want := []layout{inOffsets, inSources}
 	if prHubOrder {
 		want = []layout{inOffsets, inSourcesHub, hubIDs}
@@ -257,7 +250,7 @@ func newMGPRPart(b *GPU, g *convert.Graph, part convert.Partition, n, cb int64) 
 	if err != nil {
 		return nil, err
 	}
-	cleanup = append(cleanup, free)
+	x.add(free)
 	x.rank = [2]*gpu.DeviceBuffer{bufs[0], bufs[1]}
 	x.contrib = [2]*gpu.DeviceBuffer{bufs[2], bufs[3]}
 	x.invDegree, x.acc = bufs[4], bufs[5]
@@ -279,6 +272,6 @@ func newMGPRPart(b *GPU, g *convert.Graph, part convert.Partition, n, cb int64) 
 	if x.host, err = newCounters(b.ctx, prAccBytes); err != nil {
 		return nil, err
 	}
-	cleanup = append(cleanup, x.host.free)
+	x.add(x.host.free)
 	return x, nil
 }

@@ -72,10 +72,10 @@ type mgVPPart struct {
 	hubCount             int
 	host                 *counters
 	transfer             time.Duration
-	cleanup              []func()
-	pull, hubPull        *launchable
-	apply, activate      *launchable
-	count                *launchable
+	releases
+	pull, hubPull   *launchable
+	apply, activate *launchable
+	count           *launchable
 }
 
 // The counters after an iteration.
@@ -85,12 +85,6 @@ const (
 	mgExaminedAt = 8
 	mgCountBytes = 16
 )
-
-func (x *mgVPPart) free() {
-	for i := len(x.cleanup) - 1; i >= 0; i-- {
-		x.cleanup[i]()
-	}
-}
 
 func runVPMulti(ctx context.Context, m *MultiGPU, in Input, which mgProgram, extra float64) (*Result, error) {
 	g := in.Graph
@@ -404,7 +398,7 @@ func newMGVPPart(b *GPU, part convert.Partition, parts []convert.Partition, prog
 	if x.s, err = b.ctx.NewStream(); err != nil {
 		return nil, err
 	}
-	x.cleanup = append(x.cleanup, func() { x.s.Destroy() })
+	x.add(func() { x.s.Destroy() })
 	want := []layout{inOffsets, inSources, outOffsets, outTargets}
 	if prog.weights != noWeights {
 		want = append(want, inWeightsOf(prog.weights), prog.weights)
@@ -438,7 +432,7 @@ func newMGVPPart(b *GPU, part convert.Partition, parts []convert.Partition, prog
 	if err != nil {
 		return nil, err
 	}
-	x.cleanup = append(x.cleanup, free)
+	x.add(free)
 	x.values, x.active[0], x.active[1], x.boundary = bufs[0], bufs[1], bufs[2], bufs[3]
 	x.changed, x.outIDs, x.outVals, x.counts, x.hubs, x.sections = bufs[4], bufs[5], bufs[6], bufs[7], bufs[8], bufs[9]
 	for r := range parts {
@@ -473,7 +467,7 @@ func newMGVPPart(b *GPU, part convert.Partition, parts []convert.Partition, prog
 	if x.host, err = newCounters(b.ctx, mgCountBytes); err != nil {
 		return nil, err
 	}
-	x.cleanup = append(x.cleanup, x.host.free)
+	x.add(x.host.free)
 	return x, nil
 }
 
