@@ -350,13 +350,12 @@ func runEnterprise(ctx context.Context, b *GPU, in Input) (*Result, error) {
 		return nil, err
 	}
 	trace := newLevelTrace("enterprise")
-	cur, topDown, levels := 0, true, 0
+	cur, topDown := 0, true
 	var directions [2]int // levels run top-down, bottom-up
 	for level := int32(0); ; level++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		levels++
 		if topDown {
 			directions[0]++
 		} else {
@@ -383,7 +382,7 @@ func runEnterprise(ctx context.Context, b *GPU, in Input) (*Result, error) {
 				return nil, err
 			}
 			strategy := fmt.Sprintf("enterprise (%d top-down, %d bottom-up levels)", directions[0], directions[1])
-			return bfsResult(b, e.s, e.eb.depth, e.eb.parent, strategy, levels, compute, e.transfer)
+			return bfsResult(b, e.s, e.eb.depth, e.eb.parent, strategy, int(level)+1, compute, e.transfer)
 		case topDown && e.hubCount > 0 && int64(st.hubs)*100 > gammaPercent*e.hubCount:
 			// The explosion level: the bottom-up queue of every unvisited
 			// vertex replaces the frontier's.

@@ -83,7 +83,7 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 	}
 	start := time.Now()
 	trace := newLevelTrace("enterprise, multi-GPU")
-	cur, topDown, levels := 0, true, 0
+	cur, topDown := 0, true
 	var directions [2]int
 	stats := make([]entStats, k)
 	// readAll waits for every part's level and combines their stats: a
@@ -118,7 +118,6 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		levels++
 		if topDown {
 			directions[0]++
 		} else {
@@ -157,7 +156,7 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 		switch {
 		case st.found == 0:
 			compute := time.Since(start)
-			res, err := mgBFSResult(ps, n, levels, compute, transfer)
+			res, err := mgBFSResult(ps, n, int(level)+1, compute, transfer)
 			if err != nil {
 				return nil, err
 			}
