@@ -3,6 +3,8 @@ package gpipe
 import (
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -13,6 +15,7 @@ import (
 
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/internal/alloc"
 	"github.com/gpipe/gpipe/internal/par"
 	"github.com/gpipe/gpipe/operators"
 )
@@ -71,6 +74,10 @@ func (r *Result) Rows(mem memory.Allocator, lo, hi int) arrow.Record {
 		switch c.Type {
 		case operators.Int32Column:
 			values := c.Int32[lo:hi]
+			if a := madeOnDevice(mem, arrow.PrimitiveTypes.Int32, alloc.Bytes(values), c.Valid, lo, hi); a != nil {
+				cols = append(cols, a)
+				continue
+			}
 			cols = append(cols, wrap(mem, arrow.PrimitiveTypes.Int32, values, func(bits []byte, lo, hi int) int {
 				return nonNegative(bits[lo/8:], values[lo:hi])
 			}))
@@ -80,6 +87,13 @@ func (r *Result) Rows(mem memory.Allocator, lo, hi int) arrow.Record {
 				return notNaN(bits[lo/8:], values[lo:hi])
 			}))
 		case operators.VertexColumn:
+			if c.Keys != nil {
+				w := len(c.Keys) / max(len(c.Vertex), 1)
+				if a := madeOnDevice(mem, keys.ArrowType, c.Keys[lo*w:hi*w], c.Valid, lo, hi); a != nil {
+					cols = append(cols, a)
+					continue
+				}
+			}
 			cols = append(cols, keysOf(mem, keys, c.Vertex[lo:hi]))
 		}
 	}
@@ -88,6 +102,36 @@ func (r *Result) Rows(mem memory.Allocator, lo, hi int) arrow.Record {
 		c.Release()
 	}
 	return rec
+}
+
+// madeOnDevice is rows [lo, hi) of a column whose values (raw, already
+// cut to the rows) and validity bitmap valid a GPU run made
+// (operators.Column's Keys and Valid), without copying the values; nil
+// where valid is nil or lo does not start a byte of it (the caller then
+// fills the bitmap from the values). The rows' bits are copied into memory
+// from mem with the bits past hi cleared.
+func madeOnDevice(mem memory.Allocator, dt arrow.DataType, raw, valid []byte, lo, hi int) arrow.Array {
+	if valid == nil || lo%8 != 0 {
+		return nil
+	}
+	n := hi - lo
+	nbytes := int(bitutil.BytesForBits(int64(n)))
+	bitmap := memory.NewResizableBuffer(mem)
+	defer bitmap.Release()
+	bitmap.Resize(nbytes)
+	bits := bitmap.Bytes()
+	copy(bits, valid[lo/8:lo/8+nbytes])
+	if n%8 != 0 {
+		bits[nbytes-1] &= byte(1)<<(n%8) - 1
+	}
+	nulls := n - bitutil.CountSetBits(bits, 0, n)
+	buffers := []*memory.Buffer{bitmap, memory.NewBufferBytes(raw)}
+	if nulls == 0 {
+		buffers[0] = nil
+	}
+	data := array.NewData(dt, n, buffers, nil, nulls, 0)
+	defer data.Release()
+	return array.MakeFromData(data)
 }
 
 // keyRange is the key column of the vertices [lo, hi): integer keys as they
@@ -242,20 +286,40 @@ func wrap[T any](mem memory.Allocator, dt arrow.DataType, values []T, fill func(
 	return withValidity(mem, dt, memory.NewBufferBytes(raw), len(values), fill)
 }
 
+// countPiece is the fewest rows Unreached gives a goroutine.
+const countPiece = 1 << 18
+
 // Unreached counts the vertices whose first result column is null: for the
 // traversals, the vertices the source does not reach.
 func (r *Result) Unreached() int {
 	if len(r.Columns) == 0 {
 		return 0
 	}
-	// On one core: a few ms at most for millions of rows, where a loop on
-	// all cores grows the par team to every core, whose helpers then spin
-	// between the small loops that follow (each batch's validity bitmap),
-	// taking the cores from gRPC's writer and a client on the same host
-	// (DoGet bfs 48 → 64 ms on the GPU machine, BENCHMARKS.md issue 17).
+	// On a few goroutines of its own: the count comes before a Flight
+	// result's first byte (its metadata), where one core took 1.8 ms of
+	// Kronecker 22's 2.4 M rows, and a loop on internal/par's team would
+	// grow it to every core, whose helpers then spin between the small
+	// loops that follow (each batch's validity bitmap), taking the cores
+	// from gRPC's writer and a client on the same host (DoGet bfs 48 → 64
+	// ms on the GPU machine, BENCHMARKS.md issue 17).
 	c := r.Columns[0]
 	var n atomic.Int64
-	count := func(rows int, unset func(lo, hi int) int) { n.Add(int64(unset(0, rows))) }
+	count := func(rows int, unset func(lo, hi int) int) {
+		pieces := min((rows+countPiece-1)/countPiece, runtime.GOMAXPROCS(0), 8)
+		if pieces <= 1 {
+			n.Add(int64(unset(0, rows)))
+			return
+		}
+		var wg sync.WaitGroup
+		for p := 0; p < pieces; p++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				n.Add(int64(unset(rows*p/pieces, rows*(p+1)/pieces)))
+			}()
+		}
+		wg.Wait()
+	}
 	switch c.Type {
 	case operators.Int32Column:
 		count(len(c.Int32), func(lo, hi int) (k int) {

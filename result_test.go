@@ -1,11 +1,17 @@
 package gpipe
 
 import (
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
 	"github.com/gpipe/gpipe/convert"
+	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/operators"
 )
 
@@ -14,7 +20,7 @@ import (
 // NaN distances, NoVertex components.
 func TestUnreached(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	for _, n := range []int{0, 1, 1000, 200_003} {
+	for _, n := range []int{0, 1, 1000, 200_003, 3*countPiece + 17} {
 		depth, dist, comp := make([]int32, n), make([]float64, n), make([]uint32, n)
 		want := 0
 		for i := 0; i < n; i++ {
@@ -36,4 +42,87 @@ func TestUnreached(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestRowsWithDeviceColumns: the batches of a result whose columns a GPU
+// made in Arrow's layout (operators.Column's Keys and Valid, emulated here)
+// equal those the host makes from the values alone, for rows that start a
+// byte of the bitmaps and rows that do not, with int64 and int32 keys.
+func TestRowsWithDeviceColumns(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const n = 1000
+	for _, wide := range []bool{true, false} {
+		keys := &convert.VertexKeys{Type: edges.KeyInt64, ArrowType: arrow.PrimitiveTypes.Int64, Int64: make([]int64, n)}
+		if !wide {
+			keys = &convert.VertexKeys{Type: edges.KeyInt32, ArrowType: arrow.PrimitiveTypes.Int32, Int32: make([]int32, n)}
+		}
+		for i := 0; i < n; i++ {
+			if wide {
+				keys.Int64[i] = int64(i)<<35 - 7
+			} else {
+				keys.Int32[i] = int32(3*i - 900)
+			}
+		}
+		depth, parent := make([]int32, n), make([]uint32, n)
+		for i := range depth {
+			depth[i], parent[i] = int32(rng.IntN(9)), uint32(rng.IntN(n))
+			if rng.IntN(7) == 0 {
+				depth[i], parent[i] = -1, convert.NoVertex
+			}
+		}
+		g := &Graph{Graph: &convert.Graph{Out: convert.CSR{Offsets: make([]int64, n+1)}, Keys: keys}}
+		host := &Result{Graph: g, Result: &operators.Result{Columns: []operators.Column{
+			{Name: "depth", Type: operators.Int32Column, Int32: depth},
+			{Name: "parent", Type: operators.VertexColumn, Vertex: parent},
+		}}}
+		dev := &Result{Graph: g, Result: &operators.Result{Columns: []operators.Column{
+			{Name: "depth", Type: operators.Int32Column, Int32: depth, Valid: deviceBitmap(n, func(i int) bool { return depth[i] >= 0 })},
+			{Name: "parent", Type: operators.VertexColumn, Vertex: parent, Keys: deviceKeys(keys, parent),
+				Valid: deviceBitmap(n, func(i int) bool { return parent[i] != convert.NoVertex })},
+		}}}
+		for _, r := range [][2]int{{0, n}, {8, 520}, {3, 77}, {992, n}, {997, n}, {16, 16}} {
+			want, got := host.Rows(memory.DefaultAllocator, r[0], r[1]), dev.Rows(memory.DefaultAllocator, r[0], r[1])
+			if !array.RecordEqual(want, got) {
+				t.Errorf("wide %v, rows %v: the device's columns give another batch", wide, r)
+			}
+			for i := range got.Columns() {
+				if got.Column(i).NullN() != want.Column(i).NullN() {
+					t.Errorf("wide %v, rows %v, column %d: %d nulls, want %d", wide, r, i, got.Column(i).NullN(), want.Column(i).NullN())
+				}
+			}
+			want.Release()
+			got.Release()
+		}
+	}
+}
+
+// deviceBitmap is a validity bitmap as kernels/columns.cu writes it: whole
+// 32-bit words, the bits past n clear.
+func deviceBitmap(n int, valid func(i int) bool) []byte {
+	bits := make([]byte, 4*((n+31)/32))
+	for i := 0; i < n; i++ {
+		if valid(i) {
+			bits[i/8] |= 1 << (i % 8)
+		}
+	}
+	return bits
+}
+
+// deviceKeys is ids mapped to keys as kernels/columns.cu does it: 0 for
+// no vertex.
+func deviceKeys(k *convert.VertexKeys, ids []uint32) []byte {
+	var out []byte
+	for _, id := range ids {
+		switch {
+		case k.Type == edges.KeyInt64 && id == convert.NoVertex:
+			out = binary.LittleEndian.AppendUint64(out, 0)
+		case k.Type == edges.KeyInt64:
+			out = binary.LittleEndian.AppendUint64(out, uint64(k.Int64[id]))
+		case id == convert.NoVertex:
+			out = binary.LittleEndian.AppendUint32(out, 0)
+		default:
+			out = binary.LittleEndian.AppendUint32(out, uint32(k.Int32[id]))
+		}
+	}
+	return out
 }

@@ -51,6 +51,9 @@ const (
 	// MultiGPU holds what each GPU of a partitioned run does around the
 	// exchanges (operators/mgpu*.go).
 	MultiGPU = "mgpu"
+	// Columns makes result columns in Arrow's layout: ids mapped to keys,
+	// validity bitmaps (operators/gpu_columns.go).
+	Columns = "columns"
 )
 
 // PTXDirEnv names a directory whose NAME.ptx files replace the embedded

@@ -54,6 +54,7 @@ func TestPTXHasEveryKernel(t *testing.T) {
 			"gb_entries_sorted_u64", "gb_bad_weight", "gb_popc", "gb_bits_to_keys", "gb_heads", "gb_compact", "rs_hist",
 			"rs_scatter", "scan_reduce", "scan_down", "gb_merge", "gb_merge_weights", "gb_weights_from_keys", "gb_offsets",
 			"gb_swap_ends", "gb_low_ends", "gb_mark_targets", "gb_degree_stats"},
+		Columns: {"col_keys32", "col_keys64", "col_valid_nonneg"},
 	}
 	for module, entries := range want {
 		text, err := PTX(module)

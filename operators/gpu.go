@@ -37,6 +37,9 @@ type GPU struct {
 	// pinned staging ring stage.
 	buildMu sync.Mutex
 	stage   *stager
+
+	// pins keeps pinned host buffers between runs (gpu_pinned.go).
+	pins pinnedPool
 }
 
 // NewGPU returns a backend on the context's device.
@@ -211,6 +214,7 @@ func (b *GPU) Close() error {
 		b.stage = nil
 	}
 	b.buildMu.Unlock()
+	b.pins.close()
 	return first
 }
 
@@ -389,6 +393,9 @@ const (
 	inWeightsKey64
 	groupOffsets
 	groupTargets
+	// ... and the vertices' integer keys, which result columns map ids
+	// to (gpu_columns.go).
+	vertexKeys
 )
 
 // groupShift places the log2 of a grouping's ratio in a group part.
@@ -459,6 +466,8 @@ func (part layout) host(g *convert.Graph) ([]byte, error) {
 		return alloc.Bytes(convertWeights(g.In().Weights, key32)), nil
 	case inWeightsKey64:
 		return alloc.Bytes(convertWeights(g.In().Weights, key64)), nil
+	case vertexKeys:
+		return integerKeys(g), nil
 	}
 	if base := part &^ (symmetric | groupBits); base == groupOffsets || base == groupTargets {
 		gr, err := g.Grouped(uint(part&groupBits>>groupShift), part&symmetric != 0)
@@ -523,6 +532,8 @@ func (part layout) bytes(g *convert.Graph) int64 {
 		return weighted(m * 8)
 	case hubIDs:
 		return n * 4
+	case vertexKeys:
+		return n * keyWidth(g)
 	}
 	if base := part &^ (symmetric | groupBits); base == groupOffsets || base == groupTargets {
 		logR := uint(part & groupBits >> groupShift)

@@ -29,8 +29,13 @@ func (BFS) gpuBytes(g *convert.Graph, p Params) int64 {
 	return bfsBytes(g, p, name)
 }
 
-// bfsBytes is the device memory a search with the named strategy takes.
+// bfsBytes is the device memory a search with the named strategy takes,
+// its result's columns made on the device included.
 func bfsBytes(g *convert.Graph, p Params, strategy string) int64 {
+	return searchBytes(g, p, strategy) + bfsColumnsBytes(g)
+}
+
+func searchBytes(g *convert.Graph, p Params, strategy string) int64 {
 	n := int64(g.NumVertices())
 	switch strategy {
 	case "enterprise":
@@ -205,7 +210,7 @@ func runBFSVWC(ctx context.Context, b *GPU, in Input) (*Result, error) {
 		return nil, err
 	}
 
-	return bfsResult(b, s, depthBuf, parentBuf, cfg.String(), levels, compute, transfer)
+	return bfsResult(b, s, g, depthBuf, parentBuf, cfg.String(), levels, compute, transfer)
 }
 
 // startSearch queues the start of a search on s: every vertex unvisited
@@ -220,26 +225,27 @@ func startSearch(s *gpu.Stream, depth, parent *gpu.DeviceBuffer, init *launchabl
 	return gpu.Launch(init.fn, gpu.Dim(1), gpu.Dim(1), 0, s, args...)
 }
 
-// bfsResult downloads a search's depths and parents into a Result.
-func bfsResult(b *GPU, s *gpu.Stream, depthBuf, parentBuf *gpu.DeviceBuffer, strategy string, levels int, compute, transfer time.Duration) (*Result, error) {
+// bfsResult downloads a search's depths and parents into a Result, with
+// the columns as Arrow lays them out (gpu_columns.go).
+func bfsResult(b *GPU, s *gpu.Stream, g *convert.Graph, depthBuf, parentBuf *gpu.DeviceBuffer, strategy string, levels int, compute, transfer time.Duration) (*Result, error) {
 	n := gpu.Len[int32](depthBuf)
-	depth := make([]int32, n)
-	parent := make([]uint32, n)
-	poisonHost(b, depth, -7)
-	poisonHost(b, parent, 0xdeadbeef)
-	if err := gpu.Download(s, depth, depthBuf); err != nil {
+	depth := Column{Name: "depth", Type: Int32Column, Int32: make([]int32, n)}
+	parent := Column{Name: "parent", Type: VertexColumn, Vertex: make([]uint32, n)}
+	poisonHost(b, depth.Int32, -7)
+	poisonHost(b, parent.Vertex, 0xdeadbeef)
+	arrow, err := b.bfsColumns(s, g, depthBuf, parentBuf, &depth, &parent)
+	if err != nil {
 		return nil, err
 	}
-	if err := gpu.Download(s, parent, parentBuf); err != nil {
+	defer arrow.free()
+	copies := append([]hostCopy{hostCopyOf(depth.Int32, depthBuf), hostCopyOf(parent.Vertex, parentBuf)}, arrow.copies...)
+	if err := b.downloadAll(s, copies...); err != nil {
 		return nil, err
 	}
 	return &Result{
 		Op: "bfs", Backend: "gpu", Strategy: strategy,
-		Iterations: levels, Compute: compute, Transfer: transfer,
-		Columns: []Column{
-			{Name: "depth", Type: Int32Column, Int32: depth},
-			{Name: "parent", Type: VertexColumn, Vertex: parent},
-		},
+		Iterations: levels, Compute: compute, Transfer: transfer + arrow.transfer,
+		Columns: []Column{depth, parent},
 	}, nil
 }
 

@@ -201,7 +201,7 @@ func runBFS4K(ctx context.Context, b *GPU, in Input) (*Result, error) {
 	if err := b.poison(s, bufs...); err != nil {
 		return nil, err
 	}
-	host, err := newCounters(b.ctx, b4kStatsBytes)
+	host, err := newCounters(b, b4kStatsBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -273,7 +273,7 @@ func runBFS4K(ctx context.Context, b *GPU, in Input) (*Result, error) {
 		return nil, err
 	}
 	// level is now one past the deepest level reached: the number of levels.
-	return bfsResult(b, s, depth, parent, ran.String(), int(level), compute, transfer)
+	return bfsResult(b, s, g, depth, parent, ran.String(), int(level), compute, transfer)
 }
 
 // b4kLevel queues one multi-block level: edge-discover or virtual warps,

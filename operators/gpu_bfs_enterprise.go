@@ -217,7 +217,7 @@ func newEntSearch(b *GPU, g, whole *convert.Graph) (e *entSearch, err error) {
 	if err := b.poison(e.s, bufs...); err != nil {
 		return nil, err
 	}
-	if e.host, err = newCounters(b.ctx, entStatsBytes); err != nil {
+	if e.host, err = newCounters(b, entStatsBytes); err != nil {
 		return nil, err
 	}
 	e.add(e.host.free)
@@ -382,7 +382,7 @@ func runEnterprise(ctx context.Context, b *GPU, in Input) (*Result, error) {
 				return nil, err
 			}
 			strategy := fmt.Sprintf("enterprise (%d top-down, %d bottom-up levels)", directions[0], directions[1])
-			return bfsResult(b, e.s, e.eb.depth, e.eb.parent, strategy, int(level)+1, compute, e.transfer)
+			return bfsResult(b, e.s, g, e.eb.depth, e.eb.parent, strategy, int(level)+1, compute, e.transfer)
 		case topDown && e.hubCount > 0 && int64(st.hubs)*100 > gammaPercent*e.hubCount:
 			// The explosion level: the bottom-up queue of every unvisited
 			// vertex replaces the frontier's.

@@ -54,6 +54,9 @@ func checkBFSStrategies(t *testing.T, b *GPU, name string, g *convert.Graph, src
 			if err := validateBFS(g, src, r.Column("depth").Int32, r.Column("parent").Vertex, want); err != nil {
 				t.Errorf("%s/src=%d/%s: %v", name, src, r.Strategy, err)
 			}
+			if err := checkArrowColumns(g, r); err != nil {
+				t.Errorf("%s/src=%d/%s: %v", name, src, r.Strategy, err)
+			}
 			maxDepth := int32(-1)
 			for _, d := range want {
 				maxDepth = max(maxDepth, d)

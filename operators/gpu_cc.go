@@ -170,7 +170,7 @@ func (b *GPU) afforest(ctx context.Context, s *gpu.Stream, g *convert.Graph, cfg
 	res.Strategy = fmt.Sprintf("afforest k=%d", cfg.k)
 	out := make([]uint32, n)
 	poisonHost(b, out, 0xdeadbeef)
-	if err := gpu.Download(s, out, comp); err != nil {
+	if err := b.downloadAll(s, hostCopyOf(out, comp)); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -235,7 +235,7 @@ func (pr *prRun) iterate(ctx context.Context, it *prIteration, step func(cur, ne
 	}
 	ranks := make([]float64, pr.n)
 	poisonHost(pr.b, ranks, math.NaN())
-	if err := gpu.Download(s, ranks, it.rank[cur]); err != nil {
+	if err := pr.b.downloadAll(s, hostCopyOf(ranks, it.rank[cur])); err != nil {
 		return nil, err
 	}
 	if !converged {

@@ -285,7 +285,7 @@ func (d *vpDevice) parents(ctx context.Context, pp *parentPass) ([]uint32, error
 	}
 	parent := make([]uint32, d.n)
 	poisonHost(d.b, parent, 0xdeadbeef)
-	if err := gpu.Download(s, parent, pp.parent); err != nil {
+	if err := d.b.downloadAll(s, hostCopyOf(parent, pp.parent)); err != nil {
 		return nil, err
 	}
 	return parent, nil

@@ -84,15 +84,16 @@ func (f *streamFan) destroy() {
 // and a pinned host copy to read them into without a pageable copy's
 // overhead at every level.
 type counters struct {
-	host *gpu.HostBuffer
+	host    *gpu.HostBuffer
+	release func()
 }
 
-func newCounters(c *gpu.Context, bytes int) (*counters, error) {
-	h, err := c.AllocHost(bytes)
+func newCounters(b *GPU, bytes int) (*counters, error) {
+	h, release, err := b.pinned(bytes)
 	if err != nil {
 		return nil, err
 	}
-	return &counters{host: h}, nil
+	return &counters{host: h, release: release}, nil
 }
 
 // read waits for s and returns the contents of dev (at most the host
@@ -108,7 +109,9 @@ func (c *counters) read(s *gpu.Stream, dev *gpu.DeviceBuffer) ([]byte, error) {
 	return b, nil
 }
 
-func (c *counters) free() { c.host.Free() }
+// free gives the host copy back to the backend's pool; the run's streams
+// must have finished with it.
+func (c *counters) free() { c.release() }
 
 // releases frees what a run's set-up allocated, in the reverse order, once:
 // a set-up that fails part-way frees what it had, a finished run all.

@@ -650,7 +650,7 @@ func (d *vpDevice) describe() string {
 func download[V uint32 | uint64](d *vpDevice) ([]V, error) {
 	out := make([]V, d.n)
 	poisonHost(d.b, out, V(0xdeadbeef))
-	if err := gpu.Download(d.s, out, d.values); err != nil {
+	if err := d.b.downloadAll(d.s, hostCopyOf(out, d.values)); err != nil {
 		return nil, err
 	}
 	return out, nil

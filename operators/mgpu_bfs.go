@@ -204,10 +204,7 @@ func mgBFSResult(ps []*mgBFSPart, n int64, levels int, compute, transfer time.Du
 		}
 		d, _ := p.eb.depth.Slice(4*lo, 4*(hi-lo))
 		par, _ := p.eb.parent.Slice(4*lo, 4*(hi-lo))
-		if err := gpu.Download(p.s, depth[lo:hi], d); err != nil {
-			return nil, err
-		}
-		if err := gpu.Download(p.s, parent[lo:hi], par); err != nil {
+		if err := p.b.downloadAll(p.s, hostCopyOf(depth[lo:hi], d), hostCopyOf(parent[lo:hi], par)); err != nil {
 			return nil, err
 		}
 	}

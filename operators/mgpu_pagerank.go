@@ -269,7 +269,7 @@ func newMGPRPart(b *GPU, g *convert.Graph, part convert.Partition, n, cb int64) 
 			return nil, err
 		}
 	}
-	if x.host, err = newCounters(b.ctx, prAccBytes); err != nil {
+	if x.host, err = newCounters(b, prAccBytes); err != nil {
 		return nil, err
 	}
 	x.add(x.host.free)

@@ -464,7 +464,7 @@ func newMGVPPart(b *GPU, part convert.Partition, parts []convert.Partition, prog
 	if err != nil {
 		return nil, err
 	}
-	if x.host, err = newCounters(b.ctx, mgCountBytes); err != nil {
+	if x.host, err = newCounters(b, mgCountBytes); err != nil {
 		return nil, err
 	}
 	x.add(x.host.free)

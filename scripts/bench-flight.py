@@ -32,6 +32,7 @@ import hashlib
 import json
 import multiprocessing as mp
 import statistics
+import tempfile
 import sys
 import threading
 import time
@@ -163,6 +164,78 @@ def clients(location, ticket, n, queries):
     return n * queries / (end - start), prints
 
 
+def phases(client, ticket, reps):
+    """Medians of a DoGet's phases in seconds: schema (do_get returned),
+    first batch, last batch."""
+    _, flight = flight_modules()
+    schema, first, last = [], [], []
+    for _ in range(reps):
+        start = time.perf_counter()
+        reader = client.do_get(flight.Ticket(json.dumps(ticket).encode()))
+        schema.append(time.perf_counter() - start)
+        chunks = []
+        while True:
+            try:
+                chunks.append(reader.read_chunk())
+            except StopIteration:
+                break
+            if len(chunks) == 1:
+                first.append(time.perf_counter() - start)
+        last.append(time.perf_counter() - start)
+        del chunks
+    return {"schema_s": statistics.median(schema), "first_batch_s": statistics.median(first), "last_batch_s": statistics.median(last)}
+
+
+def serve_table(path, port, ready):
+    """A pyarrow Flight server that answers every DoGet with the table in
+    the Arrow IPC file at path, its batches as they are."""
+    pa, flight = flight_modules()
+    with pa.OSFile(path, "rb") as source:  # read into memory, not mapped
+        table = pa.ipc.open_file(source).read_all()
+
+    class Server(flight.FlightServerBase):
+        def do_get(self, context, ticket):
+            return flight.RecordBatchStream(table)
+
+    server = Server(f"grpc://127.0.0.1:{port}")
+    ready.set()
+    server.serve()
+
+
+def ceiling(client, ticket, reps, workdir):
+    """The median time of pyarrow's client reading gpipe's bfs result (the
+    same batches) from pyarrow's own Flight server on loopback."""
+    pa, flight = flight_modules()
+    table, _ = get(client, ticket)
+    path = f"{workdir}/bfs-result.arrow"
+    with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
+        for b in table.to_batches():
+            w.write_batch(b)
+    rows, nbytes, nbatches = table.num_rows, table.nbytes, len(table.to_batches())
+    del table
+    ctx = mp.get_context("spawn")
+    ready = ctx.Event()
+    port = 18899
+    proc = ctx.Process(target=serve_table, args=(path, port, ready), daemon=True)
+    proc.start()
+    try:
+        ready.wait(60)
+        time.sleep(0.5)
+        other = flight.FlightClient(f"grpc://127.0.0.1:{port}")
+        t = flight.Ticket(b"x")
+        other.do_get(t).read_all()
+        times = []
+        for _ in range(reps):
+            start = time.perf_counter()
+            other.do_get(t).read_all()
+            times.append(time.perf_counter() - start)
+        other.close()
+    finally:
+        proc.terminate()
+        proc.join()
+    return {"s": statistics.median(times), "rows": rows, "bytes": nbytes, "batches": nbatches, "times": times}
+
+
 def run(args):
     pa, flight = flight_modules()
     schema, batches, table = read_edges(args.input, args.batch_rows)
@@ -221,6 +294,20 @@ def run(args):
             entry = {"error": f"{type(e).__name__}: {str(e).splitlines()[0]}"}
         report["get"][op] = entry
         print(f"get {op}: {json.dumps(entry)}", flush=True)
+
+    # Where a bfs DoGet's time goes, seen from the client: until do_get
+    # returns (the schema: the computation and the server's work before its
+    # first byte), until the first batch, until the last; and the same
+    # result served by pyarrow's own Flight server (C++ gRPC, batches sent
+    # without copies) to the same client: what the client and loopback cost
+    # whatever the server.
+    try:
+        report["bfs_phases"] = phases(client, queries["bfs"], args.reps)
+        print(f"bfs phases: {json.dumps(report['bfs_phases'])}", flush=True)
+        report["bfs_ceiling"] = ceiling(client, queries["bfs"], args.reps, tempfile.gettempdir())
+        print(f"bfs from pyarrow's server: {json.dumps(report['bfs_ceiling'])}", flush=True)
+    except Exception as e:
+        print(f"bfs phases or ceiling: {e}", file=sys.stderr)
 
     # Beside the table: bfs with smaller result batches than the server's
     # default (65536 rows), to see whether the client's decoding overlaps

@@ -17,7 +17,8 @@
 # run. OUTDIR gets each run's log (GAP) or JSON (gpipe), machine.txt and
 # table.txt; the table is printed last. About 4 minutes on 16 cores.
 # KSCALE (22), FSCALE (20) and GRID (2048) change the graphs, for a quick
-# check of the script itself on a small machine.
+# check of the script itself on a small machine. ONLY, a regular expression
+# (grep -E), keeps the cases (and PROFILE's operators) whose names match.
 # PROFILE=1 adds, after the table (about 2 minutes more on 16 cores), what
 # tells where gpipe stops scaling: sssp and pagerank on the Kronecker files
 # at 1, 2, 4, 8 and all cores for both tools (GOMAXPROCS / OMP_NUM_THREADS,
@@ -75,9 +76,12 @@ run_gpipe() { # json, arguments...
 		echo "gpipe failed: bench $* (see ${json%.json}.err)" >&2
 }
 
+wanted() { [ -z "${ONLY:-}" ] || grep -qE -- "$ONLY" <<<"$1"; }
+
 for r in $(seq "$rounds"); do
 	for c in "${cases[@]}"; do
 		IFS='|' read -r name gapcmd gpipeargs <<<"$c"
+		wanted "$name" || continue
 		if [ $((r % 2)) -eq 1 ]; then
 			run_gap "$out/r$r-$name-gap.log" "$gapcmd -n $trials"
 			run_gpipe "$out/r$r-$name-gpipe.json" "$gpipeargs"
@@ -98,15 +102,16 @@ if [ "${PROFILE:-0}" = 1 ]; then
 		for c in "sssp|sssp -f $kwel -s|--input $kwel --undirected --op sssp" \
 			"pagerank|pr -f $kel -s -i 20 -t 1e-4|--input $kel --undirected --op pagerank $pr"; do
 			IFS='|' read -r name gapcmd gpipeargs <<<"$c"
+			wanted "$name" || continue
 			OMP_NUM_THREADS=$t run_gap "$out/scale-$name-$t-gap.log" "$gapcmd -n $trials"
 			GOMAXPROCS=$t run_gpipe "$out/scale-$name-$t-gpipe.json" "$gpipeargs"
 		done
 	done
 	echo "== profiles" >&2
 	# shellcheck disable=SC2086
-	"$gpipe" bench --backend cpu --trials 64 --json --cpuprofile "$out/profile-sssp.pprof" --input "$kwel" --undirected --op sssp >"$out/profile-sssp.json" 2>&1
+	wanted sssp && "$gpipe" bench --backend cpu --trials 64 --json --cpuprofile "$out/profile-sssp.pprof" --input "$kwel" --undirected --op sssp >"$out/profile-sssp.json" 2>&1
 	# shellcheck disable=SC2086
-	"$gpipe" bench --backend cpu --trials 64 --json --cpuprofile "$out/profile-pagerank.pprof" --input "$kel" --undirected --op pagerank $pr >"$out/profile-pagerank.json" 2>&1
+	wanted pagerank && "$gpipe" bench --backend cpu --trials 64 --json --cpuprofile "$out/profile-pagerank.pprof" --input "$kel" --undirected --op pagerank $pr >"$out/profile-pagerank.json" 2>&1
 fi
 echo "took $(($(date +%s) - start)) s" >&2
 

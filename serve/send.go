@@ -53,6 +53,14 @@ func (s *service) sendResult(ctx context.Context, w messageSender, res *gpipe.Re
 		batchRows = s.cfg.BatchRows
 	}
 	batchRows = rowsWithin(res, batchRows, maxBatchBytes)
+	// The batches' schema is the result's without the metadata, which
+	// only the first message carries: so the first batches are built
+	// while the metadata (its count of unreached vertices) is made and sent.
+	n := res.Graph.NumVertices()
+	batches := (n + batchRows - 1) / batchRows
+	b := newBatchQueue(ctx, res, batches, batchRows, res.Schema())
+	defer b.stop()
+
 	meta.Op, meta.Backend, meta.Strategy = res.Op, res.Backend, res.Strategy
 	meta.Iterations, meta.Warnings, meta.Unreached = res.Iterations, res.Warnings, res.Unreached()
 	meta.Compute, meta.Transfer = res.Compute.Seconds(), res.Transfer.Seconds()
@@ -72,10 +80,6 @@ func (s *service) sendResult(ctx context.Context, w messageSender, res *gpipe.Re
 	if err := out.SendMsg(head); err != nil {
 		return err
 	}
-	n := res.Graph.NumVertices()
-	batches := (n + batchRows - 1) / batchRows
-	b := newBatchQueue(ctx, res, batches, batchRows, schema)
-	defer b.stop()
 	call := logOf(ctx)
 	for i := 0; i < batches; i++ {
 		msg, err := b.next(i)

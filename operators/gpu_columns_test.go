@@ -1,0 +1,76 @@
+package operators
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/gpipe/gpipe/convert"
+	"github.com/gpipe/gpipe/ingest/edges"
+)
+
+// TestGPUBFSColumns checks the columns every GPU BFS strategy makes in
+// Arrow's layout against the values it downloads, on fresh random graphs of
+// every shape with 4-byte, 8-byte and string keys (for which the parents
+// are left to the host).
+func TestGPUBFSColumns(t *testing.T) {
+	b := testGPU(t)
+	for _, kt := range []edges.KeyType{edges.KeyInt32, edges.KeyInt64, edges.KeyString} {
+		for _, s := range gpuShapes(t) {
+			g := buildGraph(t, s, true, false, kt)
+			for _, src := range sourcesOf(g) {
+				for _, strategy := range []string{"enterprise", "bfs4k", "vwc"} {
+					r := runGPU(t, b, BFS{}, g, src, Params{Strategy: strategy})
+					if err := checkArrowColumns(g, r); err != nil {
+						t.Errorf("%s keys %v from %d, %s: %v", s.name, kt, src, r.Strategy, err)
+					}
+				}
+			}
+			b.Forget(g)
+		}
+	}
+}
+
+// checkArrowColumns compares a BFS result's Keys and Valid with its values.
+func checkArrowColumns(g *convert.Graph, r *Result) error {
+	n := g.NumVertices()
+	bit := func(valid []byte, i int) bool { return valid[i/8]>>(i%8)&1 == 1 }
+	depth, parent := r.Column("depth"), r.Column("parent")
+	if want := int(bitmapBytes(int64(n))); len(depth.Valid) != want {
+		return fmt.Errorf("depth bitmap of %d bytes, want %d", len(depth.Valid), want)
+	}
+	for i := 0; i < 8*len(depth.Valid); i++ {
+		if want := i < n && depth.Int32[i] >= 0; bit(depth.Valid, i) != want {
+			return fmt.Errorf("row %d: depth valid %v, want %v", i, !want, want)
+		}
+	}
+	w := int(keyWidth(g))
+	if w == 0 {
+		if parent.Keys != nil || parent.Valid != nil {
+			return fmt.Errorf("parents mapped on the device for string keys")
+		}
+		return nil
+	}
+	if len(parent.Keys) != n*w || len(parent.Valid) != len(depth.Valid) {
+		return fmt.Errorf("parent keys of %d bytes and bitmap of %d, want %d and %d", len(parent.Keys), len(parent.Valid), n*w, len(depth.Valid))
+	}
+	keys := integerKeys(g)
+	zero := make([]byte, w)
+	for i := 0; i < 8*len(parent.Valid); i++ {
+		if i >= n {
+			if bit(parent.Valid, i) {
+				return fmt.Errorf("bit %d past the last row set", i)
+			}
+			continue
+		}
+		id := parent.Vertex[i]
+		want := zero
+		if id != convert.NoVertex {
+			want = keys[int(id)*w : int(id+1)*w]
+		}
+		if bit(parent.Valid, i) != (id != convert.NoVertex) || !bytes.Equal(parent.Keys[i*w:(i+1)*w], want) {
+			return fmt.Errorf("row %d: parent %d mapped to % x (valid %v), want % x", i, id, parent.Keys[i*w:(i+1)*w], bit(parent.Valid, i), want)
+		}
+	}
+	return nil
+}

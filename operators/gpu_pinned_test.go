@@ -1,0 +1,37 @@
+package operators
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+)
+
+func TestPinnedClass(t *testing.T) {
+	for _, c := range []struct{ bytes, class int }{
+		{0, 4096}, {1, 4096}, {4096, 4096}, {4097, 8192}, {3 << 20, 4 << 20}, {4 << 20, 4 << 20},
+	} {
+		if got := pinnedClass(c.bytes); got != c.class {
+			t.Errorf("pinnedClass(%d) = %d, want %d", c.bytes, got, c.class)
+		}
+	}
+}
+
+// TestCopyParallel copies lengths around the pieces' size, each byte
+// checked, into destinations filled with another pattern first.
+func TestCopyParallel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{0, 1, copyPiece - 1, copyPiece, copyPiece + 1, 7*copyPiece + 12345} {
+		src := make([]byte, n)
+		for i := range src {
+			src[i] = byte(rng.Uint32())
+		}
+		dst := bytes.Repeat([]byte{0xa5}, n+3)
+		copyParallel(dst[:n], src)
+		if !bytes.Equal(dst[:n], src) {
+			t.Errorf("%d bytes: the copy differs", n)
+		}
+		if !bytes.Equal(dst[n:], []byte{0xa5, 0xa5, 0xa5}) {
+			t.Errorf("%d bytes: written past the end", n)
+		}
+	}
+}
