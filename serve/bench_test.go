@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"encoding/binary"
 	"io"
 	"math/rand/v2"
 	"slices"
@@ -74,8 +75,35 @@ func (d *discard) SendMsg(m any) error {
 // bfsK22 is bfsResult(2395814), made once.
 var bfsK22 = sync.OnceValue(func() *gpipe.Result { return bfsResult(2395814) })
 
-func BenchmarkSendResult(b *testing.B) {
+// bfsK22Device is bfsK22 with the columns a GPU run makes in Arrow's layout
+// (operators.Column's Keys and Valid: parents mapped, validity bitmaps).
+var bfsK22Device = sync.OnceValue(func() *gpipe.Result {
 	res := bfsK22()
+	depth, parent := res.Columns[0], res.Columns[1]
+	keys := res.Graph.Keys.Int64
+	n := len(depth.Int32)
+	depth.Valid, parent.Valid = make([]byte, 4*((n+31)/32)), make([]byte, 4*((n+31)/32))
+	parent.Keys = make([]byte, 8*n)
+	for i := 0; i < n; i++ {
+		if depth.Int32[i] >= 0 {
+			depth.Valid[i/8] |= 1 << (i % 8)
+		}
+		if id := parent.Vertex[i]; id != convert.NoVertex {
+			parent.Valid[i/8] |= 1 << (i % 8)
+			binary.LittleEndian.PutUint64(parent.Keys[8*i:], uint64(keys[id]))
+		}
+	}
+	out := *res.Result
+	out.Columns = []operators.Column{depth, parent}
+	return &gpipe.Result{Graph: res.Graph, Result: &out}
+})
+
+func BenchmarkSendResult(b *testing.B) {
+	b.Run("host", func(b *testing.B) { benchSendResult(b, bfsK22()) })
+	b.Run("device", func(b *testing.B) { benchSendResult(b, bfsK22Device()) })
+}
+
+func benchSendResult(b *testing.B, res *gpipe.Result) {
 	s := &service{cfg: Config{BatchRows: DefaultBatchRows, ResultIdleTimeout: -1}}
 	d := &discard{}
 	if err := s.sendResult(context.Background(), d, res, 0, resultMeta{}); err != nil {
