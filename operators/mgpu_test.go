@@ -67,8 +67,17 @@ func multiSetups(t *testing.T) []*MultiGPU {
 			c.Destroy()
 		}
 	})
-	return append(setups, NewMultiGPU(gpus, comms, ""))
+	across := NewMultiGPU(gpus, comms, "")
+	if os.Getenv(multiAcrossOnlyEnv) != "" {
+		return []*MultiGPU{across}
+	}
+	return append(setups, across)
 }
+
+// multiAcrossOnlyEnv, set, keeps only the setup of one part a GPU over
+// NCCL: the run of the real graphs on a machine of several GPUs, where
+// every setup takes longer than a device session's call.
+const multiAcrossOnlyEnv = "GPIPE_TEST_MULTI_ACROSS_ONLY"
 
 func runMulti(m *MultiGPU, op Operator, g *convert.Graph, src uint32, p Params) (*Result, error) {
 	if err := op.Prepare(&p); err != nil {
