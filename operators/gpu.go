@@ -434,6 +434,9 @@ func (part layout) of(g *convert.Graph) layout {
 // host is the host array the part is copied from, building the layout if
 // need be.
 func (part layout) host(g *convert.Graph) ([]byte, error) {
+	if part == vertexKeys { // on the host whoever built the graph
+		return integerKeys(g), nil
+	}
 	if err := g.Materialize(); err != nil { // a graph built on the GPU
 		return nil, err
 	}
@@ -466,8 +469,6 @@ func (part layout) host(g *convert.Graph) ([]byte, error) {
 		return alloc.Bytes(convertWeights(g.In().Weights, key32)), nil
 	case inWeightsKey64:
 		return alloc.Bytes(convertWeights(g.In().Weights, key64)), nil
-	case vertexKeys:
-		return integerKeys(g), nil
 	}
 	if base := part &^ (symmetric | groupBits); base == groupOffsets || base == groupTargets {
 		gr, err := g.Grouped(uint(part&groupBits>>groupShift), part&symmetric != 0)

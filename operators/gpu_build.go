@@ -460,8 +460,36 @@ func (d *devBuild) graph(keys *convert.VertexKeys, n, self int64, out, in *devic
 	for _, buf := range parts {
 		delete(d.owned, buf)
 	}
+	if keys := d.uploadKeys(g); keys != nil {
+		parts[vertexKeys] = keys
+	}
 	d.b.adopt(g, parts)
 	return g, nil
+}
+
+// uploadKeys copies g's integer keys to the device beside the layouts the
+// build leaves there, for the results that map ids to keys on the device
+// (gpu_columns.go), so that a query copies nothing. Where that fails (too
+// little memory) it returns nil: a query copies them then, or maps its ids
+// on the host.
+func (d *devBuild) uploadKeys(g *convert.Graph) *gpu.DeviceBuffer {
+	keys := integerKeys(g)
+	if len(keys) == 0 {
+		return nil
+	}
+	buf, err := d.b.ctx.Alloc(int64(len(keys)))
+	if err != nil {
+		return nil
+	}
+	if err := buf.CopyFromHost(d.s, keys); err != nil {
+		buf.Free()
+		return nil
+	}
+	if err := d.s.Synchronize(); err != nil {
+		buf.Free()
+		return nil
+	}
+	return buf
 }
 
 // adopt puts layouts built on the device into g's entry of the cache.
