@@ -303,6 +303,9 @@ func (r *Result) Unreached() int {
 	// from gRPC's writer and a client on the same host (DoGet bfs 48 → 64
 	// ms on the GPU machine, BENCHMARKS.md issue 17).
 	c := r.Columns[0]
+	if rows := c.Len(); c.Valid != nil {
+		return rows - bitutil.CountSetBits(c.Valid, 0, rows)
+	}
 	var n atomic.Int64
 	count := func(rows int, unset func(lo, hi int) int) {
 		pieces := min((rows+countPiece-1)/countPiece, runtime.GOMAXPROCS(0), 8)

@@ -80,6 +80,9 @@ func TestRowsWithDeviceColumns(t *testing.T) {
 			{Name: "parent", Type: operators.VertexColumn, Vertex: parent, Keys: deviceKeys(keys, parent),
 				Valid: deviceBitmap(n, func(i int) bool { return parent[i] != convert.NoVertex })},
 		}}}
+		if got, want := dev.Unreached(), host.Unreached(); got != want {
+			t.Errorf("wide %v: %d unreached from the device's bitmap, %d from the values", wide, got, want)
+		}
 		for _, r := range [][2]int{{0, n}, {8, 520}, {3, 77}, {992, n}, {997, n}, {16, 16}} {
 			want, got := host.Rows(memory.DefaultAllocator, r[0], r[1]), dev.Rows(memory.DefaultAllocator, r[0], r[1])
 			if !array.RecordEqual(want, got) {

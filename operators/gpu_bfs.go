@@ -229,11 +229,12 @@ func startSearch(s *gpu.Stream, depth, parent *gpu.DeviceBuffer, init *launchabl
 // the columns as Arrow lays them out (gpu_columns.go).
 func bfsResult(b *GPU, s *gpu.Stream, g *convert.Graph, depthBuf, parentBuf *gpu.DeviceBuffer, strategy string, levels int, compute, transfer time.Duration) (*Result, error) {
 	n := gpu.Len[int32](depthBuf)
-	depth := Column{Name: "depth", Type: Int32Column, Int32: make([]int32, n)}
-	parent := Column{Name: "parent", Type: VertexColumn, Vertex: make([]uint32, n)}
+	res := &Result{Op: "bfs", Backend: "gpu", Strategy: strategy, Iterations: levels, Compute: compute, Transfer: transfer}
+	depth := Column{Name: "depth", Type: Int32Column, Int32: resultSlice[int32](res, n)}
+	parent := Column{Name: "parent", Type: VertexColumn, Vertex: resultSlice[uint32](res, n)}
 	poisonHost(b, depth.Int32, -7)
 	poisonHost(b, parent.Vertex, 0xdeadbeef)
-	arrow, err := b.bfsColumns(s, g, depthBuf, parentBuf, &depth, &parent)
+	arrow, err := b.bfsColumns(s, g, depthBuf, parentBuf, res, &depth, &parent)
 	if err != nil {
 		return nil, err
 	}
@@ -242,11 +243,9 @@ func bfsResult(b *GPU, s *gpu.Stream, g *convert.Graph, depthBuf, parentBuf *gpu
 	if err := b.downloadAll(s, copies...); err != nil {
 		return nil, err
 	}
-	return &Result{
-		Op: "bfs", Backend: "gpu", Strategy: strategy,
-		Iterations: levels, Compute: compute, Transfer: transfer + arrow.transfer,
-		Columns: []Column{depth, parent},
-	}, nil
+	res.Transfer += arrow.transfer
+	res.Columns = []Column{depth, parent}
+	return res, nil
 }
 
 // bfsTraceEnv names the environment variable that makes the GPU BFS

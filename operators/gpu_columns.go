@@ -71,9 +71,10 @@ type arrowColumns struct {
 
 // bfsColumns queues on s the kernels that make a BFS's depth bitmap and, for
 // integer keys, its parents as keys with their bitmap, and sets the
-// columns' Keys and Valid to the host memory they will be downloaded to.
+// columns' Keys and Valid to the host memory they will be downloaded to
+// (res's, which Result.Release gives back).
 // The caller downloads ac.copies with the values, then calls ac.free.
-func (b *GPU) bfsColumns(s *gpu.Stream, g *convert.Graph, depthBuf, parentBuf *gpu.DeviceBuffer, depth, parent *Column) (*arrowColumns, error) {
+func (b *GPU) bfsColumns(s *gpu.Stream, g *convert.Graph, depthBuf, parentBuf *gpu.DeviceBuffer, res *Result, depth, parent *Column) (*arrowColumns, error) {
 	n := int64(gpu.Len[int32](depthBuf))
 	w := keyWidth(g)
 	ac := &arrowColumns{free: func() {}}
@@ -98,7 +99,7 @@ func (b *GPU) bfsColumns(s *gpu.Stream, g *convert.Graph, depthBuf, parentBuf *g
 		free()
 		return nil, err
 	}
-	depth.Valid = make([]byte, bitmapBytes(n))
+	depth.Valid = resultSlice[byte](res, int(bitmapBytes(n)))
 	ac.copies = append(ac.copies, hostCopy{dst: depth.Valid, src: bufs[0]})
 	if w == 0 {
 		return ac, nil
@@ -122,8 +123,8 @@ func (b *GPU) bfsColumns(s *gpu.Stream, g *convert.Graph, depthBuf, parentBuf *g
 		free()
 		return nil, err
 	}
-	parent.Valid = make([]byte, bitmapBytes(n))
-	parent.Keys = make([]byte, n*w)
+	parent.Valid = resultSlice[byte](res, int(bitmapBytes(n)))
+	parent.Keys = resultSlice[byte](res, int(n*w))
 	poisonHost(b, parent.Keys, 0xa5)
 	ac.copies = append(ac.copies, hostCopy{dst: parent.Valid, src: bufs[1]}, hostCopy{dst: parent.Keys, src: bufs[2]})
 	return ac, nil

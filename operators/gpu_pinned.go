@@ -4,6 +4,7 @@ import (
 	"math/bits"
 	"runtime"
 	"sync"
+	"unsafe"
 
 	"github.com/gpipe/gpipe/gpu"
 	"github.com/gpipe/gpipe/internal/alloc"
@@ -166,4 +167,48 @@ func copyParallel(dst, src []byte) {
 		}()
 	}
 	wg.Wait()
+}
+
+// Go memory for the results of GPU runs, reused once a result is released
+// (Result.Release): a new slice of tens of megabytes is zeroed by the
+// allocating goroutine alone and then faulted in page by page, 4 ms of a
+// Flight server's BFS of Kronecker 22 before its first byte, for memory the
+// download overwrites whole. Pools by exact size: a graph's results repeat
+// their sizes, and sync.Pool lets the collector drop what stays unused.
+var resultMemory sync.Map // size in bytes → *sync.Pool of *[]byte
+
+// resultSlice is n elements of T for a result's column, from released
+// results' memory where there is some, not zeroed then; the caller writes
+// every element. The memory goes back with r.Release.
+func resultSlice[T gpu.Scalar](r *Result, n int) []T {
+	var zero T
+	size := n * int(unsafe.Sizeof(zero))
+	if size == 0 {
+		return nil
+	}
+	var b []byte
+	if p, ok := resultMemory.Load(size); ok {
+		if got, _ := p.(*sync.Pool).Get().(*[]byte); got != nil {
+			b = *got
+		}
+	}
+	if b == nil {
+		b = make([]byte, size)
+	}
+	r.recycle = append(r.recycle, b)
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
+}
+
+// Release gives the memory of the result's columns to later GPU runs. Only
+// for a caller that holds nothing of the columns any more (no slice of
+// them, no Arrow array over them): the memory is overwritten by the next
+// run. The columns are emptied. A result never released is collected as
+// usual.
+func (r *Result) Release() {
+	for _, b := range r.recycle {
+		p, _ := resultMemory.LoadOrStore(len(b), &sync.Pool{})
+		p.(*sync.Pool).Put(&b)
+	}
+	r.recycle = nil
+	r.Columns = nil
 }

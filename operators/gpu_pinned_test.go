@@ -35,3 +35,29 @@ func TestCopyParallel(t *testing.T) {
 		}
 	}
 }
+
+// TestResultRelease: a released result's memory serves the next result of
+// the same size, and its columns are gone.
+func TestResultRelease(t *testing.T) {
+	const n = 12345
+	r := &Result{}
+	a := resultSlice[int32](r, n)
+	r.Columns = []Column{{Name: "depth", Type: Int32Column, Int32: a}}
+	a[7] = 42
+	r.Release()
+	if r.Columns != nil || r.recycle != nil {
+		t.Fatalf("released result keeps %d columns, %d buffers", len(r.Columns), len(r.recycle))
+	}
+	// sync.Pool may drop what it holds at any time; reuse is likely, not
+	// certain, so a miss only logs.
+	b := resultSlice[int32](&Result{}, n)
+	if len(b) != n {
+		t.Fatalf("%d elements, want %d", len(b), n)
+	}
+	if &b[0] != &a[0] {
+		t.Logf("the released memory was not reused (the pool was emptied)")
+	}
+	if got := resultSlice[uint32](&Result{}, 0); got != nil {
+		t.Errorf("an empty column has memory")
+	}
+}

@@ -121,6 +121,8 @@ type Result struct {
 	// the CPU).
 	GPUs    int
 	Columns []Column
+	// recycle is the columns' memory that Release gives back.
+	recycle [][]byte
 	// Warnings are things the user should know about a result that is
 	// still returned, such as PageRank stopping before it converged.
 	Warnings []string
@@ -141,6 +143,17 @@ type Column struct {
 	// words, the bits past the last row zero.
 	Keys  []byte
 	Valid []byte
+}
+
+// Len is the column's rows.
+func (c *Column) Len() int {
+	switch c.Type {
+	case Int32Column:
+		return len(c.Int32)
+	case Float64Column:
+		return len(c.Float64)
+	}
+	return len(c.Vertex)
 }
 
 // Column returns the column called name, or nil.

@@ -12,7 +12,7 @@ one per backend):
   - DoGet bfs (from the first edge's source), pagerank and cc: one untimed
     query, then the median of --reps, with the compute time the result's
     metadata reports;
-  - bfs with result batches of 16384 and 32768 rows (beside the table);
+  - bfs with result batches of 16384 and 65536 rows (beside the table);
   - 16 clients (processes) x 20 bfs queries at once against one client's
     20, the throughputs compared and every result's vertex and depth columns
     compared with the first (parents may differ where paths tie; the first
@@ -309,11 +309,11 @@ def run(args):
     except Exception as e:
         print(f"bfs phases or ceiling: {e}", file=sys.stderr)
 
-    # Beside the table: bfs with smaller result batches than the server's
-    # default (65536 rows), to see whether the client's decoding overlaps
+    # Beside the table: bfs with result batches smaller and larger than the server's
+    # default (32768 rows), to see whether the client's decoding overlaps
     # the sending better.
     report["bfs_batch_rows"] = {}
-    for rows in (16384, 32768):
+    for rows in (16384, 65536):
         try:
             times = []
             for _ in range(args.reps):
@@ -410,7 +410,7 @@ def table(args):
         if r and r.get("bfs_batch_rows"):
             sizes = ", ".join(f"{k} rows {ms(v)}" for k, v in r["bfs_batch_rows"].items())
             default = r["get"].get("bfs", {}).get("s")
-            print(f"DoGet bfs by result batch size, {label}: {sizes}" + (f", 65536 rows (default) {ms(default)}" if default else ""))
+            print(f"DoGet bfs by result batch size, {label}: {sizes}" + (f", 32768 rows (default) {ms(default)}" if default else ""))
         if r and r.get("put_info"):
             i = r["put_info"]
             print(f"DoPut, {label}: built on {i.get('build_device')}{' (' + i['build_reason'] + ')' if i.get('build_reason') else ''}, "

@@ -40,6 +40,9 @@ func (s *service) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetSer
 		return err
 	}
 	meta := resultMeta{Graph: q.Graph, Vertices: sg.info.Vertices, Edges: sg.info.Edges, BackendNote: note}
+	// sendResult returns once its encoders have stopped: nothing holds the
+	// columns then, and the next GPU run reuses their memory.
+	defer res.Release()
 	return s.sendResult(ctx, stream, res, q.BatchRows, meta)
 }
 
