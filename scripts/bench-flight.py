@@ -113,11 +113,12 @@ def check_parents(table):
     return ""
 
 
-def profile(url, seconds, path):
-    """Fetches a CPU profile of the server in a thread; join it after."""
+def profile(url, seconds, path, kind="profile"):
+    """Fetches a CPU profile (or an execution trace: kind "trace") of the
+    server in a thread; join it after."""
     def fetch():
         try:
-            with urllib.request.urlopen(f"{url}/profile?seconds={seconds}", timeout=seconds + 30) as r:
+            with urllib.request.urlopen(f"{url}/{kind}?seconds={seconds}", timeout=seconds + 30) as r:
                 data = r.read()
             with open(path, "wb") as f:
                 f.write(data)
@@ -335,6 +336,13 @@ def run(args):
             n += 1
         t.join()
         report["profiled_bfs_queries"] = n
+        # An execution trace of a few queries: what gRPC's writer waits on
+        # (go tool trace -pprof=sync|net|syscall TRACE).
+        t = profile(args.debug_url, 1, f"{args.profile_dir}/trace-{args.label}-bfs.out", kind="trace")
+        end = time.perf_counter() + 1.0
+        while time.perf_counter() < end:
+            get(client, queries["bfs"])
+        t.join()
 
     one, prints1 = clients(args.location, queries["bfs"], 1, args.queries)
     many, prints = clients(args.location, queries["bfs"], args.clients, args.queries)
