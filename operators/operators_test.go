@@ -690,3 +690,54 @@ func TestDeltaFrontierOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestDeltaFusion runs Δ-stepping with fused rounds bounded as in a run
+// and with every worker's share of the current bucket left to the next
+// phase (fuseEdges 1: no share with an edge fuses), against the
+// references, at 1 and 3 workers and at more workers than cores; and
+// checks fuses' bounds and that shareChunk gives every worker a part.
+func TestDeltaFusion(t *testing.T) {
+	defer func(e int64) { fuseEdges = e }(fuseEdges)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, c := range []struct{ total, workers, want int }{
+		{1, 16, 1}, {148, 16, 1}, {1171, 16, 9}, {100_000, 16, 64}, {1000, 2, 62}, {2000, 1, 64},
+	} {
+		if got := shareChunk(c.total, c.workers); got != c.want {
+			t.Fatalf("shareChunk(%d, %d) = %d, want %d", c.total, c.workers, got, c.want)
+		}
+	}
+	d := newDeltaStepper(64)
+	d.offs = []int64{0, 0, 10, fuseEdges + 10} // degrees 0, 10, fuseEdges
+	for _, c := range []struct {
+		us   []uint32
+		want bool
+	}{{nil, false}, {[]uint32{0, 1}, true}, {[]uint32{1, 2}, false}, {make([]uint32, fuseLimit), false}} {
+		if got := d.fuses(c.us); got != c.want {
+			t.Fatalf("fuses(%v) = %v, want %v", c.us, got, c.want)
+		}
+	}
+	for _, e := range []int64{fuseEdges, 1} {
+		fuseEdges = e
+		for _, procs := range []int{1, 3, 2*runtime.NumCPU() + 1} {
+			runtime.GOMAXPROCS(procs)
+			for _, s := range shapes(t) {
+				switch s.name {
+				case "star", "chain", "zero-weights-ties", "kronecker-11-seed2", "kronecker-12-seed3":
+				default:
+					continue
+				}
+				g := buildGraph(t, s, false, true, edges.KeyInt64)
+				for _, src := range sourcesOf(g) {
+					runSSSPBothWidths(t, g, src, Params{})
+					r := run(t, SSWP{}, g, src, Params{})
+					ref := refWidest(g, src)
+					for v, x := range r.Column("width").Float64 {
+						if !(x == ref[v] || math.IsNaN(x) && math.IsInf(ref[v], -1)) {
+							t.Fatalf("%s fuseEdges %d (workers %d): sswp from %d: vertex %d width %v, reference %v", s.name, e, procs, src, v, x, ref[v])
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -460,7 +460,7 @@ func deltaStepSSSP32(ctx context.Context, c *convert.CSR, src uint32, delta floa
 func deltaStep(ctx context.Context, r relaxer, c *convert.CSR, src uint32, delta float64) (int, error) {
 	_, _, maxW := sampleWeights(c)
 	d := getDeltaStepper(ringSpan(maxW, delta))
-	phases, err := d.run(ctx, r, src, c.NumVertices())
+	phases, err := d.run(ctx, r, src, c.Offsets)
 	if err != nil {
 		return 0, err
 	}
