@@ -584,10 +584,11 @@ func TestPageRankFloat32(t *testing.T) {
 }
 
 // TestDeltaGather fills the workers' buckets with overlapping random
-// shares, some vertices twice in one share, and checks that gather makes
-// the frontier their union: where it is large, each vertex once and in
-// order; that slice reads it back in pieces; and that the shared bitmap is
-// left zero. At 1, 3 and 7 workers, small and large frontiers.
+// shares, some vertices twice in one share, every fifth vertex stale, and
+// checks that gather makes the frontier their union: where it is large,
+// each vertex that is not stale once and in order; that slice reads it
+// back in pieces; and that the shared bitmap is left zero. At 1, 3 and 7
+// workers, small and large frontiers.
 func TestDeltaGather(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for _, workers := range []int{1, 3, 7} {
@@ -605,7 +606,7 @@ func TestDeltaGather(t *testing.T) {
 				}
 				d.bins[w].push(cur+1, uint32(rng.IntN(n))) // another bucket, left alone
 			}
-			d.gather(cur, n)
+			d.gather(staleFifths{cur}, cur, n)
 			// Read back as the workers do, in pieces of up to 64 (37 here)
 			// that may start in one part and end in the next.
 			var front []uint32
@@ -618,12 +619,18 @@ func TestDeltaGather(t *testing.T) {
 					j += len(us)
 				}
 			}
-			if len(front) < len(want) {
+			if len(want) < sortMin && len(front) < len(want) {
 				t.Fatalf("workers %d round %d: frontier of %d, want the %d vertices", workers, round, len(front), len(want))
 			}
 			if len(want) >= sortMin {
-				if len(front) != len(want) {
-					t.Fatalf("workers %d round %d: frontier of %d, want each of the %d vertices once", workers, round, len(front), len(want))
+				live := 0
+				for v := range want {
+					if v%5 != 0 {
+						live++
+					}
+				}
+				if len(front) != live {
+					t.Fatalf("workers %d round %d: frontier of %d, want each of the %d live vertices once", workers, round, len(front), live)
 				}
 				for i := 1; i < len(front); i++ {
 					if front[i] <= front[i-1] {
@@ -634,6 +641,9 @@ func TestDeltaGather(t *testing.T) {
 			for _, v := range front {
 				if !want[v] {
 					t.Fatalf("workers %d round %d: %d in the frontier, not in a share", workers, round, v)
+				}
+				if len(want) >= sortMin && v%5 == 0 {
+					t.Fatalf("workers %d round %d: stale %d in a sorted frontier", workers, round, v)
 				}
 			}
 			for i, x := range d.marks {
@@ -649,6 +659,19 @@ func TestDeltaGather(t *testing.T) {
 			}
 		}
 	}
+}
+
+// staleFifths is a relaxer for gather alone: every fifth vertex has moved
+// to the bucket before cur.
+type staleFifths struct{ cur uint64 }
+
+func (staleFifths) relax(*deltaStepper, int, []uint32, uint64) {}
+
+func (s staleFifths) bucket(v uint32) uint64 {
+	if v%5 == 0 {
+		return s.cur - 1
+	}
+	return s.cur
 }
 
 // TestDeltaFrontierOrder runs Δ-stepping with every frontier sorted
