@@ -667,6 +667,8 @@ type staleFifths struct{ cur uint64 }
 
 func (staleFifths) relax(*deltaStepper, int, []uint32, uint64) {}
 
+func (staleFifths) relaxEdges(*deltaStepper, int, uint32, int64, int64, uint64) {}
+
 func (s staleFifths) bucket(v uint32) uint64 {
 	if v%5 == 0 {
 		return s.cur - 1
@@ -716,11 +718,13 @@ func TestDeltaFrontierOrder(t *testing.T) {
 
 // TestDeltaFusion runs Δ-stepping with fused rounds bounded as in a run
 // and with every worker's share of the current bucket left to the next
-// phase (fuseEdges 1: no share with an edge fuses), against the
-// references, at 1 and 3 workers and at more workers than cores; and
-// checks fuses' bounds and that shareChunk gives every worker a part.
+// phase (fuseEdges 1: no share with an edge fuses), with hubs split as in
+// a run and with every vertex of an edge or more a hub (in pieces of 3
+// edges, and of 1; more than maxHubs a phase), against the references, at
+// 1 and 3 workers and at more workers than cores; and checks fuses'
+// bounds and that shareChunk gives every worker a part.
 func TestDeltaFusion(t *testing.T) {
-	defer func(e int64) { fuseEdges = e }(fuseEdges)
+	defer func(e, s, p int64) { fuseEdges, splitEdges, pieceEdges = e, s, p }(fuseEdges, splitEdges, pieceEdges)
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for _, c := range []struct{ total, workers, want int }{
 		{1, 16, 1}, {148, 16, 1}, {1171, 16, 9}, {100_000, 16, 64}, {1000, 2, 62}, {2000, 1, 64},
@@ -739,8 +743,10 @@ func TestDeltaFusion(t *testing.T) {
 			t.Fatalf("fuses(%v) = %v, want %v", c.us, got, c.want)
 		}
 	}
-	for _, e := range []int64{fuseEdges, 1} {
-		fuseEdges = e
+	for _, c := range []struct{ fuse, split, piece int64 }{
+		{fuseEdges, splitEdges, pieceEdges}, {1, splitEdges, pieceEdges}, {fuseEdges, 1, 3}, {1, 4, 1},
+	} {
+		fuseEdges, splitEdges, pieceEdges = c.fuse, c.split, c.piece
 		for _, procs := range []int{1, 3, 2*runtime.NumCPU() + 1} {
 			runtime.GOMAXPROCS(procs)
 			for _, s := range shapes(t) {
@@ -756,7 +762,7 @@ func TestDeltaFusion(t *testing.T) {
 					ref := refWidest(g, src)
 					for v, x := range r.Column("width").Float64 {
 						if !(x == ref[v] || math.IsNaN(x) && math.IsInf(ref[v], -1)) {
-							t.Fatalf("%s fuseEdges %d (workers %d): sswp from %d: vertex %d width %v, reference %v", s.name, e, procs, src, v, x, ref[v])
+							t.Fatalf("%s %+v (workers %d): sswp from %d: vertex %d width %v, reference %v", s.name, c, procs, src, v, x, ref[v])
 						}
 					}
 				}
