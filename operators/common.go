@@ -111,6 +111,9 @@ func (bs *bins) push(b uint64, v uint32) {
 // size is the length of bucket b.
 func (bs *bins) size(b uint64) int { return len(bs.lists[b&bs.mask]) }
 
+// peek is bucket b's vertices, left in it.
+func (bs *bins) peek(b uint64) []uint32 { return bs.lists[b&bs.mask] }
+
 // take empties bucket b and returns what it held; the slice stays valid
 // until the next take.
 func (bs *bins) take(b uint64) []uint32 {

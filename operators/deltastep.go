@@ -12,10 +12,11 @@ import (
 
 // The Δ-stepping driver shared by sssp and sswp, after GAP's sssp.cc: every
 // worker keeps its own buckets; a phase relaxes the current bucket's
-// vertices (shared out in chunks of 64 from one frontier), then each worker
-// keeps relaxing its own copy of the current bucket while it stays small
-// (bucket fusion, kBinSizeThreshold in GAP), and the smallest non-empty
-// bucket over all workers becomes the next frontier.
+// vertices (shared out in chunks of up to 64 from one frontier, hubs' edges
+// in pieces), then each worker keeps relaxing its own copy of the current
+// bucket while it stays small (bucket fusion, kBinSizeThreshold in GAP),
+// and the smallest non-empty bucket over all workers becomes the next
+// frontier.
 //
 // Buckets live in a ring (see bins); a relaxation that lands further ahead
 // than the ring reaches goes to the worker's far list, whose vertices move
@@ -23,8 +24,29 @@ import (
 // however the weights spread, with memory bounded by the ring.
 
 // fuseLimit is GAP's kBinSizeThreshold: a worker goes on with its own share
-// of the current bucket while it holds fewer vertices than this.
+// of the current bucket while it holds fewer vertices than this, and (unlike
+// GAP) while their out-edges number fewer than fuseEdges.
 const fuseLimit = 1000
+
+// fuseEdges bounds the work of a fused round, which one worker does while
+// the others wait at the phase's end: about what a phase boundary costs on
+// 16 cores (tens of µs), where GAP's bound of 1,000 vertices, meant for road
+// networks, lets a worker take a hub's tens of thousands of edges alone. On
+// Kronecker 20 with Δ = 2 (weight-1 edges land in the current bucket), 16
+// workers fused 3.3–5.1 M of the 31.4 M edges a run, up to 1.6 M edges by
+// one worker in one phase; a model of the phases' schedule (greedy chunks
+// to the least-loaded of 16 workers, then each worker's fused rounds) put
+// the relaxations' critical path at 1.2–2.2 times the even share, 1.07 with
+// this bound, at one or two more phases a run. A variable so that tests can
+// end a phase at every bucket a worker lowers into.
+var fuseEdges int64 = 1 << 14
+
+// shareChunk is how many frontier vertices a worker takes at a time: GAP's
+// 64, fewer where the frontier has under 8 chunks a worker, so that every
+// worker gets a part. Small frontiers are where the hubs are (a Kronecker
+// graph reaches them within a few hops): 148 vertices with 2.4 M edges in
+// chunks of 64 kept 3 of 16 workers busy.
+func shareChunk(total, workers int) int { return max(1, min(64, total/(8*workers))) }
 
 // relaxer is what an algorithm gives the driver. Calls are per vertex, never
 // per edge.
@@ -33,8 +55,36 @@ type relaxer interface {
 	// bucket cur (is not a stale entry), pushing improved vertices through
 	// d.push.
 	relax(d *deltaStepper, w int, us []uint32, cur uint64)
+	// relaxEdges is relax for vertex u's out-edges [lo, hi) alone (offsets
+	// into the graph's targets): a piece of a hub's.
+	relaxEdges(d *deltaStepper, w int, u uint32, lo, hi int64, cur uint64)
 	// bucket is vertex v's bucket under its current value.
 	bucket(v uint32) uint64
+}
+
+// Hubs in the frontier are relaxed in pieces by all workers: a worker that
+// takes a vertex of at least splitEdges out-edges from the frontier
+// publishes it (hubs), and every worker takes pieceEdges of a published
+// hub's edges at a time before its next chunk of the frontier. A Kronecker
+// graph's first phases are a few hubs: on Kronecker 20 a frontier of 148
+// vertices held one of 64,637 edges, which one worker relaxed while 15
+// waited. Variables so that tests can split every vertex.
+var (
+	splitEdges int64 = 1 << 12
+	pieceEdges int64 = 1 << 11
+)
+
+// maxHubs is the most hubs published in a phase; a worker relaxes any
+// further one whole.
+const maxHubs = 256
+
+// hub is a published hub: u's edges [next, end) are yet to be handed out.
+type hub struct {
+	u     uint32
+	end   int64
+	next  atomic.Int64
+	phase atomic.Int64 // the phase that published it; set last
+	_     [32]byte     // keeps hubs apart on cache lines
 }
 
 // deltaStepper holds the workers' buckets and the frontier.
@@ -43,6 +93,7 @@ type deltaStepper struct {
 	far      [][]uint32 // per worker: vertices pushed beyond the ring
 	farMin   []uint64   // per worker: the smallest bucket pushed far
 	frontier frontier
+	offs     []int64    // the graph's offsets: a vertex's out-degree
 	marks    []uint64   // a bitmap of vertices, zero between gathers
 	sortBufs [][]uint32 // per worker: storage for its range of a sorted frontier
 	takeBufs [][]uint32 // per worker: its share of an unsorted frontier
@@ -51,6 +102,9 @@ type deltaStepper struct {
 	next     []uint64
 	hasNext  []bool
 	cursor   atomic.Int64
+	hubs     [maxHubs]hub
+	numHubs  atomic.Int64 // slots of hubs taken this phase
+	phase    int64        // the phase being run
 }
 
 // noBucket is larger than any bucket bucketOf returns.
@@ -103,10 +157,13 @@ func (d *deltaStepper) push(w int, b, cur uint64, v uint32) {
 
 // run processes buckets from the one holding src until all are empty and
 // returns the number of phases.
-// n is the number of vertices. Workers check ctx between their chunks of
+// offs are the graph's offsets. Workers check ctx between their chunks of
 // the frontier and their fused rounds; after a canceled run d holds
 // vertices, so it must not go back to the pool.
-func (d *deltaStepper) run(ctx context.Context, r relaxer, src uint32, n int) (int, error) {
+func (d *deltaStepper) run(ctx context.Context, r relaxer, src uint32, offs []int64) (int, error) {
+	n := len(offs) - 1
+	d.offs = offs
+	defer func() { d.offs = nil }() // the pool keeps no graph alive
 	cur := r.bucket(src)
 	d.srcBuf = append(d.srcBuf[:0], src)
 	d.frontier.reset()
@@ -118,24 +175,35 @@ func (d *deltaStepper) run(ctx context.Context, r relaxer, src uint32, n int) (i
 		}
 		phases++
 		d.cursor.Store(0)
+		d.numHubs.Store(0)
+		d.phase++
 		f, total := &d.frontier, d.frontier.len()
 		c := cur
+		chunk := shareChunk(total, len(d.bins))
+		split := len(d.bins) > 1
 		onWorkers(func(w int) {
 			part := 0
 			for ctx.Err() == nil {
-				i := int(d.cursor.Add(64)) - 64
-				end := min(i+64, total)
+				i := int(d.cursor.Add(int64(chunk))) - chunk
+				end := min(i+chunk, total)
 				if i >= end {
 					break
 				}
 				for i < end {
 					us := f.slice(i, end, &part)
-					r.relax(d, w, us, c)
+					if split {
+						d.relaxSplitting(r, w, us, c)
+					} else {
+						r.relax(d, w, us, c)
+					}
 					i += len(us)
+				}
+				if split {
+					d.relaxHubs(r, w, c) // others' hubs before the next chunk
 				}
 			}
 			bs := d.bins[w]
-			for k := bs.size(c); k > 0 && k < fuseLimit && ctx.Err() == nil; k = bs.size(c) {
+			for d.fuses(bs.peek(c)) && ctx.Err() == nil {
 				r.relax(d, w, bs.take(c), c)
 			}
 			d.next[w], d.hasNext[w] = bs.next(c)
@@ -147,8 +215,85 @@ func (d *deltaStepper) run(ctx context.Context, r relaxer, src uint32, n int) (i
 		if cur, ok = d.advance(r, cur); !ok {
 			return phases, nil
 		}
-		d.gather(cur, n)
+		d.gather(r, cur, n)
 	}
+}
+
+// relaxSplitting relaxes us on behalf of worker w: it publishes the hubs
+// among them first, so that the workers start on those, then relaxes the
+// others.
+func (d *deltaStepper) relaxSplitting(r relaxer, w int, us []uint32, cur uint64) {
+	hubs := false
+	for j, u := range us {
+		if d.offs[u+1]-d.offs[u] < splitEdges {
+			continue
+		}
+		if d.publish(u) {
+			hubs = true
+		} else {
+			r.relax(d, w, us[j:j+1], cur)
+		}
+	}
+	if !hubs {
+		r.relax(d, w, us, cur)
+		return
+	}
+	d.relaxHubs(r, w, cur)
+	start := 0
+	for j, u := range us {
+		if d.offs[u+1]-d.offs[u] >= splitEdges {
+			r.relax(d, w, us[start:j], cur)
+			start = j + 1
+		}
+	}
+	r.relax(d, w, us[start:], cur)
+}
+
+// publish makes u a hub of this phase; false when the phase has maxHubs.
+func (d *deltaStepper) publish(u uint32) bool {
+	k := d.numHubs.Add(1) - 1
+	if k >= maxHubs {
+		return false
+	}
+	h := &d.hubs[k]
+	h.u, h.end = u, d.offs[u+1]
+	h.next.Store(d.offs[u])
+	h.phase.Store(d.phase)
+	return true
+}
+
+// relaxHubs relaxes pieces of this phase's published hubs on behalf of
+// worker w until none is left to hand out.
+func (d *deltaStepper) relaxHubs(r relaxer, w int, cur uint64) {
+	n := min(d.numHubs.Load(), maxHubs)
+	for k := range n {
+		h := &d.hubs[k]
+		if h.phase.Load() != d.phase || h.next.Load() >= h.end {
+			continue // not yet filled in (its worker will take it), or handed out
+		}
+		for {
+			lo := h.next.Add(pieceEdges) - pieceEdges
+			if lo >= h.end {
+				break
+			}
+			r.relaxEdges(d, w, h.u, lo, min(lo+pieceEdges, h.end), cur)
+		}
+	}
+}
+
+// fuses says whether a worker relaxes us, its share of the current bucket,
+// in the same phase: us is not empty and small by fuseLimit and fuseEdges.
+func (d *deltaStepper) fuses(us []uint32) bool {
+	if len(us) == 0 || len(us) >= fuseLimit {
+		return false
+	}
+	var edges int64
+	for _, u := range us {
+		if edges += d.offs[u+1] - d.offs[u]; edges >= fuseEdges {
+			return false
+		}
+	}
+	return true
 }
 
 // Frontiers of at least sortMin vertices are put in vertex order before a
@@ -170,15 +315,23 @@ func (d *deltaStepper) run(ctx context.Context, r relaxer, src uint32, n int) (i
 // its own share (by comparison, or through a bitmap of its own that it
 // scanned whole): that dropped repeats only within a share, and pdqsort
 // took 8% of a run on 16 cores.
+//
+// Stale entries (vertices lowered into an earlier bucket since they were
+// pushed here, and relaxed there) are dropped before their bits are set:
+// on Kronecker 20 they are 59% of the entries (940 k of 1.59 M a run, at 1
+// and 16 workers alike), each a locked OR, which waits for its cache line
+// and keeps the next from starting, where the load of the vertex's
+// distance that tells a stale entry overlaps with the next ones.
 var sortMin = 1024
 
 // gather makes the workers' bucket cur the frontier; n is the number of
 // vertices. The frontier is their shares as they are where it is small, and
-// the workers' ranges of the shared bitmap where not; the parts are not
+// the workers' ranges of the shared bitmap, without r's stale entries,
+// where not; the parts are not
 // copied together (on 16 cores the caller copying the shares of small
 // frontiers cost microseconds a phase, in misses on the other cores'
 // caches).
-func (d *deltaStepper) gather(cur uint64, n int) {
+func (d *deltaStepper) gather(r relaxer, cur uint64, n int) {
 	total := 0
 	for _, bs := range d.bins {
 		total += bs.size(cur)
@@ -205,12 +358,16 @@ func (d *deltaStepper) gather(cur uint64, n int) {
 	marks := d.marks[:words]
 	if workers == 1 {
 		for _, v := range d.bins[0].take(cur) {
-			marks[v>>6] |= 1 << (v & 63) // a locked OR costs 5% of a run on one core
+			if r.bucket(v) >= cur { // not stale (as relax tells)
+				marks[v>>6] |= 1 << (v & 63) // a locked OR costs 5% of a run on one core
+			}
 		}
 	} else {
 		onWorkers(func(w int) {
 			for _, v := range d.bins[w].take(cur) {
-				atomic.OrUint64(&marks[v>>6], 1<<(v&63))
+				if r.bucket(v) >= cur { // not stale (as relax tells)
+					atomic.OrUint64(&marks[v>>6], 1<<(v&63))
+				}
 			}
 		})
 	}

@@ -584,10 +584,11 @@ func TestPageRankFloat32(t *testing.T) {
 }
 
 // TestDeltaGather fills the workers' buckets with overlapping random
-// shares, some vertices twice in one share, and checks that gather makes
-// the frontier their union: where it is large, each vertex once and in
-// order; that slice reads it back in pieces; and that the shared bitmap is
-// left zero. At 1, 3 and 7 workers, small and large frontiers.
+// shares, some vertices twice in one share, every fifth vertex stale, and
+// checks that gather makes the frontier their union: where it is large,
+// each vertex that is not stale once and in order; that slice reads it
+// back in pieces; and that the shared bitmap is left zero. At 1, 3 and 7
+// workers, small and large frontiers.
 func TestDeltaGather(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for _, workers := range []int{1, 3, 7} {
@@ -605,7 +606,7 @@ func TestDeltaGather(t *testing.T) {
 				}
 				d.bins[w].push(cur+1, uint32(rng.IntN(n))) // another bucket, left alone
 			}
-			d.gather(cur, n)
+			d.gather(staleFifths{cur}, cur, n)
 			// Read back as the workers do, in pieces of up to 64 (37 here)
 			// that may start in one part and end in the next.
 			var front []uint32
@@ -618,12 +619,18 @@ func TestDeltaGather(t *testing.T) {
 					j += len(us)
 				}
 			}
-			if len(front) < len(want) {
+			if len(want) < sortMin && len(front) < len(want) {
 				t.Fatalf("workers %d round %d: frontier of %d, want the %d vertices", workers, round, len(front), len(want))
 			}
 			if len(want) >= sortMin {
-				if len(front) != len(want) {
-					t.Fatalf("workers %d round %d: frontier of %d, want each of the %d vertices once", workers, round, len(front), len(want))
+				live := 0
+				for v := range want {
+					if v%5 != 0 {
+						live++
+					}
+				}
+				if len(front) != live {
+					t.Fatalf("workers %d round %d: frontier of %d, want each of the %d live vertices once", workers, round, len(front), live)
 				}
 				for i := 1; i < len(front); i++ {
 					if front[i] <= front[i-1] {
@@ -634,6 +641,9 @@ func TestDeltaGather(t *testing.T) {
 			for _, v := range front {
 				if !want[v] {
 					t.Fatalf("workers %d round %d: %d in the frontier, not in a share", workers, round, v)
+				}
+				if len(want) >= sortMin && v%5 == 0 {
+					t.Fatalf("workers %d round %d: stale %d in a sorted frontier", workers, round, v)
 				}
 			}
 			for i, x := range d.marks {
@@ -649,6 +659,21 @@ func TestDeltaGather(t *testing.T) {
 			}
 		}
 	}
+}
+
+// staleFifths is a relaxer for gather alone: every fifth vertex has moved
+// to the bucket before cur.
+type staleFifths struct{ cur uint64 }
+
+func (staleFifths) relax(*deltaStepper, int, []uint32, uint64) {}
+
+func (staleFifths) relaxEdges(*deltaStepper, int, uint32, int64, int64, uint64) {}
+
+func (s staleFifths) bucket(v uint32) uint64 {
+	if v%5 == 0 {
+		return s.cur - 1
+	}
+	return s.cur
 }
 
 // TestDeltaFrontierOrder runs Δ-stepping with every frontier sorted
@@ -683,6 +708,61 @@ func TestDeltaFrontierOrder(t *testing.T) {
 					for v, x := range r.Column("width").Float64 {
 						if !(x == ref[v] || math.IsNaN(x) && math.IsInf(ref[v], -1)) {
 							t.Fatalf("%s weighted=%v sortMin %d (workers %d): sswp from %d: vertex %d width %v, reference %v", s.name, weighted, sortMin, par.Workers(), src, v, x, ref[v])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestDeltaFusion runs Δ-stepping with fused rounds bounded as in a run
+// and with every worker's share of the current bucket left to the next
+// phase (fuseEdges 1: no share with an edge fuses), with hubs split as in
+// a run and with every vertex of an edge or more a hub (in pieces of 3
+// edges, and of 1; more than maxHubs a phase), against the references, at
+// 1 and 3 workers and at more workers than cores; and checks fuses'
+// bounds and that shareChunk gives every worker a part.
+func TestDeltaFusion(t *testing.T) {
+	defer func(e, s, p int64) { fuseEdges, splitEdges, pieceEdges = e, s, p }(fuseEdges, splitEdges, pieceEdges)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, c := range []struct{ total, workers, want int }{
+		{1, 16, 1}, {148, 16, 1}, {1171, 16, 9}, {100_000, 16, 64}, {1000, 2, 62}, {2000, 1, 64},
+	} {
+		if got := shareChunk(c.total, c.workers); got != c.want {
+			t.Fatalf("shareChunk(%d, %d) = %d, want %d", c.total, c.workers, got, c.want)
+		}
+	}
+	d := newDeltaStepper(64)
+	d.offs = []int64{0, 0, 10, fuseEdges + 10} // degrees 0, 10, fuseEdges
+	for _, c := range []struct {
+		us   []uint32
+		want bool
+	}{{nil, false}, {[]uint32{0, 1}, true}, {[]uint32{1, 2}, false}, {make([]uint32, fuseLimit), false}} {
+		if got := d.fuses(c.us); got != c.want {
+			t.Fatalf("fuses(%v) = %v, want %v", c.us, got, c.want)
+		}
+	}
+	for _, c := range []struct{ fuse, split, piece int64 }{
+		{fuseEdges, splitEdges, pieceEdges}, {1, splitEdges, pieceEdges}, {fuseEdges, 1, 3}, {1, 4, 1},
+	} {
+		fuseEdges, splitEdges, pieceEdges = c.fuse, c.split, c.piece
+		for _, procs := range []int{1, 3, 2*runtime.NumCPU() + 1} {
+			runtime.GOMAXPROCS(procs)
+			for _, s := range shapes(t) {
+				switch s.name {
+				case "star", "chain", "zero-weights-ties", "kronecker-11-seed2", "kronecker-12-seed3":
+				default:
+					continue
+				}
+				g := buildGraph(t, s, false, true, edges.KeyInt64)
+				for _, src := range sourcesOf(g) {
+					runSSSPBothWidths(t, g, src, Params{})
+					r := run(t, SSWP{}, g, src, Params{})
+					ref := refWidest(g, src)
+					for v, x := range r.Column("width").Float64 {
+						if !(x == ref[v] || math.IsNaN(x) && math.IsInf(ref[v], -1)) {
+							t.Fatalf("%s %+v (workers %d): sswp from %d: vertex %d width %v, reference %v", s.name, c, procs, src, v, x, ref[v])
 						}
 					}
 				}

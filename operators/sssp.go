@@ -223,11 +223,14 @@ func (r *ssspRelaxer) relax(d *deltaStepper, w int, us []uint32, cur uint64) {
 }
 
 func (r *ssspRelaxer) relaxOne(d *deltaStepper, w int, u uint32, cur uint64) {
+	r.relaxEdges(d, w, u, r.offs[u], r.offs[u+1], cur)
+}
+
+func (r *ssspRelaxer) relaxEdges(d *deltaStepper, w int, u uint32, lo, hi int64, cur uint64) {
 	du := math.Float64frombits(atomic.LoadUint64(&r.dist[u]))
 	if bucketOf(du, r.inv) < cur {
 		return // stale: u moved to an earlier bucket and was relaxed there
 	}
-	lo, hi := r.offs[u], r.offs[u+1]
 	ts := r.targets[lo:hi]
 	dist := r.dist
 	if r.weights == nil {
@@ -287,11 +290,14 @@ func (r *ssspRelaxer32) relax(d *deltaStepper, w int, us []uint32, cur uint64) {
 }
 
 func (r *ssspRelaxer32) relaxOne(d *deltaStepper, w int, u uint32, cur uint64) {
+	r.relaxEdges(d, w, u, r.offs[u], r.offs[u+1], cur)
+}
+
+func (r *ssspRelaxer32) relaxEdges(d *deltaStepper, w int, u uint32, lo, hi int64, cur uint64) {
 	du := atomic.LoadUint32(&r.dist[u])
 	if bucketOf(float64(du), r.inv) < cur {
 		return // stale: u moved to an earlier bucket and was relaxed there
 	}
-	lo, hi := r.offs[u], r.offs[u+1]
 	ts := r.targets[lo:hi]
 	dist := r.dist
 	if r.weights == nil {
@@ -460,7 +466,7 @@ func deltaStepSSSP32(ctx context.Context, c *convert.CSR, src uint32, delta floa
 func deltaStep(ctx context.Context, r relaxer, c *convert.CSR, src uint32, delta float64) (int, error) {
 	_, _, maxW := sampleWeights(c)
 	d := getDeltaStepper(ringSpan(maxW, delta))
-	phases, err := d.run(ctx, r, src, c.NumVertices())
+	phases, err := d.run(ctx, r, src, c.Offsets)
 	if err != nil {
 		return 0, err
 	}

@@ -69,7 +69,7 @@ func (SSWP) RunCPU(ctx context.Context, in Input) (*Result, error) {
 	width[in.Source] = math.Inf(1)
 	r := &sswpRelaxer{offs: c.Offsets, targets: c.Targets, weights: c.Weights, width: bitsView, top: hi, inv: 1 / delta}
 	d := getDeltaStepper(ringSpan(hi-lo, delta))
-	phases, err := d.run(ctx, r, in.Source, n)
+	phases, err := d.run(ctx, r, in.Source, c.Offsets)
 	if err != nil {
 		return nil, err
 	}
@@ -119,12 +119,15 @@ func (r *sswpRelaxer) relax(d *deltaStepper, w int, us []uint32, cur uint64) {
 }
 
 func (r *sswpRelaxer) relaxOne(d *deltaStepper, w int, u uint32, cur uint64) {
+	r.relaxEdges(d, w, u, r.offs[u], r.offs[u+1], cur)
+}
+
+func (r *sswpRelaxer) relaxEdges(d *deltaStepper, w int, u uint32, lo, hi int64, cur uint64) {
 	wu := math.Float64frombits(atomic.LoadUint64(&r.width[u]))
 	if r.bucketOfWidth(wu) < cur {
 		return // stale
 	}
 	width := r.width
-	lo, hi := r.offs[u], r.offs[u+1]
 	ts := r.targets[lo:hi]
 	if r.weights == nil {
 		nw := min(wu, 1)

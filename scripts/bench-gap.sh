@@ -43,11 +43,22 @@ mkdir -p "$work"
 start=$(date +%s)
 { nproc; lscpu; cat /sys/kernel/mm/transparent_hugepage/enabled; } >"$out/machine.txt" 2>&1
 
-# The graph files both tools read, made once.
+wanted() { [ -z "${ONLY:-}" ] || grep -qE -- "$ONLY" <<<"$1"; }
+# profiled NAME: PROFILE=1 runs NAME's scaling and profile.
+profiled() { [ "${PROFILE:-0}" = 1 ] && wanted "$1"; }
+
+# The graph files both tools read, made once, and only where a case kept
+# by ONLY reads them.
 grid=$work/grid$side.el kel=$work/k$fs.el kwel=$work/k$fs.wel
-[ -s "$grid" ] || "$gpipe" gen grid --rows "$side" --cols "$side" --output "$grid" >&2
-[ -s "$kel" ] || "$gap/converter" -g "$fs" -e "$kel" >"$out/converter-el.log" 2>&1
-[ -s "$kwel" ] || "$gap/converter" -g "$fs" -w -e "$kwel" >"$out/converter-wel.log" 2>&1
+if wanted bfs-grid && [ ! -s "$grid" ]; then
+	"$gpipe" gen grid --rows "$side" --cols "$side" --output "$grid" >&2
+fi
+if { wanted "pagerank-k${fs}file" || profiled pagerank; } && [ ! -s "$kel" ]; then
+	"$gap/converter" -g "$fs" -e "$kel" >"$out/converter-el.log" 2>&1
+fi
+if { wanted "sssp-k${fs}file" || profiled sssp; } && [ ! -s "$kwel" ]; then
+	"$gap/converter" -g "$fs" -w -e "$kwel" >"$out/converter-wel.log" 2>&1
+fi
 
 pr="--tolerance 1e-4 --max-iterations 20"
 # case name | GAP command (after the binary's directory) | gpipe bench arguments
@@ -76,8 +87,6 @@ run_gpipe() { # json, arguments...
 		echo "gpipe failed: bench $* (see ${json%.json}.err)" >&2
 }
 
-wanted() { [ -z "${ONLY:-}" ] || grep -qE -- "$ONLY" <<<"$1"; }
-
 for r in $(seq "$rounds"); do
 	for c in "${cases[@]}"; do
 		IFS='|' read -r name gapcmd gpipeargs <<<"$c"
@@ -93,8 +102,8 @@ for r in $(seq "$rounds"); do
 done
 # GAP's PageRank iterations (its timed runs do not print them): one logged
 # trial on each graph.
-run_gap "$out/pagerank-k$ks-gap-iterations.log" "pr -g $ks -i 20 -t 1e-4 -n 1 -l"
-run_gap "$out/pagerank-k${fs}file-gap-iterations.log" "pr -f $kel -s -i 20 -t 1e-4 -n 1 -l"
+wanted "pagerank-k$ks" && run_gap "$out/pagerank-k$ks-gap-iterations.log" "pr -g $ks -i 20 -t 1e-4 -n 1 -l"
+wanted "pagerank-k${fs}file" && run_gap "$out/pagerank-k${fs}file-gap-iterations.log" "pr -f $kel -s -i 20 -t 1e-4 -n 1 -l"
 
 if [ "${PROFILE:-0}" = 1 ]; then
 	cores=$(nproc)
