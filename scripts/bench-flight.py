@@ -12,7 +12,8 @@ one per backend):
   - DoGet bfs (from the first edge's source), pagerank and cc: one untimed
     query, then the median of --reps, with the compute time the result's
     metadata reports;
-  - bfs with result batches of 16384 and 65536 rows (beside the table);
+  - bfs with result batches of 16384, 32768 and 65536 rows, taking turns
+    (beside the table);
   - 16 clients (processes) x 20 bfs queries at once against one client's
     20, the throughputs compared and every result's vertex and depth columns
     compared with the first (parents may differ where paths tie; the first
@@ -203,16 +204,18 @@ def serve_table(path, port, ready):
     server.serve()
 
 
-def ceiling(client, ticket, reps, workdir):
+def ceiling(client, ticket, reps, workdir, batch_rows):
     """The median time of pyarrow's client reading gpipe's bfs result (the
-    same batches) from pyarrow's own Flight server on loopback."""
+    same rows, in batches of batch_rows) from pyarrow's own Flight server on
+    loopback."""
     pa, flight = flight_modules()
     table, _ = get(client, ticket)
+    table = table.combine_chunks()
     path = f"{workdir}/bfs-result.arrow"
     with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
-        for b in table.to_batches():
+        for b in table.to_batches(max_chunksize=batch_rows):
             w.write_batch(b)
-    rows, nbytes, nbatches = table.num_rows, table.nbytes, len(table.to_batches())
+    rows, nbytes, nbatches = table.num_rows, table.nbytes, len(table.to_batches(max_chunksize=batch_rows))
     del table
     ctx = mp.get_context("spawn")
     ready = ctx.Event()
@@ -305,26 +308,29 @@ def run(args):
     try:
         report["bfs_phases"] = phases(client, queries["bfs"], args.reps)
         print(f"bfs phases: {json.dumps(report['bfs_phases'])}", flush=True)
-        report["bfs_ceiling"] = ceiling(client, queries["bfs"], args.reps, tempfile.gettempdir())
-        print(f"bfs from pyarrow's server: {json.dumps(report['bfs_ceiling'])}", flush=True)
+        report["bfs_ceiling"] = {}
+        for rows in (32768, 65536):
+            report["bfs_ceiling"][str(rows)] = ceiling(client, queries["bfs"], args.reps, tempfile.gettempdir(), rows)
+        print(f"bfs from pyarrow's server, by batch rows: {json.dumps(report['bfs_ceiling'])}", flush=True)
     except Exception as e:
         print(f"bfs phases or ceiling: {e}", file=sys.stderr)
 
-    # Beside the table: bfs with result batches smaller and larger than the server's
-    # default (32768 rows), to see whether the client's decoding overlaps
-    # the sending better.
-    report["bfs_batch_rows"] = {}
-    for rows in (16384, 65536):
-        try:
-            times = []
-            for _ in range(args.reps):
+    # Beside the table: bfs with result batches of several sizes, the sizes
+    # taking turns query by query (the first queries after an upload run
+    # slower, so sizes timed one after the other are not comparable).
+    sizes = (16384, 32768, 65536)
+    times = {rows: [] for rows in sizes}
+    try:
+        for _ in range(args.reps + 4):
+            for rows in sizes:
                 start = time.perf_counter()
                 result, _ = get(client, {**queries["bfs"], "batch_rows": rows})
-                times.append(time.perf_counter() - start)
+                times[rows].append(time.perf_counter() - start)
                 del result
-            report["bfs_batch_rows"][str(rows)] = statistics.median(times)
-        except Exception as e:
-            print(f"bfs with batch_rows {rows}: {e}", file=sys.stderr)
+        report["bfs_batch_rows"] = {str(rows): statistics.median(t) for rows, t in times.items()}
+    except Exception as e:
+        report["bfs_batch_rows"] = {}
+        print(f"bfs by batch_rows: {e}", file=sys.stderr)
     print(f"bfs by batch_rows: {json.dumps(report['bfs_batch_rows'])}", flush=True)
 
     if args.debug_url:
@@ -417,8 +423,13 @@ def table(args):
     for label, r in (("gpu", gpu), ("cpu", cpu)):
         if r and r.get("bfs_batch_rows"):
             sizes = ", ".join(f"{k} rows {ms(v)}" for k, v in r["bfs_batch_rows"].items())
-            default = r["get"].get("bfs", {}).get("s")
-            print(f"DoGet bfs by result batch size, {label}: {sizes}" + (f", 32768 rows (default) {ms(default)}" if default else ""))
+            print(f"DoGet bfs by result batch size, taking turns, {label}: {sizes}")
+        if r and r.get("bfs_phases"):
+            print(f"DoGet bfs phases, {label}: schema {ms(r['bfs_phases']['schema_s'])}, first batch "
+                  f"{ms(r['bfs_phases']['first_batch_s'])}, last {ms(r['bfs_phases']['last_batch_s'])}")
+        if r and r.get("bfs_ceiling"):
+            print(f"the same bfs result from pyarrow's own Flight server, {label}: " +
+                  ", ".join(f"batches of {k} rows {ms(v['s'])}" for k, v in r["bfs_ceiling"].items()))
         if r and r.get("put_info"):
             i = r["put_info"]
             print(f"DoPut, {label}: built on {i.get('build_device')}{' (' + i['build_reason'] + ')' if i.get('build_reason') else ''}, "

@@ -13,6 +13,7 @@
 # logs, each run's figures (flight-gpu.json, flight-cpu.json, bench-*.log)
 # and CPU profiles of the servers during a DoPut and during bfs queries
 # (profile-*.pb.gz: go tool pprof GPIPE FILE). About two minutes.
+# BACKENDS (default "gpu cpu") picks the servers' backends.
 set -uo pipefail
 gpipe=$1 out=$2
 here=$(cd "$(dirname "$0")" && pwd)
@@ -24,7 +25,7 @@ graph=${TMPDIR:-/tmp}/gpipe-bench-flight-k22.arrow
 }
 
 port=18815 debug=16060
-for backend in gpu cpu; do
+for backend in ${BACKENDS:-gpu cpu}; do
 	log=$out/serve-$backend.log
 	"$gpipe" serve --addr 127.0.0.1:$port --backend $backend --debug-addr 127.0.0.1:$debug 2>"$log" &
 	pid=$!
@@ -54,7 +55,7 @@ for backend in gpu cpu; do
 	port=$((port + 1)) debug=$((debug + 1))
 done
 # The computation alone, on the same graph (undirected, as uploaded).
-for backend in gpu cpu; do
+for backend in ${BACKENDS:-gpu cpu}; do
 	for op in bfs pagerank cc; do
 		trials=5
 		[ "$op/$backend" = pagerank/cpu ] && trials=2
@@ -62,5 +63,8 @@ for backend in gpu cpu; do
 			>>"$out/gpipe-bench.json" 2>>"$out/gpipe-bench.err" || echo "gpipe bench $op $backend failed: $(tail -1 "$out/gpipe-bench.err")" >&2
 	done
 done
-python3 "$here/bench-flight.py" table "$out"/flight-*.json --bench "$out/gpipe-bench.json" \
-	--log gpu="$out/serve-gpu.log" --log cpu="$out/serve-cpu.log" | tee "$out/table.md"
+logs=()
+for backend in ${BACKENDS:-gpu cpu}; do
+	logs+=(--log "$backend=$out/serve-$backend.log")
+done
+python3 "$here/bench-flight.py" table "$out"/flight-*.json --bench "$out/gpipe-bench.json" "${logs[@]}" | tee "$out/table.md"

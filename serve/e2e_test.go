@@ -249,13 +249,13 @@ func action(ctx context.Context, c flight.Client, typ, body string) (map[string]
 }
 
 // TestResultBatches checks that results come in batches of bounded size:
-// the server's 32Ki rows by default, fewer when a ticket asks.
+// the server's 64Ki rows by default, fewer when a ticket asks.
 func TestResultBatches(t *testing.T) {
 	ts := startServer(t, Config{})
 	c := dial(t, ts.addr)
 	ctx := context.Background()
-	// A chain of 40,000 vertices: two batches at the default size.
-	const n = 40000
+	// A chain of 70,000 vertices: two batches at the default size.
+	const n = 70000
 	var e edgeList
 	for i := int64(0); i < n-1; i++ {
 		e.src, e.dst = append(e.src, i), append(e.dst, i+1)
@@ -266,7 +266,7 @@ func TestResultBatches(t *testing.T) {
 	}
 	want := reference(t, recs, edgeOptions{Undirected: true}, "bfs", operators.Params{Source: "v0"})
 	defer want.Release()
-	for _, tc := range []struct{ batchRows, batches int }{{0, 2}, {15000, 3}, {1 << 30, 2}} {
+	for _, tc := range []struct{ batchRows, batches int }{{0, 2}, {30000, 3}, {1 << 30, 2}} {
 		res, err := get(ctx, c, map[string]any{"graph": "chain", "op": "bfs", "source": "v0", "batch_rows": tc.batchRows})
 		if err != nil {
 			t.Fatal(err)

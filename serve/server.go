@@ -75,7 +75,7 @@ type Config struct {
 // Defaults for the zero values of Config.
 const (
 	DefaultConcurrentJobs  = 4
-	DefaultBatchRows       = 32 << 10
+	DefaultBatchRows       = 64 << 10
 	DefaultMaxMessageBytes = 64 << 20
 	// DefaultIdleTimeout is longer than any pause a working client makes
 	// (reading and sending a 64 MiB batch takes seconds), and short enough
