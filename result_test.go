@@ -83,10 +83,23 @@ func TestRowsWithDeviceColumns(t *testing.T) {
 		if got, want := dev.Unreached(), host.Unreached(); got != want {
 			t.Errorf("wide %v: %d unreached from the device's bitmap, %d from the values", wide, got, want)
 		}
-		for _, r := range [][2]int{{0, n}, {8, 520}, {3, 77}, {992, n}, {997, n}, {16, 16}} {
+		for _, r := range [][2]int{{0, n}, {8, 520}, {8, 525}, {3, 77}, {992, n}, {997, n}, {16, 16}} {
 			want, got := host.Rows(memory.DefaultAllocator, r[0], r[1]), dev.Rows(memory.DefaultAllocator, r[0], r[1])
 			if !array.RecordEqual(want, got) {
 				t.Errorf("wide %v, rows %v: the device's columns give another batch", wide, r)
+			}
+			// Rows that start a byte wrap the device's keys (no gather), with
+			// the bitmap's bits past the rows cleared.
+			parentData := got.Column(2).Data()
+			if values := parentData.Buffers()[1].Bytes(); r[0]%8 == 0 && r[1] > r[0] &&
+				&values[0] != &dev.Columns[1].Keys[r[0]*len(values)/(r[1]-r[0])] {
+				t.Errorf("wide %v, rows %v: parents gathered on the host, not the device's keys", wide, r)
+			}
+			if bits := parentData.Buffers()[0]; bits != nil && (r[1]-r[0])%8 != 0 {
+				last := bits.Bytes()[(r[1]-r[0])/8]
+				if last>>((r[1]-r[0])%8) != 0 {
+					t.Errorf("wide %v, rows %v: bits past the rows set (%08b)", wide, r, last)
+				}
 			}
 			for i := range got.Columns() {
 				if got.Column(i).NullN() != want.Column(i).NullN() {

@@ -223,13 +223,16 @@ func (d *deltaStepper) run(ctx context.Context, r relaxer, src uint32, offs []in
 // among them first, so that the workers start on those, then relaxes the
 // others.
 func (d *deltaStepper) relaxSplitting(r relaxer, w int, us []uint32, cur uint64) {
-	hubs := false
+	// A hub the phase has no room for (more than maxHubs) is relaxed here
+	// whole, and skipped below with the published ones.
+	hubs, published := false, false
 	for j, u := range us {
 		if d.offs[u+1]-d.offs[u] < splitEdges {
 			continue
 		}
+		hubs = true
 		if d.publish(u) {
-			hubs = true
+			published = true
 		} else {
 			r.relax(d, w, us[j:j+1], cur)
 		}
@@ -238,7 +241,9 @@ func (d *deltaStepper) relaxSplitting(r relaxer, w int, us []uint32, cur uint64)
 		r.relax(d, w, us, cur)
 		return
 	}
-	d.relaxHubs(r, w, cur)
+	if published {
+		d.relaxHubs(r, w, cur)
+	}
 	start := 0
 	for j, u := range us {
 		if d.offs[u+1]-d.offs[u] >= splitEdges {

@@ -56,7 +56,7 @@ func bitmapBytes(n int64) int64 { return 4 * ((n + 31) / 32) }
 func bfsColumnsBytes(g *convert.Graph) int64 {
 	n, w := int64(g.NumVertices()), keyWidth(g)
 	if w == 0 {
-		return 0
+		return bitmapBytes(n) // the depth bitmap alone
 	}
 	return 2*n*w + 2*bitmapBytes(n)
 }
@@ -95,7 +95,7 @@ func (b *GPU) bfsColumns(s *gpu.Stream, g *convert.Graph, depthBuf, parentBuf *g
 	}
 	ac.free = free
 	words := (n + 31) / 32
-	if err := nonneg.launchFor(s, 32*words, blockSize, depthBuf, bufs[0], n); err != nil {
+	if err := launchColumns(nonneg, s, 32*words, depthBuf, bufs[0], n); err != nil {
 		free()
 		return nil, err
 	}
@@ -119,7 +119,7 @@ func (b *GPU) bfsColumns(s *gpu.Stream, g *convert.Graph, depthBuf, parentBuf *g
 		free()
 		return nil, err
 	}
-	if err := mapKeys.launchFor(s, 32*words, blockSize, parentBuf, keys[0], bufs[2], bufs[1], n); err != nil {
+	if err := launchColumns(mapKeys, s, 32*words, parentBuf, keys[0], bufs[2], bufs[1], n); err != nil {
 		free()
 		return nil, err
 	}
@@ -128,4 +128,18 @@ func (b *GPU) bfsColumns(s *gpu.Stream, g *convert.Graph, depthBuf, parentBuf *g
 	poisonHost(b, parent.Keys, 0xa5)
 	ac.copies = append(ac.copies, hostCopy{dst: parent.Valid, src: bufs[1]}, hostCopy{dst: parent.Keys, src: bufs[2]})
 	return ac, nil
+}
+
+// columnsMaxBlocks, above 0, caps the blocks of the column kernels, so that
+// tests make each warp take several trips of their loops.
+var columnsMaxBlocks int64
+
+// launchColumns launches a column kernel with a thread a row (rows a
+// multiple of 32), at most the grid that fills the GPU.
+func launchColumns(k *launchable, s *gpu.Stream, rows int64, args ...any) error {
+	blocks := min((rows+blockSize-1)/blockSize, int64(k.grid))
+	if columnsMaxBlocks > 0 {
+		blocks = min(blocks, columnsMaxBlocks)
+	}
+	return gpu.Launch(k.fn, gpu.Dim(uint32(max(blocks, 1))), gpu.Dim(blockSize), 0, s, args...)
 }

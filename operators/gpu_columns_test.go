@@ -12,9 +12,21 @@ import (
 // TestGPUBFSColumns checks the columns every GPU BFS strategy makes in
 // Arrow's layout against the values it downloads, on fresh random graphs of
 // every shape with 4-byte, 8-byte and string keys (for which the parents
-// are left to the host).
+// are left to the host); a second pass with the column kernels on one block
+// (every warp loops) and the results downloaded through pinned memory in
+// pieces of a page.
 func TestGPUBFSColumns(t *testing.T) {
 	b := testGPU(t)
+	checkBFSColumns(t, b)
+	defer func(blocks int64, pinnedMin, stage int) {
+		columnsMaxBlocks, downloadPinnedMin, downloadStage = blocks, pinnedMin, stage
+	}(columnsMaxBlocks, downloadPinnedMin, downloadStage)
+	columnsMaxBlocks, downloadPinnedMin, downloadStage = 1, 0, 4096
+	checkBFSColumns(t, b)
+}
+
+func checkBFSColumns(t *testing.T, b *GPU) {
+	t.Helper()
 	for _, kt := range []edges.KeyType{edges.KeyInt32, edges.KeyInt64, edges.KeyString} {
 		for _, s := range gpuShapes(t) {
 			g := buildGraph(t, s, true, false, kt)

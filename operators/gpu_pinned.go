@@ -4,6 +4,7 @@ import (
 	"math/bits"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/gpipe/gpipe/gpu"
@@ -25,9 +26,10 @@ const pinnedMinClass = 4 << 10
 
 // pinnedPool keeps free pinned buffers by size class (powers of two).
 type pinnedPool struct {
-	mu   sync.Mutex
-	free map[int][]*gpu.HostBuffer
-	kept int64
+	mu     sync.Mutex
+	free   map[int][]*gpu.HostBuffer
+	kept   int64
+	closed bool // the backend closed: buffers given back are freed
 }
 
 // pinnedClass is the size of the buffer that holds bytes.
@@ -63,7 +65,7 @@ func (b *GPU) pinned(bytes int) (*gpu.HostBuffer, func(), error) {
 func (p *pinnedPool) put(h *gpu.HostBuffer) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.kept+int64(h.Size()) > pinnedKeepBytes {
+	if p.closed || p.kept+int64(h.Size()) > pinnedKeepBytes {
 		h.Free()
 		return
 	}
@@ -85,6 +87,7 @@ func (p *pinnedPool) close() {
 		delete(p.free, class)
 	}
 	p.kept = 0
+	p.closed = true
 }
 
 // hostCopy is one device buffer's way to Go memory: all of src into dst.
@@ -97,49 +100,96 @@ func hostCopyOf[T gpu.Scalar](dst []T, src *gpu.DeviceBuffer) hostCopy {
 	return hostCopy{dst: alloc.Bytes(dst), src: src}
 }
 
-// downloadAll copies a run's results to Go memory through one pinned
-// buffer from the pool: the DMA at the bus's speed (a pageable copy runs
-// at a fraction of it), then copies by several cores into dst. It returns
-// when every dst holds its data.
+// downloadAll copies a run's results to Go memory through a pinned buffer
+// from the pool: the DMA at the bus's speed (a pageable copy runs at a
+// fraction of it), then copies by several cores into dst, in pieces of at
+// most downloadStage bytes (results of billions of vertices are not pinned
+// whole). It returns when every dst holds its data. Where no pinned memory
+// can be had it copies pageable, as before.
 func (b *GPU) downloadAll(s *gpu.Stream, ds ...hostCopy) error {
 	total := 0
 	for _, d := range ds {
 		total += len(d.dst)
 	}
 	if total < downloadPinnedMin {
-		for _, d := range ds {
-			if err := d.src.CopyToHost(s, d.dst); err != nil {
-				return err
-			}
-		}
-		return s.Synchronize()
+		return downloadPageable(s, ds)
 	}
-	h, release, err := b.pinned(total)
+	h, release, err := b.pinned(min(total, downloadStage))
 	if err != nil {
-		return err
+		return downloadPageable(s, ds)
 	}
-	defer release()
 	staged := h.Bytes()
+	// Copies into the staging buffer run asynchronously: it goes back to
+	// the pool only once the stream has finished with it.
+	queued := false
+	defer func() {
+		if queued && s.Synchronize() != nil {
+			return // the DMA's state is unknown: never reuse the buffer
+		}
+		release()
+	}()
+	// The pieces: (download, offset, length), filled up to the stage size.
+	type piece struct{ d, off, n int }
+	var batch []piece
 	at := 0
-	for _, d := range ds {
-		if err := d.src.CopyToHost(s, staged[at:at+len(d.dst)]); err != nil {
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		if err := s.Synchronize(); err != nil {
 			return err
 		}
-		at += len(d.dst)
+		queued = false
+		at = 0
+		for _, p := range batch {
+			copyParallel(ds[p.d].dst[p.off:p.off+p.n], staged[at:at+p.n])
+			at += p.n
+		}
+		batch, at = batch[:0], 0
+		return nil
 	}
-	if err := s.Synchronize(); err != nil {
-		return err
+	for i, d := range ds {
+		for off := 0; off < len(d.dst); {
+			if at == len(staged) {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+			n := min(len(d.dst)-off, len(staged)-at)
+			src, err := d.src.Slice(int64(off), int64(n))
+			if err != nil {
+				return err
+			}
+			queued = true
+			if err := src.CopyToHost(s, staged[at:at+n]); err != nil {
+				return err
+			}
+			batch = append(batch, piece{i, off, n})
+			at += n
+			off += n
+		}
 	}
-	at = 0
-	for _, d := range ds {
-		copyParallel(d.dst, staged[at:at+len(d.dst)])
-		at += len(d.dst)
-	}
-	return nil
+	return flush()
 }
 
-// downloadPinnedMin is the size below which a pageable copy is as fast.
-const downloadPinnedMin = 1 << 20
+// downloadPageable copies each download to Go memory with the driver's
+// own staging.
+func downloadPageable(s *gpu.Stream, ds []hostCopy) error {
+	for _, d := range ds {
+		if err := d.src.CopyToHost(s, d.dst); err != nil {
+			return err
+		}
+	}
+	return s.Synchronize()
+}
+
+// downloadPinnedMin is the size below which a pageable copy is as fast;
+// downloadStage the most pinned memory one download stages through.
+// Variables so that tests can stage small graphs' results in many pieces.
+var (
+	downloadPinnedMin = 1 << 20
+	downloadStage     = 64 << 20
+)
 
 // copyPiece is what one goroutine of copyParallel copies at a time.
 const copyPiece = 2 << 20
@@ -177,6 +227,12 @@ func copyParallel(dst, src []byte) {
 // their sizes, and sync.Pool lets the collector drop what stays unused.
 var resultMemory sync.Map // size in bytes → *sync.Pool of *[]byte
 
+// resultSizes counts the sizes resultMemory was asked to keep, at most
+// maxResultSizes (a pool each, empty once unused, but never removed).
+var resultSizes atomic.Int64
+
+const maxResultSizes = 256
+
 // resultSlice is n elements of T for a result's column, from released
 // results' memory where there is some, not zeroed then; the caller writes
 // every element. The memory goes back with r.Release.
@@ -206,7 +262,13 @@ func resultSlice[T gpu.Scalar](r *Result, n int) []T {
 // usual.
 func (r *Result) Release() {
 	for _, b := range r.recycle {
-		p, _ := resultMemory.LoadOrStore(len(b), &sync.Pool{})
+		p, ok := resultMemory.Load(len(b))
+		if !ok {
+			if resultSizes.Add(1) > maxResultSizes {
+				continue // many sizes: a server of many graphs keeps none
+			}
+			p, _ = resultMemory.LoadOrStore(len(b), &sync.Pool{})
+		}
 		p.(*sync.Pool).Put(&b)
 	}
 	r.recycle = nil
