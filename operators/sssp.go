@@ -218,12 +218,8 @@ func (r *ssspRelaxer) bucket(v uint32) uint64 {
 
 func (r *ssspRelaxer) relax(d *deltaStepper, w int, us []uint32, cur uint64) {
 	for _, u := range us {
-		r.relaxOne(d, w, u, cur)
+		r.relaxEdges(d, w, u, r.offs[u], r.offs[u+1], cur)
 	}
-}
-
-func (r *ssspRelaxer) relaxOne(d *deltaStepper, w int, u uint32, cur uint64) {
-	r.relaxEdges(d, w, u, r.offs[u], r.offs[u+1], cur)
 }
 
 func (r *ssspRelaxer) relaxEdges(d *deltaStepper, w int, u uint32, lo, hi int64, cur uint64) {
@@ -285,12 +281,8 @@ func (r *ssspRelaxer32) bucket(v uint32) uint64 {
 
 func (r *ssspRelaxer32) relax(d *deltaStepper, w int, us []uint32, cur uint64) {
 	for _, u := range us {
-		r.relaxOne(d, w, u, cur)
+		r.relaxEdges(d, w, u, r.offs[u], r.offs[u+1], cur)
 	}
-}
-
-func (r *ssspRelaxer32) relaxOne(d *deltaStepper, w int, u uint32, cur uint64) {
-	r.relaxEdges(d, w, u, r.offs[u], r.offs[u+1], cur)
 }
 
 func (r *ssspRelaxer32) relaxEdges(d *deltaStepper, w int, u uint32, lo, hi int64, cur uint64) {

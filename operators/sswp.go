@@ -114,12 +114,8 @@ func (r *sswpRelaxer) bucket(v uint32) uint64 {
 
 func (r *sswpRelaxer) relax(d *deltaStepper, w int, us []uint32, cur uint64) {
 	for _, u := range us {
-		r.relaxOne(d, w, u, cur)
+		r.relaxEdges(d, w, u, r.offs[u], r.offs[u+1], cur)
 	}
-}
-
-func (r *sswpRelaxer) relaxOne(d *deltaStepper, w int, u uint32, cur uint64) {
-	r.relaxEdges(d, w, u, r.offs[u], r.offs[u+1], cur)
 }
 
 func (r *sswpRelaxer) relaxEdges(d *deltaStepper, w int, u uint32, lo, hi int64, cur uint64) {
