@@ -3,8 +3,6 @@ package gpipe
 import (
 	"fmt"
 	"math"
-	"runtime"
-	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -295,7 +293,7 @@ func (r *Result) Unreached() int {
 	if len(r.Columns) == 0 {
 		return 0
 	}
-	// On a few goroutines of its own: the count comes before a Flight
+	// On a few goroutines of its own (par.Goroutines): the count comes before a Flight
 	// result's first byte (its metadata), where one core took 1.8 ms of
 	// Kronecker 22's 2.4 M rows, and a loop on internal/par's team would
 	// grow it to every core, whose helpers then spin between the small
@@ -308,20 +306,12 @@ func (r *Result) Unreached() int {
 	}
 	var n atomic.Int64
 	count := func(rows int, unset func(lo, hi int) int) {
-		pieces := min((rows+countPiece-1)/countPiece, runtime.GOMAXPROCS(0), 8)
+		pieces := min((rows+countPiece-1)/countPiece, par.Workers(), 8)
 		if pieces <= 1 {
 			n.Add(int64(unset(0, rows)))
 			return
 		}
-		var wg sync.WaitGroup
-		for p := 0; p < pieces; p++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				n.Add(int64(unset(rows*p/pieces, rows*(p+1)/pieces)))
-			}()
-		}
-		wg.Wait()
+		par.Goroutines(pieces, func(p int) { n.Add(int64(unset(rows*p/pieces, rows*(p+1)/pieces))) })
 	}
 	switch c.Type {
 	case operators.Int32Column:

@@ -2,13 +2,13 @@ package operators
 
 import (
 	"math/bits"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"unsafe"
 
 	"github.com/gpipe/gpipe/gpu"
 	"github.com/gpipe/gpipe/internal/alloc"
+	"github.com/gpipe/gpipe/internal/par"
 )
 
 // Pinned host memory kept between runs. cuMemHostAlloc faults in, zeroes
@@ -194,29 +194,22 @@ var (
 // copyPiece is what one goroutine of copyParallel copies at a time.
 const copyPiece = 2 << 20
 
-// copyParallel copies src to dst with a few goroutines of its own (not
-// internal/par's team, whose helpers would spin on every core after it):
-// the first touch of fresh Go memory faults its pages in one by one, which
-// several cores do faster than one.
+// copyParallel copies src to dst on a few goroutines of its own
+// (par.Goroutines): the first touch of fresh Go memory faults its pages in
+// one by one, which several cores do faster than one.
 func copyParallel(dst, src []byte) {
 	pieces := (len(src) + copyPiece - 1) / copyPiece
-	workers := min(pieces, runtime.GOMAXPROCS(0), 8)
+	workers := min(pieces, par.Workers(), 8)
 	if workers <= 1 {
 		copy(dst, src)
 		return
 	}
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < pieces; i += workers {
-				lo, hi := i*copyPiece, min((i+1)*copyPiece, len(src))
-				copy(dst[lo:hi], src[lo:hi])
-			}
-		}()
-	}
-	wg.Wait()
+	par.Goroutines(workers, func(w int) {
+		for i := w; i < pieces; i += workers {
+			lo, hi := i*copyPiece, min((i+1)*copyPiece, len(src))
+			copy(dst[lo:hi], src[lo:hi])
+		}
+	})
 }
 
 // Go memory for the results of GPU runs, reused once a result is released

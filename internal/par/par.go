@@ -153,6 +153,13 @@ func run(workers int, body func(w int)) {
 	j.body = nil
 }
 
+// Goroutines calls body(w) for w in [0, workers) in parallel, workers >= 1,
+// on goroutines started for the purpose (body(0) on the caller's), never
+// on the team: for a loop among small ones, after which the team's helpers
+// would spin on every core for spinTime (a Flight server sending a result,
+// whose cores gRPC's writer and the clients need).
+func Goroutines(workers int, body func(w int)) { spawn(workers, body) }
+
 // spawn is run on goroutines started for the purpose.
 func spawn(workers int, body func(w int)) {
 	var wg sync.WaitGroup

@@ -230,3 +230,16 @@ func BenchmarkLoopAfterIdle(b *testing.B) {
 		For(len(xs), 1, func(lo, hi int) { work(lo, hi, 25000) })
 	}
 }
+
+// TestGoroutines: every worker's body runs once.
+func TestGoroutines(t *testing.T) {
+	for _, workers := range []int{1, 2, 7} {
+		calls := make([]atomic.Int32, workers)
+		Goroutines(workers, func(w int) { calls[w].Add(1) })
+		for w := range calls {
+			if got := calls[w].Load(); got != 1 {
+				t.Errorf("%d workers: body(%d) ran %d times", workers, w, got)
+			}
+		}
+	}
+}
