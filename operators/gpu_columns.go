@@ -74,10 +74,10 @@ type arrowColumns struct {
 // columns' Keys and Valid to the host memory they will be downloaded to
 // (res's, which Result.Release gives back).
 // The caller downloads ac.copies with the values, then calls ac.free.
-func (b *GPU) bfsColumns(s *gpu.Stream, g *convert.Graph, depthBuf, parentBuf *gpu.DeviceBuffer, res *Result, depth, parent *Column) (*arrowColumns, error) {
+func (b *GPU) bfsColumns(s *gpu.Stream, g *convert.Graph, depthBuf, parentBuf *gpu.DeviceBuffer, res *Result, depth, parent *Column) (ac *arrowColumns, err error) {
 	n := int64(gpu.Len[int32](depthBuf))
 	w := keyWidth(g)
-	ac := &arrowColumns{free: func() {}}
+	ac = &arrowColumns{free: func() {}}
 	if n == 0 {
 		return ac, nil
 	}
@@ -94,9 +94,13 @@ func (b *GPU) bfsColumns(s *gpu.Stream, g *convert.Graph, depthBuf, parentBuf *g
 		return nil, err
 	}
 	ac.free = free
+	defer func() {
+		if err != nil {
+			free()
+		}
+	}()
 	words := (n + 31) / 32
 	if err := launchColumns(nonneg, s, 32*words, depthBuf, bufs[0], n); err != nil {
-		free()
 		return nil, err
 	}
 	depth.Valid = resultSlice[byte](res, int(bitmapBytes(n)))
@@ -106,7 +110,6 @@ func (b *GPU) bfsColumns(s *gpu.Stream, g *convert.Graph, depthBuf, parentBuf *g
 	}
 	keys, transfer, err := b.layouts(g, s, vertexKeys)
 	if err != nil {
-		free()
 		return nil, err
 	}
 	ac.transfer = transfer
@@ -116,11 +119,9 @@ func (b *GPU) bfsColumns(s *gpu.Stream, g *convert.Graph, depthBuf, parentBuf *g
 	}
 	mapKeys, err := b.kernel(kernels.Columns, name)
 	if err != nil {
-		free()
 		return nil, err
 	}
 	if err := launchColumns(mapKeys, s, 32*words, parentBuf, keys[0], bufs[2], bufs[1], n); err != nil {
-		free()
 		return nil, err
 	}
 	parent.Valid = resultSlice[byte](res, int(bitmapBytes(n)))
