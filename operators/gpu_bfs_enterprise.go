@@ -351,16 +351,12 @@ func runEnterprise(ctx context.Context, b *GPU, in Input) (*Result, error) {
 	}
 	trace := newLevelTrace("enterprise")
 	cur, topDown := 0, true
-	var directions [2]int // levels run top-down, bottom-up
+	var directions levelDirections
 	for level := int32(0); ; level++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if topDown {
-			directions[0]++
-		} else {
-			directions[1]++
-		}
+		directions.note(topDown)
 		next := cur ^ 1
 		if err := e.expand(cur, next, count, topDown, level); err != nil {
 			return nil, err
@@ -381,32 +377,56 @@ func runEnterprise(ctx context.Context, b *GPU, in Input) (*Result, error) {
 			if err != nil {
 				return nil, err
 			}
-			strategy := fmt.Sprintf("enterprise (%d top-down, %d bottom-up levels)", directions[0], directions[1])
+			strategy := fmt.Sprintf("enterprise (%v)", directions)
 			return bfsResult(b, e.s, g, e.eb.depth, e.eb.parent, strategy, int(level)+1, compute, e.transfer)
-		case topDown && e.hubCount > 0 && int64(st.hubs)*100 > gammaPercent*e.hubCount:
-			// The explosion level: the bottom-up queue of every unvisited
-			// vertex replaces the frontier's.
-			if err := e.bottomUpQueues(next); err != nil {
+		case switchesDirection(topDown, st, e.hubCount, n):
+			if err := e.turn(next, topDown, level); err != nil {
 				return nil, err
 			}
+			topDown = !topDown
 			if st, err = e.read(next); err != nil {
 				return nil, err
 			}
-			trace.level("bottom-up queues %v", st.count)
-			topDown = false
-		case !topDown && int64(st.found) < n/entBeta && st.total() > n/entBeta:
-			if err := e.topDownQueues(next, level+1); err != nil {
-				return nil, err
-			}
-			if st, err = e.read(next); err != nil {
-				return nil, err
-			}
-			trace.level("top-down queues %v", st.count)
-			topDown = true
+			trace.level("%s queues %v", direction(topDown), st.count)
 		}
 		count = st.count
 		cur = next
 	}
+}
+
+// switchesDirection is the rule of switching above, after a level that
+// left st, on a graph of n vertices and hubTotal hubs.
+func switchesDirection(topDown bool, st entStats, hubTotal, n int64) bool {
+	if topDown {
+		return hubTotal > 0 && int64(st.hubs)*100 > gammaPercent*hubTotal
+	}
+	return int64(st.found) < n/entBeta && st.total() > n/entBeta
+}
+
+// turn replaces the queues of buffer q, made for the direction topDown
+// after level, by the other direction's: at the explosion level the
+// unvisited vertices replace the frontier; going back top-down, the
+// frontier at level+1 replaces the unvisited.
+func (e *entSearch) turn(q int, topDown bool, level int32) error {
+	if topDown {
+		return e.bottomUpQueues(q)
+	}
+	return e.topDownQueues(q, level+1)
+}
+
+// levelDirections counts a search's levels run top-down and bottom-up.
+type levelDirections [2]int
+
+func (d *levelDirections) note(topDown bool) {
+	if topDown {
+		d[0]++
+	} else {
+		d[1]++
+	}
+}
+
+func (d levelDirections) String() string {
+	return fmt.Sprintf("%d top-down, %d bottom-up levels", d[0], d[1])
 }
 
 func direction(topDown bool) string {

@@ -84,7 +84,7 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 	start := time.Now()
 	trace := newLevelTrace("enterprise, multi-GPU")
 	cur, topDown := 0, true
-	var directions [2]int
+	var directions levelDirections
 	stats := make([]entStats, k)
 	// readAll waits for every part's level and combines their stats: a
 	// top-down queue pass sees the whole frontier on every part (the same
@@ -118,11 +118,7 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if topDown {
-			directions[0]++
-		} else {
-			directions[1]++
-		}
+		directions.note(topDown)
 		next := cur ^ 1
 		for i, p := range ps {
 			if err := p.expand(cur, next, counts[i], topDown, level); err != nil {
@@ -160,29 +156,19 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 			if err != nil {
 				return nil, err
 			}
-			res.Strategy = fmt.Sprintf("enterprise multi-GPU (%d top-down, %d bottom-up levels; %s)", directions[0], directions[1], m.describe(parts))
+			res.Strategy = fmt.Sprintf("enterprise multi-GPU (%v; %s)", directions, m.describe(parts))
 			res.StrategyReason = fmt.Sprintf("%d GPUs: Enterprise's 1-D partition (§4.4), the status exchanged as bitmaps", k)
 			return res, nil
-		case topDown && hubTotal > 0 && int64(st.hubs)*100 > gammaPercent*hubTotal:
+		case switchesDirection(topDown, st, hubTotal, n):
 			for _, p := range ps {
-				if err := p.bottomUpQueues(next); err != nil {
+				if err := p.turn(next, topDown, level); err != nil {
 					return nil, err
 				}
 			}
 			if _, err := readAll(next); err != nil {
 				return nil, err
 			}
-			topDown = false
-		case !topDown && int64(st.found) < n/entBeta && st.total() > n/entBeta:
-			for _, p := range ps {
-				if err := p.topDownQueues(next, level+1); err != nil {
-					return nil, err
-				}
-			}
-			if _, err := readAll(next); err != nil {
-				return nil, err
-			}
-			topDown = true
+			topDown = !topDown
 		}
 		for i := range ps {
 			counts[i] = stats[i].count
