@@ -293,19 +293,20 @@ func (r *Result) Unreached() int {
 	if len(r.Columns) == 0 {
 		return 0
 	}
-	// On a few goroutines of its own (par.Goroutines): the count comes before a Flight
-	// result's first byte (its metadata), where one core took 1.8 ms of
-	// Kronecker 22's 2.4 M rows, and a loop on internal/par's team would
-	// grow it to every core, whose helpers then spin between the small
-	// loops that follow (each batch's validity bitmap), taking the cores
-	// from gRPC's writer and a client on the same host (DoGet bfs 48 → 64
-	// ms on the GPU machine, BENCHMARKS.md issue 17).
 	c := r.Columns[0]
-	if rows := c.Len(); c.Valid != nil {
+	rows := c.Len()
+	if c.Valid != nil {
 		return rows - bitutil.CountSetBits(c.Valid, 0, rows)
 	}
+	// On a few goroutines of its own (par.Goroutines): the count comes
+	// before a Flight result's first byte (its metadata), where one core
+	// took 1.8 ms of Kronecker 22's 2.4 M rows, and a loop on internal/par's
+	// team would grow it to every core, whose helpers then spin between the
+	// small loops that follow (each batch's validity bitmap), taking the
+	// cores from gRPC's writer and a client on the same host (DoGet bfs 48
+	// → 64 ms on the GPU machine, BENCHMARKS.md issue 17).
 	var n atomic.Int64
-	count := func(rows int, unset func(lo, hi int) int) {
+	count := func(unset func(lo, hi int) int) {
 		pieces := min((rows+countPiece-1)/countPiece, par.Workers(), 8)
 		if pieces <= 1 {
 			n.Add(int64(unset(0, rows)))
@@ -315,14 +316,14 @@ func (r *Result) Unreached() int {
 	}
 	switch c.Type {
 	case operators.Int32Column:
-		count(len(c.Int32), func(lo, hi int) (k int) {
+		count(func(lo, hi int) (k int) {
 			for _, v := range c.Int32[lo:hi] {
 				k += int(uint32(v) >> 31)
 			}
 			return k
 		})
 	case operators.Float64Column:
-		count(len(c.Float64), func(lo, hi int) (k int) {
+		count(func(lo, hi int) (k int) {
 			for _, v := range c.Float64[lo:hi] {
 				if math.IsNaN(v) {
 					k++
@@ -331,7 +332,7 @@ func (r *Result) Unreached() int {
 			return k
 		})
 	case operators.VertexColumn:
-		count(len(c.Vertex), func(lo, hi int) (k int) {
+		count(func(lo, hi int) (k int) {
 			for _, v := range c.Vertex[lo:hi] {
 				if v == convert.NoVertex {
 					k++
