@@ -7,21 +7,29 @@
 //   top-down   the frontier (depth == level) is in four queues by out-degree
 //              (§4.2): ent_td_thread, ent_td_warp, ent_td_block and
 //              ent_td_grid expand them concurrently, on four streams, and
-//              set depth = level + 1 and parent of the unvisited neighbours.
-//              Writes race only between threads writing the same depth and
-//              a parent from the same level, so any winner leaves a valid
-//              tree (§2.1) and no atomics are needed.
-//   queues     ent_queue scans the status array (§4.1) in one pass: each
-//              warp reads 32 consecutive entries (coalesced), and a ballot
-//              per class is the prefix sum that places the matches (the
-//              binary prefix sum of BFS-4K §5.1), one atomic per warp and
-//              class reserving their run. A warp's run is in vertex order,
-//              which is what the paper's direction-switching workflow is
-//              for: the next level's warps read consecutive rows of the
-//              in-edge layout. (The paper gives each thread a contiguous run
-//              of the status array instead: strided across the warp, 2.4×
-//              slower to scan by its own measurement; BENCHMARKS.md has
-//              ours.) The same pass writes the frontier as a bitmap.
+//              set depth = level + 1 and parent of the unvisited neighbours,
+//              and their bits in the next frontier's bitmap. Writes race
+//              only between threads writing the same depth and a parent
+//              from the same level, so any winner leaves a valid tree (§2.1)
+//              and no atomics are needed but the bitmap's (an OR: every
+//              winner sets the same bit).
+//   queues     ent_queue builds the next queues from that bitmap in one
+//              pass: a thread reads a word, and the warp walks the words
+//              that have a bit set, a lane a vertex; a ballot per class is
+//              the prefix sum that places the vertices (the binary prefix
+//              sum of BFS-4K §5.1), one atomic per warp stage reserving
+//              their run. The paper scans the status array (§4.1); the
+//              bitmap is the same status compressed to a bit a vertex, so
+//              the pass reads a 32nd of the bytes, an empty word costs one
+//              load, and the queues keep the vertex order that the paper's
+//              direction-switching workflow is for: the next level's warps
+//              read consecutive rows. (Scanning the status array cost 230
+//              µs a level on Kronecker 26 whatever the frontier's size;
+//              BENCHMARKS.md has the measurements.) On several GPUs the
+//              bitmap, gathered from every part, is the whole frontier
+//              (operators/mgpu_bfs.go).
+//   switch     ent_unvisited scans the status array once, when the search
+//              goes bottom-up, for the queues of the unvisited vertices.
 //   bottom-up  the queue holds the unvisited vertices; ent_bu_small,
 //              ent_bu_middle and ent_bu_wide (by in-degree class) look for an
 //              in-neighbour in the frontier, first in the block's hub cache
@@ -62,37 +70,42 @@ extern "C" __global__ void ent_init(int* depth, vid_t* parent, vid_t source, vid
     *queue_slot = source;
 }
 
-// Visits w from u at the given level if w is unvisited.
-__device__ __forceinline__ void visit(int* __restrict__ depth, vid_t* __restrict__ parent, vid_t w, vid_t u, int level)
+// Visits w from u at the given level if w is unvisited, and sets its bit
+// in the next frontier's bitmap.
+__device__ __forceinline__ void visit(int* __restrict__ depth, vid_t* __restrict__ parent, unsigned* __restrict__ bits,
+                                      vid_t w, vid_t u, int level)
 {
     if (depth[w] == GPIPE_UNVISITED) {
         depth[w] = level + 1;
         parent[w] = u;
+        atomicOr(&bits[w >> 5], 1u << (w & 31u));
     }
 }
 
 // Small frontier vertices (fewer than 32 edges): a thread each.
 extern "C" __global__ void __launch_bounds__(256) ent_td_thread(
     const eid_t* __restrict__ offsets, const vid_t* __restrict__ targets, int* __restrict__ depth,
-    vid_t* __restrict__ parent, const vid_t* __restrict__ queue, unsigned count, int level)
+    vid_t* __restrict__ parent, const vid_t* __restrict__ queue, unsigned count, int level,
+    unsigned* __restrict__ bits)
 {
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x) {
         vid_t u = queue[i];
         eid_t last = offsets[u + 1];
-        for (eid_t e = offsets[u]; e < last; e++) visit(depth, parent, targets[e], u, level);
+        for (eid_t e = offsets[u]; e < last; e++) visit(depth, parent, bits, targets[e], u, level);
     }
 }
 
 // Middle frontier vertices (32 to 255 edges): a warp each.
 extern "C" __global__ void __launch_bounds__(256) ent_td_warp(
     const eid_t* __restrict__ offsets, const vid_t* __restrict__ targets, int* __restrict__ depth,
-    vid_t* __restrict__ parent, const vid_t* __restrict__ queue, unsigned count, int level)
+    vid_t* __restrict__ parent, const vid_t* __restrict__ queue, unsigned count, int level,
+    unsigned* __restrict__ bits)
 {
     unsigned warps = gridDim.x * (blockDim.x >> 5);
     for (unsigned i = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < count; i += warps) {
         vid_t u = queue[i];
         eid_t last = offsets[u + 1];
-        for (eid_t e = offsets[u] + lane_id(); e < last; e += 32) visit(depth, parent, targets[e], u, level);
+        for (eid_t e = offsets[u] + lane_id(); e < last; e += 32) visit(depth, parent, bits, targets[e], u, level);
     }
 }
 
@@ -101,44 +114,46 @@ extern "C" __global__ void __launch_bounds__(256) ent_td_warp(
 // edge are empty.
 extern "C" __global__ void __launch_bounds__(256) ent_td_block(
     const eid_t* __restrict__ offsets, const vid_t* __restrict__ targets, int* __restrict__ depth,
-    vid_t* __restrict__ parent, const vid_t* __restrict__ queue, unsigned count, int level)
+    vid_t* __restrict__ parent, const vid_t* __restrict__ queue, unsigned count, int level,
+    unsigned* __restrict__ bits)
 {
     unsigned long long pairs = (unsigned long long)count * LARGE_SEGMENTS;
     for (unsigned long long p = blockIdx.x; p < pairs; p += gridDim.x) {
         vid_t u = queue[p / LARGE_SEGMENTS];
         eid_t first = offsets[u] + (eid_t)(p % LARGE_SEGMENTS) * LARGE_SEGMENT;
         eid_t last = min(first + LARGE_SEGMENT, offsets[u + 1]);
-        for (eid_t e = first + threadIdx.x; e < last; e += blockDim.x) visit(depth, parent, targets[e], u, level);
+        for (eid_t e = first + threadIdx.x; e < last; e += blockDim.x) visit(depth, parent, bits, targets[e], u, level);
     }
 }
 
 // Extreme frontier vertices (65,536 edges or more): the whole grid each.
 extern "C" __global__ void __launch_bounds__(256) ent_td_grid(
     const eid_t* __restrict__ offsets, const vid_t* __restrict__ targets, int* __restrict__ depth,
-    vid_t* __restrict__ parent, const vid_t* __restrict__ queue, unsigned count, int level)
+    vid_t* __restrict__ parent, const vid_t* __restrict__ queue, unsigned count, int level,
+    unsigned* __restrict__ bits)
 {
     eid_t stride = (eid_t)gridDim.x * blockDim.x;
     for (unsigned i = 0; i < count; i++) {
         vid_t u = queue[i];
         eid_t last = offsets[u + 1];
         for (eid_t e = offsets[u] + (eid_t)blockIdx.x * blockDim.x + threadIdx.x; e < last; e += stride)
-            visit(depth, parent, targets[e], u, level);
+            visit(depth, parent, bits, targets[e], u, level);
     }
 }
 
-// Builds the queues of the vertices whose depth is want, by the degree class
-// class_offsets gives them (out-degree for a top-down frontier, in-degree
-// for the bottom-up queue), into queues[class * cap ...] with the counts and
-// counts in stats; a top-down pass (want >= 0) also counts every match in
-// stats->found, queued or not (the frontier's size: the search ends when it
-// is 0). With hub_degree > 0 it also counts the hub vertices among them
-// (out-degree above hub_degree) and lists them in hubs for the next level's
-// hub cache; with bits, it writes them as a bitmap too.
+// Queues the frontier in bits (a bit a vertex, words words) by the degree
+// class class_offsets gives (out-degree: the rows a top-down level walks)
+// into queues[class * cap ...], with the counts in stats; a vertex without
+// rows is not queued (it would expand nothing; a part of a partitioned
+// graph has no rows for the others' vertices). Counts the frontier's
+// vertices in the words [own_lo, own_hi) in stats->found (the GPU's own
+// part, or every word: 0 ends the search), and with hub_degree > 0 counts
+// the hubs (hub_offsets' degree above hub_degree: the whole graph's) and
+// lists them in hubs for the next level's hub cache.
 extern "C" __global__ void __launch_bounds__(256) ent_queue(
-    const eid_t* __restrict__ class_offsets, const eid_t* __restrict__ out_offsets,
-    const int* __restrict__ depth, long long n, int want,
-    vid_t* __restrict__ queues, long long cap, LevelStats* stats,
-    long long hub_degree, vid_t* __restrict__ hubs, unsigned* __restrict__ bits)
+    const eid_t* __restrict__ class_offsets, const eid_t* __restrict__ hub_offsets,
+    const unsigned* __restrict__ bits, long long words, long long own_lo, long long own_hi,
+    vid_t* __restrict__ queues, long long cap, LevelStats* stats, long long hub_degree, vid_t* __restrict__ hubs)
 {
     __shared__ vid_t stages[8 * CLASSES * WARP_STAGE];
     WarpQueue q[CLASSES] = {
@@ -147,33 +162,62 @@ extern "C" __global__ void __launch_bounds__(256) ent_queue(
         WarpQueue(warp_stage(stages, 2, CLASSES), queues + 2 * cap, &stats->count[2], ~0u),
         WarpQueue(warp_stage(stages, 3, CLASSES), queues + 3 * cap, &stats->count[3], ~0u),
     };
-    unsigned hub_count = 0, matches = 0;
-    // Blocks start at multiples of 256, so each warp's 32 vertices are one
-    // word of the bitmap.
-    for (long long base = (long long)blockIdx.x * blockDim.x; base < n; base += (long long)gridDim.x * blockDim.x) {
-        long long v = base + threadIdx.x;
-        bool match = v < n && depth[v] == want;
-        eid_t degree = match ? class_offsets[v + 1] - class_offsets[v] : 0;
-        int c = degree_class(degree);
-        // A vertex without rows to walk is in the bitmap but not queued: it
-        // would expand nothing top-down and can never be found bottom-up
-        // (a part of a partitioned graph has no rows for the others'
-        // vertices, operators/mgpu_bfs.go).
-        bool queued = match && degree > 0;
+    const unsigned lane = lane_id();
+    unsigned hub_count = 0, found = 0;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    // A warp takes 32 consecutive words; base is the same in all its lanes.
+    for (long long base = (long long)blockIdx.x * blockDim.x + (threadIdx.x & ~31u); base < words; base += stride) {
+        const long long w = base + lane;
+        const unsigned word = w < words ? bits[w] : 0u;
+        if (w >= own_lo && w < own_hi) found += __popc(word);
+        for (unsigned busy = __ballot_sync(FULL_MASK, word != 0); busy != 0; busy &= busy - 1) {
+            const int from = __ffs(busy) - 1;
+            const unsigned x = __shfl_sync(FULL_MASK, word, from);
+            const long long v = (base + from) * 32 + lane;
+            const bool match = (x >> lane) & 1u;
+            const eid_t degree = match ? class_offsets[v + 1] - class_offsets[v] : 0;
+            const int c = degree_class(degree);
+            const bool queued = match && degree > 0;
 #pragma unroll
-        for (int k = 0; k < CLASSES; k++) q[k].append(queued && c == k, (vid_t)v);
-        // Hubs are a few thousand in all: a warp's atomic each costs nothing.
-        bool hub = match && hub_degree > 0 && out_offsets[v + 1] - out_offsets[v] > hub_degree;
-        warp_append(hub, (vid_t)v, hubs, &stats->hub_list, ~0u);
-        unsigned word = __ballot_sync(FULL_MASK, match);
-        if (bits && lane_id() == 0 && v < n) bits[v >> 5] = word;
-        hub_count += hub;
-        matches += match;
+            for (int k = 0; k < CLASSES; k++) q[k].append(queued && c == k, (vid_t)v);
+            // Hubs are a few thousand in all: a warp's atomic each costs nothing.
+            const bool hub = match && hub_degree > 0 && hub_offsets[v + 1] - hub_offsets[v] > hub_degree;
+            warp_append(hub, (vid_t)v, hubs, &stats->hub_list, ~0u);
+            hub_count += hub;
+        }
     }
 #pragma unroll
     for (int k = 0; k < CLASSES; k++) q[k].flush();
     block_add(hub_count, &stats->hubs);
-    if (want >= 0) block_add(matches, &stats->found);
+    block_add(found, &stats->found);
+}
+
+// Queues the unvisited vertices of [lo, hi) that have rows in
+// class_offsets (in-edges: a bottom-up level checks them), by its degree
+// class, into queues[class * cap ...] with the counts in stats: the
+// bottom-up queues, made once when the search turns bottom-up. Each warp
+// reads 32 consecutive entries of the status array.
+extern "C" __global__ void __launch_bounds__(256) ent_unvisited(
+    const eid_t* __restrict__ class_offsets, const int* __restrict__ depth, long long lo, long long hi,
+    vid_t* __restrict__ queues, long long cap, LevelStats* stats)
+{
+    __shared__ vid_t stages[8 * CLASSES * WARP_STAGE];
+    WarpQueue q[CLASSES] = {
+        WarpQueue(warp_stage(stages, 0, CLASSES), queues + 0 * cap, &stats->count[0], ~0u),
+        WarpQueue(warp_stage(stages, 1, CLASSES), queues + 1 * cap, &stats->count[1], ~0u),
+        WarpQueue(warp_stage(stages, 2, CLASSES), queues + 2 * cap, &stats->count[2], ~0u),
+        WarpQueue(warp_stage(stages, 3, CLASSES), queues + 3 * cap, &stats->count[3], ~0u),
+    };
+    for (long long base = lo + (long long)blockIdx.x * blockDim.x; base < hi; base += (long long)gridDim.x * blockDim.x) {
+        const long long v = base + threadIdx.x;
+        const bool unvisited = v < hi && depth[v] == GPIPE_UNVISITED;
+        const eid_t degree = unvisited ? class_offsets[v + 1] - class_offsets[v] : 0;
+        const int c = degree_class(degree);
+#pragma unroll
+        for (int k = 0; k < CLASSES; k++) q[k].append(degree > 0 && c == k, (vid_t)v);
+    }
+#pragma unroll
+    for (int k = 0; k < CLASSES; k++) q[k].flush();
 }
 
 // Bottom-up for the unvisited vertices of one queue, with groups of K lanes

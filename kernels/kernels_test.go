@@ -37,7 +37,7 @@ func TestPTXIsFresh(t *testing.T) {
 func TestPTXHasEveryKernel(t *testing.T) {
 	want := map[string][]string{
 		BFSVWC:        {"bfs_vwc_k1", "bfs_vwc_k32", "bfs_vwc_outliers", "bfs_init_source"},
-		BFSEnterprise: {"ent_init", "ent_td_thread", "ent_td_warp", "ent_td_block", "ent_td_grid", "ent_queue", "ent_bu_small", "ent_bu_middle", "ent_bu_wide"},
+		BFSEnterprise: {"ent_init", "ent_td_thread", "ent_td_warp", "ent_td_block", "ent_td_grid", "ent_queue", "ent_unvisited", "ent_bu_small", "ent_bu_middle", "ent_bu_wide"},
 		BFS4K:         {"b4k_init", "b4k_vw_k4", "b4k_vw_k8", "b4k_vw_k16", "b4k_vw_k32", "b4k_ed", "b4k_hubs", "b4k_single", "b4k_rebuild"},
 		PageRankVWC: {"pr_init_f64", "pr_init_f32_hub", "pr_pull_k1_f64", "pr_pull_k32_f32_hub", "pr_outliers_f64",
 			"pr_outliers_f32", "pr_outliers_finish_f64_hub"},

@@ -5,13 +5,11 @@
 // writes only its own vertices' entries, which the exchanges copy to the
 // others.
 //
-//   BFS (Enterprise §4.4)   a level runs bfs_enterprise.cu's kernels on the
-//                           part; mg_pack_bits compresses the part's status
-//                           (the vertices it just visited) with ballots, a
-//                           bit a vertex; the words are gathered from every
-//                           GPU; mg_apply_bits writes the other parts'
-//                           visits into the status array, from which
-//                           ent_queue builds the next (global) frontier.
+//   BFS (Enterprise §4.4)   runs bfs_enterprise.cu's kernels on the part
+//                           (none here): a level sets the part's bits of
+//                           the frontier's bitmap, the words are gathered
+//                           from every GPU, and ent_queue queues the whole
+//                           frontier from them.
 //   PageRank                mg_pr_ws_* is vp_warpseg.cu's pull over the
 //                           owned range only; the owned contributions are
 //                           gathered from every GPU each iteration.
@@ -29,36 +27,6 @@
 //                           slides each iteration by the active vertices
 //                           mg_count_sections counts per 128-vertex section.
 #include "warpseg.cuh"
-
-// ---- BFS: the ballot-compressed status ----
-
-// bits[v/32] for v in [lo, hi): bit v%32 set when depth[v] == level. lo is
-// a multiple of 32 (convert.PartitionAlign).
-extern "C" __global__ void __launch_bounds__(256) mg_pack_bits(
-    const int* __restrict__ depth, long long lo, long long hi, int level, unsigned* __restrict__ bits)
-{
-    const long long stride = (long long)gridDim.x * blockDim.x;
-    for (long long v = lo + (long long)blockIdx.x * blockDim.x + threadIdx.x; v - lo < ((hi - lo + 31) & ~31ll); v += stride) {
-        const unsigned word = __ballot_sync(FULL_MASK, v < hi && depth[v] == level);
-        if (lane_id() == 0) bits[v >> 5] = word;
-    }
-}
-
-// Marks visited at level the vertices set in bits outside the words
-// [lo_word, hi_word) (the part's own) that are still unvisited.
-extern "C" __global__ void __launch_bounds__(256) mg_apply_bits(
-    const unsigned* __restrict__ bits, int* __restrict__ depth, long long words, long long lo_word,
-    long long hi_word, int level)
-{
-    const long long stride = (long long)gridDim.x * blockDim.x;
-    for (long long w = (long long)blockIdx.x * blockDim.x + threadIdx.x; w < words; w += stride) {
-        if (w >= lo_word && w < hi_word) continue;
-        for (unsigned x = bits[w]; x != 0; x &= x - 1) {
-            const long long v = w * 32 + __ffs(x) - 1;
-            if (depth[v] == GPIPE_UNVISITED) depth[v] = level;
-        }
-    }
-}
 
 // ---- PageRank: the pull of the owned range ----
 

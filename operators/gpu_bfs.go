@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/gpipe/gpipe/convert"
@@ -250,20 +251,41 @@ func bfsResult(b *GPU, s *gpu.Stream, g *convert.Graph, depthBuf, parentBuf *gpu
 
 // bfsTraceEnv names the environment variable that makes the GPU BFS
 // strategies print each level, with the host time since the previous one,
-// to stderr: where a search's time goes (docs/gpu.md).
+// to stderr: where a search's time goes (docs/gpu.md). Set to "phases", the
+// Enterprise searches also wait for the GPUs after each phase of a level
+// and print each phase's time: slower, but it says which phase costs.
 const bfsTraceEnv = "GPIPE_BFS_TRACE"
 
 // levelTrace prints the levels of one search when bfsTraceEnv is set.
 type levelTrace struct {
 	strategy string
 	last     time.Time
+	phases   bool
+	mark     time.Time
+	timed    []string
 }
 
 func newLevelTrace(strategy string) *levelTrace {
-	if os.Getenv(bfsTraceEnv) == "" {
+	mode := os.Getenv(bfsTraceEnv)
+	if mode == "" {
 		return nil
 	}
-	return &levelTrace{strategy: strategy, last: time.Now()}
+	now := time.Now()
+	return &levelTrace{strategy: strategy, last: now, mark: now, phases: mode == "phases"}
+}
+
+// phase notes the end of a level's phase, once streams have finished it,
+// when phases are traced.
+func (t *levelTrace) phase(name string, streams ...*gpu.Stream) {
+	if t == nil || !t.phases {
+		return
+	}
+	if err := syncAll(streams); err != nil {
+		return
+	}
+	now := time.Now()
+	t.timed = append(t.timed, fmt.Sprintf("%s %.1f", name, float64(now.Sub(t.mark).Nanoseconds())/1e3))
+	t.mark = now
 }
 
 func (t *levelTrace) level(format string, args ...any) {
@@ -271,6 +293,11 @@ func (t *levelTrace) level(format string, args ...any) {
 		return
 	}
 	now := time.Now()
-	fmt.Fprintf(os.Stderr, "%s: %s (%.1f µs)\n", t.strategy, fmt.Sprintf(format, args...), float64(now.Sub(t.last).Nanoseconds())/1e3)
-	t.last = now
+	phases := ""
+	if len(t.timed) > 0 {
+		phases = " [" + strings.Join(t.timed, ", ") + " µs]"
+		t.timed = t.timed[:0]
+	}
+	fmt.Fprintf(os.Stderr, "%s: %s (%.1f µs)%s\n", t.strategy, fmt.Sprintf(format, args...), float64(now.Sub(t.last).Nanoseconds())/1e3, phases)
+	t.last, t.mark = now, now
 }

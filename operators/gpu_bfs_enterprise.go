@@ -12,8 +12,9 @@ import (
 )
 
 // BFS after Enterprise (SC'15 §4; kernels/bfs_enterprise.cu): per level,
-// the frontier's four degree classes expand concurrently on four streams;
-// the next frontier's queues come from a scan of the status array; the
+// the frontier's four degree classes expand concurrently on four streams,
+// setting the next frontier's bitmap; the next queues come from a pass over
+// that bitmap; the
 // search goes bottom-up when γ, the share of hub vertices in the frontier,
 // passes 30%.
 
@@ -95,15 +96,15 @@ func enterpriseHubs(d convert.DegreeStats) (degree, hubs int64) {
 // enterpriseKernels are the module's kernels, the four top-down ones by
 // class.
 type enterpriseKernels struct {
-	init, queue *launchable
-	topDown     [classes]*launchable
-	bottomUp    [3]*launchable // small (4 lanes a vertex), middle (16), wide (32: large and extreme)
+	init, queue, unvisited *launchable
+	topDown                [classes]*launchable
+	bottomUp               [3]*launchable // small (4 lanes a vertex), middle (16), wide (32: large and extreme)
 }
 
 func (b *GPU) enterpriseKernels() (*enterpriseKernels, error) {
 	k := &enterpriseKernels{}
 	err := b.kernelsOf(kernels.BFSEnterprise, map[string]**launchable{
-		"ent_init": &k.init, "ent_queue": &k.queue,
+		"ent_init": &k.init, "ent_queue": &k.queue, "ent_unvisited": &k.unvisited,
 		"ent_bu_small": &k.bottomUp[0], "ent_bu_middle": &k.bottomUp[1], "ent_bu_wide": &k.bottomUp[2],
 		"ent_td_thread": &k.topDown[0], "ent_td_warp": &k.topDown[1], "ent_td_block": &k.topDown[2], "ent_td_grid": &k.topDown[3],
 	})
@@ -141,11 +142,15 @@ type entBuffers struct {
 // one part of a partitioned graph (mgpu_bfs.go), whose layouts hold the
 // whole graph's vertex ids.
 type entSearch struct {
-	b              *GPU
-	s              *gpu.Stream
-	fan            *streamFan
-	k              *enterpriseKernels
-	n              int64
+	b   *GPU
+	s   *gpu.Stream
+	fan *streamFan
+	k   *enterpriseKernels
+	n   int64
+	// lo and hi bound the vertices the search owns: all, or a part's. The
+	// bottom-up queues hold its unvisited ones, and found counts its own
+	// visits.
+	lo, hi         int64
 	outOff, outTgt *gpu.DeviceBuffer
 	inOff, inSrc   *gpu.DeviceBuffer
 	// hubOff is the offsets whose degrees make hubs: outOff, or for a part
@@ -162,7 +167,8 @@ type entSearch struct {
 // allocates a search's buffers, poisoned when b.Poison is set. whole is the
 // graph whose out-degrees make hubs: g, or the graph g is a part of.
 func newEntSearch(b *GPU, g, whole *convert.Graph) (e *entSearch, err error) {
-	e = &entSearch{b: b, n: int64(g.NumVertices())}
+	n := int64(g.NumVertices())
+	e = &entSearch{b: b, n: n, hi: n}
 	defer func() {
 		if err != nil {
 			e.free()
@@ -194,7 +200,6 @@ func newEntSearch(b *GPU, g, whole *convert.Graph) (e *entSearch, err error) {
 		e.hubOff, e.transfer = wp[0], e.transfer+t
 	}
 	e.hubDegree, e.hubCount = enterpriseHubs(whole.Degrees())
-	n := e.n
 	queueBytes := classes * 4 * n
 	// Each level's counters and frontier bitmap lie together, so that a
 	// bottom-up level clears both with one memset.
@@ -253,18 +258,23 @@ func (e *entSearch) start(source uint32, srcClass int) error {
 	return eb.stats[0].Memset8(e.s, 0)
 }
 
-// topDownQueues queues the frontier at level into buffer q: classes by
-// out-degree, hubs listed, and its bitmap.
-func (e *entSearch) topDownQueues(q int, level int32) error {
+// topDownQueues queues the frontier in bitmap q into buffer q: classes by
+// out-degree, hubs listed, the search's own vertices among them counted.
+func (e *entSearch) topDownQueues(q int) error {
 	eb := &e.eb
 	if err := eb.stats[q].Memset8(e.s, 0); err != nil {
 		return err
 	}
-	return e.k.queue.launchFor(e.s, e.n, blockSize, e.outOff, e.hubOff, eb.depth, e.n, level,
-		eb.queues[q], e.n, eb.stats[q], e.hubDegree, eb.hubs[q], eb.bits[q])
+	words := (e.n + 31) / 32
+	ownLo, ownHi := e.lo/32, (e.hi+31)/32
+	if e.lo == e.hi {
+		ownLo, ownHi = 0, 0
+	}
+	return e.k.queue.launchFor(e.s, words, blockSize, e.outOff, e.hubOff, eb.bits[q], words, ownLo, ownHi,
+		eb.queues[q], e.n, eb.stats[q], e.hubDegree, eb.hubs[q])
 }
 
-// bottomUpQueues replaces the queues of buffer q by the unvisited
+// bottomUpQueues replaces the queues of buffer q by the search's unvisited
 // vertices, by in-degree; the hub list and bitmap stay.
 func (e *entSearch) bottomUpQueues(q int) error {
 	eb := &e.eb
@@ -272,22 +282,20 @@ func (e *entSearch) bottomUpQueues(q int) error {
 	if err := counts.Memset8(e.s, 0); err != nil {
 		return err
 	}
-	return e.k.queue.launchFor(e.s, e.n, blockSize, e.inOff, e.hubOff, eb.depth, e.n, int32(-1),
-		eb.queues[q], e.n, eb.stats[q], int64(0), gpu.DevicePtr(0), gpu.DevicePtr(0))
+	if e.lo == e.hi {
+		return nil
+	}
+	return e.k.unvisited.launchFor(e.s, e.hi-e.lo, blockSize, e.inOff, eb.depth, e.lo, e.hi,
+		eb.queues[q], e.n, eb.stats[q])
 }
 
 // expand queues level's kernels over the queues of buffer cur (count
 // vertices by class), writing the next level's stats (and, bottom-up, its
-// queues and bitmap) into buffer next.
+// queues) and its bitmap into buffer next.
 func (e *entSearch) expand(cur, next int, count [classes]uint32, topDown bool, level int32) error {
 	eb, k, s := &e.eb, e.k, e.s
-	// A top-down level's queue pass writes the whole bitmap; a bottom-up
-	// level sets bits in a cleared one.
-	clear := eb.stats[next]
-	if !topDown {
-		clear = eb.level[next]
-	}
-	if err := clear.Memset8(s, 0); err != nil {
+	// Either direction sets the visits' bits in a cleared bitmap.
+	if err := eb.level[next].Memset8(s, 0); err != nil {
 		return err
 	}
 	// Several classes run concurrently on their streams; one alone runs on
@@ -312,7 +320,7 @@ func (e *entSearch) expand(cur, next int, count [classes]uint32, topDown bool, l
 		var err error
 		if topDown {
 			err = k.topDown[c].launchFor(stream(c), int64(count[c])*tdItems[c], tdPerBlock[c],
-				e.outOff, e.outTgt, eb.depth, eb.parent, e.queue(cur, c), count[c], level)
+				e.outOff, e.outTgt, eb.depth, eb.parent, e.queue(cur, c), count[c], level, eb.bits[next])
 		} else {
 			bu, perBlock := k.bottomUp[min(c, 2)], buPerBlock[min(c, 2)]
 			err = bu.launchFor(stream(c), int64(count[c]), perBlock,
@@ -361,10 +369,12 @@ func runEnterprise(ctx context.Context, b *GPU, in Input) (*Result, error) {
 		if err := e.expand(cur, next, count, topDown, level); err != nil {
 			return nil, err
 		}
+		trace.phase("expand", e.s)
 		if topDown {
-			if err := e.topDownQueues(next, level+1); err != nil {
+			if err := e.topDownQueues(next); err != nil {
 				return nil, err
 			}
+			trace.phase("queue", e.s)
 		}
 		st, err := e.read(next)
 		if err != nil {
@@ -380,7 +390,7 @@ func runEnterprise(ctx context.Context, b *GPU, in Input) (*Result, error) {
 			strategy := fmt.Sprintf("enterprise (%v)", directions)
 			return bfsResult(b, e.s, g, e.eb.depth, e.eb.parent, strategy, int(level)+1, compute, e.transfer)
 		case switchesDirection(topDown, st, e.hubCount, n):
-			if err := e.turn(next, topDown, level); err != nil {
+			if err := e.turn(next, topDown); err != nil {
 				return nil, err
 			}
 			topDown = !topDown
@@ -403,15 +413,15 @@ func switchesDirection(topDown bool, st entStats, hubTotal, n int64) bool {
 	return int64(st.found) < n/entBeta && st.total() > n/entBeta
 }
 
-// turn replaces the queues of buffer q, made for the direction topDown
-// after level, by the other direction's: at the explosion level the
-// unvisited vertices replace the frontier; going back top-down, the
-// frontier at level+1 replaces the unvisited.
-func (e *entSearch) turn(q int, topDown bool, level int32) error {
+// turn replaces the queues of buffer q, made for the direction topDown,
+// by the other direction's: at the explosion level the unvisited vertices
+// replace the frontier; going back top-down, the frontier in bitmap q
+// replaces the unvisited.
+func (e *entSearch) turn(q int, topDown bool) error {
 	if topDown {
 		return e.bottomUpQueues(q)
 	}
-	return e.topDownQueues(q, level+1)
+	return e.topDownQueues(q)
 }
 
 // levelDirections counts a search's levels run top-down and bottom-up.

@@ -7,27 +7,26 @@ import (
 
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/gpu"
-	"github.com/gpipe/gpipe/kernels"
 )
 
 // BFS over several GPUs, after Enterprise §4.4, on the partition of
 // mgpu.go. Each GPU runs a level of Enterprise (gpu_bfs_enterprise.go) on
 // its part: top-down it expands the whole frontier along the edges into its
 // vertices, bottom-up it checks its unvisited vertices' in-edges against the
-// whole frontier's bitmap; either way it visits only its own vertices. Then
-// (1) mg_pack_bits compresses the part's status array into a bit a vertex
-// with ballots (top-down; a bottom-up level sets the bits itself), (2) the
-// GPUs gather each other's words, so every GPU holds the whole frontier's
-// bitmap, and (3) mg_apply_bits writes the other parts' visits into the
-// status array, from which ent_queue builds the next queues. Direction
+// whole frontier's bitmap; either way it visits only its own vertices, and
+// sets their bits in the next frontier's bitmap (the status compressed to a
+// bit a vertex). The GPUs then gather each other's words, so every GPU
+// holds the whole next frontier, from which ent_queue builds the next
+// top-down queues; bottom-up, each part's queue is its own unvisited
+// vertices. The status array of a part is only ever read for its own
+// vertices, so the others' visits are never written into it. Direction
 // switching decides on the sums over the parts. Each vertex's depth and
 // parent come from its owner.
 
 // mgBFSPart is one part's search.
 type mgBFSPart struct {
 	*entSearch
-	part        convert.Partition
-	pack, apply *launchable
+	part convert.Partition
 }
 
 func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result, error) {
@@ -54,12 +53,10 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 		if err != nil {
 			return nil, err
 		}
+		e.lo, e.hi = int64(part.Lo), int64(part.Hi)
 		p := &mgBFSPart{entSearch: e, part: part}
 		ps[i], streams[i] = p, e.s
 		transfer += e.transfer
-		if err := b.kernelsOf(kernels.MultiGPU, map[string]**launchable{"mg_pack_bits": &p.pack, "mg_apply_bits": &p.apply}); err != nil {
-			return nil, err
-		}
 	}
 	// The bitmap's words by owner: part r's from word ⌈Lo/32⌉ (a part's Lo
 	// is a multiple of 32 unless it owns nothing) to the next part's.
@@ -88,8 +85,8 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 	stats := make([]entStats, k)
 	// readAll waits for every part's level and combines their stats: a
 	// top-down queue pass sees the whole frontier on every part (the same
-	// hubs, by the whole graph's degrees), a bottom-up level finds only the
-	// part's vertices (found adds up), and a bottom-up queue is the part's
+	// hubs, by the whole graph's degrees), each part counts only its own
+	// vertices found (found adds up), and a bottom-up queue is the part's
 	// unvisited list (the longest counts).
 	readAll := func(q int) (entStats, error) {
 		var sum entStats
@@ -124,25 +121,19 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 			if err := p.expand(cur, next, counts[i], topDown, level); err != nil {
 				return nil, err
 			}
-			if topDown {
-				if err := p.pack.launchFor(p.s, p.part.Owned(), blockSize, p.eb.depth, int64(p.part.Lo), int64(p.part.Hi), level+1, p.eb.bits[next]); err != nil {
-					return nil, err
-				}
-			}
 		}
+		trace.phase("expand", streams...)
 		if err := gatherRanges(m.link, streams, bitsOf(next), cuts); err != nil {
 			return nil, err
 		}
-		for _, p := range ps {
-			if err := p.apply.launchFor(p.s, words, blockSize, p.eb.bits[next], p.eb.depth, words,
-				int64(p.part.Lo)/32, (int64(p.part.Hi)+31)/32, level+1); err != nil {
-				return nil, err
-			}
-			if topDown {
-				if err := p.topDownQueues(next, level+1); err != nil {
+		trace.phase("exchange", streams...)
+		if topDown {
+			for _, p := range ps {
+				if err := p.topDownQueues(next); err != nil {
 					return nil, err
 				}
 			}
+			trace.phase("queue", streams...)
 		}
 		st, err := readAll(next)
 		if err != nil {
@@ -161,7 +152,7 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 			return res, nil
 		case switchesDirection(topDown, st, hubTotal, n):
 			for _, p := range ps {
-				if err := p.turn(next, topDown, level); err != nil {
+				if err := p.turn(next, topDown); err != nil {
 					return nil, err
 				}
 			}
