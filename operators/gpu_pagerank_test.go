@@ -9,7 +9,7 @@ import (
 )
 
 // The host side of a GPU PageRank query (issue 17): what the backend keeps
-// per graph. No GPU needed: a backend without a
+// per graph, and the ranks' bitmap. No GPU needed: a backend without a
 // device keeps its graphs' host-side entries all the same.
 
 // TestInOutliersKept: the outliers the backend keeps for a graph are
@@ -85,6 +85,22 @@ func TestInOutliersKept(t *testing.T) {
 	}
 	if len(b.graphs) != 0 || dg.outliers != nil {
 		t.Fatalf("after Close: %d graphs, %d lists kept", len(b.graphs), len(dg.outliers))
+	}
+}
+
+// TestAllValid: the bitmap of rows that are all valid has Column.Valid's
+// layout, even in released memory that held other bits.
+func TestAllValid(t *testing.T) {
+	for _, n := range []int64{1, 7, 8, 9, 31, 32, 33, 1000, 1 << 16} {
+		dirty := &Result{}
+		bits := resultSlice[byte](dirty, int(bitmapBytes(n)))
+		for i := range bits {
+			bits[i] = 0xa5
+		}
+		dirty.Release()
+		if err := allValidBits(allValid(&Result{}, n), int(n)); err != nil {
+			t.Errorf("%d rows: %v", n, err)
+		}
 	}
 }
 

@@ -299,6 +299,23 @@ func sameRanks(r, want *Result, n int) error {
 	if d := r.Iterations - want.Iterations; d < -1 || d > 1 {
 		return fmt.Errorf("%d iterations on the GPU, %d on the CPU", r.Iterations, want.Iterations)
 	}
+	if valid := r.Column("rank").Valid; valid != nil {
+		return allValidBits(valid, n)
+	}
+	return nil
+}
+
+// allValidBits says whether valid is the bitmap of n valid rows in
+// Column.Valid's layout: whole words, the bits past n clear.
+func allValidBits(valid []byte, n int) error {
+	if want := int(bitmapBytes(int64(n))); len(valid) != want {
+		return fmt.Errorf("bitmap of %d bytes for %d rows, want %d", len(valid), n, want)
+	}
+	for i := 0; i < 8*len(valid); i++ {
+		if got := valid[i/8]>>(i%8)&1 == 1; got != (i < n) {
+			return fmt.Errorf("bit %d of the bitmap of %d rows is %v", i, n, got)
+		}
+	}
 	return nil
 }
 
