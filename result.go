@@ -81,6 +81,10 @@ func (r *Result) Rows(mem memory.Allocator, lo, hi int) arrow.Record {
 			}))
 		case operators.Float64Column:
 			values := c.Float64[lo:hi]
+			if a := madeOnDevice(mem, arrow.PrimitiveTypes.Float64, alloc.Bytes(values), c.Valid, lo, hi); a != nil {
+				cols = append(cols, a)
+				continue
+			}
 			cols = append(cols, wrap(mem, arrow.PrimitiveTypes.Float64, values, func(bits []byte, lo, hi int) int {
 				return notNaN(bits[lo/8:], values[lo:hi])
 			}))
@@ -103,7 +107,7 @@ func (r *Result) Rows(mem memory.Allocator, lo, hi int) arrow.Record {
 }
 
 // madeOnDevice is rows [lo, hi) of a column whose values (raw, already
-// cut to the rows) and validity bitmap valid a GPU run made
+// cut to the rows) and validity bitmap valid a GPU run made or knows
 // (operators.Column's Keys and Valid), without copying the values; nil
 // where valid is nil or lo does not start a byte of it (the caller then
 // fills the bitmap from the values). The rows' bits are copied into memory

@@ -63,7 +63,8 @@ type gpuOperator interface {
 	// gpuStrategies lists the operator's GPU strategies, the default first.
 	gpuStrategies() []string
 	// gpuBytes is the device memory a run on g needs: layouts and workspace.
-	gpuBytes(g *convert.Graph, p Params) int64
+	// b keeps what it derived from g before (its layouts' lifetime).
+	gpuBytes(b *GPU, g *convert.Graph, p Params) int64
 	runGPU(ctx context.Context, b *GPU, in Input) (*Result, error)
 }
 
@@ -150,7 +151,7 @@ func (b *GPU) Fits(op Operator, g *convert.Graph, p Params) error {
 	if !ok {
 		return errNoGPUImplementation(op.Spec().Name)
 	}
-	return b.fitsBytes(g, o.gpuBytes(g, p))
+	return b.fitsBytes(g, o.gpuBytes(b, g, p))
 }
 
 // Need is the device memory a run of op on g would allocate, with the
@@ -161,7 +162,7 @@ func (b *GPU) Need(op Operator, g *convert.Graph, p Params) (int64, error) {
 	if !ok {
 		return 0, errNoGPUImplementation(op.Spec().Name)
 	}
-	return b.needBytes(g, o.gpuBytes(g, p)), nil
+	return b.needBytes(g, o.gpuBytes(b, g, p)), nil
 }
 
 // Resident is the device memory g's copies hold.
@@ -300,16 +301,24 @@ type deviceGraph struct {
 	// bfsLevels is the most levels a BFS on the graph has run: auto's
 	// estimate of its diameter.
 	bfsLevels int
+	// outliers are the graph's in-edge outliers by threshold
+	// (GPU.inOutliers), under their own lock: a query's plan bytes read
+	// them while another's layouts copy.
+	outMu    sync.Mutex
+	outliers map[int64]prOutlierLists
 }
 
 func (dg *deviceGraph) free() {
 	dg.mu.Lock()
-	defer dg.mu.Unlock()
 	for part, buf := range dg.parts {
 		buf.Free()
 		delete(dg.parts, part)
 	}
 	dg.bytes = 0
+	dg.mu.Unlock()
+	dg.outMu.Lock()
+	dg.outliers = nil
+	dg.outMu.Unlock()
 }
 
 // seenLevels is the most levels a BFS on g has run on this GPU (0: none

@@ -21,7 +21,7 @@ import (
 
 func (BFS) gpuStrategies() []string { return []string{"enterprise", "bfs4k", "vwc"} }
 
-func (BFS) gpuBytes(g *convert.Graph, p Params) int64 {
+func (BFS) gpuBytes(_ *GPU, g *convert.Graph, p Params) int64 {
 	name, _ := chooseBFS(g, p, 0)
 	if name == "enterprise" || name == "bfs4k" {
 		// auto's choice between them may depend on earlier searches.

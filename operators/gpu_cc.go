@@ -35,7 +35,9 @@ func (o CC) gpuPlans(*convert.Graph) []gpuPlan {
 
 func (o CC) gpuStrategies() []string { return planNames(o.gpuPlans(nil)) }
 
-func (o CC) gpuBytes(g *convert.Graph, p Params) int64 { return planBytes("cc", o.gpuPlans(g), g, p) }
+func (o CC) gpuBytes(_ *GPU, g *convert.Graph, p Params) int64 {
+	return planBytes("cc", o.gpuPlans(g), g, p)
+}
 
 func afforestParts(g *convert.Graph) []layout {
 	parts := []layout{outOffsets, outTargets}

@@ -144,3 +144,18 @@ func launchColumns(k *launchable, s *gpu.Stream, rows int64, args ...any) error 
 	}
 	return gpu.Launch(k.fn, gpu.Dim(uint32(max(blocks, 1))), gpu.Dim(blockSize), 0, s, args...)
 }
+
+// allValid is a validity bitmap of n rows, every one valid, in res's
+// memory (Column.Valid's layout: whole words, the bits past n zero).
+func allValid(res *Result, n int64) []byte {
+	bits := resultSlice[byte](res, int(bitmapBytes(n)))
+	full := n / 8
+	for i := range bits[:full] {
+		bits[i] = 0xff
+	}
+	clear(bits[full:])
+	if r := n % 8; r != 0 {
+		bits[full] = byte(1)<<r - 1
+	}
+	return bits
+}

@@ -33,21 +33,23 @@ var (
 	prStreamIndices = true
 )
 
-func (o PageRank) gpuPlans(*convert.Graph) []gpuPlan {
-	vwc := gpuPlan{name: strategyVWC, bytes: prVWCBytes, vwarp: true, vwc: true,
+// gpuPlans are PageRank's strategies, the pulls' bytes counting the
+// outliers b keeps for the graph (b nil: counted afresh).
+func (o PageRank) gpuPlans(b *GPU) []gpuPlan {
+	vwc := gpuPlan{name: strategyVWC, bytes: func(g *convert.Graph, p Params) int64 { return prVWCBytes(b, g, p) }, vwarp: true, vwc: true,
 		why: "the pull over the CSC reads 4 bytes an edge and gathers the contributions from cache, where G-Shards and CW read and write 22 to 24 bytes an edge an iteration: auto's choice where warpseg does not fit"}
 	gs := gpuPlan{name: strategyGShards, bytes: prShardBytes(strategyGShards), why: "G-Shards"}
 	cw := gpuPlan{name: strategyCW, bytes: prShardBytes(strategyCW),
 		why: "Concatenated Windows"}
-	ws := gpuPlan{name: strategyWarpSeg, bytes: prWarpSegBytes,
+	ws := gpuPlan{name: strategyWarpSeg, bytes: func(g *convert.Graph, p Params) int64 { return prWarpSegBytes(b, g, p) },
 		why: "Warp Segmentation's pull over the CSC (a warp's 32 vertices' in-edges end to end, no lane idle on a short row) measured fastest on every graph measured (BENCHMARKS.md: Kronecker 22 1.17 ms an iteration against vwc's 1.30, the grid 0.29 against cw's 0.48, the road and social graphs)"}
 	return []gpuPlan{ws, vwc, gs, cw}
 }
 
 func (o PageRank) gpuStrategies() []string { return planNames(o.gpuPlans(nil)) }
 
-func (o PageRank) gpuBytes(g *convert.Graph, p Params) int64 {
-	return planBytes("pagerank", o.gpuPlans(g), g, p)
+func (o PageRank) gpuBytes(b *GPU, g *convert.Graph, p Params) int64 {
+	return planBytes("pagerank", o.gpuPlans(b), g, p)
 }
 
 // prContribBytes is the width of a contribution at p's tolerance.
@@ -69,19 +71,19 @@ func prVWCParts() []layout {
 	return []layout{outOffsets, inOffsets, inSources}
 }
 
-func prVWCBytes(g *convert.Graph, p Params) int64 {
-	return prPullBytes(g, p, outlierDegree(p))
+func prVWCBytes(b *GPU, g *convert.Graph, p Params) int64 {
+	return prPullBytes(b, g, p, outlierDegree(p))
 }
 
 // prWarpSegBytes is the memory of the warpseg pull, whose outliers are the
 // rows longer than wsHubDegree.
-func prWarpSegBytes(g *convert.Graph, p Params) int64 {
-	return prPullBytes(g, p, wsHubDegree)
+func prWarpSegBytes(b *GPU, g *convert.Graph, p Params) int64 {
+	return prPullBytes(b, g, p, wsHubDegree)
 }
 
-func prPullBytes(g *convert.Graph, p Params, outlierDegree int64) int64 {
+func prPullBytes(b *GPU, g *convert.Graph, p Params, outlierDegree int64) int64 {
 	n := int64(g.NumVertices())
-	outliers, segments := prOutliers(g.In(), outlierDegree)
+	outliers, segments := b.inOutliers(g, outlierDegree)
 	return layoutBytes(g, prVWCParts()...) + 3*n*8 + 2*n*prContribBytes(p) + prAccBytes +
 		int64(len(outliers))*(4+8) + int64(len(segments))*8
 }
@@ -134,13 +136,45 @@ func prOutliers(in *convert.CSR, threshold int64) ([]uint32, []uint64) {
 	return outliers, segments
 }
 
+// prOutlierLists are prOutliers' lists for one threshold.
+type prOutlierLists struct {
+	vertices []uint32
+	segments []uint64
+}
+
+// inOutliers is prOutliers of g's in-edges, kept with g's copies on b
+// (deviceGraph) and gone with them (Forget, Close): they depend on the
+// graph alone, and each query reads them several times (the plans' bytes
+// in Need, Fits and choosePlan, and the pull's upload), where scanning
+// every vertex's degree took about 4 ms a time on Kronecker 22 (2.4 M
+// vertices; issue 17). The callers do not modify the lists. b nil, or a
+// graph whose in-edge layout is not on the host whole: computed afresh.
+func (b *GPU) inOutliers(g *convert.Graph, threshold int64) ([]uint32, []uint64) {
+	in := g.In()
+	if b == nil || threshold <= 0 || len(in.Offsets) != g.NumVertices()+1 {
+		return prOutliers(in, threshold)
+	}
+	dg := b.deviceGraph(g)
+	dg.outMu.Lock()
+	defer dg.outMu.Unlock()
+	l, ok := dg.outliers[threshold]
+	if !ok {
+		l.vertices, l.segments = prOutliers(in, threshold)
+		if dg.outliers == nil {
+			dg.outliers = map[int64]prOutlierLists{}
+		}
+		dg.outliers[threshold] = l
+	}
+	return l.vertices, l.segments
+}
+
 func (o PageRank) runGPU(ctx context.Context, b *GPU, in Input) (*Result, error) {
 	p := in.Params
 	if err := o.Prepare(&p); err != nil {
 		return nil, err
 	}
 	g := in.Graph
-	plan, reason, err := b.choosePlan("pagerank", o.gpuPlans(g), g, p)
+	plan, reason, err := b.choosePlan("pagerank", o.gpuPlans(b), g, p)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +201,7 @@ func (o PageRank) runGPU(ctx context.Context, b *GPU, in Input) (*Result, error)
 	if err != nil {
 		return nil, err
 	}
-	res.Columns = []Column{{Name: "rank", Type: Float64Column, Float64: ranks}}
+	res.Columns = []Column{{Name: "rank", Type: Float64Column, Float64: ranks, Valid: pr.valid}}
 	return res, nil
 }
 
@@ -180,6 +214,7 @@ type prRun struct {
 	n      int64
 	res    *Result
 	suffix string // the contributions' type in kernel names: f64 or f32
+	valid  []byte // the ranks' validity bitmap, where iterate knows it
 }
 
 // prIteration is the per-iteration state every layout shares: the ranks
@@ -202,7 +237,9 @@ func newPRIteration(rank0, rank1, acc *gpu.DeviceBuffer) *prIteration {
 }
 
 // iterate runs step(cur, next) until the L1 change is below the
-// tolerance or the iterations run out, and returns the final ranks.
+// tolerance or the iterations run out, and returns the final ranks, in
+// memory that res.Release gives back, and their bitmap in pr.valid where
+// it can tell that none is null.
 func (pr *prRun) iterate(ctx context.Context, it *prIteration, step func(cur, next int) error) ([]float64, error) {
 	s, p, res := pr.s, pr.p, pr.res
 	change := []float64{0}
@@ -233,7 +270,7 @@ func (pr *prRun) iterate(ctx context.Context, it *prIteration, step func(cur, ne
 			break
 		}
 	}
-	ranks := make([]float64, pr.n)
+	ranks := resultSlice[float64](res, int(pr.n))
 	poisonHost(pr.b, ranks, math.NaN())
 	if err := pr.b.downloadAll(s, hostCopyOf(ranks, it.rank[cur])); err != nil {
 		return nil, err
@@ -241,6 +278,14 @@ func (pr *prRun) iterate(ctx context.Context, it *prIteration, step func(cur, ne
 	if !converged {
 		res.NotConverged = true
 		res.Warnings = append(res.Warnings, notConverged(res.Iterations, change[0], p.Tolerance))
+	}
+	// The L1 change sums |x'[v] - x[v]| over every vertex (RankUpdate in
+	// kernels/vertex_program.cuh), so a NaN or infinite rank would make it
+	// NaN or infinite: where it is a number, no rank is null, and the
+	// bitmap says so without the host testing 2.4 M ranks a query for NaN
+	// (Rows, Unreached; issue 17). The initial ranks are 1/n.
+	if !math.IsNaN(change[0]) && !math.IsInf(change[0], 0) {
+		pr.valid = allValid(res, pr.n)
 	}
 	return ranks, nil
 }
@@ -286,7 +331,7 @@ func (pr *prRun) pull(ctx context.Context, strategy string) ([]float64, error) {
 		hubID = parts[3]
 	}
 
-	outliers, segments := prOutliers(g.In(), cfg.outlierDegree)
+	outliers, segments := b.inOutliers(g, cfg.outlierDegree)
 	vec, cvec := n*8, n*prContribBytes(p)
 	bufs, free, err := b.buffers(vec, vec, cvec, cvec, vec, prAccBytes,
 		int64(len(outliers))*4, int64(len(segments))*8, int64(len(outliers))*8)

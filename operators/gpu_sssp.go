@@ -82,7 +82,7 @@ func monotonePlans(g *convert.Graph, kitesOnSparse bool, bytes func(*convert.Gra
 
 func (o SSSP) gpuStrategies() []string { return planNames(o.gpuPlans(nil)) }
 
-func (o SSSP) gpuBytes(g *convert.Graph, p Params) int64 {
+func (o SSSP) gpuBytes(_ *GPU, g *convert.Graph, p Params) int64 {
 	return planBytes("sssp", o.gpuPlans(g), g, p)
 }
 

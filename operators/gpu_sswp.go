@@ -35,7 +35,7 @@ func (o SSWP) gpuPlans(g *convert.Graph) []gpuPlan {
 
 func (o SSWP) gpuStrategies() []string { return planNames(o.gpuPlans(nil)) }
 
-func (o SSWP) gpuBytes(g *convert.Graph, p Params) int64 {
+func (o SSWP) gpuBytes(_ *GPU, g *convert.Graph, p Params) int64 {
 	return planBytes("sswp", o.gpuPlans(g), g, p)
 }
 

@@ -156,6 +156,11 @@ func TestGPUPageRankMatchesCPU(t *testing.T) {
 				if d := r.Iterations - want.Iterations; d < -1 || d > 1 {
 					t.Fatalf("%s: %d iterations on the GPU, %d on the CPU", name, r.Iterations, want.Iterations)
 				}
+				// Every rank a number: the bitmap says so, and Rows and
+				// Unreached read it rather than the ranks.
+				if err := allValidBits(r.Column("rank").Valid, len(got)); g.NumVertices() > 0 && err != nil {
+					t.Fatalf("%s: the ranks' validity: %v", name, err)
+				}
 			}
 			b.Forget(g)
 		}

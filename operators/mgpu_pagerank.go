@@ -242,7 +242,7 @@ func newMGPRPart(b *GPU, g *convert.Graph, part convert.Partition, n, cb int64) 
 	}
 	x.transfer = t1 + t2
 	x.inOff, x.inSrc, x.outOff = in[0], in[1], out[0]
-	outliers, segments := prOutliers(part.Graph.In(), wsHubDegree)
+	outliers, segments := b.inOutliers(part.Graph, wsHubDegree)
 	x.outlierCount, x.segmentCount = len(outliers), len(segments)
 	vec, cvec := n*8, n*cb
 	bufs, free, err := b.buffers(vec, vec, cvec, cvec, vec, prAccBytes,

@@ -136,8 +136,9 @@ type Column struct {
 	Float64 []float64
 	Vertex  []uint32
 	// Keys and Valid are the column as Arrow lays it out, where a GPU run
-	// made them beside the values (gpu_columns.go); nil otherwise, and the
-	// host makes them from the values. Keys is a vertex column mapped to the
+	// made them beside the values (gpu_columns.go), or knows them (a GPU
+	// PageRank whose ranks are all numbers); nil otherwise, and the host
+	// makes them from the values. Keys is a vertex column mapped to the
 	// graph's integer keys, the key type's width a row. Valid is the
 	// validity bitmap (bit i%8 of byte i/8 for row i), in whole 32-bit
 	// words, the bits past the last row zero.

@@ -98,9 +98,32 @@ var bfsK22Device = sync.OnceValue(func() *gpipe.Result {
 	return &gpipe.Result{Graph: res.Graph, Result: &out}
 })
 
+// prK22 is a result shaped as PageRank's on Kronecker 22 (bfsK22's keys,
+// a float64 rank a vertex), its validity bitmap made from the ranks on the
+// host (valid false) or the run's (valid true: a GPU run's whose ranks are
+// all numbers).
+func prK22(valid bool) *gpipe.Result {
+	res := bfsK22()
+	n := res.Graph.NumVertices()
+	rng := rand.New(rand.NewPCG(3, 4))
+	rank := operators.Column{Name: "rank", Type: operators.Float64Column, Float64: make([]float64, n)}
+	for i := range rank.Float64 {
+		rank.Float64[i] = rng.Float64() / float64(n)
+	}
+	if valid {
+		rank.Valid = make([]byte, 4*((n+31)/32))
+		for i := 0; i < n; i++ {
+			rank.Valid[i/8] |= 1 << (i % 8)
+		}
+	}
+	return &gpipe.Result{Graph: res.Graph, Result: &operators.Result{Op: "pagerank", Backend: "gpu", Columns: []operators.Column{rank}}}
+}
+
 func BenchmarkSendResult(b *testing.B) {
 	b.Run("host", func(b *testing.B) { benchSendResult(b, bfsK22()) })
 	b.Run("device", func(b *testing.B) { benchSendResult(b, bfsK22Device()) })
+	b.Run("pagerank-host", func(b *testing.B) { benchSendResult(b, prK22(false)) })
+	b.Run("pagerank-device", func(b *testing.B) { benchSendResult(b, prK22(true)) })
 }
 
 func benchSendResult(b *testing.B, res *gpipe.Result) {
