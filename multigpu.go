@@ -2,6 +2,7 @@ package gpipe
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 
@@ -18,7 +19,7 @@ var sharedMulti struct {
 // SharedMultiGPU is the process's backend over gpus GPUs (0: every usable
 // GPU), opened once per count: the first is SharedGPU's, the others the
 // next usable ones by ordinal; NCCL's communicators over them where libnccl
-// loads, else peer copies. It is nil, without an error, where only one GPU
+// loads, else peer copies (or as $GPIPE_TRANSPORT says). It is nil, without an error, where only one GPU
 // would take part.
 func SharedMultiGPU(gpus int) (*operators.MultiGPU, error) {
 	first, err := SharedGPU()
@@ -56,8 +57,14 @@ func SharedMultiGPU(gpus int) (*operators.MultiGPU, error) {
 			}
 		}
 	}
+	transport, err := chosenTransport()
+	if err != nil {
+		return nil, err
+	}
 	var m *operators.MultiGPU
-	if _, nerr := gpu.LoadNCCL(); nerr != nil {
+	if transport == "peer" {
+		m = operators.NewMultiGPU(backends, nil, "")
+	} else if _, nerr := gpu.LoadNCCL(); nerr != nil {
 		m = operators.NewMultiGPU(backends, nil, nerr.Error())
 	} else if comms, cerr := gpu.NewComms(ctxs); cerr != nil {
 		m = operators.NewMultiGPU(backends, nil, cerr.Error())
@@ -101,4 +108,21 @@ func multiGPUDevices(gpus int) ([]*gpu.Device, error) {
 			fmt.Sprintf("use --gpus %d or fewer (gpipe devices lists them)", len(usable)))
 	}
 	return usable[:gpus], nil
+}
+
+// transportEnv chooses how several GPUs exchange values: "nccl" (the
+// default, peer copies where NCCL does not load) or "peer" (the driver's
+// peer copies, without NCCL).
+const transportEnv = "GPIPE_TRANSPORT"
+
+func chosenTransport() (string, error) {
+	switch v := os.Getenv(transportEnv); v {
+	case "", "nccl":
+		return "nccl", nil
+	case "peer":
+		return "peer", nil
+	default:
+		return "", usererr.New(usererr.Usage, fmt.Sprintf("%s=%q is not a transport", transportEnv, v),
+			fmt.Sprintf("set %s to nccl or peer, or unset it", transportEnv))
+	}
 }

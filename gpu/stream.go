@@ -68,8 +68,9 @@ func (s *Stream) Query() (bool, error) {
 }
 
 // WaitEvent makes all work queued on s after this call wait until e's
-// recorded work has finished (the event may belong to another stream, of
-// the same context). The host does not wait.
+// recorded work has finished, as recorded when this call is made (the
+// event may belong to another stream, of another context or GPU). The
+// host does not wait.
 func (s *Stream) WaitEvent(e *Event) error {
 	if s == nil || s.h == 0 || e == nil || e.h == 0 {
 		return errDestroyed
@@ -122,6 +123,9 @@ func (e *Event) Record(s *Stream) error {
 	}
 	return ctxCall(e.ctx, "cuEventRecord", drv.eventRecord, e.h, s.handle())
 }
+
+// Context is the context the event belongs to.
+func (e *Event) Context() *Context { return e.ctx }
 
 // Synchronize waits until the event has completed.
 func (e *Event) Synchronize() error {

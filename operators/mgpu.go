@@ -58,7 +58,7 @@ const defaultPermissive = 0.25
 // through NCCL's communicators comms (comms[p] on gpus[p]), or through peer
 // copies when comms is nil (noNCCL says why, for the reports).
 func NewMultiGPU(gpus []*GPU, comms []*gpu.Comm, noNCCL string) *MultiGPU {
-	var link transport = peerCopies{why: noNCCL}
+	var link transport = newPeerCopies(noNCCL)
 	if comms != nil {
 		link = ncclLink{comms: comms}
 	}
@@ -298,10 +298,21 @@ func syncAll(streams []*gpu.Stream) error {
 	return nil
 }
 
-// peerCopies is the transport without NCCL: the driver's peer copies
-// (through the host where two GPUs have no peer access), or copies within
-// one GPU for parts that share it.
-type peerCopies struct{ why string }
+// peerCopies is the transport of the driver's peer copies: over the link
+// between GPUs with peer access (NVLink or PCIe), through the host
+// without, or within one GPU for parts that share it. Like NCCL's calls,
+// the copies are ordered by the streams alone, with events, so the host
+// never waits: each receiver's stream waits for its roots' work, then
+// pulls their bytes; each root's stream waits for those copies before its
+// later work may overwrite what they read.
+type peerCopies struct {
+	why     string // why not NCCL, when NCCL was wanted
+	markers *markerPool
+}
+
+func newPeerCopies(why string) peerCopies {
+	return peerCopies{why: why, markers: &markerPool{free: map[*gpu.Context][]*gpu.Event{}}}
+}
 
 func (c peerCopies) name() string {
 	if c.why == "" {
@@ -310,23 +321,84 @@ func (c peerCopies) name() string {
 	return "peer copies (no NCCL: " + c.why + ")"
 }
 
-func (peerCopies) broadcast(streams []*gpu.Stream, src []gpu.DevicePtr, dst [][]gpu.DevicePtr, bytes []int64) error {
-	// The roots' data must be complete before any copy reads it, and no
-	// root may overwrite it before the copies end.
-	if err := syncAll(streams); err != nil {
-		return err
+func (c peerCopies) broadcast(streams []*gpu.Stream, src []gpu.DevicePtr, dst [][]gpu.DevicePtr, bytes []int64) (err error) {
+	var held []*gpu.Event
+	// A wait takes the event's record at the time of the call, so the
+	// events are free again once every wait is queued.
+	defer func() { c.markers.put(held...) }()
+	mark := func(s *gpu.Stream) (*gpu.Event, error) {
+		e, err := c.markers.get(s.Context())
+		if err != nil {
+			return nil, err
+		}
+		held = append(held, e)
+		return e, e.Record(s)
 	}
-	for p, s := range streams {
-		for r := range streams {
-			if r == p || bytes[r] == 0 {
-				continue
-			}
-			if err := gpu.CopyPeer(s, dst[p][r], s.Context(), src[r], streams[r].Context(), bytes[r]); err != nil {
+	ready := make([]*gpu.Event, len(streams))
+	for r, s := range streams {
+		if bytes[r] > 0 {
+			if ready[r], err = mark(s); err != nil {
 				return err
 			}
 		}
 	}
-	return syncAll(streams)
+	for p, s := range streams {
+		copied := false
+		for r := range streams {
+			if r == p || bytes[r] == 0 {
+				continue
+			}
+			if err := s.WaitEvent(ready[r]); err != nil {
+				return err
+			}
+			if err := gpu.CopyPeer(s, dst[p][r], s.Context(), src[r], streams[r].Context(), bytes[r]); err != nil {
+				return err
+			}
+			copied = true
+		}
+		if !copied {
+			continue
+		}
+		done, err := mark(s)
+		if err != nil {
+			return err
+		}
+		for r := range streams {
+			if r != p && bytes[r] > 0 {
+				if err := streams[r].WaitEvent(done); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// markerPool keeps the events (markers, without timing) that order peer
+// copies, by GPU, for the backend's life: a few per GPU.
+type markerPool struct {
+	mu   sync.Mutex
+	free map[*gpu.Context][]*gpu.Event
+}
+
+func (m *markerPool) get(c *gpu.Context) (*gpu.Event, error) {
+	m.mu.Lock()
+	if free := m.free[c]; len(free) > 0 {
+		e := free[len(free)-1]
+		m.free[c] = free[:len(free)-1]
+		m.mu.Unlock()
+		return e, nil
+	}
+	m.mu.Unlock()
+	return c.NewMarker()
+}
+
+func (m *markerPool) put(events ...*gpu.Event) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, e := range events {
+		m.free[e.Context()] = append(m.free[e.Context()], e)
+	}
 }
 
 // ncclLink is the transport over NCCL: one communicator a GPU, a group of

@@ -16,8 +16,9 @@ import (
 
 // multiSetups are the partitioned backends a test runs: 3 parts on the
 // first GPU (peer copies within one device: the exchange logic without a
-// second GPU), and, where there are two or more GPUs, one part on each
-// over NCCL (a failure instead of a skip with GPIPE_REQUIRE_GPU=2).
+// second GPU), and, where there are two or more GPUs, one part on each,
+// exchanging over NCCL and by peer copies (a failure instead of a skip
+// with GPIPE_REQUIRE_GPU=2).
 func multiSetups(t *testing.T) []*MultiGPU {
 	t.Helper()
 	first := testGPU(t)
@@ -67,15 +68,15 @@ func multiSetups(t *testing.T) []*MultiGPU {
 			c.Destroy()
 		}
 	})
-	across := NewMultiGPU(gpus, comms, "")
+	across := []*MultiGPU{NewMultiGPU(gpus, comms, ""), NewMultiGPU(gpus, nil, "")}
 	if os.Getenv(multiAcrossOnlyEnv) != "" {
-		return []*MultiGPU{across}
+		return across
 	}
-	return append(setups, across)
+	return append(setups, across...)
 }
 
-// multiAcrossOnlyEnv, set, keeps only the setup of one part a GPU over
-// NCCL: the run of the real graphs on a machine of several GPUs, where
+// multiAcrossOnlyEnv, set, keeps only the setups of one part a GPU (over
+// NCCL, by peer copies): the run of the real graphs on a machine of several GPUs, where
 // every setup takes longer than a device session's call.
 const multiAcrossOnlyEnv = "GPIPE_TEST_MULTI_ACROSS_ONLY"
 
