@@ -241,7 +241,19 @@ func (e *entSearch) field(q int, off int64) gpu.DevicePtr {
 
 // read waits for the level and returns what it left in stats q.
 func (e *entSearch) read(q int) (entStats, error) {
-	raw, err := e.host.read(e.s, e.eb.stats[q])
+	if err := e.fetch(q); err != nil {
+		return entStats{}, err
+	}
+	return e.wait(q)
+}
+
+// fetch queues the copy of stats q to the host after the level, and wait
+// returns it once the level is done (read in two halves, for several GPUs
+// to copy at once).
+func (e *entSearch) fetch(q int) error { return e.host.fetch(e.s, e.eb.stats[q]) }
+
+func (e *entSearch) wait(q int) (entStats, error) {
+	raw, err := e.host.wait(e.s, e.eb.stats[q])
 	if err != nil {
 		return entStats{}, err
 	}

@@ -99,14 +99,25 @@ func newCounters(b *GPU, bytes int) (*counters, error) {
 // read waits for s and returns the contents of dev (at most the host
 // copy's size).
 func (c *counters) read(s *gpu.Stream, dev *gpu.DeviceBuffer) ([]byte, error) {
-	b := c.host.Bytes()[:dev.Size()]
-	if err := dev.CopyToHost(s, b); err != nil {
+	if err := c.fetch(s, dev); err != nil {
 		return nil, err
 	}
+	return c.wait(s, dev)
+}
+
+// fetch queues the copy of dev on s, for wait to return: several GPUs'
+// copies then go at once, each GPU's after its own work, rather than each
+// queued only once the previous GPU's is read.
+func (c *counters) fetch(s *gpu.Stream, dev *gpu.DeviceBuffer) error {
+	return dev.CopyToHost(s, c.host.Bytes()[:dev.Size()])
+}
+
+// wait waits for s and returns what fetch copied of dev.
+func (c *counters) wait(s *gpu.Stream, dev *gpu.DeviceBuffer) ([]byte, error) {
 	if err := s.Synchronize(); err != nil {
 		return nil, err
 	}
-	return b, nil
+	return c.host.Bytes()[:dev.Size()], nil
 }
 
 // free gives the host copy back to the backend's pool; the run's streams

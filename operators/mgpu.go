@@ -342,6 +342,9 @@ func (c peerCopies) broadcast(streams []*gpu.Stream, src []gpu.DevicePtr, dst []
 			}
 		}
 	}
+	// Every copy is queued before any root waits for one: a root's wait
+	// queued ahead of its own copies would hold them behind the others'.
+	done := make([]*gpu.Event, len(streams))
 	for p, s := range streams {
 		copied := false
 		for r := range streams {
@@ -356,16 +359,19 @@ func (c peerCopies) broadcast(streams []*gpu.Stream, src []gpu.DevicePtr, dst []
 			}
 			copied = true
 		}
-		if !copied {
+		if copied {
+			if done[p], err = mark(s); err != nil {
+				return err
+			}
+		}
+	}
+	for r, s := range streams {
+		if bytes[r] == 0 {
 			continue
 		}
-		done, err := mark(s)
-		if err != nil {
-			return err
-		}
-		for r := range streams {
-			if r != p && bytes[r] > 0 {
-				if err := streams[r].WaitEvent(done); err != nil {
+		for p := range streams {
+			if p != r && done[p] != nil {
+				if err := s.WaitEvent(done[p]); err != nil {
 					return err
 				}
 			}

@@ -90,8 +90,13 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 	// unvisited list (the longest counts).
 	readAll := func(q int) (entStats, error) {
 		var sum entStats
+		for _, p := range ps {
+			if err := p.fetch(q); err != nil {
+				return entStats{}, err
+			}
+		}
 		for i, p := range ps {
-			st, err := p.read(q)
+			st, err := p.wait(q)
 			if err != nil {
 				return entStats{}, err
 			}

@@ -155,7 +155,12 @@ func runPageRankMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*R
 		// The shares of the change and of the next dangling sum.
 		var l1Sum, dangle float64
 		for _, x := range ps {
-			raw, err := x.host.read(x.s, x.acc)
+			if err := x.host.fetch(x.s, x.acc); err != nil {
+				return nil, err
+			}
+		}
+		for _, x := range ps {
+			raw, err := x.host.wait(x.s, x.acc)
 			if err != nil {
 				return nil, err
 			}

@@ -240,8 +240,13 @@ func runVPMulti(ctx context.Context, m *MultiGPU, in Input, which mgProgram, ext
 			}
 		}
 		var total int64
+		for _, x := range ps {
+			if err := x.host.fetch(x.s, x.counts); err != nil {
+				return nil, err
+			}
+		}
 		for i, x := range ps {
-			raw, err := x.host.read(x.s, x.counts)
+			raw, err := x.host.wait(x.s, x.counts)
 			if err != nil {
 				return nil, err
 			}
