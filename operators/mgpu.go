@@ -321,63 +321,95 @@ func (c peerCopies) name() string {
 	return "peer copies (no NCCL: " + c.why + ")"
 }
 
-func (c peerCopies) broadcast(streams []*gpu.Stream, src []gpu.DevicePtr, dst [][]gpu.DevicePtr, bytes []int64) (err error) {
+func (c peerCopies) broadcast(streams []*gpu.Stream, src []gpu.DevicePtr, dst [][]gpu.DevicePtr, bytes []int64) error {
 	var held []*gpu.Event
 	// A wait takes the event's record at the time of the call, so the
 	// events are free again once every wait is queued.
 	defer func() { c.markers.put(held...) }()
-	mark := func(s *gpu.Stream) (*gpu.Event, error) {
-		e, err := c.markers.get(s.Context())
-		if err != nil {
-			return nil, err
-		}
-		held = append(held, e)
-		return e, e.Record(s)
-	}
 	ready := make([]*gpu.Event, len(streams))
-	for r, s := range streams {
-		if bytes[r] > 0 {
-			if ready[r], err = mark(s); err != nil {
-				return err
-			}
-		}
-	}
-	// Every copy is queued before any root waits for one: a root's wait
-	// queued ahead of its own copies would hold them behind the others'.
 	done := make([]*gpu.Event, len(streams))
-	for p, s := range streams {
-		copied := false
-		for r := range streams {
-			if r == p || bytes[r] == 0 {
-				continue
-			}
-			if err := s.WaitEvent(ready[r]); err != nil {
+	for _, st := range peerCopyPlan(bytes) {
+		s := streams[st.stream]
+		var err error
+		switch st.op {
+		case markReady, markDone:
+			var e *gpu.Event
+			if e, err = c.markers.get(s.Context()); err != nil {
 				return err
 			}
-			if err := gpu.CopyPeer(s, dst[p][r], s.Context(), src[r], streams[r].Context(), bytes[r]); err != nil {
-				return err
+			held = append(held, e)
+			if st.op == markReady {
+				ready[st.stream] = e
+			} else {
+				done[st.stream] = e
 			}
-			copied = true
+			err = e.Record(s)
+		case waitReady:
+			err = s.WaitEvent(ready[st.of])
+		case waitDone:
+			err = s.WaitEvent(done[st.of])
+		case copyFrom:
+			err = gpu.CopyPeer(s, dst[st.stream][st.of], s.Context(), src[st.of], streams[st.of].Context(), bytes[st.of])
 		}
-		if copied {
-			if done[p], err = mark(s); err != nil {
-				return err
-			}
-		}
-	}
-	for r, s := range streams {
-		if bytes[r] == 0 {
-			continue
-		}
-		for p := range streams {
-			if p != r && done[p] != nil {
-				if err := s.WaitEvent(done[p]); err != nil {
-					return err
-				}
-			}
+		if err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// peerStep is one call of a broadcast by peer copies, queued on the
+// stream of part stream; of is the part whose event it waits for or whose
+// bytes it copies.
+type peerStep struct {
+	op         peerOp
+	stream, of int
+}
+
+type peerOp int
+
+const (
+	markReady peerOp = iota // a root's bytes are complete
+	waitReady               // a receiver waits for a root's bytes
+	copyFrom                // a receiver copies a root's bytes
+	markDone                // a receiver's copies are done
+	waitDone                // a root waits for a receiver's copies
+)
+
+// peerCopyPlan is the order of a broadcast's calls, for the roots r with
+// bytes[r] > 0: every root marks its bytes ready; every receiver waits for
+// each root's mark and copies, then marks its copies done; then every root
+// waits for each receiver's mark. Every copy is queued before any root
+// waits: a root's wait queued ahead of its own copies (as a receiver)
+// would hold them behind the others'.
+func peerCopyPlan(bytes []int64) []peerStep {
+	var plan []peerStep
+	k := len(bytes)
+	for r := range k {
+		if bytes[r] > 0 {
+			plan = append(plan, peerStep{markReady, r, r})
+		}
+	}
+	copied := make([]bool, k)
+	for p := range k {
+		for r := range k {
+			if r != p && bytes[r] > 0 {
+				plan = append(plan, peerStep{waitReady, p, r}, peerStep{copyFrom, p, r})
+				copied[p] = true
+			}
+		}
+		if copied[p] {
+			plan = append(plan, peerStep{markDone, p, p})
+		}
+	}
+	for r := range k {
+		for p := range k {
+			if bytes[r] > 0 && p != r && copied[p] {
+				plan = append(plan, peerStep{waitDone, r, p})
+			}
+		}
+	}
+	return plan
 }
 
 // markerPool keeps the events (markers, without timing) that order peer

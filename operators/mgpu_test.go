@@ -239,3 +239,82 @@ func TestSlideCuts(t *testing.T) {
 		}
 	}
 }
+
+// TestPeerCopyPlan checks the order of a broadcast's calls by peer copies
+// for every set of roots on 1 to 4 parts: each copy follows its root's mark
+// on its own stream, each root waits for every receiver's copies before its
+// later work, and no stream's copies queue behind that stream's waits.
+func TestPeerCopyPlan(t *testing.T) {
+	for k := 1; k <= 4; k++ {
+		for roots := 0; roots < 1<<k; roots++ {
+			bytes := make([]int64, k)
+			for r := range k {
+				if roots&(1<<r) != 0 {
+					bytes[r] = int64(64 * (r + 1))
+				}
+			}
+			if err := checkPeerCopyPlan(bytes, peerCopyPlan(bytes)); err != nil {
+				t.Errorf("bytes %v: %v", bytes, err)
+			}
+		}
+	}
+}
+
+func checkPeerCopyPlan(bytes []int64, plan []peerStep) error {
+	k := len(bytes)
+	readyAt, doneAt := make([]int, k), make([]int, k)
+	for i := range k {
+		readyAt[i], doneAt[i] = -1, -1
+	}
+	copies := map[[2]int]int{}    // (receiver, root) -> index
+	waited := map[[2]int]bool{}   // (stream, root) waited ready
+	lastCopy := make([]int, k)    // per stream
+	firstWait := make([]int, k)   // per stream: first waitDone
+	rootWaits := map[[2]int]int{} // (root, receiver) -> index
+	for i := range k {
+		lastCopy[i], firstWait[i] = -1, len(plan)
+	}
+	for i, st := range plan {
+		switch st.op {
+		case markReady:
+			readyAt[st.stream] = i
+		case waitReady:
+			if readyAt[st.of] < 0 {
+				return fmt.Errorf("step %d: stream %d waits for part %d's bytes before they are marked", i, st.stream, st.of)
+			}
+			waited[[2]int{st.stream, st.of}] = true
+		case copyFrom:
+			if !waited[[2]int{st.stream, st.of}] {
+				return fmt.Errorf("step %d: stream %d copies part %d's bytes without waiting for them", i, st.stream, st.of)
+			}
+			copies[[2]int{st.stream, st.of}] = i
+			lastCopy[st.stream] = i
+		case markDone:
+			doneAt[st.stream] = i
+		case waitDone:
+			if doneAt[st.of] < 0 {
+				return fmt.Errorf("step %d: root %d waits for part %d's copies before they are marked", i, st.stream, st.of)
+			}
+			rootWaits[[2]int{st.stream, st.of}] = i
+			firstWait[st.stream] = min(firstWait[st.stream], i)
+		}
+	}
+	for p := range k {
+		for r := range k {
+			_, copied := copies[[2]int{p, r}]
+			if want := r != p && bytes[r] > 0; copied != want {
+				return fmt.Errorf("part %d copies part %d's bytes: %v, want %v", p, r, copied, want)
+			}
+			if copied && doneAt[p] < copies[[2]int{p, r}] {
+				return fmt.Errorf("part %d marks its copies done before copying part %d's", p, r)
+			}
+			if _, ok := rootWaits[[2]int{r, p}]; copied && !ok {
+				return fmt.Errorf("root %d never waits for part %d's copy of its bytes", r, p)
+			}
+		}
+		if lastCopy[p] > firstWait[p] {
+			return fmt.Errorf("stream %d queues a copy (step %d) behind a root's wait (step %d)", p, lastCopy[p], firstWait[p])
+		}
+	}
+	return nil
+}
