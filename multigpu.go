@@ -22,6 +22,10 @@ var sharedMulti struct {
 // loads, else peer copies (or as $GPIPE_TRANSPORT says). It is nil, without an error, where only one GPU
 // would take part.
 func SharedMultiGPU(gpus int) (*operators.MultiGPU, error) {
+	transport, err := chosenTransport()
+	if err != nil {
+		return nil, err
+	}
 	first, err := SharedGPU()
 	if err != nil {
 		return nil, err
@@ -57,19 +61,24 @@ func SharedMultiGPU(gpus int) (*operators.MultiGPU, error) {
 			}
 		}
 	}
-	transport, err := chosenTransport()
-	if err != nil {
-		return nil, err
-	}
 	var m *operators.MultiGPU
 	if transport == "peer" {
 		m = operators.NewMultiGPU(backends, nil, "")
-	} else if _, nerr := gpu.LoadNCCL(); nerr != nil {
-		m = operators.NewMultiGPU(backends, nil, nerr.Error())
-	} else if comms, cerr := gpu.NewComms(ctxs); cerr != nil {
-		m = operators.NewMultiGPU(backends, nil, cerr.Error())
 	} else {
-		m = operators.NewMultiGPU(backends, comms, "")
+		var comms []*gpu.Comm
+		_, nerr := gpu.LoadNCCL()
+		if nerr == nil {
+			comms, nerr = gpu.NewComms(ctxs)
+		}
+		switch {
+		case nerr == nil:
+			m = operators.NewMultiGPU(backends, comms, "")
+		case transport == "nccl":
+			return nil, usererr.New(usererr.Backend, fmt.Sprintf("%s=nccl, but NCCL cannot carry the exchanges: %v", transportEnv, nerr),
+				fmt.Sprintf("install NCCL or set GPIPE_NCCL (docs/multi-gpu.md), or unset %s to fall back to the driver's peer copies", transportEnv))
+		default:
+			m = operators.NewMultiGPU(backends, nil, nerr.Error())
+		}
 	}
 	if sharedMulti.byCount == nil {
 		sharedMulti.byCount = map[int]*operators.MultiGPU{}
@@ -110,17 +119,16 @@ func multiGPUDevices(gpus int) ([]*gpu.Device, error) {
 	return usable[:gpus], nil
 }
 
-// transportEnv chooses how several GPUs exchange values: "nccl" (the
-// default, peer copies where NCCL does not load) or "peer" (the driver's
-// peer copies, without NCCL).
+// transportEnv chooses how several GPUs exchange values: unset, NCCL
+// where it loads and the driver's peer copies elsewhere; "nccl", NCCL or
+// an error; "peer", the peer copies without NCCL.
 const transportEnv = "GPIPE_TRANSPORT"
 
+// chosenTransport is transportEnv's value: "" (unset), "nccl" or "peer".
 func chosenTransport() (string, error) {
 	switch v := os.Getenv(transportEnv); v {
-	case "", "nccl":
-		return "nccl", nil
-	case "peer":
-		return "peer", nil
+	case "", "nccl", "peer":
+		return v, nil
 	default:
 		return "", usererr.New(usererr.Usage, fmt.Sprintf("%s=%q is not a transport", transportEnv, v),
 			fmt.Sprintf("set %s to nccl or peer, or unset it", transportEnv))

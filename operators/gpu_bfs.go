@@ -281,7 +281,7 @@ func (t *levelTrace) phase(name string, streams ...*gpu.Stream) {
 		return
 	}
 	if err := syncAll(streams); err != nil {
-		return
+		return // the level's own wait reports it
 	}
 	now := time.Now()
 	t.timed = append(t.timed, fmt.Sprintf("%s %.1f", name, float64(now.Sub(t.mark).Nanoseconds())/1e3))

@@ -14,9 +14,8 @@ import (
 // BFS after Enterprise (SC'15 §4; kernels/bfs_enterprise.cu): per level,
 // the frontier's four degree classes expand concurrently on four streams,
 // setting the next frontier's bitmap; the next queues come from a pass over
-// that bitmap; the
-// search goes bottom-up when γ, the share of hub vertices in the frontier,
-// passes 30%.
+// that bitmap; the search goes bottom-up when γ, the share of hub vertices
+// in the frontier, passes 30%.
 
 // classes is CLASSES in kernels/frontier.cuh: small, middle, large, extreme.
 const classes = 4
@@ -35,8 +34,9 @@ type entStats struct {
 	count [classes]uint32 // the next queue, per class
 	hubs  uint32          // hub vertices in the next top-down frontier
 	// found is the vertices a bottom-up level visited, or those in the
-	// frontier a top-down queue pass scanned (queued or not: a vertex
-	// without edges is not queued): either way, 0 ends the search.
+	// frontier a top-down queue pass read (queued or not: a vertex without
+	// edges is not queued), counting only the search's own (a part's, on
+	// several GPUs): either way, 0 over all parts ends the search.
 	found uint32
 }
 
@@ -147,10 +147,12 @@ type entSearch struct {
 	fan *streamFan
 	k   *enterpriseKernels
 	n   int64
-	// lo and hi bound the vertices the search owns: all, or a part's. The
-	// bottom-up queues hold its unvisited ones, and found counts its own
-	// visits.
+	// lo and hi bound the vertices the search owns: all, or a part's; the
+	// bottom-up queues hold its unvisited ones. found counts the frontier's
+	// vertices in the bitmap's words [ownWords[0], ownWords[1]): all, or
+	// the part's words of the exchange (mgpu_bfs.go).
 	lo, hi         int64
+	ownWords       [2]int64
 	outOff, outTgt *gpu.DeviceBuffer
 	inOff, inSrc   *gpu.DeviceBuffer
 	// hubOff is the offsets whose degrees make hubs: outOff, or for a part
@@ -168,7 +170,7 @@ type entSearch struct {
 // graph whose out-degrees make hubs: g, or the graph g is a part of.
 func newEntSearch(b *GPU, g, whole *convert.Graph) (e *entSearch, err error) {
 	n := int64(g.NumVertices())
-	e = &entSearch{b: b, n: n, hi: n}
+	e = &entSearch{b: b, n: n, hi: n, ownWords: [2]int64{0, (n + 31) / 32}}
 	defer func() {
 		if err != nil {
 			e.free()
@@ -202,7 +204,7 @@ func newEntSearch(b *GPU, g, whole *convert.Graph) (e *entSearch, err error) {
 	e.hubDegree, e.hubCount = enterpriseHubs(whole.Degrees())
 	queueBytes := classes * 4 * n
 	// Each level's counters and frontier bitmap lie together, so that a
-	// bottom-up level clears both with one memset.
+	// level clears both with one memset.
 	bitsBytes := 4 * ((n + 31) / 32)
 	levelBytes := entStatsBytes + bitsBytes
 	bufs, free, err := b.buffers(4*n, 4*n, queueBytes, queueBytes, 4*(e.hubCount+1), 4*(e.hubCount+1), levelBytes, levelBytes)
@@ -278,11 +280,7 @@ func (e *entSearch) topDownQueues(q int) error {
 		return err
 	}
 	words := (e.n + 31) / 32
-	ownLo, ownHi := e.lo/32, (e.hi+31)/32
-	if e.lo == e.hi {
-		ownLo, ownHi = 0, 0
-	}
-	return e.k.queue.launchFor(e.s, words, blockSize, e.outOff, e.hubOff, eb.bits[q], words, ownLo, ownHi,
+	return e.k.queue.launchFor(e.s, words, blockSize, e.outOff, e.hubOff, eb.bits[q], words, e.ownWords[0], e.ownWords[1],
 		eb.queues[q], e.n, eb.stats[q], e.hubDegree, eb.hubs[q])
 }
 

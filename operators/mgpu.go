@@ -262,9 +262,11 @@ func (m *MultiGPU) describe(parts []convert.Partition) string {
 type transport interface {
 	name() string
 	// broadcast copies, for every root r with bytes[r] > 0, the bytes at
-	// src[r] on part r's GPU to dst[p][r] on every other part p. It is
-	// ordered after the work queued so far on every part's stream and
-	// before the work queued after it.
+	// src[r] on part r's GPU to dst[p][r] on every other part p. Each copy
+	// is ordered after the work queued so far on its root's stream, and
+	// before the work queued after it on its receiver's stream and on its
+	// root's (which may then overwrite what it read). The host does not
+	// wait.
 	broadcast(streams []*gpu.Stream, src []gpu.DevicePtr, dst [][]gpu.DevicePtr, bytes []int64) error
 }
 
@@ -286,6 +288,32 @@ func gatherRanges(link transport, streams []*gpu.Stream, bufs []*gpu.DeviceBuffe
 		}
 	}
 	return link.broadcast(streams, src, dst, bytes)
+}
+
+// readParts reads every part's counters: fetch(i) queues part i's copy to
+// the host, wait(i) waits for it and takes it; every copy is queued before
+// the first wait, so the GPUs' copies go at once rather than each after the
+// previous GPU's wait. On an error it waits for every stream before it
+// returns: a copy still in flight would write into pinned memory that the
+// caller's deferred frees give back to the pool.
+func readParts(streams []*gpu.Stream, fetch, wait func(i int) error) error {
+	fail := func(err error) error {
+		for _, s := range streams {
+			_ = s.Synchronize() // the first error is the one to report
+		}
+		return err
+	}
+	for i := range streams {
+		if err := fetch(i); err != nil {
+			return fail(err)
+		}
+	}
+	for i := range streams {
+		if err := wait(i); err != nil {
+			return fail(err)
+		}
+	}
+	return nil
 }
 
 // syncAll waits for every stream.

@@ -53,7 +53,6 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 		if err != nil {
 			return nil, err
 		}
-		e.lo, e.hi = int64(part.Lo), int64(part.Hi)
 		p := &mgBFSPart{entSearch: e, part: part}
 		ps[i], streams[i] = p, e.s
 		transfer += e.transfer
@@ -66,6 +65,10 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 		cuts[r] = 4 * ((int64(part.Lo) + 31) / 32)
 	}
 	cuts[k] = 4 * words
+	for r, p := range ps {
+		p.lo, p.hi = int64(p.part.Lo), int64(p.part.Hi)
+		p.ownWords = [2]int64{cuts[r] / 4, cuts[r+1] / 4}
+	}
 	hubTotal := ps[0].hubCount // the whole graph's hubs
 	counts := make([][classes]uint32, k)
 	for i, p := range ps {
@@ -89,18 +92,15 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 	// vertices found (found adds up), and a bottom-up queue is the part's
 	// unvisited list (the longest counts).
 	readAll := func(q int) (entStats, error) {
-		var sum entStats
-		for _, p := range ps {
-			if err := p.fetch(q); err != nil {
-				return entStats{}, err
-			}
+		err := readParts(streams, func(i int) error { return ps[i].fetch(q) }, func(i int) (err error) {
+			stats[i], err = ps[i].wait(q)
+			return err
+		})
+		if err != nil {
+			return entStats{}, err
 		}
-		for i, p := range ps {
-			st, err := p.wait(q)
-			if err != nil {
-				return entStats{}, err
-			}
-			stats[i] = st
+		var sum entStats
+		for _, st := range stats {
 			sum.hubs = max(sum.hubs, st.hubs)
 			sum.found += st.found
 			if st.total() > sum.total() {

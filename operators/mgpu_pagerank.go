@@ -154,18 +154,17 @@ func runPageRankMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*R
 		}
 		// The shares of the change and of the next dangling sum.
 		var l1Sum, dangle float64
-		for _, x := range ps {
-			if err := x.host.fetch(x.s, x.acc); err != nil {
-				return nil, err
-			}
-		}
-		for _, x := range ps {
-			raw, err := x.host.wait(x.s, x.acc)
+		err := readParts(streams, func(i int) error { return ps[i].host.fetch(ps[i].s, ps[i].acc) }, func(i int) error {
+			raw, err := ps[i].host.wait(ps[i].s, ps[i].acc)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			dangle += math.Float64frombits(binary.LittleEndian.Uint64(raw[prDanglingAt+8*next:]))
 			l1Sum += math.Float64frombits(binary.LittleEndian.Uint64(raw[prL1At:]))
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 		for _, x := range ps {
 			if err := gpu.Upload(x.s, dangling(x, next), []float64{dangle}); err != nil {

@@ -292,8 +292,9 @@ func checkPeerCopyPlan(bytes []int64, plan []peerStep) error {
 		case markDone:
 			doneAt[st.stream] = i
 		case waitDone:
-			if doneAt[st.of] < 0 {
-				return fmt.Errorf("step %d: root %d waits for part %d's copies before they are marked", i, st.stream, st.of)
+			at, ok := copies[[2]int{st.of, st.stream}]
+			if !ok || doneAt[st.of] < at {
+				return fmt.Errorf("step %d: root %d waits for part %d's mark before it marks its copy of the root's bytes done", i, st.stream, st.of)
 			}
 			rootWaits[[2]int{st.stream, st.of}] = i
 			firstWait[st.stream] = min(firstWait[st.stream], i)

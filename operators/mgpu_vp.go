@@ -240,20 +240,19 @@ func runVPMulti(ctx context.Context, m *MultiGPU, in Input, which mgProgram, ext
 			}
 		}
 		var total int64
-		for _, x := range ps {
-			if err := x.host.fetch(x.s, x.counts); err != nil {
-				return nil, err
-			}
-		}
-		for i, x := range ps {
-			raw, err := x.host.wait(x.s, x.counts)
+		err := readParts(streams, func(i int) error { return ps[i].host.fetch(ps[i].s, ps[i].counts) }, func(i int) error {
+			raw, err := ps[i].host.wait(ps[i].s, ps[i].counts)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			changed[i] = binary.LittleEndian.Uint32(raw[mgChangedAt:])
 			outbox[i] = int64(binary.LittleEndian.Uint32(raw[mgOutboxAt:]))
 			examined += int64(binary.LittleEndian.Uint64(raw[mgExaminedAt:]))
 			total += int64(changed[i])
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 		res.Iterations++
 		if total == 0 {
