@@ -169,11 +169,12 @@ func (b *Backend) For(g *convert.Graph, op operators.Operator, p operators.Param
 
 // spreadEdges is, by operator, the size from which --gpus 0 spreads a graph
 // over every usable GPU even where one GPU holds it: where the partitioned
-// run measured faster (BENCHMARKS.md, issue 16: PageRank 1.96× on two GPUs
-// at 2.1 billion edges, BFS 1.09× there and slower at 134 million). The
-// vertex programs' partitioned pulls measured slower than one GPU's best
-// strategies, so they spread only graphs that do not fit one GPU.
-var spreadEdges = map[string]int64{"pagerank": 1 << 28, "bfs": 1 << 31}
+// run measured faster (BENCHMARKS.md, issue 16: PageRank 1.98× on two GPUs
+// at 2.1 billion stored edges, Kronecker 26; BFS 1.33× there, and slower
+// at 134 million). The vertex programs' partitioned pulls measured slower
+// than one GPU's best strategies, so they spread only graphs that do not
+// fit one GPU.
+var spreadEdges = map[string]int64{"pagerank": 1 << 28, "bfs": 2_000_000_000}
 
 // spread says whether op on g runs partitioned over the GPUs, and why.
 func (b *Backend) spread(g *convert.Graph, op operators.Operator, p operators.Params) (string, bool) {
