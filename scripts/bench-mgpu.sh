@@ -5,7 +5,11 @@
 # around every GPU's work. Usage, from the repository root on the GPU
 # machine, with gpipe built (scripts/gpu-bundle.sh):
 #   SCALES="24 26" GPUS="1 2" OPS="bfs pagerank" TRIALS=8 scripts/bench-mgpu.sh GPIPE OUTDIR
-# Prints a table last; every run's JSON and log are under OUTDIR.
+# TRANSPORTS="nccl peer" runs each several-GPU case once per transport
+# (GPIPE_TRANSPORT; default: unset, NCCL where it loads); TRACE=1 or TRACE=phases sets
+# GPIPE_BFS_TRACE for the BFS runs (their logs get the levels; phases slow
+# the search). Prints a table last; every run's JSON and log are under
+# OUTDIR.
 set -u
 gpipe=${1:?gpipe binary}
 out=${2:?output directory}
@@ -17,9 +21,18 @@ trials=${TRIALS:-8}
 for s in $scales; do
 	for op in ${OPS:-bfs pagerank}; do
 		for k in $gpus; do
-			log="$out/k$s-$op-gpus$k"
-			/usr/bin/time -v "$gpipe" bench --gen "kronecker:$s" --undirected --backend gpu --gpus "$k" \
-				--op "$op" --trials "$trials" --json >"$log.json" 2>"$log.log" || echo "k$s $op --gpus $k failed (see $log.log)"
+			transports=${TRANSPORTS:-default}
+			[ "$k" -gt 1 ] || transports=default
+			for t in $transports; do
+				log="$out/k$s-$op-gpus$k"
+				[ "$t" = default ] || log="$log-$t"
+				[ "$t" = default ] && t=
+				trace=
+				[ "$op" = bfs ] && trace=${TRACE:-}
+				GPIPE_TRANSPORT=$t GPIPE_BFS_TRACE=$trace /usr/bin/time -v "$gpipe" bench --gen "kronecker:$s" --undirected \
+					--backend gpu --gpus "$k" --op "$op" --trials "$trials" --json >"$log.json" 2>"$log.log" ||
+					echo "k$s $op --gpus $k ($t) failed (see $log.log)"
+			done
 		done
 	done
 done
