@@ -86,12 +86,9 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 	cur, topDown := 0, true
 	var directions levelDirections
 	stats := make([]entStats, k)
-	// readAll waits for every part's level and combines their stats: a
-	// top-down queue pass sees the whole frontier on every part (the same
-	// hubs, by the whole graph's degrees), each part counts only its own
-	// vertices found (found adds up), and a bottom-up queue is the part's
-	// unvisited list (the longest counts).
-	readAll := func(q int) (entStats, error) {
+	// readAll waits for every part's level and combines their stats
+	// (combineStats) after a level in the direction topDown.
+	readAll := func(q int, topDown bool) (entStats, error) {
 		err := readParts(streams, func(i int) error { return ps[i].fetch(q) }, func(i int) (err error) {
 			stats[i], err = ps[i].wait(q)
 			return err
@@ -99,15 +96,7 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 		if err != nil {
 			return entStats{}, err
 		}
-		var sum entStats
-		for _, st := range stats {
-			sum.hubs = max(sum.hubs, st.hubs)
-			sum.found += st.found
-			if st.total() > sum.total() {
-				sum.count = st.count
-			}
-		}
-		return sum, nil
+		return combineStats(stats, topDown), nil
 	}
 	bitsOf := func(q int) []*gpu.DeviceBuffer {
 		bufs := make([]*gpu.DeviceBuffer, k)
@@ -140,7 +129,7 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 			}
 			trace.phase("queue", streams...)
 		}
-		st, err := readAll(next)
+		st, err := readAll(next, topDown)
 		if err != nil {
 			return nil, err
 		}
@@ -161,7 +150,7 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 					return nil, err
 				}
 			}
-			if _, err := readAll(next); err != nil {
+			if _, err := readAll(next, !topDown); err != nil {
 				return nil, err
 			}
 			topDown = !topDown
@@ -171,6 +160,31 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 		}
 		cur = next
 	}
+}
+
+// combineStats is what the parts' stats of a level in the direction
+// topDown say of the whole search, as one GPU's would: the hubs of the next
+// frontier are every part's (each queues the whole frontier, by the whole
+// graph's degrees), so the most any part counts; found adds up (each part
+// counts its own vertices). The queues: top-down each part's is the whole
+// frontier (the frontier's vertices with edges into the part), so the
+// longest stands for it; bottom-up each part's is its own unvisited
+// vertices, so they add up, and the turn back top-down sees all of them.
+func combineStats(parts []entStats, topDown bool) entStats {
+	var sum entStats
+	for _, st := range parts {
+		sum.hubs = max(sum.hubs, st.hubs)
+		sum.found += st.found
+		switch {
+		case !topDown:
+			for c := range sum.count {
+				sum.count[c] += st.count[c]
+			}
+		case st.total() > sum.total():
+			sum.count = st.count
+		}
+	}
+	return sum
 }
 
 // mgBFSResult gathers each vertex's depth and parent from its owner.

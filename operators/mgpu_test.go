@@ -319,3 +319,33 @@ func checkPeerCopyPlan(bytes []int64, plan []peerStep) error {
 	}
 	return nil
 }
+
+// TestCombineStats checks that the parts' stats make one GPU's: hubs the
+// most any part lists, found the sum, the queues the longest top-down and
+// the sum bottom-up, so that the turn back top-down (switchesDirection)
+// counts every part's unvisited vertices.
+func TestCombineStats(t *testing.T) {
+	parts := []entStats{
+		{count: [classes]uint32{30, 20, 0, 1}, hubs: 7, found: 5},
+		{count: [classes]uint32{40, 5, 2, 0}, hubs: 9, found: 6},
+	}
+	td := combineStats(parts, true)
+	if want := (entStats{count: [classes]uint32{30, 20, 0, 1}, hubs: 9, found: 11}); td != want { // part 0 queues 51, part 1 47
+		t.Errorf("top-down: %+v, want %+v", td, want)
+	}
+	bu := combineStats(parts, false)
+	if want := (entStats{count: [classes]uint32{70, 25, 2, 1}, hubs: 9, found: 11}); bu != want {
+		t.Errorf("bottom-up: %+v, want %+v", bu, want)
+	}
+	// 2,400 vertices: a bottom-up level that found 10 while 160 remain
+	// unvisited, 80 in each part, turns back top-down on one GPU (160 >
+	// 2,400/24); so must the parts together.
+	n := int64(2400)
+	half := entStats{count: [classes]uint32{80}, found: 5}
+	if !switchesDirection(false, entStats{count: [classes]uint32{160}, found: 10}, 0, n) {
+		t.Fatal("one GPU's search does not turn back: the case tests nothing")
+	}
+	if !switchesDirection(false, combineStats([]entStats{half, half}, false), 0, n) {
+		t.Error("the parts' search stays bottom-up where one GPU's turns back top-down")
+	}
+}
