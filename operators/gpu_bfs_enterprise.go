@@ -274,11 +274,10 @@ func (e *entSearch) start(source uint32, srcClass int) error {
 
 // topDownQueues queues the frontier in bitmap q into buffer q: classes by
 // out-degree, hubs listed, the search's own vertices among them counted.
+// Stats q must be clear: expand clears them with the bitmap, turn before
+// it requeues.
 func (e *entSearch) topDownQueues(q int) error {
 	eb := &e.eb
-	if err := eb.stats[q].Memset8(e.s, 0); err != nil {
-		return err
-	}
 	words := (e.n + 31) / 32
 	return e.k.queue.launchFor(e.s, words, blockSize, e.outOff, e.hubOff, eb.bits[q], words, e.ownWords[0], e.ownWords[1],
 		eb.queues[q], e.n, eb.stats[q], e.hubDegree, eb.hubs[q])
@@ -430,6 +429,9 @@ func switchesDirection(topDown bool, st entStats, hubTotal, n int64) bool {
 func (e *entSearch) turn(q int, topDown bool) error {
 	if topDown {
 		return e.bottomUpQueues(q)
+	}
+	if err := e.eb.stats[q].Memset8(e.s, 0); err != nil {
+		return err
 	}
 	return e.topDownQueues(q)
 }
