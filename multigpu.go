@@ -80,6 +80,8 @@ func SharedMultiGPU(gpus int) (*operators.MultiGPU, error) {
 			m = operators.NewMultiGPU(backends, nil, nerr.Error())
 		}
 	}
+	// GPIPE_TRANSPORT=nccl keeps every exchange on NCCL, BFS's bitmaps too.
+	m.PeerStores = transport != "nccl"
 	if sharedMulti.byCount == nil {
 		sharedMulti.byCount = map[int]*operators.MultiGPU{}
 	}
@@ -121,7 +123,9 @@ func multiGPUDevices(gpus int) ([]*gpu.Device, error) {
 
 // transportEnv chooses how several GPUs exchange values: unset, NCCL
 // where it loads and the driver's peer copies elsewhere; "nccl", NCCL or
-// an error; "peer", the peer copies without NCCL.
+// an error, and NCCL for BFS's bitmaps too (which otherwise go by peer
+// stores where the GPUs reach each other: MultiGPU.PeerStores); "peer", the
+// peer copies without NCCL.
 const transportEnv = "GPIPE_TRANSPORT"
 
 // chosenTransport is transportEnv's value: "" (unset), "nccl" or "peer".

@@ -1,5 +1,5 @@
 // Breadth-first search after Enterprise (SC'15 §4): direction-optimizing,
-// over frontier queues built from the status array.
+// over frontier queues built from the frontier's bitmap.
 //
 // The status array is depth[]: GPIPE_UNVISITED, or the vertex's level. The
 // host runs one level at a time:

@@ -5,11 +5,12 @@
 // writes only its own vertices' entries, which the exchanges copy to the
 // others.
 //
-//   BFS (Enterprise §4.4)   runs bfs_enterprise.cu's kernels on the part
-//                           (none here): a level sets the part's bits of
-//                           the frontier's bitmap, the words are gathered
-//                           from every GPU, and ent_queue queues the whole
-//                           frontier from them.
+//   BFS (Enterprise §4.4)   runs bfs_enterprise.cu's kernels on the part:
+//                           a level sets the part's bits of the frontier's
+//                           bitmap, mg_push_bits stores the part's nonzero
+//                           words straight into every other GPU's bitmap
+//                           (or the transport gathers them), and ent_queue
+//                           queues the whole frontier from them.
 //   PageRank                mg_pr_ws_* is vp_warpseg.cu's pull over the
 //                           owned range only; the owned contributions are
 //                           gathered from every GPU each iteration.
@@ -27,6 +28,24 @@
 //                           slides each iteration by the active vertices
 //                           mg_count_sections counts per 128-vertex section.
 #include "warpseg.cuh"
+
+// ---- BFS: the frontier's bitmap ----
+
+// Stores the nonzero words [lo, hi) of bits into peer, the same words of
+// another part's bitmap, which is clear: over NVLink a GPU writes into
+// another's memory directly (peer access), so a level's exchange is this
+// kernel, a few µs when the frontier is small, where a collective moves
+// the whole range whatever it holds. Zero words are left out: they are
+// what peer already holds.
+extern "C" __global__ void __launch_bounds__(256) mg_push_bits(const unsigned* __restrict__ bits, long long lo,
+                                                               long long hi, unsigned* __restrict__ peer)
+{
+    for (long long w = lo + (long long)blockIdx.x * blockDim.x + threadIdx.x; w < hi;
+         w += (long long)gridDim.x * blockDim.x) {
+        const unsigned v = bits[w];
+        if (v != 0) peer[w] = v;
+    }
+}
 
 // ---- PageRank: the pull of the owned range ----
 

@@ -274,8 +274,9 @@ func (e *entSearch) start(source uint32, srcClass int) error {
 
 // topDownQueues queues the frontier in bitmap q into buffer q: classes by
 // out-degree, hubs listed, the search's own vertices among them counted.
-// Stats q must be clear: expand clears them with the bitmap, turn before
-// it requeues.
+// Stats q must be clear: cleared with the bitmap before the level
+// (clearLevel; the top-down kernels write none), or by turn before it
+// requeues.
 func (e *entSearch) topDownQueues(q int) error {
 	eb := &e.eb
 	words := (e.n + 31) / 32
@@ -298,15 +299,16 @@ func (e *entSearch) bottomUpQueues(q int) error {
 		eb.queues[q], e.n, eb.stats[q])
 }
 
+// clearLevel clears stats q and bitmap q, for a level to write.
+func (e *entSearch) clearLevel(q int) error { return e.eb.level[q].Memset8(e.s, 0) }
+
 // expand queues level's kernels over the queues of buffer cur (count
 // vertices by class), writing the next level's stats (and, bottom-up, its
-// queues) and its bitmap into buffer next.
+// queues) and its bitmap into buffer next, which must be clear
+// (clearLevel): either direction sets the visits' bits and adds to the
+// counters.
 func (e *entSearch) expand(cur, next int, count [classes]uint32, topDown bool, level int32) error {
 	eb, k, s := &e.eb, e.k, e.s
-	// Either direction sets the visits' bits in a cleared bitmap.
-	if err := eb.level[next].Memset8(s, 0); err != nil {
-		return err
-	}
 	// Several classes run concurrently on their streams; one alone runs on
 	// the main stream, without the events of a fork and join.
 	active := 0
@@ -375,6 +377,9 @@ func runEnterprise(ctx context.Context, b *GPU, in Input) (*Result, error) {
 		}
 		directions.note(topDown)
 		next := cur ^ 1
+		if err := e.clearLevel(next); err != nil {
+			return nil, err
+		}
 		if err := e.expand(cur, next, count, topDown, level); err != nil {
 			return nil, err
 		}

@@ -38,9 +38,19 @@ type MultiGPU struct {
 	// the vertex programs (Permissive Partitioning: about this many times
 	// its own edges on each side, where the GPU's memory allows; 0: none).
 	Permissive float64
+	// PeerStores lets BFS's kernels store each level's frontier words
+	// straight into the other GPUs' bitmaps (mg_push_bits) where every GPU
+	// reaches every other's memory, rather than gather them through the
+	// transport (mgpu_bfs.go). On by default; GPIPE_TRANSPORT=nccl turns it
+	// off, so that NCCL carries everything.
+	PeerStores bool
+	markers    *markerPool
 
 	mu    sync.Mutex
 	parts map[partitionKey][]convert.Partition
+
+	reachOnce sync.Once
+	reach     bool
 }
 
 // partitionKey names a cached partition: the graph, and how permissive.
@@ -58,11 +68,65 @@ const defaultPermissive = 0.25
 // through NCCL's communicators comms (comms[p] on gpus[p]), or through peer
 // copies when comms is nil (noNCCL says why, for the reports).
 func NewMultiGPU(gpus []*GPU, comms []*gpu.Comm, noNCCL string) *MultiGPU {
-	var link transport = newPeerCopies(noNCCL)
+	markers := &markerPool{free: map[*gpu.Context][]*gpu.Event{}}
+	var link transport = peerCopies{why: noNCCL, markers: markers}
 	if comms != nil {
 		link = ncclLink{comms: comms}
 	}
-	return &MultiGPU{gpus: gpus, link: link, Permissive: defaultPermissive, parts: map[partitionKey][]convert.Partition{}}
+	return &MultiGPU{gpus: gpus, link: link, Permissive: defaultPermissive, PeerStores: true, markers: markers,
+		parts: map[partitionKey][]convert.Partition{}}
+}
+
+// reachesPeers reports whether every part's GPU can write into every other
+// part's memory: the parts share a GPU, or peer access is on between theirs
+// (NVLink, or PCIe where the platform allows it).
+func (m *MultiGPU) reachesPeers() bool {
+	m.reachOnce.Do(func() {
+		m.reach = true
+		for _, a := range m.gpus {
+			for _, b := range m.gpus {
+				if a.ctx == b.ctx {
+					continue
+				}
+				ok, err := gpu.CanAccessPeer(a.ctx.Device(), b.ctx.Device())
+				if err != nil || !ok || a.ctx.EnablePeerAccess(b.ctx) != nil {
+					m.reach = false
+				}
+			}
+		}
+	})
+	return m.reach
+}
+
+// joinStreams makes each stream's later work wait for the work queued so
+// far on every other stream, without the host waiting: a barrier between
+// GPUs, by events.
+func (m *MultiGPU) joinStreams(streams []*gpu.Stream) error {
+	marks := make([]*gpu.Event, 0, len(streams))
+	// A wait takes the event's record at the time of the call, so the
+	// events are free again once every wait is queued.
+	defer func() { m.markers.put(marks...) }()
+	for _, s := range streams {
+		e, err := m.markers.get(s.Context())
+		if err != nil {
+			return err
+		}
+		marks = append(marks, e)
+		if err := e.Record(s); err != nil {
+			return err
+		}
+	}
+	for i, s := range streams {
+		for j, e := range marks {
+			if i == j {
+				continue
+			}
+			if err := s.WaitEvent(e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Name is "gpu".
@@ -336,10 +400,6 @@ func syncAll(streams []*gpu.Stream) error {
 type peerCopies struct {
 	why     string // why not NCCL, when NCCL was wanted
 	markers *markerPool
-}
-
-func newPeerCopies(why string) peerCopies {
-	return peerCopies{why: why, markers: &markerPool{free: map[*gpu.Context][]*gpu.Event{}}}
 }
 
 func (c peerCopies) name() string {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/gpu"
+	"github.com/gpipe/gpipe/kernels"
 )
 
 // BFS over several GPUs, after Enterprise §4.4, on the partition of
@@ -15,18 +16,39 @@ import (
 // vertices, bottom-up it checks its unvisited vertices' in-edges against the
 // whole frontier's bitmap; either way it visits only its own vertices, and
 // sets their bits in the next frontier's bitmap (the status compressed to a
-// bit a vertex). The GPUs then gather each other's words, so every GPU
-// holds the whole next frontier, from which ent_queue builds the next
-// top-down queues; bottom-up, each part's queue is its own unvisited
-// vertices. The status array of a part is only ever read for its own
-// vertices, so the others' visits are never written into it. Direction
-// switching decides on the sums over the parts. Each vertex's depth and
-// parent come from its owner.
+// bit a vertex). Then every GPU gets every other's words, so each holds the
+// whole next frontier, from which ent_queue builds the next top-down
+// queues; bottom-up, each part's queue is its own unvisited vertices. The
+// status array of a part is only ever read for its own vertices, so the
+// others' visits are never written into it. Direction switching decides on
+// the sums over the parts. Each vertex's depth and parent come from its
+// owner.
+//
+// The words travel one of two ways. Where every GPU reaches every other's
+// memory (MultiGPU.PeerStores, reachesPeers), each part's mg_push_bits
+// stores its nonzero words straight into the others' bitmaps, which were
+// cleared before the level: a small frontier's exchange is then a kernel of
+// a few µs where a collective (about 70 µs at Kronecker 26 through NCCL)
+// moves the part's whole range. Otherwise the transport gathers the ranges
+// (gatherRanges). Since the parts store into each other's next bitmap, no
+// part clears its next bitmap as the level starts (another part may have
+// stored into it already); each clears this level's, which nothing reads
+// or writes any more, as the level ends.
 
 // mgBFSPart is one part's search.
 type mgBFSPart struct {
 	*entSearch
 	part convert.Partition
+	push *launchable // mg_push_bits, where the parts store into each other's bitmaps
+}
+
+// pushBits stores the part's nonzero words of bitmap q into to's bitmap q.
+func (p *mgBFSPart) pushBits(q int, to *mgBFSPart) error {
+	lo, hi := p.ownWords[0], p.ownWords[1]
+	if lo == hi {
+		return nil
+	}
+	return p.push.launchFor(p.s, hi-lo, blockSize, p.eb.bits[q], lo, hi, to.eb.bits[q])
 }
 
 func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result, error) {
@@ -46,6 +68,7 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 			}
 		}
 	}()
+	stores := m.PeerStores && m.reachesPeers()
 	var transfer time.Duration
 	for i, part := range parts {
 		b := m.gpus[i]
@@ -56,6 +79,11 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 		p := &mgBFSPart{entSearch: e, part: part}
 		ps[i], streams[i] = p, e.s
 		transfer += e.transfer
+		if stores {
+			if p.push, err = b.kernel(kernels.MultiGPU, "mg_push_bits"); err != nil {
+				return nil, err
+			}
+		}
 	}
 	// The bitmap's words by owner: part r's from word ⌈Lo/32⌉ (a part's Lo
 	// is a multiple of 32 unless it owns nothing) to the next part's.
@@ -75,6 +103,9 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 		c := degreeClass(p.part.Graph.Out.Degree(in.Source))
 		counts[i][c] = 1
 		if err := p.start(in.Source, c); err != nil {
+			return nil, err
+		}
+		if err := p.clearLevel(1); err != nil {
 			return nil, err
 		}
 	}
@@ -98,12 +129,32 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 		}
 		return combineStats(stats, topDown), nil
 	}
-	bitsOf := func(q int) []*gpu.DeviceBuffer {
-		bufs := make([]*gpu.DeviceBuffer, k)
-		for i, p := range ps {
-			bufs[i] = p.eb.bits[q]
+	// exchange gives every part the others' words of bitmap q, after a
+	// level in the direction topDown.
+	exchange := func(q int, topDown bool) error {
+		if !stores {
+			bufs := make([]*gpu.DeviceBuffer, k)
+			for i, p := range ps {
+				bufs[i] = p.eb.bits[q]
+			}
+			return gatherRanges(m.link, streams, bufs, cuts)
 		}
-		return bufs
+		for i, p := range ps {
+			for r, to := range ps {
+				if r != i {
+					if err := p.pushBits(q, to); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		if topDown {
+			// The queue passes read every part's words. Bottom-up, the
+			// next level reads them only after the host has waited for
+			// every part's counters, queued after its stores.
+			return m.joinStreams(streams)
+		}
+		return nil
 	}
 	for level := int32(0); ; level++ {
 		if err := ctx.Err(); err != nil {
@@ -117,7 +168,7 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 			}
 		}
 		trace.phase("expand", streams...)
-		if err := gatherRanges(m.link, streams, bitsOf(next), cuts); err != nil {
+		if err := exchange(next, topDown); err != nil {
 			return nil, err
 		}
 		trace.phase("exchange", streams...)
@@ -128,6 +179,11 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 				}
 			}
 			trace.phase("queue", streams...)
+		}
+		for _, p := range ps {
+			if err := p.clearLevel(cur); err != nil {
+				return nil, err
+			}
 		}
 		st, err := readAll(next, topDown)
 		if err != nil {
@@ -141,8 +197,12 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 			if err != nil {
 				return nil, err
 			}
-			res.Strategy = fmt.Sprintf("enterprise multi-GPU (%v; %s)", directions, m.describe(parts))
-			res.StrategyReason = fmt.Sprintf("%d GPUs: Enterprise's 1-D partition (§4.4), the status exchanged as bitmaps", k)
+			bitmaps, how := "gathered", "gathered by "+m.link.name()
+			if stores {
+				bitmaps, how = "by peer stores", "stored by the kernels into the other GPUs' memory"
+			}
+			res.Strategy = fmt.Sprintf("enterprise multi-GPU (%v; %s; bitmaps %s)", directions, m.describe(parts), bitmaps)
+			res.StrategyReason = fmt.Sprintf("%d GPUs: Enterprise's 1-D partition (§4.4), the status exchanged as bitmaps, %s", k, how)
 			return res, nil
 		case switchesDirection(topDown, st, hubTotal, n):
 			for _, p := range ps {

@@ -14,11 +14,12 @@ import (
 	"github.com/gpipe/gpipe/ingest/edges"
 )
 
-// multiSetups are the partitioned backends a test runs: 3 parts on the
-// first GPU (peer copies within one device: the exchange logic without a
-// second GPU), and, where there are two or more GPUs, one part on each,
+// multiSetups are the partitioned backends a test runs: 3 and 4 parts on
+// the first GPU (peer copies within one device: the exchange logic without
+// a second GPU), and, where there are two or more GPUs, one part on each,
 // exchanging over NCCL and by peer copies (a failure instead of a skip
-// with GPIPE_REQUIRE_GPU=2).
+// with GPIPE_REQUIRE_GPU=2). BFS's bitmaps go by peer stores in one setup
+// of each pair and by the transport in the other.
 func multiSetups(t *testing.T) []*MultiGPU {
 	t.Helper()
 	first := testGPU(t)
@@ -26,6 +27,7 @@ func multiSetups(t *testing.T) []*MultiGPU {
 	// more on each side.
 	static := NewMultiGPU([]*GPU{first, first, first}, nil, "")
 	static.Permissive = 0
+	static.PeerStores = false
 	wide := NewMultiGPU([]*GPU{first, first, first, first}, nil, "")
 	wide.Permissive = 0.5
 	setups := []*MultiGPU{static, wide}
@@ -68,7 +70,9 @@ func multiSetups(t *testing.T) []*MultiGPU {
 			c.Destroy()
 		}
 	})
-	across := []*MultiGPU{NewMultiGPU(gpus, comms, ""), NewMultiGPU(gpus, nil, "")}
+	overNCCL := NewMultiGPU(gpus, comms, "")
+	overNCCL.PeerStores = false // as GPIPE_TRANSPORT=nccl: NCCL carries everything
+	across := []*MultiGPU{overNCCL, NewMultiGPU(gpus, nil, "")}
 	if os.Getenv(multiAcrossOnlyEnv) != "" {
 		return across
 	}
@@ -101,7 +105,7 @@ func TestMultiGPUMatchesCPU(t *testing.T) {
 	for _, m := range multiSetups(t) {
 		for _, vg := range vpGraphs(t) {
 			g := vg.g
-			name := fmt.Sprintf("%d parts (permissive %v) over %s/%s", m.GPUs(), m.Permissive, m.Transport(), vg.name)
+			name := fmt.Sprintf("%d parts (permissive %v, peer stores %v) over %s/%s", m.GPUs(), m.Permissive, m.PeerStores, m.Transport(), vg.name)
 			if !g.Weighted {
 				for _, src := range sourcesOf(g) {
 					want := run(t, BFS{}, g, src, Params{}).Column("depth").Int32
