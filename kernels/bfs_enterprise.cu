@@ -14,11 +14,12 @@
 //              and no atomics are needed but the bitmap's (an OR: every
 //              winner sets the same bit).
 //   queues     ent_queue builds the next queues from that bitmap in one
-//              pass: a thread reads a word, and the warp walks the words
-//              that have a bit set, a lane a vertex; a ballot per class is
-//              the prefix sum that places the vertices (the binary prefix
-//              sum of BFS-4K §5.1), one atomic per warp stage reserving
-//              their run. The paper scans the status array (§4.1); the
+//              pass: a thread reads a word, and the warp deals its 32
+//              words' set bits out to its lanes, a vertex a lane, 32 at a
+//              time (a prefix sum of the words' bit counts orders them);
+//              a ballot per class is the prefix sum that places the
+//              vertices (the binary prefix sum of BFS-4K §5.1), one atomic
+//              per warp stage reserving their run. The paper scans the status array (§4.1); the
 //              bitmap is the same status compressed to a bit a vertex, so
 //              the pass reads a 32nd of the bytes, an empty word costs one
 //              load, and the queues keep the vertex order that the paper's
@@ -170,11 +171,25 @@ extern "C" __global__ void __launch_bounds__(256) ent_queue(
         const long long w = base + lane;
         const unsigned word = w < words ? bits[w] : 0u;
         if (w >= own_lo && w < own_hi) found += __popc(word);
-        for (unsigned busy = __ballot_sync(FULL_MASK, word != 0); busy != 0; busy &= busy - 1) {
-            const int from = __ffs(busy) - 1;
+        // The warp's set bits in vertex order: lane l's word holds the bits
+        // [first, first + its count) of them. A round deals 32 out, a lane
+        // each. (A round a word left 29 of 32 lanes idle on Kronecker's
+        // dense levels, about 3 bits a word.)
+        unsigned total;
+        const unsigned first = warp_exclusive_sum((unsigned)__popc(word), total);
+        for (unsigned round = 0; round < total; round += 32) {
+            const unsigned i = round + lane;
+            // The lane whose word holds bit i: the last whose first <= i.
+            int from = 0;
+#pragma unroll
+            for (int step = 16; step > 0; step >>= 1) {
+                if (__shfl_sync(FULL_MASK, first, from + step) <= i) from += step;
+            }
             const unsigned x = __shfl_sync(FULL_MASK, word, from);
-            const long long v = (base + from) * 32 + lane;
-            const bool match = (x >> lane) & 1u;
+            const unsigned rank = i - __shfl_sync(FULL_MASK, first, from);
+            const bool match = i < total;
+            // __fns: the position of x's (rank+1)-th set bit from bit 0.
+            const long long v = match ? (base + from) * 32 + __fns(x, 0, (int)rank + 1) : 0;
             const eid_t degree = match ? class_offsets[v + 1] - class_offsets[v] : 0;
             const int c = degree_class(degree);
             const bool queued = match && degree > 0;
