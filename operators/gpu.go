@@ -239,16 +239,9 @@ func (b *GPU) kernel(module, name string) (*launchable, error) {
 	if k := b.funcs[module+"."+name]; k != nil {
 		return k, nil
 	}
-	m := b.modules[module]
-	if m == nil {
-		ptx, err := kernels.PTX(module)
-		if err != nil {
-			return nil, err
-		}
-		if m, err = b.ctx.LoadPTX(ptx); err != nil {
-			return nil, err
-		}
-		b.modules[module] = m
+	m, err := b.moduleLocked(module)
+	if err != nil {
+		return nil, err
 	}
 	fn, err := m.Function(name)
 	if err != nil {
@@ -261,6 +254,43 @@ func (b *GPU) kernel(module, name string) (*launchable, error) {
 	k := &launchable{fn: fn, grid: uint32(max(perSM, 1) * b.Device().SMs)}
 	b.funcs[module+"."+name] = k
 	return k, nil
+}
+
+// moduleLocked is the module called name, loaded on first use: the driver
+// JIT-compiles its PTX for the GPU at hand then. b.mu must be held.
+func (b *GPU) moduleLocked(name string) (*gpu.Module, error) {
+	if m := b.modules[name]; m != nil {
+		return m, nil
+	}
+	ptx, err := kernels.PTX(name)
+	if err != nil {
+		return nil, err
+	}
+	m, err := b.ctx.LoadPTX(ptx)
+	if err != nil {
+		return nil, err
+	}
+	b.modules[name] = m
+	return m, nil
+}
+
+// LoadKernels loads the kernel modules named first, then every other, now
+// rather than on first use. Loading JIT-compiles a module's PTX for the GPU
+// at hand: on a machine whose driver has not cached them yet, seconds for
+// all the modules (3 s for a first pagerank on the H100), which a server
+// pays as it starts rather than in its first queries. The lock is taken a
+// module at a time, so a run meanwhile waits for one module at most.
+func (b *GPU) LoadKernels(first ...string) error {
+	names := append(slices.Clone(first), kernels.Modules()...)
+	for _, name := range names {
+		b.mu.Lock()
+		_, err := b.moduleLocked(name)
+		b.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // kernelsOf loads the kernels of module named by slots' keys into the

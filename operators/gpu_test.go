@@ -15,6 +15,7 @@ import (
 	"github.com/gpipe/gpipe/gpu"
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/usererr"
+	"github.com/gpipe/gpipe/kernels"
 )
 
 // testGPU is a poisoning GPU backend, or a skip where there is no GPU (a
@@ -252,5 +253,23 @@ func TestVWCConfig(t *testing.T) {
 	}
 	if got := vwcConfigFor(Params{VWarp: 2, ChunkSize: 5}, csr(10, 1000)); got.k != 2 || got.chunk != 5 {
 		t.Errorf("explicit parameters not kept: %+v", got)
+	}
+}
+
+// TestLoadKernels loads every module ahead, as gpipe serve does as it
+// starts, and fails on a module that does not exist.
+func TestLoadKernels(t *testing.T) {
+	b := testGPU(t)
+	if err := b.LoadKernels(kernels.GraphBuild); err != nil {
+		t.Fatal(err)
+	}
+	b.mu.Lock()
+	loaded := len(b.modules)
+	b.mu.Unlock()
+	if want := len(kernels.Modules()); loaded != want {
+		t.Errorf("%d modules loaded, want all %d", loaded, want)
+	}
+	if err := b.LoadKernels("no_such_module"); err == nil {
+		t.Error("LoadKernels of a module that does not exist: no error")
 	}
 }

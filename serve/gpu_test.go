@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -122,6 +124,17 @@ func TestGPUBackend(t *testing.T) {
 		t.Fatal(err)
 	}
 	engineQueries(oc, "gpu")
+
+	// Each server loaded the GPU's kernels as it started (placement.warm).
+	for _, srv := range []*testServer{ts, only} {
+		deadline := time.Now().Add(2 * time.Minute)
+		for !strings.Contains(srv.logs.String(), "GPU kernels loaded") && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if logs := srv.logs.String(); !strings.Contains(logs, "GPU kernels loaded") {
+			t.Errorf("the server did not log its kernels loaded within 2 minutes of starting; its log:\n%s", logs)
+		}
+	}
 }
 
 // gpuQuery runs BFS (or PageRank) and checks that it ran on the GPU and

@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/gpipe/gpipe/gpu"
 	"github.com/gpipe/gpipe/internal/bytesize"
 	"github.com/gpipe/gpipe/internal/usererr"
+	"github.com/gpipe/gpipe/kernels"
 	"github.com/gpipe/gpipe/operators"
 )
 
@@ -83,6 +85,26 @@ func newPlacement(choice string, dev gpuDevice) *placement {
 		pl.gpu = nil
 	}
 	return pl
+}
+
+// warm loads the GPU's kernels in the background (operators.GPU.LoadKernels),
+// so that the first upload and the first query of each operator do not pay
+// the driver's JIT compilation: the graph build's and the result columns'
+// modules first, which every upload and query needs. It logs when they are
+// loaded, or why not (then each loads on first use, as without warming).
+func (pl *placement) warm(log *slog.Logger) {
+	d, ok := pl.gpu.(deviceGPU)
+	if !ok {
+		return
+	}
+	go func() {
+		start := time.Now()
+		if err := d.LoadKernels(kernels.GraphBuild, kernels.Columns); err != nil {
+			log.Warn("GPU kernels not loaded ahead; each loads on first use", "err", oneLine(err.Error()))
+			return
+		}
+		log.Info("GPU kernels loaded", "duration_s", time.Since(start).Seconds())
+	}()
 }
 
 // run runs op on g with parameters p, and says where it ran when that was

@@ -162,6 +162,7 @@ func New(cfg Config) (*Server, error) {
 		mem:     &budget{max: cfg.MaxMemoryBytes},
 		jobs:    newJobs(cfg.MaxConcurrentJobs),
 	}
+	svc.place.warm(svc.log)
 	if cfg.Token != "" {
 		h := sha256.Sum256([]byte(cfg.Token))
 		svc.tokenHash = &h
