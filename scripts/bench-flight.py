@@ -18,9 +18,12 @@ one per backend):
     20, the throughputs compared and every result's vertex and depth columns
     compared with the first (parents may differ where paths tie; the first
     result's parents are checked to be one level up);
+  - the same bfs result served by pyarrow's own Flight server to the same
+    client, and to 16 clients at once against one: what the clients and
+    loopback allow on the machine, whatever the server;
   - with --debug-url, CPU profiles of the server (go tool pprof) during a
-    DoPut, during the pagerank queries and during 3 s of bfs queries,
-    written to --profile-dir.
+    DoPut, during the pagerank queries, during 3 s of bfs queries and
+    through the 16 clients' run, written to --profile-dir.
 
 Then the tables of several runs:
 
@@ -204,10 +207,12 @@ def serve_table(path, port, ready):
     server.serve()
 
 
-def ceiling(client, ticket, reps, workdir, batch_rows):
+def ceiling(client, ticket, reps, workdir, batch_rows, concurrent=None):
     """The median time of pyarrow's client reading gpipe's bfs result (the
     same rows, in batches of batch_rows) from pyarrow's own Flight server on
-    loopback."""
+    loopback; with concurrent (clients, queries), also the throughput of
+    that many client processes against one, as the concurrent run measures
+    gpipe's: what the clients and loopback allow on this machine."""
     pa, flight = flight_modules()
     table, _ = get(client, ticket)
     table = table.combine_chunks()
@@ -234,10 +239,18 @@ def ceiling(client, ticket, reps, workdir, batch_rows):
             other.do_get(t).read_all()
             times.append(time.perf_counter() - start)
         other.close()
+        many = {}
+        if concurrent:
+            n, queries = concurrent
+            location = f"grpc://127.0.0.1:{port}"
+            one, _ = clients(location, {}, 1, queries)
+            qps, _ = clients(location, {}, n, queries)
+            many = {"clients": n, "queries": queries, "one_qps": one, "many_qps": qps, "speedup": qps / one}
     finally:
         proc.terminate()
         proc.join()
-    return {"s": statistics.median(times), "rows": rows, "bytes": nbytes, "batches": nbatches, "times": times}
+    return {"s": statistics.median(times), "rows": rows, "bytes": nbytes, "batches": nbatches, "times": times,
+            "concurrent": many}
 
 
 def run(args):
@@ -310,7 +323,8 @@ def run(args):
         print(f"bfs phases: {json.dumps(report['bfs_phases'])}", flush=True)
         report["bfs_ceiling"] = {}
         for rows in (32768, 65536):
-            report["bfs_ceiling"][str(rows)] = ceiling(client, queries["bfs"], args.reps, tempfile.gettempdir(), rows)
+            concurrent = (args.clients, args.queries) if rows == 65536 else None
+            report["bfs_ceiling"][str(rows)] = ceiling(client, queries["bfs"], args.reps, tempfile.gettempdir(), rows, concurrent)
         print(f"bfs from pyarrow's server, by batch rows: {json.dumps(report['bfs_ceiling'])}", flush=True)
     except Exception as e:
         print(f"bfs phases or ceiling: {e}", file=sys.stderr)
@@ -351,7 +365,12 @@ def run(args):
         t.join()
 
     one, prints1 = clients(args.location, queries["bfs"], 1, args.queries)
+    # A CPU profile of the server through the concurrent run (its clients
+    # start, about a second, then query for a few seconds).
+    t = profile(args.debug_url, 5, f"{args.profile_dir}/profile-{args.label}-clients.pb.gz") if args.debug_url else None
     many, prints = clients(args.location, queries["bfs"], args.clients, args.queries)
+    if t:
+        t.join()
     report["concurrent"] = {
         "clients": args.clients, "queries": args.queries,
         "one_qps": one, "many_qps": many, "speedup": many / one,
@@ -430,6 +449,11 @@ def table(args):
         if r and r.get("bfs_ceiling"):
             print(f"the same bfs result from pyarrow's own Flight server, {label}: " +
                   ", ".join(f"batches of {k} rows {ms(v['s'])}" for k, v in r["bfs_ceiling"].items()))
+            for v in r["bfs_ceiling"].values():
+                c = v.get("concurrent")
+                if c:
+                    print(f"{c['clients']} clients x {c['queries']} of that result from pyarrow's own Flight server, {label}: "
+                          f"{c['many_qps']:.0f} queries/s, {c['speedup']:.1f}x one client's {c['one_qps']:.0f}/s")
         if r and r.get("put_info"):
             i = r["put_info"]
             print(f"DoPut, {label}: built on {i.get('build_device')}{' (' + i['build_reason'] + ')' if i.get('build_reason') else ''}, "
