@@ -62,6 +62,14 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 	ps := make([]*mgBFSPart, k)
 	streams := make([]*gpu.Stream, k)
 	defer func() {
+		// A part's kernels may still store into another part's bitmap
+		// when a level fails midway: every stream finishes before any
+		// part's memory goes back.
+		for _, s := range streams {
+			if s != nil {
+				_ = s.Synchronize() // the run's own error is the one to report
+			}
+		}
 		for _, p := range ps {
 			if p != nil {
 				p.free()
