@@ -276,10 +276,11 @@ func (b *GPU) moduleLocked(name string) (*gpu.Module, error) {
 
 // LoadKernels loads the kernel modules named first, then every other, now
 // rather than on first use. Loading JIT-compiles a module's PTX for the GPU
-// at hand: on a machine whose driver has not cached them yet, seconds for
-// all the modules (3 s for a first pagerank on the H100), which a server
-// pays as it starts rather than in its first queries. The lock is taken a
-// module at a time, so a run meanwhile waits for one module at most.
+// at hand: on a machine whose driver has not cached them yet, 10–12 s for
+// all the modules on the H100 (3 s of a first pagerank), which a server
+// pays as it starts rather than in its first calls. Each module's
+// compilation holds b.mu, which every run's kernel lookups take: call it
+// before runs start.
 func (b *GPU) LoadKernels(first ...string) error {
 	names := append(slices.Clone(first), kernels.Modules()...)
 	for _, name := range names {
