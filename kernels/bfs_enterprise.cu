@@ -27,8 +27,8 @@
 //              read consecutive rows. (Scanning the status array cost 230
 //              µs a level on Kronecker 26 whatever the frontier's size;
 //              BENCHMARKS.md has the measurements.) On several GPUs the
-//              bitmap, gathered from every part, is the whole frontier
-//              (operators/mgpu_bfs.go).
+//              bitmap, with every part's words stored or gathered into it,
+//              is the whole frontier (operators/mgpu_bfs.go).
 //   switch     ent_unvisited scans the status array once, when the search
 //              goes bottom-up, for the queues of the unvisited vertices.
 //   bottom-up  the queue holds the unvisited vertices; ent_bu_small,

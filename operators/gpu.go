@@ -2,6 +2,7 @@ package operators
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -276,22 +277,24 @@ func (b *GPU) moduleLocked(name string) (*gpu.Module, error) {
 
 // LoadKernels loads the kernel modules named first, then every other, now
 // rather than on first use. Loading JIT-compiles a module's PTX for the GPU
-// at hand: on a machine whose driver has not cached them yet, 10–12 s for
+// at hand: on a machine whose driver has not cached them yet, 10–13 s for
 // all the modules on the H100 (3 s of a first pagerank), which a server
 // pays as it starts rather than in its first calls. Each module's
 // compilation holds b.mu, which every run's kernel lookups take: call it
-// before runs start.
+// before runs start. A module that fails to load does not stop the others
+// (each would otherwise compile in a run); the errors come back joined.
 func (b *GPU) LoadKernels(first ...string) error {
 	names := append(slices.Clone(first), kernels.Modules()...)
+	var errs []error
 	for _, name := range names {
 		b.mu.Lock()
 		_, err := b.moduleLocked(name)
 		b.mu.Unlock()
 		if err != nil {
-			return err
+			errs = append(errs, err)
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // kernelsOf loads the kernels of module named by slots' keys into the

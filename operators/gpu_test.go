@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -269,7 +270,7 @@ func TestLoadKernels(t *testing.T) {
 	if want := len(kernels.Modules()); loaded != want {
 		t.Errorf("%d modules loaded, want all %d", loaded, want)
 	}
-	if err := b.LoadKernels("no_such_module"); err == nil {
-		t.Error("LoadKernels of a module that does not exist: no error")
+	if err := b.LoadKernels("no_such_module"); err == nil || !strings.Contains(err.Error(), "no_such_module") {
+		t.Errorf("LoadKernels of a module that does not exist: %v, want an error naming it", err)
 	}
 }

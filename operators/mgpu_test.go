@@ -79,6 +79,20 @@ func multiSetups(t *testing.T) []*MultiGPU {
 	return append(setups, across...)
 }
 
+// mustStore says whether m's BFS must store its bitmaps peer to peer: it
+// may, and its parts share one GPU (which always reaches its own memory) or
+// GPIPE_REQUIRE_GPU=2 says the GPUs of the machine reach each other.
+func mustStore(m *MultiGPU) bool {
+	if !m.PeerStores {
+		return false
+	}
+	shared := true
+	for _, b := range m.gpus {
+		shared = shared && b.ctx == m.gpus[0].ctx
+	}
+	return shared || os.Getenv("GPIPE_REQUIRE_GPU") == "2"
+}
+
 // multiAcrossOnlyEnv, set, keeps only the setups of one part a GPU (over
 // NCCL, by peer copies): the run of the real graphs on a machine of several GPUs, where
 // every setup takes longer than a device session's call.
@@ -112,6 +126,9 @@ func TestMultiGPUMatchesCPU(t *testing.T) {
 					r, err := runMulti(m, BFS{}, g, src, Params{})
 					if err == nil {
 						err = validateBFS(g, src, r.Column("depth").Int32, r.Column("parent").Vertex, want)
+					}
+					if err == nil && mustStore(m) && !strings.Contains(r.Strategy, "bitmaps by peer stores") {
+						err = fmt.Errorf("the bitmaps did not go by peer stores: %s", r.Strategy)
 					}
 					if err != nil {
 						t.Errorf("%s: bfs from %d: %v", name, src, err)

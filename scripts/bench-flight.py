@@ -23,7 +23,8 @@ one per backend):
     loopback allow on the machine, whatever the server;
   - with --debug-url, CPU profiles of the server (go tool pprof) during a
     DoPut, during the pagerank queries, during 3 s of bfs queries and
-    through the 16 clients' run, written to --profile-dir.
+    through a second, untimed run of the 16 clients, written to
+    --profile-dir.
 
 Then the tables of several runs:
 
@@ -365,11 +366,13 @@ def run(args):
         t.join()
 
     one, prints1 = clients(args.location, queries["bfs"], 1, args.queries)
-    # A CPU profile of the server through the concurrent run (its clients
-    # start, about a second, then query for a few seconds).
-    t = profile(args.debug_url, 5, f"{args.profile_dir}/profile-{args.label}-clients.pb.gz") if args.debug_url else None
     many, prints = clients(args.location, queries["bfs"], args.clients, args.queries)
-    if t:
+    if args.debug_url:
+        # A CPU profile of the server through another concurrent run, not
+        # the timed one (its clients start, about a second, then query for
+        # a few seconds).
+        t = profile(args.debug_url, 5, f"{args.profile_dir}/profile-{args.label}-clients.pb.gz")
+        clients(args.location, queries["bfs"], args.clients, args.queries)
         t.join()
     report["concurrent"] = {
         "clients": args.clients, "queries": args.queries,

@@ -89,7 +89,7 @@ func newPlacement(choice string, dev gpuDevice) *placement {
 
 // warm loads the GPU's kernels (operators.GPU.LoadKernels) before the
 // server takes calls, so that no upload or query waits for the driver's
-// JIT compilation: 10–12 s for all modules on a machine whose driver has
+// JIT compilation: 10–13 s for all modules on a machine whose driver has
 // not compiled them yet, milliseconds once its cache has them. Loading them
 // while calls run made the first upload wait for most of them (it looks up
 // its kernels under the lock each module's compilation holds: 9.9 s instead
