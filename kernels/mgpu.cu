@@ -11,7 +11,7 @@
 //                           words straight into every other GPU's bitmap
 //                           (or the transport gathers them), and ent_queue
 //                           queues the whole frontier from them.
-//   PageRank                mg_pr_ws_* is vp_warpseg.cu's pull over the
+//   PageRank                mg_pr_ws_* is warpseg.cuh's pull over the
 //                           owned range only; the owned contributions are
 //                           gathered from every GPU each iteration.
 //   vertex programs         Vertex Refinement (khorasani-dissertation §2.3):
@@ -49,52 +49,8 @@ extern "C" __global__ void __launch_bounds__(256) mg_push_bits(const unsigned* _
 
 // ---- PageRank: the pull of the owned range ----
 
-// vp_warpseg.cu's pr_ws for the vertices [lo, hi) of an n-vertex graph:
-// rows longer than outlier_degree are left to pagerank_vwc.cu's
-// pr_outliers, as there. With HUB, contributions sit at hub_id[v], the
-// part's hubs-first numbering within [lo, hi) (convert.HubOrder of a part).
-template <typename C, bool HUB>
-__device__ __forceinline__ void mg_pr_ws(
-    const eid_t* __restrict__ in_offsets, const vid_t* __restrict__ in_sources, const vid_t* __restrict__ hub_id,
-    const C* __restrict__ contrib,
-    const double* __restrict__ inv_degree, const double* __restrict__ rank, double* __restrict__ next_rank,
-    C* __restrict__ next_contrib, long long lo, long long hi, long long n, double damping, const double* dangling,
-    double* next_dangling, double* l1, long long outlier_degree)
-{
-    __shared__ double acc_all[256];
-    __shared__ double scratch[32];
-    const unsigned lane = lane_id();
-    double* acc = acc_all + (threadIdx.x & ~31u);
-    RankUpdate update(damping, dangling, n);
-    const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
-    for (long long c = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; lo + c * 32 < hi; c += warps) {
-        const long long v = lo + c * 32 + lane;
-        eid_t first = 0;
-        unsigned len = 0;
-        bool mine = v < hi;
-        if (mine) {
-            first = in_offsets[v];
-            const eid_t l = in_offsets[v + 1] - first;
-            if (outlier_degree > 0 && l > outlier_degree) mine = false;
-            else len = (unsigned)l;
-        }
-        acc[lane] = 0;
-        __syncwarp();
-        unsigned total;
-        const unsigned ps = warp_exclusive_sum(len, total);
-        for (unsigned pass = 0; pass < total; pass += 32) {
-            const WSElement x = ws_element(first, ps, total, pass + lane);
-            double y = x.valid ? (double)contrib[__ldcs(&in_sources[x.e])] : 0.0;
-            y = ws_segment_reduce(y, x.seg, [](double a, double b) { return a + b; });
-            if (ws_segment_head(x.seg) && x.valid) acc[x.seg] += y;
-            __syncwarp();
-        }
-        if (mine) update.apply(v, HUB ? (long long)hub_id[v] : v, acc[lane], rank, inv_degree, next_rank, next_contrib);
-        __syncwarp();
-    }
-    update.flush(scratch, l1, next_dangling);
-}
-
+// warpseg.cuh's ws_pagerank over the part's own vertices [lo, hi), the
+// sources streamed as on one GPU.
 #define MG_PR(SUF, C, HUB)                                                                                    \
     extern "C" __global__ void __launch_bounds__(256) mg_pr_ws_##SUF(                                          \
         const eid_t* in_offsets, const vid_t* in_sources, const vid_t* hub_id, const C* contrib,               \
@@ -102,8 +58,8 @@ __device__ __forceinline__ void mg_pr_ws(
         long long hi, long long n, double damping, const double* dangling, double* next_dangling, double* l1,  \
         long long outlier_degree)                                                                              \
     {                                                                                                         \
-        mg_pr_ws<C, HUB>(in_offsets, in_sources, hub_id, contrib, inv_degree, rank, next_rank, next_contrib,   \
-                         lo, hi, n, damping, dangling, next_dangling, l1, outlier_degree);                    \
+        ws_pagerank<C, HUB>(in_offsets, in_sources, hub_id, contrib, inv_degree, rank, next_rank, next_contrib, \
+                            lo, hi, n, damping, dangling, next_dangling, l1, outlier_degree, true);           \
     }
 
 MG_PR(f64, double, false)

@@ -587,3 +587,54 @@ __device__ __forceinline__ void ws_hubs(const WSArgs<P>& a)
     WSArgs<P> { {in_offs, in_adj}, in_weights, {out_offs, out_adj}, {act_offs, act_adj},                  \
                 {act_in_offs, act_in_adj}, act_weights, hub_mask, values, mask, pending, sent, rounds,    \
                 stamp, queue, st, n, mask_words, hub_degree, log_r }
+
+// PageRank's pull with Warp Segmentation over the vertices [lo, hi) of an
+// n-vertex graph: a warp's 32 vertices' in-edges end to end, the
+// contributions summed per segment. Vertices of more than outlier_degree
+// in-edges are left to pagerank_vwc.cu's pr_outliers and
+// pr_outliers_finish. With HUB, a vertex's contribution sits at hub_id[v]
+// (a hubs-first numbering: convert.HubOrder). One GPU pulls [0, n)
+// (vp_warpseg.cu's pr_ws_*), a part of a partitioned graph its own range
+// (mgpu.cu's mg_pr_ws_*). stream reads the sources past the caches
+// (__ldcs): they are read once an iteration.
+template <typename C, bool HUB>
+__device__ __forceinline__ void ws_pagerank(
+    const eid_t* __restrict__ in_offsets, const vid_t* __restrict__ in_sources, const vid_t* __restrict__ hub_id,
+    const C* __restrict__ contrib, const double* __restrict__ inv_degree, const double* __restrict__ rank,
+    double* __restrict__ next_rank, C* __restrict__ next_contrib, long long lo, long long hi, long long n,
+    double damping, const double* dangling, double* next_dangling, double* l1, long long outlier_degree, bool stream)
+{
+    __shared__ double acc_all[256];
+    __shared__ double scratch[32];
+    const unsigned lane = lane_id();
+    double* acc = acc_all + (threadIdx.x & ~31u);
+    RankUpdate update(damping, dangling, n);
+    const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
+    for (long long c = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; lo + c * 32 < hi; c += warps) {
+        const long long v = lo + c * 32 + lane;
+        eid_t first = 0;
+        unsigned len = 0;
+        bool mine = v < hi;
+        if (mine) {
+            first = in_offsets[v];
+            const eid_t l = in_offsets[v + 1] - first;
+            if (outlier_degree > 0 && l > outlier_degree) mine = false;
+            else len = (unsigned)l;
+        }
+        acc[lane] = 0;
+        __syncwarp();
+        unsigned total;
+        const unsigned ps = warp_exclusive_sum(len, total);
+        for (unsigned pass = 0; pass < total; pass += 32) {
+            const WSElement x = ws_element(first, ps, total, pass + lane);
+            double y = 0;
+            if (x.valid) y = (double)contrib[stream ? __ldcs(&in_sources[x.e]) : in_sources[x.e]];
+            y = ws_segment_reduce(y, x.seg, [](double a, double b) { return a + b; });
+            if (ws_segment_head(x.seg) && x.valid) acc[x.seg] += y;
+            __syncwarp();
+        }
+        if (mine) update.apply(v, HUB ? (long long)hub_id[v] : v, acc[lane], rank, inv_degree, next_rank, next_contrib);
+        __syncwarp();
+    }
+    update.flush(scratch, l1, next_dangling);
+}
