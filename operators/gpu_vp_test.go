@@ -60,6 +60,10 @@ type vpGraph struct {
 var (
 	realOnce  sync.Once
 	realCache []realGraph
+	// realLoaded stays false when the load stopped its test (a file that
+	// does not read): every later caller fails too, rather than run
+	// without the real graphs.
+	realLoaded bool
 )
 
 // vpGraphs are the shapes, grids and real graphs, directed and undirected,
@@ -80,7 +84,10 @@ func vpGraphs(t *testing.T) []vpGraph {
 			}
 		}
 	}
-	realOnce.Do(func() { realCache = realGraphs(t) })
+	realOnce.Do(func() { realCache, realLoaded = realGraphs(t), true })
+	if !realLoaded {
+		t.Fatal("the real graphs did not load (the first test that loaded them says why)")
+	}
 	for _, rg := range realCache {
 		integers := true
 		for _, w := range rg.g.Out.Weights {

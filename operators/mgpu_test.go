@@ -119,81 +119,93 @@ func TestMultiGPUMatchesCPU(t *testing.T) {
 	for _, m := range multiSetups(t) {
 		// A setup a subtest: -test.v reports each as it passes, which shows
 		// how far a run cut by a device call's time limit got.
-		t.Run(fmt.Sprintf("%d parts over %s, peer stores %v", m.GPUs(), m.Transport(), m.PeerStores), func(t *testing.T) {
-			matchesCPU(t, m)
+		name := fmt.Sprintf("%d parts on %d GPUs over %s, permissive %v, peer stores %v",
+			m.GPUs(), distinctGPUs(m), m.Transport(), m.Permissive, m.PeerStores)
+		t.Run(name, func(t *testing.T) {
+			for _, vg := range vpGraphs(t) {
+				matchesCPU(t, m, vg)
+			}
 		})
 	}
 }
 
-// matchesCPU runs every partitioned operator on m against the CPU, on every
-// graph of vpGraphs.
-func matchesCPU(t *testing.T, m *MultiGPU) {
-	for _, vg := range vpGraphs(t) {
-		g := vg.g
-		name := fmt.Sprintf("%d parts (permissive %v, peer stores %v) over %s/%s", m.GPUs(), m.Permissive, m.PeerStores, m.Transport(), vg.name)
-		if !g.Weighted {
-			for _, src := range sourcesOf(g) {
-				want := run(t, BFS{}, g, src, Params{}).Column("depth").Int32
-				r, err := runMulti(m, BFS{}, g, src, Params{})
-				if err == nil {
-					err = validateBFS(g, src, r.Column("depth").Int32, r.Column("parent").Vertex, want)
-				}
-				if err == nil && mustStore(m) && !strings.Contains(r.Strategy, "bitmaps by peer stores") {
-					err = fmt.Errorf("the bitmaps did not go by peer stores: %s", r.Strategy)
-				}
-				if err != nil {
-					t.Errorf("%s: bfs from %d: %v", name, src, err)
-				}
+// distinctGPUs is the number of GPUs m's parts are on.
+func distinctGPUs(m *MultiGPU) int {
+	ctxs := map[*gpu.Context]bool{}
+	for _, b := range m.gpus {
+		ctxs[b.ctx] = true
+	}
+	return len(ctxs)
+}
+
+// matchesCPU runs every partitioned operator on m against the CPU on vg's
+// graph, and forgets the graph's parts after, even when a check stops the
+// test.
+func matchesCPU(t *testing.T, m *MultiGPU, vg vpGraph) {
+	g := vg.g
+	defer m.Forget(g)
+	name := vg.name // the subtest names the setup
+	if !g.Weighted {
+		for _, src := range sourcesOf(g) {
+			want := run(t, BFS{}, g, src, Params{}).Column("depth").Int32
+			r, err := runMulti(m, BFS{}, g, src, Params{})
+			if err == nil {
+				err = validateBFS(g, src, r.Column("depth").Int32, r.Column("parent").Vertex, want)
 			}
-			for _, p := range []Params{{}, {Tolerance: 1e-5}} {
-				want := run(t, PageRank{}, g, 0, p)
-				r, err := runMulti(m, PageRank{}, g, 0, p)
-				if err == nil {
-					err = sameRanks(r, want, g.NumVertices())
-				}
-				if err != nil {
-					t.Errorf("%s: pagerank %+v: %v", name, p, err)
-				}
-			}
-			want := run(t, CC{}, g, 0, Params{}).Column("component").Vertex
-			r, err := runMulti(m, CC{}, g, 0, Params{})
-			if err == nil && !slices.Equal(r.Column("component").Vertex, want) {
-				err = fmt.Errorf("components differ from the CPU's")
+			if err == nil && mustStore(m) && !strings.Contains(r.Strategy, "bitmaps by peer stores") {
+				err = fmt.Errorf("the bitmaps did not go by peer stores: %s", r.Strategy)
 			}
 			if err != nil {
-				t.Errorf("%s: cc: %v", name, err)
+				t.Errorf("%s: bfs from %d: %v", name, src, err)
 			}
 		}
-		for _, src := range sourcesOf(g) {
-			withWide(vg, func(wide bool) {
-				if !vg.negative {
-					want := run(t, SSSP{}, g, src, Params{})
-					ref := unreachedInf(want.Column("distance").Float64)
-					r, err := runMulti(m, SSSP{}, g, src, Params{})
-					if err == nil {
-						dist := r.Column("distance").Float64
-						err = validateSSSP(g, src, dist, r.Column("parent").Vertex, ref)
-						for v := range dist {
-							if err == nil && vg.integers && !(dist[v] == ref[v] || math.IsNaN(dist[v]) && math.IsInf(ref[v], 1)) {
-								err = fmt.Errorf("vertex %d distance %v, the CPU's %v", v, dist[v], ref[v])
-							}
+		for _, p := range []Params{{}, {Tolerance: 1e-5}} {
+			want := run(t, PageRank{}, g, 0, p)
+			r, err := runMulti(m, PageRank{}, g, 0, p)
+			if err == nil {
+				err = sameRanks(r, want, g.NumVertices())
+			}
+			if err != nil {
+				t.Errorf("%s: pagerank %+v: %v", name, p, err)
+			}
+		}
+		want := run(t, CC{}, g, 0, Params{}).Column("component").Vertex
+		r, err := runMulti(m, CC{}, g, 0, Params{})
+		if err == nil && !slices.Equal(r.Column("component").Vertex, want) {
+			err = fmt.Errorf("components differ from the CPU's")
+		}
+		if err != nil {
+			t.Errorf("%s: cc: %v", name, err)
+		}
+	}
+	for _, src := range sourcesOf(g) {
+		withWide(vg, func(wide bool) {
+			if !vg.negative {
+				want := run(t, SSSP{}, g, src, Params{})
+				ref := unreachedInf(want.Column("distance").Float64)
+				r, err := runMulti(m, SSSP{}, g, src, Params{})
+				if err == nil {
+					dist := r.Column("distance").Float64
+					err = validateSSSP(g, src, dist, r.Column("parent").Vertex, ref)
+					for v := range dist {
+						if err == nil && vg.integers && !(dist[v] == ref[v] || math.IsNaN(dist[v]) && math.IsInf(ref[v], 1)) {
+							err = fmt.Errorf("vertex %d distance %v, the CPU's %v", v, dist[v], ref[v])
 						}
 					}
-					if err != nil {
-						t.Errorf("%s: sssp from %d, wide %v: %v", name, src, wide, err)
-					}
-				}
-				want := run(t, SSWP{}, g, src, Params{}).Column("width").Float64
-				r, err := runMulti(m, SSWP{}, g, src, Params{})
-				if err == nil {
-					err = sameWidths(r.Column("width").Float64, want)
 				}
 				if err != nil {
-					t.Errorf("%s: sswp from %d, wide %v: %v", name, src, wide, err)
+					t.Errorf("%s: sssp from %d, wide %v: %v", name, src, wide, err)
 				}
-			})
-		}
-		m.Forget(g)
+			}
+			want := run(t, SSWP{}, g, src, Params{}).Column("width").Float64
+			r, err := runMulti(m, SSWP{}, g, src, Params{})
+			if err == nil {
+				err = sameWidths(r.Column("width").Float64, want)
+			}
+			if err != nil {
+				t.Errorf("%s: sswp from %d, wide %v: %v", name, src, wide, err)
+			}
+		})
 	}
 }
 
