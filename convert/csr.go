@@ -237,28 +237,8 @@ func scatterBlocked(ctx context.Context, n, blocks int, ids edgeIDs, spans []spa
 		self += l.n
 	}
 
-	// Row lengths, then each block's cursor within each row.
 	start := bigSlice[int64](n + 1)
-	par.For(n, 1<<14, func(lo, hi int) {
-		for u := lo; u < hi; u++ {
-			var r uint32
-			for b := 0; b < blocks; b++ {
-				x := cnt[b*n+u]
-				cnt[b*n+u] = r
-				r += x
-			}
-			start[u] = int64(r)
-		}
-	})
-	total := par.PrefixSum(start) // start[n] was 0 and is now the total
-	par.For(n, 1<<14, func(lo, hi int) {
-		for u := lo; u < hi; u++ {
-			s := uint32(start[u])
-			for b := 0; b < blocks; b++ {
-				cnt[b*n+u] += s
-			}
-		}
-	})
+	total := blockCursors(cnt, n, blocks, start)
 	phase("count")
 
 	tgt := bigSlice[uint32](int(total))
@@ -448,27 +428,7 @@ func transposeBlocked(ctx context.Context, c, r *CSR, blocks int) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	off := r.Offsets
-	par.For(n, 1<<14, func(lo, hi int) {
-		for v := lo; v < hi; v++ {
-			var s uint32
-			for b := 0; b < blocks; b++ {
-				x := cnt[b*n+v]
-				cnt[b*n+v] = s
-				s += x
-			}
-			off[v] = int64(s)
-		}
-	})
-	par.PrefixSum(off) // off[n] was 0 and is now m
-	par.For(n, 1<<14, func(lo, hi int) {
-		for v := lo; v < hi; v++ {
-			s := uint32(off[v])
-			for b := 0; b < blocks; b++ {
-				cnt[b*n+v] += s
-			}
-		}
-	})
+	blockCursors(cnt, n, blocks, r.Offsets) // the total is m
 	par.For(blocks, 1, func(blo, bhi int) {
 		for b := blo; b < bhi; b++ {
 			cb := cnt[b*n : (b+1)*n]
@@ -495,6 +455,36 @@ func transposeBlocked(ctx context.Context, c, r *CSR, blocks int) error {
 		}
 	})
 	return ctx.Err()
+}
+
+// blockCursors turns cnt, the edges of each of n rows that each of blocks
+// blocks holds (cnt[b*n+u]: the blocks split the input, each counting into
+// its own slice), into each block's first slot in row u of a layout of the
+// rows end to end, so that the blocks then fill the rows at once and in
+// block order. off (n+1 long, off[n] zero) gets the rows' offsets; the
+// total is returned.
+func blockCursors(cnt []uint32, n, blocks int, off []int64) int64 {
+	par.For(n, 1<<14, func(lo, hi int) {
+		for u := lo; u < hi; u++ {
+			var r uint32
+			for b := 0; b < blocks; b++ {
+				x := cnt[b*n+u]
+				cnt[b*n+u] = r
+				r += x
+			}
+			off[u] = int64(r)
+		}
+	})
+	total := par.PrefixSum(off) // off[n] was 0 and is now the total
+	par.For(n, 1<<14, func(lo, hi int) {
+		for u := lo; u < hi; u++ {
+			s := uint32(off[u])
+			for b := 0; b < blocks; b++ {
+				cnt[b*n+u] += s
+			}
+		}
+	})
+	return total
 }
 
 func transposeAtomic(ctx context.Context, c, r *CSR) error {
