@@ -93,8 +93,9 @@ func newPlacement(choice string, dev gpuDevice) *placement {
 // not compiled them yet, milliseconds once its cache has them. Loading them
 // while calls run made the first upload wait for most of them (it looks up
 // its kernels under the lock each module's compilation holds: 9.9 s instead
-// of 1.3). It logs how long they took, or why they were not loaded (then
-// each loads on first use, as without warming).
+// of 1.3). It logs how long they took, or why some did not load (LoadKernels
+// goes on past a module that fails; those load, or fail, on first use, as
+// without warming).
 func (pl *placement) warm(log *slog.Logger) {
 	d, ok := pl.gpu.(deviceGPU)
 	if !ok {
@@ -102,7 +103,7 @@ func (pl *placement) warm(log *slog.Logger) {
 	}
 	start := time.Now()
 	if err := d.LoadKernels(kernels.GraphBuild, kernels.Columns); err != nil {
-		log.Warn("GPU kernels not loaded ahead; each loads on first use", "err", oneLine(err.Error()))
+		log.Warn("some GPU kernels did not load ahead; they load on first use", "err", oneLine(err.Error()))
 		return
 	}
 	log.Info("GPU kernels loaded", "duration_s", time.Since(start).Seconds())
