@@ -7,7 +7,7 @@
 //
 //   BFS (Enterprise §4.4)   runs bfs_enterprise.cu's kernels on the part:
 //                           a level sets the part's bits of the frontier's
-//                           bitmap, mg_push_bits stores the part's nonzero
+//                           bitmap, mg_push_clear stores the part's nonzero
 //                           words straight into every other GPU's bitmap
 //                           (or the transport gathers them), and ent_queue
 //                           queues the whole frontier from them.
@@ -31,20 +31,31 @@
 
 // ---- BFS: the frontier's bitmap ----
 
-// Stores the nonzero words [lo, hi) of bits into peer, the same words of
-// another part's bitmap, which is clear: over NVLink a GPU writes into
-// another's memory directly (peer access), so a level's exchange is this
-// kernel, a few µs when the frontier is small, where a collective moves
-// the whole range whatever it holds. Zero words are left out: they are
-// what peer already holds.
-extern "C" __global__ void __launch_bounds__(256) mg_push_bits(const unsigned* __restrict__ bits, long long lo,
-                                                               long long hi, unsigned* __restrict__ peer)
+// Stores the nonzero words [lo, hi) of bits into each of the npeers
+// bitmaps listed at peers (the other parts' copies, which are clear), and
+// clears the words [0, clear_words) of done, the previous level's stats and
+// bitmap, which the level after this one writes. Over NVLink a GPU writes
+// into another's memory directly (peer access), so a level's exchange is
+// this kernel, a few µs when the frontier is small, where a collective
+// moves the whole range whatever it holds; zero words are left out, being
+// what the peers already hold. One launch a part and level, where a launch
+// a peer and a memset cost k driver calls on the host, which issues every
+// part's calls one after another (operators/mgpu_bfs.go). zeros stores the
+// zero words too: the set-up's first touch of the peers' bitmaps.
+extern "C" __global__ void __launch_bounds__(256) mg_push_clear(const unsigned* __restrict__ bits, long long lo,
+                                                                long long hi, unsigned* const* __restrict__ peers,
+                                                                int npeers, unsigned* __restrict__ done,
+                                                                long long clear_words, int zeros)
 {
-    for (long long w = lo + (long long)blockIdx.x * blockDim.x + threadIdx.x; w < hi;
-         w += (long long)gridDim.x * blockDim.x) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    for (long long w = lo + first; w < hi; w += stride) {
         const unsigned v = bits[w];
-        if (v != 0) peer[w] = v;
+        if (v != 0 || zeros) {
+            for (int p = 0; p < npeers; p++) peers[p][w] = v;
+        }
     }
+    for (long long w = first; w < clear_words; w += stride) done[w] = 0;
 }
 
 // ---- PageRank: the pull of the owned range ----

@@ -275,18 +275,22 @@ func newLevelTrace(strategy string) *levelTrace {
 }
 
 // phase notes the end of a level's phase, once streams have finished it,
-// when phases are traced.
+// when phases are traced: "name issued/done", the host's µs to queue the
+// phase's work and until the GPUs had done it.
 func (t *levelTrace) phase(name string, streams ...*gpu.Stream) {
 	if t == nil || !t.phases {
 		return
 	}
+	issued := time.Now()
 	if err := syncAll(streams); err != nil {
 		return // the level's own wait reports it
 	}
 	now := time.Now()
-	t.timed = append(t.timed, fmt.Sprintf("%s %.1f", name, float64(now.Sub(t.mark).Nanoseconds())/1e3))
+	t.timed = append(t.timed, fmt.Sprintf("%s %.1f/%.1f", name, micros(issued.Sub(t.mark)), micros(now.Sub(t.mark))))
 	t.mark = now
 }
+
+func micros(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 
 func (t *levelTrace) level(format string, args ...any) {
 	if t == nil {

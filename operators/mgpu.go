@@ -39,7 +39,7 @@ type MultiGPU struct {
 	// its own edges on each side, where the GPU's memory allows; 0: none).
 	Permissive float64
 	// PeerStores lets BFS's kernels store each level's frontier words
-	// straight into the other GPUs' bitmaps (mg_push_bits) where every GPU
+	// straight into the other GPUs' bitmaps (mg_push_clear) where every GPU
 	// reaches every other's memory, rather than gather them through the
 	// transport (mgpu_bfs.go). On by default; GPIPE_TRANSPORT=nccl turns it
 	// off, so that NCCL carries everything.
@@ -96,37 +96,6 @@ func (m *MultiGPU) reachesPeers() bool {
 		}
 	})
 	return m.reach
-}
-
-// joinStreams makes each stream's later work wait for the work queued so
-// far on every other stream, without the host waiting: a barrier between
-// GPUs, by events.
-func (m *MultiGPU) joinStreams(streams []*gpu.Stream) error {
-	marks := make([]*gpu.Event, 0, len(streams))
-	// A wait takes the event's record at the time of the call, so the
-	// events are free again once every wait is queued.
-	defer func() { m.markers.put(marks...) }()
-	for _, s := range streams {
-		e, err := m.markers.get(s.Context())
-		if err != nil {
-			return err
-		}
-		marks = append(marks, e)
-		if err := e.Record(s); err != nil {
-			return err
-		}
-	}
-	for i, s := range streams {
-		for j, e := range marks {
-			if i == j {
-				continue
-			}
-			if err := s.WaitEvent(e); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // Name is "gpu".

@@ -25,7 +25,7 @@ import (
 // owner.
 //
 // The words travel one of two ways. Where every GPU reaches every other's
-// memory (MultiGPU.PeerStores, reachesPeers), each part's mg_push_bits
+// memory (MultiGPU.PeerStores, reachesPeers), each part's mg_push_clear
 // stores its nonzero words straight into the others' bitmaps, which were
 // cleared before the level: a small frontier's exchange is then a kernel of
 // a few µs where a collective (about 70 µs at Kronecker 26 through NCCL)
@@ -33,22 +33,59 @@ import (
 // (gatherRanges). Since the parts store into each other's next bitmap, no
 // part clears its next bitmap as the level starts (another part may have
 // stored into it already); each clears this level's, which nothing reads
-// or writes any more, as the level ends.
+// or writes any more, as the level ends: in the same launch as its stores.
+// A level's driver calls are few on purpose: the host issues every part's
+// one after another, at 3 to 5 µs a call, and on four GPUs a small level's
+// time was mostly those calls (BENCHMARKS.md).
 
 // mgBFSPart is one part's search.
 type mgBFSPart struct {
 	*entSearch
 	part convert.Partition
-	push *launchable // mg_push_bits, where the parts store into each other's bitmaps
+	// Where the parts store into each other's bitmaps: mg_push_clear, and
+	// the device addresses of the other parts' bitmaps q at peers[q].
+	push   *launchable
+	peers  [2]*gpu.DeviceBuffer
+	npeers int32
 }
 
-// pushBits stores the part's nonzero words of bitmap q into to's bitmap q.
-func (p *mgBFSPart) pushBits(q int, to *mgBFSPart) error {
+// pushClear stores the part's nonzero words of bitmap q into the others'
+// bitmaps q and clears its level buffer done (stats and bitmap) for the
+// level after next. zeros stores its zero words too (the warm-up).
+func (p *mgBFSPart) pushClear(q, done int, zeros bool) error {
 	lo, hi := p.ownWords[0], p.ownWords[1]
-	if lo == hi {
-		return nil
+	clearWords := p.eb.level[done].Size() / 4
+	z := int32(0)
+	if zeros {
+		z = 1
 	}
-	return p.push.launchFor(p.s, hi-lo, blockSize, p.eb.bits[q], lo, hi, to.eb.bits[q])
+	return p.push.launchFor(p.s, max(hi-lo, clearWords), blockSize, p.eb.bits[q], lo, hi,
+		p.peers[q], p.npeers, p.eb.level[done], clearWords, z)
+}
+
+// listPeers gives every part the device addresses of the others' bitmaps.
+func listPeers(ps []*mgBFSPart) error {
+	for i, p := range ps {
+		for q := range 2 {
+			var addrs []uint64
+			for r, to := range ps {
+				if r != i {
+					addrs = append(addrs, uint64(to.eb.bits[q].Ptr()))
+				}
+			}
+			p.npeers = int32(len(addrs))
+			if len(addrs) == 0 {
+				addrs = append(addrs, 0) // one part: no peers, but a buffer to point at
+			}
+			buf, err := gpu.UploadNew(p.b.ctx, p.s, addrs)
+			if err != nil {
+				return err
+			}
+			p.peers[q] = buf
+			p.add(func() { buf.Free() })
+		}
+	}
+	return nil
 }
 
 func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result, error) {
@@ -88,9 +125,14 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 		ps[i], streams[i] = p, e.s
 		transfer += e.transfer
 		if stores {
-			if p.push, err = b.kernel(kernels.MultiGPU, "mg_push_bits"); err != nil {
+			if p.push, err = b.kernel(kernels.MultiGPU, "mg_push_clear"); err != nil {
 				return nil, err
 			}
+		}
+	}
+	if stores {
+		if err := listPeers(ps); err != nil {
+			return nil, err
 		}
 	}
 	// The bitmap's words by owner: part r's from word ⌈Lo/32⌉ (a part's Lo
@@ -117,6 +159,20 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 			return nil, err
 		}
 	}
+	if stores {
+		// The first stores into another GPU's fresh allocation cost about
+		// 100 µs on the GPU (four H200s: levels 0 and 1 of every search,
+		// BENCHMARKS.md), so the set-up touches both bitmaps of every
+		// peer, as allocating them is set-up: zeros into bitmap 1 (clear)
+		// and 0 (which level 0's push clears).
+		for _, p := range ps {
+			for q := range 2 {
+				if err := p.pushClear(q, 1, true); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
 	if err := syncAll(streams); err != nil {
 		return nil, err
 	}
@@ -138,8 +194,9 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 		return combineStats(stats, topDown), nil
 	}
 	// exchange gives every part the others' words of bitmap q, after a
-	// level in the direction topDown.
-	exchange := func(q int, topDown bool) error {
+	// level in the direction topDown; by peer stores, it also clears each
+	// part's level buffer done.
+	exchange := func(q, done int, topDown bool) error {
 		if !stores {
 			bufs := make([]*gpu.DeviceBuffer, k)
 			for i, p := range ps {
@@ -147,20 +204,18 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 			}
 			return gatherRanges(m.link, streams, bufs, cuts)
 		}
-		for i, p := range ps {
-			for r, to := range ps {
-				if r != i {
-					if err := p.pushBits(q, to); err != nil {
-						return err
-					}
-				}
+		for _, p := range ps {
+			if err := p.pushClear(q, done, false); err != nil {
+				return err
 			}
 		}
 		if topDown {
-			// The queue passes read every part's words. Bottom-up, the
-			// next level reads them only after the host has waited for
-			// every part's counters, queued after its stores.
-			return m.joinStreams(streams)
+			// The queue passes read every part's words. The host waits for
+			// the stores, which on four GPUs cost less than the k(k-1)
+			// events of a join between the streams (BENCHMARKS.md).
+			// Bottom-up, the next level reads them only after the host has
+			// waited for every part's counters, queued after its stores.
+			return syncAll(streams)
 		}
 		return nil
 	}
@@ -176,7 +231,7 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 			}
 		}
 		trace.phase("expand", streams...)
-		if err := exchange(next, topDown); err != nil {
+		if err := exchange(next, cur, topDown); err != nil {
 			return nil, err
 		}
 		trace.phase("exchange", streams...)
@@ -188,9 +243,11 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 			}
 			trace.phase("queue", streams...)
 		}
-		for _, p := range ps {
-			if err := p.clearLevel(cur); err != nil {
-				return nil, err
+		if !stores {
+			for _, p := range ps {
+				if err := p.clearLevel(cur); err != nil {
+					return nil, err
+				}
 			}
 		}
 		st, err := readAll(next, topDown)

@@ -140,44 +140,66 @@ func distinctGPUs(m *MultiGPU) int {
 
 // matchesCPU runs every partitioned operator on m against the CPU on vg's
 // graph, and forgets the graph's parts after, even when a check stops the
-// test.
+// test. A graph is a subtest, and an operator one within it, so that a
+// device call can run one operator's (-test.run 'TestMultiGPUMatchesCPU/.*/.*/^bfs$').
 func matchesCPU(t *testing.T, m *MultiGPU, vg vpGraph) {
-	g := vg.g
-	defer m.Forget(g)
-	name := vg.name // the subtest names the setup
-	if !g.Weighted {
-		for _, src := range sourcesOf(g) {
-			want := run(t, BFS{}, g, src, Params{}).Column("depth").Int32
-			r, err := runMulti(m, BFS{}, g, src, Params{})
-			if err == nil {
-				err = validateBFS(g, src, r.Column("depth").Int32, r.Column("parent").Vertex, want)
-			}
-			if err == nil && mustStore(m) && !strings.Contains(r.Strategy, "bitmaps by peer stores") {
-				err = fmt.Errorf("the bitmaps did not go by peer stores: %s", r.Strategy)
-			}
-			if err != nil {
-				t.Errorf("%s: bfs from %d: %v", name, src, err)
-			}
+	// A slash in the name would make it two levels of subtests.
+	t.Run(strings.ReplaceAll(vg.name, "/", ","), func(t *testing.T) {
+		defer m.Forget(vg.g)
+		if !vg.g.Weighted {
+			t.Run("bfs", func(t *testing.T) { bfsMatchesCPU(t, m, vg) })
+			t.Run("pagerank", func(t *testing.T) { pagerankMatchesCPU(t, m, vg) })
+			t.Run("cc", func(t *testing.T) { ccMatchesCPU(t, m, vg) })
 		}
-		for _, p := range []Params{{}, {Tolerance: 1e-5}} {
-			want := run(t, PageRank{}, g, 0, p)
-			r, err := runMulti(m, PageRank{}, g, 0, p)
-			if err == nil {
-				err = sameRanks(r, want, g.NumVertices())
-			}
-			if err != nil {
-				t.Errorf("%s: pagerank %+v: %v", name, p, err)
-			}
+		t.Run("sssp and sswp", func(t *testing.T) { pathsMatchCPU(t, m, vg) })
+	})
+}
+
+func bfsMatchesCPU(t *testing.T, m *MultiGPU, vg vpGraph) {
+	g, name := vg.g, vg.name
+	for _, src := range sourcesOf(g) {
+		want := run(t, BFS{}, g, src, Params{}).Column("depth").Int32
+		r, err := runMulti(m, BFS{}, g, src, Params{})
+		if err == nil {
+			err = validateBFS(g, src, r.Column("depth").Int32, r.Column("parent").Vertex, want)
 		}
-		want := run(t, CC{}, g, 0, Params{}).Column("component").Vertex
-		r, err := runMulti(m, CC{}, g, 0, Params{})
-		if err == nil && !slices.Equal(r.Column("component").Vertex, want) {
-			err = fmt.Errorf("components differ from the CPU's")
+		if err == nil && mustStore(m) && !strings.Contains(r.Strategy, "bitmaps by peer stores") {
+			err = fmt.Errorf("the bitmaps did not go by peer stores: %s", r.Strategy)
 		}
 		if err != nil {
-			t.Errorf("%s: cc: %v", name, err)
+			t.Errorf("%s: bfs from %d: %v", name, src, err)
 		}
 	}
+}
+
+func pagerankMatchesCPU(t *testing.T, m *MultiGPU, vg vpGraph) {
+	g, name := vg.g, vg.name
+	for _, p := range []Params{{}, {Tolerance: 1e-5}} {
+		want := run(t, PageRank{}, g, 0, p)
+		r, err := runMulti(m, PageRank{}, g, 0, p)
+		if err == nil {
+			err = sameRanks(r, want, g.NumVertices())
+		}
+		if err != nil {
+			t.Errorf("%s: pagerank %+v: %v", name, p, err)
+		}
+	}
+}
+
+func ccMatchesCPU(t *testing.T, m *MultiGPU, vg vpGraph) {
+	g, name := vg.g, vg.name
+	want := run(t, CC{}, g, 0, Params{}).Column("component").Vertex
+	r, err := runMulti(m, CC{}, g, 0, Params{})
+	if err == nil && !slices.Equal(r.Column("component").Vertex, want) {
+		err = fmt.Errorf("components differ from the CPU's")
+	}
+	if err != nil {
+		t.Errorf("%s: cc: %v", name, err)
+	}
+}
+
+func pathsMatchCPU(t *testing.T, m *MultiGPU, vg vpGraph) {
+	g, name := vg.g, vg.name
 	for _, src := range sourcesOf(g) {
 		withWide(vg, func(wide bool) {
 			if !vg.negative {
