@@ -2,11 +2,13 @@ package operators
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/gpu"
+	"github.com/gpipe/gpipe/internal/par"
 	"github.com/gpipe/gpipe/kernels"
 )
 
@@ -34,9 +36,11 @@ import (
 // part clears its next bitmap as the level starts (another part may have
 // stored into it already); each clears this level's, which nothing reads
 // or writes any more, as the level ends: in the same launch as its stores.
-// A level's driver calls are few on purpose: the host issues every part's
-// one after another, at 3 to 5 µs a call, and on four GPUs a small level's
-// time was mostly those calls (BENCHMARKS.md).
+// A level's driver calls are few on purpose, at 3 to 5 µs each: on four
+// GPUs a small level's time was mostly those calls (BENCHMARKS.md). For the
+// same reason each part's calls are issued by a worker of par's team, the
+// parts side by side (eachPart), in one round a bottom-up level and two a
+// top-down one.
 
 // mgBFSPart is one part's search.
 type mgBFSPart struct {
@@ -173,7 +177,24 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 			}
 		}
 	}
-	if err := syncAll(streams); err != nil {
+	errs := make([]error, k)
+	// eachPart runs f for every part at once, a part a worker of par's
+	// team: the host's driver calls for the GPUs go out side by side
+	// rather than part after part (a small level is a few calls a part, at
+	// 3 to 5 µs each). Where the transport gathers the bitmaps, its
+	// collectives are queued between two such rounds, from this goroutine.
+	eachPart := func(f func(p *mgBFSPart, i int) error) error {
+		par.ForWorker(k, 1, func(_, lo, hi int) {
+			for i := lo; i < hi; i++ {
+				errs[i] = f(ps[i], i)
+			}
+		})
+		return errors.Join(errs...)
+	}
+	// The set-up's wait is a round too: it wakes the team's workers,
+	// which then spin for the first level rather than sleep through it
+	// (waking them there cost level 0 about 100 µs on four GPUs).
+	if err := eachPart(func(p *mgBFSPart, _ int) error { return p.s.Synchronize() }); err != nil {
 		return nil, err
 	}
 	start := time.Now()
@@ -181,43 +202,13 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 	cur, topDown := 0, true
 	var directions levelDirections
 	stats := make([]entStats, k)
-	// readAll waits for every part's level and combines their stats
-	// (combineStats) after a level in the direction topDown.
-	readAll := func(q int, topDown bool) (entStats, error) {
-		err := readParts(streams, func(i int) error { return ps[i].fetch(q) }, func(i int) (err error) {
-			stats[i], err = ps[i].wait(q)
+	// read queues the copy of part i's stats q and waits for it.
+	read := func(p *mgBFSPart, i, q int) (err error) {
+		if err := p.fetch(q); err != nil {
 			return err
-		})
-		if err != nil {
-			return entStats{}, err
 		}
-		return combineStats(stats, topDown), nil
-	}
-	// exchange gives every part the others' words of bitmap q, after a
-	// level in the direction topDown; by peer stores, it also clears each
-	// part's level buffer done.
-	exchange := func(q, done int, topDown bool) error {
-		if !stores {
-			bufs := make([]*gpu.DeviceBuffer, k)
-			for i, p := range ps {
-				bufs[i] = p.eb.bits[q]
-			}
-			return gatherRanges(m.link, streams, bufs, cuts)
-		}
-		for _, p := range ps {
-			if err := p.pushClear(q, done, false); err != nil {
-				return err
-			}
-		}
-		if topDown {
-			// The queue passes read every part's words. The host waits for
-			// the stores, which on four GPUs cost less than the k(k-1)
-			// events of a join between the streams (BENCHMARKS.md).
-			// Bottom-up, the next level reads them only after the host has
-			// waited for every part's counters, queued after its stores.
-			return syncAll(streams)
-		}
-		return nil
+		stats[i], err = p.wait(q)
+		return err
 	}
 	for level := int32(0); ; level++ {
 		if err := ctx.Err(); err != nil {
@@ -225,35 +216,66 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 		}
 		directions.note(topDown)
 		next := cur ^ 1
-		for i, p := range ps {
+		// By peer stores, a part's level is its expansion and its stores
+		// (which also clear this level's buffer, cur); then, top-down, the
+		// queue pass, which reads every part's words and so starts once
+		// every part's stores are done: each part waits for its stream
+		// before the round ends. Bottom-up nothing reads the stores until
+		// the next level, which starts once every part's counters, copied
+		// after its stores, are in: one round a level.
+		err := eachPart(func(p *mgBFSPart, i int) error {
 			if err := p.expand(cur, next, counts[i], topDown, level); err != nil {
-				return nil, err
+				return err
 			}
-		}
-		trace.phase("expand", streams...)
-		if err := exchange(next, cur, topDown); err != nil {
-			return nil, err
-		}
-		trace.phase("exchange", streams...)
-		if topDown {
-			for _, p := range ps {
-				if err := p.topDownQueues(next); err != nil {
-					return nil, err
+			switch {
+			case !stores:
+				return nil
+			case topDown:
+				if err := p.pushClear(next, cur, false); err != nil {
+					return err
 				}
-			}
-			trace.phase("queue", streams...)
-		}
-		if !stores {
-			for _, p := range ps {
-				if err := p.clearLevel(cur); err != nil {
-					return nil, err
+				return p.s.Synchronize()
+			default:
+				if err := p.pushClear(next, cur, false); err != nil {
+					return err
 				}
+				return read(p, i, next)
 			}
-		}
-		st, err := readAll(next, topDown)
+		})
 		if err != nil {
 			return nil, err
 		}
+		trace.phase("expand and stores", streams...)
+		if !stores {
+			bufs := make([]*gpu.DeviceBuffer, k)
+			for i, p := range ps {
+				bufs[i] = p.eb.bits[next]
+			}
+			if err := gatherRanges(m.link, streams, bufs, cuts); err != nil {
+				return nil, err
+			}
+			trace.phase("gather", streams...)
+		}
+		if topDown || !stores {
+			err := eachPart(func(p *mgBFSPart, i int) error {
+				if topDown {
+					if err := p.topDownQueues(next); err != nil {
+						return err
+					}
+				}
+				if !stores {
+					if err := p.clearLevel(cur); err != nil {
+						return err
+					}
+				}
+				return read(p, i, next)
+			})
+			if err != nil {
+				return nil, err
+			}
+			trace.phase("queue and counters", streams...)
+		}
+		st := combineStats(stats, topDown)
 		trace.level("level %d %s: next %v, %d hubs, %d found", level, direction(topDown), st.count, st.hubs, st.found)
 		switch {
 		case st.found == 0:
@@ -270,12 +292,13 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 			res.StrategyReason = fmt.Sprintf("%d GPUs: Enterprise's 1-D partition (§4.4), the status exchanged as bitmaps, %s", k, how)
 			return res, nil
 		case switchesDirection(topDown, st, hubTotal, n):
-			for _, p := range ps {
+			err := eachPart(func(p *mgBFSPart, i int) error {
 				if err := p.turn(next, topDown); err != nil {
-					return nil, err
+					return err
 				}
-			}
-			if _, err := readAll(next, !topDown); err != nil {
+				return read(p, i, next)
+			})
+			if err != nil {
 				return nil, err
 			}
 			topDown = !topDown
