@@ -28,7 +28,10 @@
 //              µs a level on Kronecker 26 whatever the frontier's size;
 //              BENCHMARKS.md has the measurements.) On several GPUs the
 //              bitmap, with every part's words stored or gathered into it,
-//              is the whole frontier (operators/mgpu_bfs.go).
+//              is the whole frontier (operators/mgpu_bfs.go). A word's
+//              vertices' classes come from a per-vertex class array read
+//              with it (four bits a vertex), and its hubs from a bitmap of
+//              the hubs (an AND with the word), not from their offsets.
 //   switch     ent_unvisited scans the status array once, when the search
 //              goes bottom-up, for the queues of the unvisited vertices.
 //   bottom-up  the queue holds the unvisited vertices; ent_bu_small,
@@ -54,6 +57,49 @@ struct LevelStats {
     unsigned found;           // vertices a bottom-up level visited, or in a top-down frontier
     unsigned hub_list;        // entries of the next hub list
 };
+
+// A vertex's degree class in four bits, eight vertices a word (ent_classes
+// makes them from the offsets once per graph and layout): bits 0-1
+// degree_class, bit 2 set when the vertex has rows. Read instead of the
+// offsets where only the class is needed.
+#define CLASS_HAS_ROWS 4u
+
+__device__ __forceinline__ unsigned class_nibble(const unsigned* __restrict__ classes, long long v)
+{
+    return (classes[v >> 3] >> ((v & 7) * 4)) & 15u;
+}
+
+// Fills classes (words of eight vertices' class_nibble) from the rows
+// offsets of n vertices, once per graph and layout: a thread a word.
+extern "C" __global__ void __launch_bounds__(256) ent_classes(const eid_t* __restrict__ offsets, long long n,
+                                                              unsigned* __restrict__ classes, long long words)
+{
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < words;
+         i += (long long)gridDim.x * blockDim.x) {
+        unsigned word = 0;
+        for (int j = 0; j < 8 && 8 * i + j < n; j++) {
+            const eid_t degree = offsets[8 * i + j + 1] - offsets[8 * i + j];
+            if (degree > 0) word |= ((unsigned)degree_class(degree) | CLASS_HAS_ROWS) << (4 * j);
+        }
+        classes[i] = word;
+    }
+}
+
+// Fills hub_bits, a bit a vertex, with the vertices of more than hub_degree
+// rows in offsets (none when hub_degree is 0): a thread a word.
+extern "C" __global__ void __launch_bounds__(256) ent_hub_bits(const eid_t* __restrict__ offsets, long long n,
+                                                               long long hub_degree, unsigned* __restrict__ hub_bits,
+                                                               long long words)
+{
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < words;
+         i += (long long)gridDim.x * blockDim.x) {
+        unsigned word = 0;
+        for (int j = 0; j < 32 && 32 * i + j < n; j++) {
+            if (hub_degree > 0 && offsets[32 * i + j + 1] - offsets[32 * i + j] > hub_degree) word |= 1u << j;
+        }
+        hub_bits[i] = word;
+    }
+}
 
 // Large frontier vertices (256 to 65,535 edges) are split into segments of
 // LARGE_SEGMENT edges, a block each, so that a few large vertices keep many
@@ -142,19 +188,22 @@ extern "C" __global__ void __launch_bounds__(256) ent_td_grid(
     }
 }
 
-// Queues the frontier in bits (a bit a vertex, words words) by the degree
-// class class_offsets gives (out-degree: the rows a top-down level walks)
-// into queues[class * cap ...], with the counts in stats; a vertex without
-// rows is not queued (it would expand nothing; a part of a partitioned
-// graph has no rows for the others' vertices). Counts the frontier's
-// vertices in the words [own_lo, own_hi) in stats->found (the GPU's own
-// part, or every word: 0 ends the search), and with hub_degree > 0 counts
-// the hubs (hub_offsets' degree above hub_degree: the whole graph's) and
-// lists them in hubs for the next level's hub cache.
+// Queues the frontier in bits (a bit a vertex, words words) by degree
+// class into queues[class * cap ...], with the counts in stats. The class
+// comes from classes (class_nibble: the out-degree's, the rows a top-down
+// level walks), read with the bitmap's word, four bits a vertex, so that
+// dealing a word's vertices out waits on no load of theirs (the degrees'
+// offsets, two dependent loads a vertex, were 44% of the pass's stalls); a
+// vertex without rows is not queued (it would expand nothing; a part of a
+// partitioned graph has no rows for the others' vertices). Counts the
+// frontier's vertices in the words [own_lo, own_hi) in stats->found (the
+// GPU's own part, or every word: 0 ends the search), and the hubs (hub_bits:
+// the whole graph's) in stats->hubs, listing them in hubs for the next
+// level's hub cache.
 extern "C" __global__ void __launch_bounds__(256) ent_queue(
-    const eid_t* __restrict__ class_offsets, const eid_t* __restrict__ hub_offsets,
-    const unsigned* __restrict__ bits, long long words, long long own_lo, long long own_hi,
-    vid_t* __restrict__ queues, long long cap, LevelStats* stats, long long hub_degree, vid_t* __restrict__ hubs)
+    const uint4* __restrict__ classes, const unsigned* __restrict__ hub_bits, const unsigned* __restrict__ bits,
+    long long words, long long own_lo, long long own_hi, vid_t* __restrict__ queues, long long cap,
+    LevelStats* stats, vid_t* __restrict__ hubs)
 {
     __shared__ vid_t stages[8 * CLASSES * WARP_STAGE];
     WarpQueue q[CLASSES] = {
@@ -170,6 +219,15 @@ extern "C" __global__ void __launch_bounds__(256) ent_queue(
     for (long long base = (long long)blockIdx.x * blockDim.x + (threadIdx.x & ~31u); base < words; base += stride) {
         const long long w = base + lane;
         const unsigned word = w < words ? bits[w] : 0u;
+        uint4 nibbles = make_uint4(0, 0, 0, 0);
+        if (word != 0) {
+            nibbles = classes[w];
+            // Hubs are a few thousand in all: an atomic each costs nothing.
+            for (unsigned h = word & hub_bits[w]; h != 0; h &= h - 1) {
+                hubs[atomicAdd(&stats->hub_list, 1u)] = (vid_t)(w * 32 + __ffs(h) - 1);
+                hub_count++;
+            }
+        }
         if (w >= own_lo && w < own_hi) found += __popc(word);
         // The warp's set bits in vertex order: lane l's word holds the bits
         // [first, first + its count) of them. A round deals 32 out, a lane
@@ -187,18 +245,18 @@ extern "C" __global__ void __launch_bounds__(256) ent_queue(
             }
             const unsigned x = __shfl_sync(FULL_MASK, word, from);
             const unsigned rank = i - __shfl_sync(FULL_MASK, first, from);
+            const unsigned nx = __shfl_sync(FULL_MASK, nibbles.x, from), ny = __shfl_sync(FULL_MASK, nibbles.y, from);
+            const unsigned nz = __shfl_sync(FULL_MASK, nibbles.z, from), nw = __shfl_sync(FULL_MASK, nibbles.w, from);
             const bool match = i < total;
             // __fns: the position of x's (rank+1)-th set bit from bit 0.
-            const long long v = match ? (base + from) * 32 + __fns(x, 0, (int)rank + 1) : 0;
-            const eid_t degree = match ? class_offsets[v + 1] - class_offsets[v] : 0;
-            const int c = degree_class(degree);
-            const bool queued = match && degree > 0;
+            const int bit = match ? __fns(x, 0, (int)rank + 1) : 0;
+            const unsigned eight = bit < 16 ? (bit < 8 ? nx : ny) : (bit < 24 ? nz : nw);
+            const unsigned nibble = (eight >> ((bit & 7) * 4)) & 15u;
+            const bool queued = match && (nibble & CLASS_HAS_ROWS);
+            const int c = nibble & 3;
+            const vid_t v = (vid_t)((base + from) * 32 + bit);
 #pragma unroll
-            for (int k = 0; k < CLASSES; k++) q[k].append(queued && c == k, (vid_t)v);
-            // Hubs are a few thousand in all: a warp's atomic each costs nothing.
-            const bool hub = match && hub_degree > 0 && hub_offsets[v + 1] - hub_offsets[v] > hub_degree;
-            warp_append(hub, (vid_t)v, hubs, &stats->hub_list, ~0u);
-            hub_count += hub;
+            for (int k = 0; k < CLASSES; k++) q[k].append(queued && c == k, v);
         }
     }
 #pragma unroll
@@ -207,13 +265,13 @@ extern "C" __global__ void __launch_bounds__(256) ent_queue(
     block_add(found, &stats->found);
 }
 
-// Queues the unvisited vertices of [lo, hi) that have rows in
-// class_offsets (in-edges: a bottom-up level checks them), by its degree
-// class, into queues[class * cap ...] with the counts in stats: the
-// bottom-up queues, made once when the search turns bottom-up. Each warp
-// reads 32 consecutive entries of the status array.
+// Queues the unvisited vertices of [lo, hi) that have rows (in-edges: a
+// bottom-up level checks them), by the degree class in classes
+// (class_nibble: the in-degree's), into queues[class * cap ...] with the
+// counts in stats: the bottom-up queues, made once when the search turns
+// bottom-up. Each warp reads 32 consecutive entries of the status array.
 extern "C" __global__ void __launch_bounds__(256) ent_unvisited(
-    const eid_t* __restrict__ class_offsets, const int* __restrict__ depth, long long lo, long long hi,
+    const unsigned* __restrict__ classes, const int* __restrict__ depth, long long lo, long long hi,
     vid_t* __restrict__ queues, long long cap, LevelStats* stats)
 {
     __shared__ vid_t stages[8 * CLASSES * WARP_STAGE];
@@ -226,10 +284,11 @@ extern "C" __global__ void __launch_bounds__(256) ent_unvisited(
     for (long long base = lo + (long long)blockIdx.x * blockDim.x; base < hi; base += (long long)gridDim.x * blockDim.x) {
         const long long v = base + threadIdx.x;
         const bool unvisited = v < hi && depth[v] == GPIPE_UNVISITED;
-        const eid_t degree = unvisited ? class_offsets[v + 1] - class_offsets[v] : 0;
-        const int c = degree_class(degree);
+        const unsigned nibble = unvisited ? class_nibble(classes, v) : 0u;
+        const bool queued = nibble & CLASS_HAS_ROWS;
+        const int c = nibble & 3;
 #pragma unroll
-        for (int k = 0; k < CLASSES; k++) q[k].append(degree > 0 && c == k, (vid_t)v);
+        for (int k = 0; k < CLASSES; k++) q[k].append(queued && c == k, (vid_t)v);
     }
 #pragma unroll
     for (int k = 0; k < CLASSES; k++) q[k].flush();
@@ -243,11 +302,11 @@ extern "C" __global__ void __launch_bounds__(256) ent_unvisited(
 template <int K>
 __device__ __forceinline__ void bottom_up(
     const eid_t* __restrict__ in_offsets, const vid_t* __restrict__ in_sources,
-    const eid_t* __restrict__ out_offsets, int* __restrict__ depth, vid_t* __restrict__ parent,
+    const unsigned* __restrict__ hub_bits, int* __restrict__ depth, vid_t* __restrict__ parent,
     const vid_t* __restrict__ queue, unsigned count, int level,
     const vid_t* __restrict__ hubs, const unsigned* hub_count, const unsigned* __restrict__ bits,
     vid_t* __restrict__ next_queue, unsigned* next_count, LevelStats* stats,
-    long long hub_degree, vid_t* __restrict__ next_hubs, unsigned* __restrict__ next_bits)
+    vid_t* __restrict__ next_hubs, unsigned* __restrict__ next_bits)
 {
     __shared__ vid_t cache[HUB_CACHE_SLOTS];
     __shared__ vid_t stages[8 * WARP_STAGE];
@@ -282,8 +341,7 @@ __device__ __forceinline__ void bottom_up(
         bool leader = active && group.lane == 0;
         found += leader && visited;
         unvisited.append(leader && !visited, v);
-        warp_append(leader && visited && hub_degree > 0 && out_offsets[v + 1] - out_offsets[v] > hub_degree, v,
-                    next_hubs, &stats->hub_list, ~0u);
+        warp_append(leader && visited && in_bitmap(hub_bits, v), v, next_hubs, &stats->hub_list, ~0u);
     }
     unvisited.flush();
     block_add(found, &stats->found);
@@ -291,13 +349,13 @@ __device__ __forceinline__ void bottom_up(
 
 #define BOTTOM_UP(NAME, K)                                                                                      \
     extern "C" __global__ void __launch_bounds__(256) NAME(                                                     \
-        const eid_t* in_offsets, const vid_t* in_sources, const eid_t* out_offsets, int* depth, vid_t* parent, \
+        const eid_t* in_offsets, const vid_t* in_sources, const unsigned* hub_bits, int* depth, vid_t* parent,  \
         const vid_t* queue, unsigned count, int level, const vid_t* hubs, const unsigned* hub_count,           \
-        const unsigned* bits, vid_t* next_queue, unsigned* next_count, LevelStats* stats, long long hub_degree, \
-        vid_t* next_hubs, unsigned* next_bits)                                                                  \
+        const unsigned* bits, vid_t* next_queue, unsigned* next_count, LevelStats* stats, vid_t* next_hubs,     \
+        unsigned* next_bits)                                                                                    \
     {                                                                                                           \
-        bottom_up<K>(in_offsets, in_sources, out_offsets, depth, parent, queue, count, level, hubs, hub_count, \
-                     bits, next_queue, next_count, stats, hub_degree, next_hubs, next_bits);                    \
+        bottom_up<K>(in_offsets, in_sources, hub_bits, depth, parent, queue, count, level, hubs, hub_count,    \
+                     bits, next_queue, next_count, stats, next_hubs, next_bits);                                \
     }
 
 // Vertices with fewer than 32 in-edges: groups of 4 lanes, so that a warp

@@ -436,9 +436,15 @@ const (
 	inWeightsKey64
 	groupOffsets
 	groupTargets
-	// ... and the vertices' integer keys, which result columns map ids
-	// to (gpu_columns.go).
+	// ... the vertices' integer keys, which result columns map ids to
+	// (gpu_columns.go) ...
 	vertexKeys
+	// ... and Enterprise's per-vertex degree classes (four bits a vertex,
+	// by out- and in-degree) and hub bitmap (gpu_bfs_enterprise.go), made
+	// from the offsets alone.
+	outClasses
+	inClasses
+	hubBits
 )
 
 // groupShift places the log2 of a grouping's ratio in a group part.
@@ -470,6 +476,8 @@ func (part layout) of(g *convert.Graph) layout {
 		return outWeightsKey32
 	case inWeightsKey64:
 		return outWeightsKey64
+	case inClasses:
+		return outClasses
 	}
 	return part &^ symmetric
 }
@@ -477,8 +485,11 @@ func (part layout) of(g *convert.Graph) layout {
 // host is the host array the part is copied from, building the layout if
 // need be.
 func (part layout) host(g *convert.Graph) ([]byte, error) {
-	if part == vertexKeys { // on the host whoever built the graph
+	switch part {
+	case vertexKeys: // on the host whoever built the graph
 		return integerKeys(g), nil
+	case outClasses, inClasses, hubBits:
+		return nil, fmt.Errorf("operators: layout %d is made on the GPU (deviceLayout)", part)
 	}
 	if err := g.Materialize(); err != nil { // a graph built on the GPU
 		return nil, err
@@ -576,6 +587,10 @@ func (part layout) bytes(g *convert.Graph) int64 {
 		return weighted(m * 8)
 	case hubIDs:
 		return n * 4
+	case outClasses, inClasses:
+		return 16 * ((n + 31) / 32)
+	case hubBits:
+		return 4 * ((n + 31) / 32)
 	case vertexKeys:
 		return n * keyWidth(g)
 	}
@@ -663,6 +678,40 @@ func (b *GPU) layouts(g *convert.Graph, s *gpu.Stream, parts ...layout) ([]*gpu.
 		return nil, 0, err
 	}
 	return bufs, time.Since(start), nil
+}
+
+// deviceLayout is g's layout part, made on the GPU by fill (queued on s,
+// into a buffer of part.bytes(g)) where it is not there yet: the layouts
+// derived from others already on the GPU. Like layouts, it waits for the
+// work before another search may use the buffer.
+func (b *GPU) deviceLayout(g *convert.Graph, s *gpu.Stream, part layout, fill func(buf *gpu.DeviceBuffer) error) (*gpu.DeviceBuffer, error) {
+	part = part.of(g)
+	dg := b.deviceGraph(g)
+	dg.mu.Lock()
+	defer dg.mu.Unlock()
+	if buf := dg.parts[part]; buf != nil {
+		return buf, nil
+	}
+	buf, err := b.ctx.Alloc(max(part.bytes(g), 8))
+	if err != nil {
+		return nil, err
+	}
+	if err := b.poison(s, buf); err != nil { // tests: fill must write every word
+		buf.Free()
+		return nil, err
+	}
+	if err := fill(buf); err != nil {
+		_ = s.Synchronize() // before the buffer goes back
+		buf.Free()
+		return nil, err
+	}
+	if err := s.Synchronize(); err != nil {
+		buf.Free()
+		return nil, err
+	}
+	dg.parts[part] = buf
+	dg.bytes += buf.Size()
+	return buf, nil
 }
 
 // vwcConfig is how a virtual warp-centric kernel runs (PPoPP'11 §3).

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/gpu"
+	"github.com/gpipe/gpipe/internal/par"
 	"github.com/gpipe/gpipe/kernels"
 )
 
@@ -98,6 +99,7 @@ func enterpriseHubs(d convert.DegreeStats) (degree, hubs int64) {
 // class.
 type enterpriseKernels struct {
 	init, queue, unvisited *launchable
+	classes, hubBits       *launchable // the layouts outClasses, inClasses and hubBits
 	topDown                [classes]*launchable
 	bottomUp               [3]*launchable // small (4 lanes a vertex), middle (16), wide (32: large and extreme)
 }
@@ -106,6 +108,7 @@ func (b *GPU) enterpriseKernels() (*enterpriseKernels, error) {
 	k := &enterpriseKernels{}
 	err := b.kernelsOf(kernels.BFSEnterprise, map[string]**launchable{
 		"ent_init": &k.init, "ent_queue": &k.queue, "ent_unvisited": &k.unvisited,
+		"ent_classes": &k.classes, "ent_hub_bits": &k.hubBits,
 		"ent_bu_small": &k.bottomUp[0], "ent_bu_middle": &k.bottomUp[1], "ent_bu_wide": &k.bottomUp[2],
 		"ent_td_thread": &k.topDown[0], "ent_td_warp": &k.topDown[1], "ent_td_block": &k.topDown[2], "ent_td_grid": &k.topDown[3],
 	})
@@ -156,13 +159,15 @@ type entSearch struct {
 	ownWords       [2]int64
 	outOff, outTgt *gpu.DeviceBuffer
 	inOff, inSrc   *gpu.DeviceBuffer
-	// hubOff is the offsets whose degrees make hubs: outOff, or for a part
-	// of a partitioned graph the whole graph's (a hub is one everywhere).
-	hubOff              *gpu.DeviceBuffer
-	hubDegree, hubCount int64
-	eb                  entBuffers
-	host                *counters
-	transfer            time.Duration
+	// outClass and inClass are the vertices' degree classes (classNibbles)
+	// by the rows a level walks; hubs marks the hubs, by the whole graph's
+	// degrees for a part of a partitioned graph (a hub is one everywhere),
+	// of which there are hubCount.
+	outClass, inClass, hubBits *gpu.DeviceBuffer
+	hubCount                   int64
+	eb                         entBuffers
+	host                       *counters
+	transfer                   time.Duration
 	releases
 }
 
@@ -194,15 +199,9 @@ func newEntSearch(b *GPU, g, whole *convert.Graph) (e *entSearch, err error) {
 	}
 	e.transfer = transfer
 	e.outOff, e.outTgt, e.inOff, e.inSrc = parts[0], parts[1], parts[2], parts[3]
-	e.hubOff = e.outOff
-	if whole != g {
-		wp, t, err := b.layouts(whole, e.s, outOffsets)
-		if err != nil {
-			return nil, err
-		}
-		e.hubOff, e.transfer = wp[0], e.transfer+t
+	if err := e.vertexBits(g, whole); err != nil {
+		return nil, err
 	}
-	e.hubDegree, e.hubCount = enterpriseHubs(whole.Degrees())
 	queueBytes := classes * 4 * n
 	// Each level's counters and frontier bitmap lie together, so that a
 	// level clears both with one memset.
@@ -230,6 +229,58 @@ func newEntSearch(b *GPU, g, whole *convert.Graph) (e *entSearch, err error) {
 	}
 	e.add(e.host.free)
 	return e, nil
+}
+
+// vertexBits finds or makes on the GPU g's degree classes, out and in, and
+// whole's hubs, from the offsets there (a graph built on the GPU has
+// nothing else on the host to make them from).
+func (e *entSearch) vertexBits(g, whole *convert.Graph) error {
+	words := (e.n + 31) / 32
+	classesOf := func(offs *gpu.DeviceBuffer) func(*gpu.DeviceBuffer) error {
+		return func(buf *gpu.DeviceBuffer) error {
+			return e.k.classes.launchFor(e.s, 4*words, blockSize, offs, e.n, buf, 4*words)
+		}
+	}
+	var err error
+	if e.outClass, err = e.b.deviceLayout(g, e.s, outClasses, classesOf(e.outOff)); err != nil {
+		return err
+	}
+	if e.inClass, err = e.b.deviceLayout(g, e.s, inClasses, classesOf(e.inOff)); err != nil {
+		return err
+	}
+	degree, hubs := enterpriseHubs(whole.Degrees())
+	e.hubCount = hubs
+	e.hubBits, err = e.b.deviceLayout(whole, e.s, hubBits, func(buf *gpu.DeviceBuffer) error {
+		if whole != g {
+			// A part: the whole graph's degrees are on the host only (its
+			// offsets would take 8 bytes a vertex on every GPU).
+			return gpu.Upload(e.s, buf, hubBitmap(whole.Out.Offsets, degree))
+		}
+		return e.k.hubBits.launchFor(e.s, words, blockSize, e.outOff, e.n, degree, buf, words)
+	})
+	return err
+}
+
+// hubBitmap has a bit set for every vertex of the rows offs with more than
+// degree rows (none when degree is 0), as ent_hub_bits makes it on the GPU.
+func hubBitmap(offs []int64, degree int64) []uint32 {
+	n := len(offs) - 1
+	out := make([]uint32, (n+31)/32)
+	if degree == 0 {
+		return out
+	}
+	par.For(len(out), 1<<12, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			var word uint32
+			for j, v := 0, 32*i; j < 32 && v < n; j, v = j+1, v+1 {
+				if offs[v+1]-offs[v] > degree {
+					word |= 1 << j
+				}
+			}
+			out[i] = word
+		}
+	})
+	return out
 }
 
 // queue is the device address of class c's queue in buffer q.
@@ -281,8 +332,8 @@ func (e *entSearch) start(source uint32, srcClass int) error {
 func (e *entSearch) topDownQueues(q int) error {
 	eb := &e.eb
 	words := (e.n + 31) / 32
-	return e.k.queue.launchFor(e.s, words, blockSize, e.outOff, e.hubOff, eb.bits[q], words, e.ownWords[0], e.ownWords[1],
-		eb.queues[q], e.n, eb.stats[q], e.hubDegree, eb.hubs[q])
+	return e.k.queue.launchFor(e.s, words, blockSize, e.outClass, e.hubBits, eb.bits[q], words, e.ownWords[0], e.ownWords[1],
+		eb.queues[q], e.n, eb.stats[q], eb.hubs[q])
 }
 
 // bottomUpQueues replaces the queues of buffer q by the search's unvisited
@@ -296,7 +347,7 @@ func (e *entSearch) bottomUpQueues(q int) error {
 	if e.lo == e.hi {
 		return nil
 	}
-	return e.k.unvisited.launchFor(e.s, e.hi-e.lo, blockSize, e.inOff, eb.depth, e.lo, e.hi,
+	return e.k.unvisited.launchFor(e.s, e.hi-e.lo, blockSize, e.inClass, eb.depth, e.lo, e.hi,
 		eb.queues[q], e.n, eb.stats[q])
 }
 
@@ -342,9 +393,9 @@ func (e *entSearch) expand(cur, next int, count [classes]uint32, topDown bool, l
 		} else {
 			bu, perBlock := k.bottomUp[min(c, 2)], buPerBlock[min(c, 2)]
 			err = bu.launchFor(stream(c), int64(count[c]), perBlock,
-				e.inOff, e.inSrc, e.hubOff, eb.depth, eb.parent, e.queue(cur, c), count[c], level,
+				e.inOff, e.inSrc, e.hubBits, eb.depth, eb.parent, e.queue(cur, c), count[c], level,
 				eb.hubs[cur], e.field(cur, entHubListAt), eb.bits[cur], e.queue(next, c), e.field(next, entCountAt+4*int64(c)),
-				eb.stats[next], e.hubDegree, eb.hubs[next], eb.bits[next])
+				eb.stats[next], eb.hubs[next], eb.bits[next])
 		}
 		if err != nil {
 			return err
