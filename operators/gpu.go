@@ -441,7 +441,7 @@ const (
 	vertexKeys
 	// ... and Enterprise's per-vertex degree classes (four bits a vertex,
 	// by out- and in-degree) and hub bitmap (gpu_bfs_enterprise.go), made
-	// from the offsets alone.
+	// by deviceLayout from the offsets.
 	outClasses
 	inClasses
 	hubBits
@@ -680,10 +680,11 @@ func (b *GPU) layouts(g *convert.Graph, s *gpu.Stream, parts ...layout) ([]*gpu.
 	return bufs, time.Since(start), nil
 }
 
-// deviceLayout is g's layout part, made on the GPU by fill (queued on s,
-// into a buffer of part.bytes(g)) where it is not there yet: the layouts
-// derived from others already on the GPU. Like layouts, it waits for the
-// work before another search may use the buffer.
+// deviceLayout is g's layout part, filled by fill (work queued on s, into
+// a buffer of part.bytes(g)) where it is not on the GPU yet: the layouts
+// derived from others, made by a kernel from those already there or
+// uploaded. Like layouts, it waits for the work before another search may
+// use the buffer.
 func (b *GPU) deviceLayout(g *convert.Graph, s *gpu.Stream, part layout, fill func(buf *gpu.DeviceBuffer) error) (*gpu.DeviceBuffer, error) {
 	part = part.of(g)
 	dg := b.deviceGraph(g)

@@ -159,10 +159,11 @@ type entSearch struct {
 	ownWords       [2]int64
 	outOff, outTgt *gpu.DeviceBuffer
 	inOff, inSrc   *gpu.DeviceBuffer
-	// outClass and inClass are the vertices' degree classes (classNibbles)
-	// by the rows a level walks; hubs marks the hubs, by the whole graph's
-	// degrees for a part of a partitioned graph (a hub is one everywhere),
-	// of which there are hubCount.
+	// outClass and inClass are the vertices' degree classes (class_nibble
+	// in kernels/bfs_enterprise.cu) by the rows a level walks; hubBits
+	// marks the hubs, by the whole graph's degrees for a part of a
+	// partitioned graph (a hub is one everywhere), of which there are
+	// hubCount.
 	outClass, inClass, hubBits *gpu.DeviceBuffer
 	hubCount                   int64
 	eb                         entBuffers
@@ -364,8 +365,9 @@ func (e *entSearch) expand(cur, next int, count [classes]uint32, topDown bool, l
 	// Classes with enough vertices between them run concurrently on their
 	// streams (§4.2); otherwise one after another on the main stream,
 	// without the events of a fork and join: a small level's kernels take
-	// a few µs each on the GPU, and each event as long on the host, which
-	// on several GPUs issues every part's calls one after another.
+	// a few µs each on the GPU, and each event as long on the host (on
+	// several GPUs, where a small level is mostly the host's calls, for
+	// every part).
 	var used uint32
 	var vertices int64
 	for c, n := range count {

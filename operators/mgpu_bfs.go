@@ -54,8 +54,8 @@ type mgBFSPart struct {
 }
 
 // pushClear stores the part's nonzero words of bitmap q into the others'
-// bitmaps q and clears its level buffer done (stats and bitmap) for the
-// level after next. zeros stores its zero words too (the warm-up).
+// bitmaps q and clears its level buffer done (stats and bitmap), which the
+// next level writes. zeros stores its zero words too (the warm-up).
 func (p *mgBFSPart) pushClear(q, done int, zeros bool) error {
 	lo, hi := p.ownWords[0], p.ownWords[1]
 	clearWords := p.eb.level[done].Size() / 4
@@ -159,19 +159,23 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 		if err := p.start(in.Source, c); err != nil {
 			return nil, err
 		}
-		if err := p.clearLevel(1); err != nil {
-			return nil, err
+		// Both levels clear: level 0 writes 1, and the warm-up below reads
+		// both bitmaps (after these clears, on the same stream).
+		for q := range 2 {
+			if err := p.clearLevel(q); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if stores {
 		// The first stores into another GPU's fresh allocation cost about
 		// 100 µs on the GPU (four H200s: levels 0 and 1 of every search,
 		// BENCHMARKS.md), so the set-up touches both bitmaps of every
-		// peer, as allocating them is set-up: zeros into bitmap 1 (clear)
-		// and 0 (which level 0's push clears).
+		// peer, as allocating them is set-up: zeros, each part's bitmap q
+		// read while the launch clears the other level's buffer.
 		for _, p := range ps {
 			for q := range 2 {
-				if err := p.pushClear(q, 1, true); err != nil {
+				if err := p.pushClear(q, q^1, true); err != nil {
 					return nil, err
 				}
 			}
@@ -202,12 +206,8 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 	cur, topDown := 0, true
 	var directions levelDirections
 	stats := make([]entStats, k)
-	// read queues the copy of part i's stats q and waits for it.
 	read := func(p *mgBFSPart, i, q int) (err error) {
-		if err := p.fetch(q); err != nil {
-			return err
-		}
-		stats[i], err = p.wait(q)
+		stats[i], err = p.read(q)
 		return err
 	}
 	for level := int32(0); ; level++ {
@@ -227,25 +227,25 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 			if err := p.expand(cur, next, counts[i], topDown, level); err != nil {
 				return err
 			}
-			switch {
-			case !stores:
+			if !stores {
 				return nil
-			case topDown:
-				if err := p.pushClear(next, cur, false); err != nil {
-					return err
-				}
-				return p.s.Synchronize()
-			default:
-				if err := p.pushClear(next, cur, false); err != nil {
-					return err
-				}
-				return read(p, i, next)
 			}
+			if err := p.pushClear(next, cur, false); err != nil {
+				return err
+			}
+			if topDown {
+				return p.s.Synchronize()
+			}
+			return read(p, i, next)
 		})
 		if err != nil {
 			return nil, err
 		}
-		trace.phase("expand and stores", streams...)
+		if stores {
+			trace.phase("expand, stores", streams...)
+		} else {
+			trace.phase("expand", streams...)
+		}
 		if !stores {
 			bufs := make([]*gpu.DeviceBuffer, k)
 			for i, p := range ps {
