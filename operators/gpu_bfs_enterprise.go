@@ -400,6 +400,12 @@ func (e *entSearch) expand(cur, next int, count [classes]uint32, topDown bool, l
 				eb.stats[next], eb.hubs[next], eb.bits[next])
 		}
 		if err != nil {
+			if fan {
+				// The main stream waits for what the side streams run, so
+				// that the caller's wait for it covers their kernels
+				// before the search's memory goes back.
+				_ = e.fan.end(used) // the launch's error is the one to report
+			}
 			return err
 		}
 	}
