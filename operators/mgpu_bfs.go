@@ -245,8 +245,6 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 			trace.phase("expand, stores", streams...)
 		} else {
 			trace.phase("expand", streams...)
-		}
-		if !stores {
 			bufs := make([]*gpu.DeviceBuffer, k)
 			for i, p := range ps {
 				bufs[i] = p.eb.bits[next]
