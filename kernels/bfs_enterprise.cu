@@ -56,6 +56,11 @@ struct LevelStats {
     unsigned hubs;            // F_h: hub vertices in the next top-down frontier
     unsigned found;           // vertices a bottom-up level visited, or in a top-down frontier
     unsigned hub_list;        // entries of the next hub list
+    // On several GPUs, mg_push_clear's count of the part's own vertices in
+    // the next frontier and of the hubs among them, made as it stores
+    // their words (kernels/mgpu.cu): the host decides the next level's
+    // direction from these before any queue pass.
+    unsigned own_found, own_hubs;
 };
 
 // A vertex's degree class in four bits, eight vertices a word (ent_classes
@@ -64,10 +69,40 @@ struct LevelStats {
 // offsets where only the class is needed.
 #define CLASS_HAS_ROWS 4u
 
+__device__ __forceinline__ unsigned nibble_at(unsigned eight, int i) { return (eight >> (i * 4)) & 15u; }
+
 __device__ __forceinline__ unsigned class_nibble(const unsigned* __restrict__ classes, long long v)
 {
-    return (classes[v >> 3] >> ((v & 7) * 4)) & 15u;
+    return nibble_at(classes[v >> 3], (int)(v & 7));
 }
+
+// The four class queues of a queue pass, class c's at queues + c * cap and
+// counted in counts[c], each staged per warp (WarpQueue) in stages: the
+// block's shared CLASS_STAGES. Every lane of the warp makes every call.
+#define CLASS_STAGES (8 * CLASSES * WARP_STAGE)
+struct ClassQueues {
+    WarpQueue q[CLASSES];
+
+    __device__ __forceinline__ ClassQueues(vid_t* stages, vid_t* queues, long long cap, unsigned* counts)
+        : q{WarpQueue(warp_stage(stages, 0, CLASSES), queues + 0 * cap, &counts[0], ~0u),
+            WarpQueue(warp_stage(stages, 1, CLASSES), queues + 1 * cap, &counts[1], ~0u),
+            WarpQueue(warp_stage(stages, 2, CLASSES), queues + 2 * cap, &counts[2], ~0u),
+            WarpQueue(warp_stage(stages, 3, CLASSES), queues + 3 * cap, &counts[3], ~0u)}
+    {
+    }
+
+    __device__ __forceinline__ void append(bool keep, int c, vid_t v)
+    {
+#pragma unroll
+        for (int k = 0; k < CLASSES; k++) q[k].append(keep && c == k, v);
+    }
+
+    __device__ __forceinline__ void flush()
+    {
+#pragma unroll
+        for (int k = 0; k < CLASSES; k++) q[k].flush();
+    }
+};
 
 // Fills classes (words of eight vertices' class_nibble) from the rows
 // offsets of n vertices, once per graph and layout: a thread a word.
@@ -198,20 +233,17 @@ extern "C" __global__ void __launch_bounds__(256) ent_td_grid(
 // partitioned graph has no rows for the others' vertices). Counts the
 // frontier's vertices in the words [own_lo, own_hi) in stats->found (the
 // GPU's own part, or every word: 0 ends the search), and the hubs (hub_bits:
-// the whole graph's) in stats->hubs, listing them in hubs for the next
-// level's hub cache.
+// the whole graph's) in stats->hubs, listing them in hubs (room for hub_cap)
+// for a bottom-up level's hub cache. With deal 0 it only counts and lists:
+// the pass a search turning bottom-up needs, its queues being the
+// unvisited vertices (ent_unvisited).
 extern "C" __global__ void __launch_bounds__(256) ent_queue(
     const uint4* __restrict__ classes, const unsigned* __restrict__ hub_bits, const unsigned* __restrict__ bits,
     long long words, long long own_lo, long long own_hi, vid_t* __restrict__ queues, long long cap,
-    LevelStats* stats, vid_t* __restrict__ hubs)
+    LevelStats* stats, vid_t* __restrict__ hubs, unsigned hub_cap, int deal)
 {
-    __shared__ vid_t stages[8 * CLASSES * WARP_STAGE];
-    WarpQueue q[CLASSES] = {
-        WarpQueue(warp_stage(stages, 0, CLASSES), queues + 0 * cap, &stats->count[0], ~0u),
-        WarpQueue(warp_stage(stages, 1, CLASSES), queues + 1 * cap, &stats->count[1], ~0u),
-        WarpQueue(warp_stage(stages, 2, CLASSES), queues + 2 * cap, &stats->count[2], ~0u),
-        WarpQueue(warp_stage(stages, 3, CLASSES), queues + 3 * cap, &stats->count[3], ~0u),
-    };
+    __shared__ vid_t stages[CLASS_STAGES];
+    ClassQueues q(stages, queues, cap, stats->count);
     const unsigned lane = lane_id();
     unsigned hub_count = 0, found = 0;
     const long long stride = (long long)gridDim.x * blockDim.x;
@@ -221,14 +253,16 @@ extern "C" __global__ void __launch_bounds__(256) ent_queue(
         const unsigned word = w < words ? bits[w] : 0u;
         uint4 nibbles = make_uint4(0, 0, 0, 0);
         if (word != 0) {
-            nibbles = classes[w];
+            if (deal) nibbles = classes[w];
             // Hubs are a few thousand in all: an atomic each costs nothing.
             for (unsigned h = word & hub_bits[w]; h != 0; h &= h - 1) {
-                hubs[atomicAdd(&stats->hub_list, 1u)] = (vid_t)(w * 32 + __ffs(h) - 1);
+                const unsigned slot = atomicAdd(&stats->hub_list, 1u);
+                if (slot < hub_cap) hubs[slot] = (vid_t)(w * 32 + __ffs(h) - 1);
                 hub_count++;
             }
         }
         if (w >= own_lo && w < own_hi) found += __popc(word);
+        if (!deal) continue;
         // The warp's set bits in vertex order: lane l's word holds the bits
         // [first, first + its count) of them. A round deals 32 out, a lane
         // each. (A round a word left 29 of 32 lanes idle on Kronecker's
@@ -250,17 +284,11 @@ extern "C" __global__ void __launch_bounds__(256) ent_queue(
             const bool match = i < total;
             // __fns: the position of x's (rank+1)-th set bit from bit 0.
             const int bit = match ? __fns(x, 0, (int)rank + 1) : 0;
-            const unsigned eight = bit < 16 ? (bit < 8 ? nx : ny) : (bit < 24 ? nz : nw);
-            const unsigned nibble = (eight >> ((bit & 7) * 4)) & 15u;
-            const bool queued = match && (nibble & CLASS_HAS_ROWS);
-            const int c = nibble & 3;
-            const vid_t v = (vid_t)((base + from) * 32 + bit);
-#pragma unroll
-            for (int k = 0; k < CLASSES; k++) q[k].append(queued && c == k, v);
+            const unsigned nibble = nibble_at(bit < 16 ? (bit < 8 ? nx : ny) : (bit < 24 ? nz : nw), bit & 7);
+            q.append(match && (nibble & CLASS_HAS_ROWS), nibble & 3, (vid_t)((base + from) * 32 + bit));
         }
     }
-#pragma unroll
-    for (int k = 0; k < CLASSES; k++) q[k].flush();
+    q.flush();
     block_add(hub_count, &stats->hubs);
     block_add(found, &stats->found);
 }
@@ -274,31 +302,23 @@ extern "C" __global__ void __launch_bounds__(256) ent_unvisited(
     const unsigned* __restrict__ classes, const int* __restrict__ depth, long long lo, long long hi,
     vid_t* __restrict__ queues, long long cap, LevelStats* stats)
 {
-    __shared__ vid_t stages[8 * CLASSES * WARP_STAGE];
-    WarpQueue q[CLASSES] = {
-        WarpQueue(warp_stage(stages, 0, CLASSES), queues + 0 * cap, &stats->count[0], ~0u),
-        WarpQueue(warp_stage(stages, 1, CLASSES), queues + 1 * cap, &stats->count[1], ~0u),
-        WarpQueue(warp_stage(stages, 2, CLASSES), queues + 2 * cap, &stats->count[2], ~0u),
-        WarpQueue(warp_stage(stages, 3, CLASSES), queues + 3 * cap, &stats->count[3], ~0u),
-    };
+    __shared__ vid_t stages[CLASS_STAGES];
+    ClassQueues q(stages, queues, cap, stats->count);
     for (long long base = lo + (long long)blockIdx.x * blockDim.x; base < hi; base += (long long)gridDim.x * blockDim.x) {
         const long long v = base + threadIdx.x;
         const bool unvisited = v < hi && depth[v] == GPIPE_UNVISITED;
         const unsigned nibble = unvisited ? class_nibble(classes, v) : 0u;
-        const bool queued = nibble & CLASS_HAS_ROWS;
-        const int c = nibble & 3;
-#pragma unroll
-        for (int k = 0; k < CLASSES; k++) q[k].append(queued && c == k, (vid_t)v);
+        q.append(nibble & CLASS_HAS_ROWS, nibble & 3, (vid_t)v);
     }
-#pragma unroll
-    for (int k = 0; k < CLASSES; k++) q[k].flush();
+    q.flush();
 }
 
 // Bottom-up for the unvisited vertices of one queue, with groups of K lanes
 // per vertex: the group checks K in-neighbours at a time, first in the
 // block's hub cache, then in the frontier bitmap, and stops at the first
 // round with a hit. A visited vertex joins the next frontier (next_bits),
-// and the hub list when it is a hub; the others go to the next queue.
+// and the hub list (room for hub_cap, as hubs) when it is a hub; the others
+// go to the next queue.
 template <int K>
 __device__ __forceinline__ void bottom_up(
     const eid_t* __restrict__ in_offsets, const vid_t* __restrict__ in_sources,
@@ -306,11 +326,11 @@ __device__ __forceinline__ void bottom_up(
     const vid_t* __restrict__ queue, unsigned count, int level,
     const vid_t* __restrict__ hubs, const unsigned* hub_count, const unsigned* __restrict__ bits,
     vid_t* __restrict__ next_queue, unsigned* next_count, LevelStats* stats,
-    vid_t* __restrict__ next_hubs, unsigned* __restrict__ next_bits)
+    vid_t* __restrict__ next_hubs, unsigned hub_cap, unsigned* __restrict__ next_bits)
 {
     __shared__ vid_t cache[HUB_CACHE_SLOTS];
     __shared__ vid_t stages[8 * WARP_STAGE];
-    hub_cache_load(cache, hubs, *hub_count);
+    hub_cache_load(cache, hubs, min(*hub_count, hub_cap));
     WarpQueue unvisited(warp_stage(stages, 0, 1), next_queue, next_count, ~0u);
     VirtualWarp<K> group;
     const unsigned per_warp = 32 / K, warps = gridDim.x * (blockDim.x >> 5);
@@ -341,7 +361,7 @@ __device__ __forceinline__ void bottom_up(
         bool leader = active && group.lane == 0;
         found += leader && visited;
         unvisited.append(leader && !visited, v);
-        warp_append(leader && visited && in_bitmap(hub_bits, v), v, next_hubs, &stats->hub_list, ~0u);
+        warp_append(leader && visited && in_bitmap(hub_bits, v), v, next_hubs, &stats->hub_list, hub_cap);
     }
     unvisited.flush();
     block_add(found, &stats->found);
@@ -352,10 +372,10 @@ __device__ __forceinline__ void bottom_up(
         const eid_t* in_offsets, const vid_t* in_sources, const unsigned* hub_bits, int* depth, vid_t* parent,  \
         const vid_t* queue, unsigned count, int level, const vid_t* hubs, const unsigned* hub_count,           \
         const unsigned* bits, vid_t* next_queue, unsigned* next_count, LevelStats* stats, vid_t* next_hubs,     \
-        unsigned* next_bits)                                                                                    \
+        unsigned hub_cap, unsigned* next_bits)                                                                  \
     {                                                                                                           \
         bottom_up<K>(in_offsets, in_sources, hub_bits, depth, parent, queue, count, level, hubs, hub_count,    \
-                     bits, next_queue, next_count, stats, next_hubs, next_bits);                                \
+                     bits, next_queue, next_count, stats, next_hubs, hub_cap, next_bits);                       \
     }
 
 // Vertices with fewer than 32 in-edges: groups of 4 lanes, so that a warp

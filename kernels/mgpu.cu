@@ -9,8 +9,9 @@
 //                           a level sets the part's bits of the frontier's
 //                           bitmap, mg_push_clear stores the part's nonzero
 //                           words straight into every other GPU's bitmap
-//                           (or the transport gathers them), and ent_queue
-//                           queues the whole frontier from them.
+//                           and counts them (or the transport gathers
+//                           them), and ent_queue queues the whole frontier
+//                           from them.
 //   PageRank                mg_pr_ws_* is warpseg.cuh's pull over the
 //                           owned range only; the owned contributions are
 //                           gathered from every GPU each iteration.
@@ -31,31 +32,42 @@
 
 // ---- BFS: the frontier's bitmap ----
 
-// Stores the nonzero words [lo, hi) of bits into each of the npeers
-// bitmaps listed at peers (the other parts' copies, which are clear), and
-// clears the words [0, clear_words) of done, the previous level's stats and
-// bitmap, which the level after this one writes. Over NVLink a GPU writes
-// into another's memory directly (peer access), so a level's exchange is
-// this kernel, a few µs when the frontier is small, where a collective
-// moves the whole range whatever it holds; zero words are left out, being
-// what the peers already hold. One launch a part and level, where a launch
-// a peer and a memset cost k driver calls on the host, which issues every
-// part's calls one after another (operators/mgpu_bfs.go). zeros stores the
-// zero words too: the set-up's first touch of the peers' bitmaps.
+// Stores the nonzero words [lo, hi) of bits, the part's own, into each of
+// the npeers bitmaps listed at peers (the other parts' copies, which are
+// clear), counts their vertices and the hubs among them (hub_bits) into
+// own[0] and own[1] (LevelStats' own_found and own_hubs), and clears the
+// words [0, clear_words) of done: the buffer (stats and bitmap) of the
+// level just expanded, which the level after the next writes. Over NVLink
+// a GPU writes into another's memory directly (peer access), so a level's
+// exchange is this kernel, a few µs when the frontier is small, where a
+// collective moves the whole range whatever it holds; zero words are left
+// out, being what the peers already hold. One launch a part and level does
+// it all, where a launch a peer and a memset cost the host k driver calls a
+// part (operators/mgpu_bfs.go: a small level's time on four GPUs was
+// mostly such calls). zeros stores the zero words too: the set-up's first
+// touch of the peers' bitmaps.
 extern "C" __global__ void __launch_bounds__(256) mg_push_clear(const unsigned* __restrict__ bits, long long lo,
                                                                 long long hi, unsigned* const* __restrict__ peers,
-                                                                int npeers, unsigned* __restrict__ done,
+                                                                int npeers, const unsigned* __restrict__ hub_bits,
+                                                                unsigned* own, unsigned* __restrict__ done,
                                                                 long long clear_words, int zeros)
 {
     const long long stride = (long long)gridDim.x * blockDim.x;
     const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned found = 0, hubs = 0;
     for (long long w = lo + first; w < hi; w += stride) {
         const unsigned v = bits[w];
         if (v != 0 || zeros) {
             for (int p = 0; p < npeers; p++) peers[p][w] = v;
         }
+        if (v != 0) {
+            found += __popc(v);
+            hubs += __popc(v & hub_bits[w]);
+        }
     }
     for (long long w = first; w < clear_words; w += stride) done[w] = 0;
+    block_add(found, &own[0]);
+    block_add(hubs, &own[1]);
 }
 
 // ---- PageRank: the pull of the owned range ----

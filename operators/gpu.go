@@ -232,6 +232,14 @@ type launchable struct {
 // (__launch_bounds__(256) in kernels/).
 const blockSize = 256
 
+// kernelFlag is a kernel's int flag argument: 1 for true.
+func kernelFlag(on bool) int32 {
+	if on {
+		return 1
+	}
+	return 0
+}
+
 // kernel returns the kernel called name of module, loading the module on
 // first use.
 func (b *GPU) kernel(module, name string) (*launchable, error) {

@@ -29,6 +29,8 @@ const (
 	entHubsAt     = 16
 	entFoundAt    = 20
 	entHubListAt  = 24
+	entOwnFoundAt = 28 // own_found, then own_hubs
+	entOwnHubsAt  = 32
 )
 
 // entStats is what a level leaves for the host.
@@ -40,6 +42,10 @@ type entStats struct {
 	// edges is not queued), counting only the search's own (a part's, on
 	// several GPUs): either way, 0 over all parts ends the search.
 	found uint32
+	// ownFound and ownHubs are a part's own vertices in the next frontier
+	// and the hubs among them, counted by its stores (mgpu_bfs.go) before
+	// any queue pass.
+	ownFound, ownHubs uint32
 }
 
 func parseEntStats(b []byte) entStats {
@@ -49,6 +55,8 @@ func parseEntStats(b []byte) entStats {
 	}
 	st.hubs = binary.LittleEndian.Uint32(b[entHubsAt:])
 	st.found = binary.LittleEndian.Uint32(b[entFoundAt:])
+	st.ownFound = binary.LittleEndian.Uint32(b[entOwnFoundAt:])
+	st.ownHubs = binary.LittleEndian.Uint32(b[entOwnHubsAt:])
 	return st
 }
 
@@ -330,12 +338,21 @@ func (e *entSearch) start(source uint32, srcClass int) error {
 // Stats q must be clear: cleared with the bitmap before the level
 // (clearLevel; the top-down kernels write none), or by turn before it
 // requeues.
-func (e *entSearch) topDownQueues(q int) error {
+func (e *entSearch) topDownQueues(q int) error { return e.queuePass(q, true) }
+
+// hubList is topDownQueues without the queues: the frontier's hubs listed
+// for the bottom-up level's cache, and its hubs and own vertices counted.
+func (e *entSearch) hubList(q int) error { return e.queuePass(q, false) }
+
+func (e *entSearch) queuePass(q int, deal bool) error {
 	eb := &e.eb
 	words := (e.n + 31) / 32
 	return e.k.queue.launchFor(e.s, words, blockSize, e.outClass, e.hubBits, eb.bits[q], words, e.ownWords[0], e.ownWords[1],
-		eb.queues[q], e.n, eb.stats[q], eb.hubs[q])
+		eb.queues[q], e.n, eb.stats[q], eb.hubs[q], e.hubCap(), kernelFlag(deal))
 }
+
+// hubCap is the room of a hub list, in vertices.
+func (e *entSearch) hubCap() uint32 { return uint32(e.hubCount + 1) }
 
 // bottomUpQueues replaces the queues of buffer q by the search's unvisited
 // vertices, by in-degree; the hub list and bitmap stay.
@@ -397,7 +414,7 @@ func (e *entSearch) expand(cur, next int, count [classes]uint32, topDown bool, l
 			err = bu.launchFor(stream(c), int64(count[c]), perBlock,
 				e.inOff, e.inSrc, e.hubBits, eb.depth, eb.parent, e.queue(cur, c), count[c], level,
 				eb.hubs[cur], e.field(cur, entHubListAt), eb.bits[cur], e.queue(next, c), e.field(next, entCountAt+4*int64(c)),
-				eb.stats[next], eb.hubs[next], eb.bits[next])
+				eb.stats[next], eb.hubs[next], e.hubCap(), eb.bits[next])
 		}
 		if err != nil {
 			if fan {
@@ -511,6 +528,16 @@ func (e *entSearch) turn(q int, topDown bool) error {
 		return err
 	}
 	return e.topDownQueues(q)
+}
+
+// bottomUpFrom turns bottom-up at the frontier in bitmap q without its
+// top-down queues: its hubs listed (the bottom-up level's cache), the
+// unvisited vertices queued into buffer q.
+func (e *entSearch) bottomUpFrom(q int) error {
+	if err := e.hubList(q); err != nil {
+		return err
+	}
+	return e.bottomUpQueues(q)
 }
 
 // levelDirections counts a search's levels run top-down and bottom-up.

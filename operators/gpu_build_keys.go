@@ -103,10 +103,7 @@ func (d *devBuild) checkWeights(w, scalars *gpu.DeviceBuffer) error {
 	if err := setU64s(d.s, scalars, scalarBadWeight, 1, 0xff); err != nil {
 		return err
 	}
-	nonneg := int32(0)
-	if d.opts.Weights == convert.NonNegativeWeights {
-		nonneg = 1
-	}
+	nonneg := kernelFlag(d.opts.Weights == convert.NonNegativeWeights)
 	if err := d.launch("gb_bad_weight", d.m, w, uint64(d.m), nonneg, gpu.DevicePtr(scalars.Ptr()+scalarBadWeight*8)); err != nil {
 		return err
 	}

@@ -23,8 +23,10 @@ import (
 // queues; bottom-up, each part's queue is its own unvisited vertices. The
 // status array of a part is only ever read for its own vertices, so the
 // others' visits are never written into it. Direction switching decides on
-// the sums over the parts. Each vertex's depth and parent come from its
-// owner.
+// the sums over the parts: by peer stores, on the counts the stores make of
+// each part's own words, before any queue pass, so that the level the
+// search turns bottom-up at queues no top-down frontier only to drop it.
+// Each vertex's depth and parent come from its owner.
 //
 // The words travel one of two ways. Where every GPU reaches every other's
 // memory (MultiGPU.PeerStores, reachesPeers), each part's mg_push_clear
@@ -54,17 +56,15 @@ type mgBFSPart struct {
 }
 
 // pushClear stores the part's nonzero words of bitmap q into the others'
-// bitmaps q and clears its level buffer done (stats and bitmap), which the
-// next level writes. zeros stores its zero words too (the warm-up).
+// bitmaps q, counts the part's vertices and hubs in them into stats q
+// (ownFound, ownHubs), and clears its level buffer done (stats and bitmap),
+// which the next level writes. zeros stores its zero words too (the
+// warm-up).
 func (p *mgBFSPart) pushClear(q, done int, zeros bool) error {
 	lo, hi := p.ownWords[0], p.ownWords[1]
 	clearWords := p.eb.level[done].Size() / 4
-	z := int32(0)
-	if zeros {
-		z = 1
-	}
 	return p.push.launchFor(p.s, max(hi-lo, clearWords), blockSize, p.eb.bits[q], lo, hi,
-		p.peers[q], p.npeers, p.eb.level[done], clearWords, z)
+		p.peers[q], p.npeers, p.hubBits, p.field(q, entOwnFoundAt), p.eb.level[done], clearWords, kernelFlag(zeros))
 }
 
 // listPeers gives every part the device addresses of the others' bitmaps.
@@ -216,13 +216,16 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 		}
 		directions.note(topDown)
 		next := cur ^ 1
-		// By peer stores, a part's level is its expansion and its stores
-		// (which also clear this level's buffer, cur); then, top-down, the
-		// queue pass, which reads every part's words and so starts once
-		// every part's stores are done: each part waits for its stream
-		// before the round ends. Bottom-up nothing reads the stores until
-		// the next level, which starts once every part's counters, copied
-		// after its stores, are in: one round a level.
+		// By peer stores, a part's level is its expansion, its stores
+		// (which also count its part of the next frontier and clear this
+		// level's buffer, cur) and the copy of its counters: the round
+		// ends once every part's stores are done. Bottom-up nothing reads
+		// them until the next level: one round a level. Top-down a second
+		// round reads every part's words: the queue pass, or, where the
+		// stores' counts turn the search bottom-up, the hub list and the
+		// unvisited vertices' queues (the top-down queues would be
+		// dropped: on one GPU, which learns the count from the queue pass,
+		// that pass is 84 µs of Kronecker 26's switch level).
 		err := eachPart(func(p *mgBFSPart, i int) error {
 			if err := p.expand(cur, next, counts[i], topDown, level); err != nil {
 				return err
@@ -233,17 +236,45 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 			if err := p.pushClear(next, cur, false); err != nil {
 				return err
 			}
-			if topDown {
-				return p.s.Synchronize()
-			}
 			return read(p, i, next)
 		})
 		if err != nil {
 			return nil, err
 		}
-		if stores {
+		var st entStats
+		decided, turned := false, false
+		switch {
+		case stores && topDown:
 			trace.phase("expand, stores", streams...)
-		} else {
+			own := ownStats(stats)
+			if own.found == 0 {
+				st = own
+				break
+			}
+			decided, turned = true, switchesDirection(true, own, hubTotal, n)
+			err := eachPart(func(p *mgBFSPart, i int) error {
+				if !turned {
+					if err := p.topDownQueues(next); err != nil {
+						return err
+					}
+				} else if err := p.bottomUpFrom(next); err != nil {
+					return err
+				}
+				return read(p, i, next)
+			})
+			if err != nil {
+				return nil, err
+			}
+			if turned {
+				trace.phase("hub list, bottom-up queues", streams...)
+			} else {
+				trace.phase("queue and counters", streams...)
+			}
+			st = combineStats(stats, !turned)
+		case stores:
+			trace.phase("expand, stores", streams...)
+			st = combineStats(stats, false)
+		default:
 			trace.phase("expand", streams...)
 			bufs := make([]*gpu.DeviceBuffer, k)
 			for i, p := range ps {
@@ -253,18 +284,14 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 				return nil, err
 			}
 			trace.phase("gather", streams...)
-		}
-		if topDown || !stores {
 			err := eachPart(func(p *mgBFSPart, i int) error {
 				if topDown {
 					if err := p.topDownQueues(next); err != nil {
 						return err
 					}
 				}
-				if !stores {
-					if err := p.clearLevel(cur); err != nil {
-						return err
-					}
+				if err := p.clearLevel(cur); err != nil {
+					return err
 				}
 				return read(p, i, next)
 			})
@@ -272,8 +299,8 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 				return nil, err
 			}
 			trace.phase("queue and counters", streams...)
+			st = combineStats(stats, topDown)
 		}
-		st := combineStats(stats, topDown)
 		trace.level("level %d %s: next %v, %d hubs, %d found", level, direction(topDown), st.count, st.hubs, st.found)
 		switch {
 		case st.found == 0:
@@ -289,6 +316,9 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 			res.Strategy = fmt.Sprintf("enterprise multi-GPU (%v; %s; bitmaps %s)", directions, m.describe(parts), bitmaps)
 			res.StrategyReason = fmt.Sprintf("%d GPUs: Enterprise's 1-D partition (§4.4), the status exchanged as bitmaps, %s", k, how)
 			return res, nil
+		case turned:
+			topDown = false
+		case decided:
 		case switchesDirection(topDown, st, hubTotal, n):
 			err := eachPart(func(p *mgBFSPart, i int) error {
 				if err := p.turn(next, topDown); err != nil {
@@ -306,6 +336,17 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 		}
 		cur = next
 	}
+}
+
+// ownStats is what the parts' stores counted of the next frontier: its
+// vertices and its hubs, each part's own, which add up.
+func ownStats(parts []entStats) entStats {
+	var sum entStats
+	for _, st := range parts {
+		sum.found += st.ownFound
+		sum.hubs += st.ownHubs
+	}
+	return sum
 }
 
 // combineStats is what the parts' stats of a level in the direction
