@@ -253,7 +253,9 @@ func bfsResult(b *GPU, s *gpu.Stream, g *convert.Graph, depthBuf, parentBuf *gpu
 // strategies print each level, with the host time since the previous one,
 // to stderr: where a search's time goes (docs/gpu.md). Set to "phases", the
 // Enterprise searches also wait for the GPUs after each phase of a level
-// and print each phase's time: slower, but it says which phase costs.
+// and print each phase's time: slower, but it says which phase costs. Set
+// to "calls", a multi-GPU search also times each part's calls
+// (mgpu_bfs_trace.go).
 const bfsTraceEnv = "GPIPE_BFS_TRACE"
 
 // levelTrace prints the levels of one search when bfsTraceEnv is set.

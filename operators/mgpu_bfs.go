@@ -201,6 +201,11 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 	if err := eachPart(func(p *mgBFSPart, _ int) error { return p.s.Synchronize() }); err != nil {
 		return nil, err
 	}
+	calls, err := newRoundTrace(ps)
+	if err != nil {
+		return nil, err
+	}
+	defer calls.destroy()
 	start := time.Now()
 	trace := newLevelTrace("enterprise, multi-GPU")
 	cur, topDown := 0, true
@@ -226,21 +231,33 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 		// unvisited vertices' queues (the top-down queues would be
 		// dropped: on one GPU, which learns the count from the queue pass,
 		// that pass is 84 µs of Kronecker 26's switch level).
+		calls.begin()
 		err := eachPart(func(p *mgBFSPart, i int) error {
+			calls.mark(i, 0, p.s)
 			if err := p.expand(cur, next, counts[i], topDown, level); err != nil {
 				return err
 			}
+			calls.mark(i, 1, p.s)
 			if !stores {
 				return nil
 			}
 			if err := p.pushClear(next, cur, false); err != nil {
 				return err
 			}
-			return read(p, i, next)
+			calls.mark(i, 2, p.s)
+			if err := p.fetch(next); err != nil {
+				return err
+			}
+			calls.mark(i, 3, p.s)
+			var err error
+			stats[i], err = p.wait(next)
+			calls.mark(i, 4, nil)
+			return err
 		})
 		if err != nil {
 			return nil, err
 		}
+		calls.print(level)
 		var st entStats
 		decided, turned := false, false
 		switch {

@@ -1,0 +1,95 @@
+package operators
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/gpipe/gpipe/gpu"
+)
+
+// roundTrace, under GPIPE_BFS_TRACE=calls, times each part's calls in a
+// multi-GPU level's first round, to tell the host's time from the GPUs':
+// the host's µs since the round began as the part's worker started and as
+// each call returned (expansion, stores, the counters' copy, the wait for
+// it), and the GPU's µs between events recorded after each call. The
+// events' own calls add a few µs a part.
+type roundTrace struct {
+	began time.Time
+	parts []partCalls
+}
+
+type partCalls struct {
+	events [4]*gpu.Event // before the expansion, after it, after the stores, after the copy
+	host   [5]time.Duration
+}
+
+func newRoundTrace(ps []*mgBFSPart) (*roundTrace, error) {
+	if os.Getenv(bfsTraceEnv) != "calls" {
+		return nil, nil
+	}
+	t := &roundTrace{parts: make([]partCalls, len(ps))}
+	for i, p := range ps {
+		for j := range t.parts[i].events {
+			ev, err := p.b.ctx.NewEvent()
+			if err != nil {
+				t.destroy()
+				return nil, err
+			}
+			t.parts[i].events[j] = ev
+		}
+	}
+	return t, nil
+}
+
+func (t *roundTrace) begin() {
+	if t != nil {
+		t.began = time.Now()
+	}
+}
+
+// mark notes that part i's call at returned, and records event at on s
+// (none after the wait: nil s).
+func (t *roundTrace) mark(i, at int, s *gpu.Stream) {
+	if t == nil {
+		return
+	}
+	t.parts[i].host[at] = time.Since(t.began)
+	if s != nil {
+		_ = t.parts[i].events[at].Record(s) // a trace: a failed record shows as an error below
+	}
+}
+
+// print writes every part's line of the round, once the streams are done.
+func (t *roundTrace) print(level int32) {
+	if t == nil {
+		return
+	}
+	for i, p := range t.parts {
+		gpuTimes := make([]string, 3)
+		for j := range gpuTimes {
+			d, err := gpu.Elapsed(p.events[j], p.events[j+1])
+			if err != nil {
+				gpuTimes[j] = "?"
+				continue
+			}
+			gpuTimes[j] = fmt.Sprintf("%.1f", micros(d))
+		}
+		fmt.Fprintf(os.Stderr, "level %d part %d: start %.1f, expand %.1f (GPU %s), stores %.1f (GPU %s), copy %.1f (GPU %s), wait %.1f µs\n",
+			level, i, micros(p.host[0]), micros(p.host[1]), gpuTimes[0], micros(p.host[2]), gpuTimes[1],
+			micros(p.host[3]), gpuTimes[2], micros(p.host[4]))
+	}
+}
+
+func (t *roundTrace) destroy() {
+	if t == nil {
+		return
+	}
+	for _, p := range t.parts {
+		for _, ev := range p.events {
+			if ev != nil {
+				ev.Destroy()
+			}
+		}
+	}
+}
