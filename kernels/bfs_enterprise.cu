@@ -34,6 +34,9 @@
 //              the hubs (an AND with the word), not from their offsets.
 //   switch     ent_unvisited scans the status array once, when the search
 //              goes bottom-up, for the queues of the unvisited vertices.
+//              (On several GPUs by peer stores the host knows the
+//              direction before the queue pass, so the level that turns
+//              runs ent_queue without its queues: the hub list only.)
 //   bottom-up  the queue holds the unvisited vertices; ent_bu_small,
 //              ent_bu_middle and ent_bu_wide (by in-degree class) look for an
 //              in-neighbour in the frontier, first in the block's hub cache

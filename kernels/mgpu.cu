@@ -37,7 +37,7 @@
 // clear), counts their vertices and the hubs among them (hub_bits) into
 // own[0] and own[1] (LevelStats' own_found and own_hubs), and clears the
 // words [0, clear_words) of done: the buffer (stats and bitmap) of the
-// level just expanded, which the level after the next writes. Over NVLink
+// level just expanded, which the next level writes. Over NVLink
 // a GPU writes into another's memory directly (peer access), so a level's
 // exchange is this kernel, a few µs when the frontier is small, where a
 // collective moves the whole range whatever it holds; zero words are left

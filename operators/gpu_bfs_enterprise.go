@@ -335,15 +335,19 @@ func (e *entSearch) start(source uint32, srcClass int) error {
 
 // topDownQueues queues the frontier in bitmap q into buffer q: classes by
 // out-degree, hubs listed, the search's own vertices among them counted.
-// Stats q must be clear: cleared with the bitmap before the level
-// (clearLevel; the top-down kernels write none), or by turn before it
-// requeues.
+// Stats q's counts, hubs, found and hub list must be zero: cleared with the
+// bitmap before the level (clearLevel, or on several GPUs the previous
+// level's mg_push_clear; the top-down kernels write none), or by turn
+// before it requeues.
 func (e *entSearch) topDownQueues(q int) error { return e.queuePass(q, true) }
 
-// hubList is topDownQueues without the queues: the frontier's hubs listed
+// listHubs is topDownQueues without the queues: the frontier's hubs listed
 // for the bottom-up level's cache, and its hubs and own vertices counted.
-func (e *entSearch) hubList(q int) error { return e.queuePass(q, false) }
+func (e *entSearch) listHubs(q int) error { return e.queuePass(q, false) }
 
+// queuePass is ent_queue over bitmap q: the top-down queues dealt out by
+// class where deal is set; the hubs listed and counted, and the own
+// vertices counted, either way.
 func (e *entSearch) queuePass(q int, deal bool) error {
 	eb := &e.eb
 	words := (e.n + 31) / 32
@@ -534,7 +538,7 @@ func (e *entSearch) turn(q int, topDown bool) error {
 // top-down queues: its hubs listed (the bottom-up level's cache), the
 // unvisited vertices queued into buffer q.
 func (e *entSearch) bottomUpFrom(q int) error {
-	if err := e.hubList(q); err != nil {
+	if err := e.listHubs(q); err != nil {
 		return err
 	}
 	return e.bottomUpQueues(q)

@@ -42,7 +42,7 @@ import (
 // GPUs a small level's time was mostly those calls (BENCHMARKS.md). For the
 // same reason each part's calls are issued by a worker of par's team, the
 // parts side by side (eachPart), in one round a bottom-up level and two a
-// top-down one.
+// top-down one (one where it finds nothing).
 
 // mgBFSPart is one part's search.
 type mgBFSPart struct {
@@ -201,7 +201,7 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 	if err := eachPart(func(p *mgBFSPart, _ int) error { return p.s.Synchronize() }); err != nil {
 		return nil, err
 	}
-	calls, err := newRoundTrace(ps)
+	calls, err := newRoundTrace(ps, stores)
 	if err != nil {
 		return nil, err
 	}
@@ -319,6 +319,9 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 			st = combineStats(stats, topDown)
 		}
 		trace.level("level %d %s: next %v, %d hubs, %d found", level, direction(topDown), st.count, st.hubs, st.found)
+		if turned {
+			trace.level("bottom-up queues %v", st.count)
+		}
 		switch {
 		case st.found == 0:
 			compute := time.Since(start)
@@ -335,7 +338,7 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 			return res, nil
 		case turned:
 			topDown = false
-		case decided:
+		case decided: // top-down on, by the stores' counts before the queue pass
 		case switchesDirection(topDown, st, hubTotal, n):
 			err := eachPart(func(p *mgBFSPart, i int) error {
 				if err := p.turn(next, topDown); err != nil {
@@ -366,21 +369,23 @@ func ownStats(parts []entStats) entStats {
 	return sum
 }
 
-// combineStats is what the parts' stats of a level in the direction
-// topDown say of the whole search, as one GPU's would: the hubs of the next
-// frontier are every part's (each queues the whole frontier, by the whole
-// graph's degrees), so the most any part counts; found adds up (each part
-// counts its own vertices). The queues: top-down each part's is the whole
-// frontier (the frontier's vertices with edges into the part), so the
-// longest stands for it; bottom-up each part's is its own unvisited
-// vertices, so they add up, and the turn back top-down sees all of them.
-func combineStats(parts []entStats, topDown bool) entStats {
+// combineStats is what the parts' stats of a level say of the whole
+// search, as one GPU's would, their queues being top-down ones (the next
+// level's frontier) where queuedTopDown is set, else bottom-up ones (the
+// unvisited): the hubs of the next frontier are every part's (each queue
+// pass reads the whole frontier, by the whole graph's degrees), so the most
+// any part counts; found adds up (each part counts its own vertices). The
+// queues: top-down each part's is the whole frontier (the frontier's
+// vertices with edges into the part), so the longest stands for it;
+// bottom-up each part's is its own unvisited vertices, so they add up, and
+// the turn back top-down sees all of them.
+func combineStats(parts []entStats, queuedTopDown bool) entStats {
 	var sum entStats
 	for _, st := range parts {
 		sum.hubs = max(sum.hubs, st.hubs)
 		sum.found += st.found
 		switch {
-		case !topDown:
+		case !queuedTopDown:
 			for c := range sum.count {
 				sum.count[c] += st.count[c]
 			}

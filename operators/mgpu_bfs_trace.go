@@ -24,8 +24,11 @@ type partCalls struct {
 	host   [5]time.Duration
 }
 
-func newRoundTrace(ps []*mgBFSPart) (*roundTrace, error) {
-	if os.Getenv(bfsTraceEnv) != "calls" {
+// newRoundTrace is the trace of ps's rounds where GPIPE_BFS_TRACE=calls
+// and the parts store into each other's bitmaps (whose first round waits
+// for the counters' copy); nil otherwise.
+func newRoundTrace(ps []*mgBFSPart, stores bool) (*roundTrace, error) {
+	if os.Getenv(bfsTraceEnv) != "calls" || !stores {
 		return nil, nil
 	}
 	t := &roundTrace{parts: make([]partCalls, len(ps))}

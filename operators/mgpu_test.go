@@ -122,8 +122,15 @@ func TestMultiGPUMatchesCPU(t *testing.T) {
 		name := fmt.Sprintf("%d parts on %d GPUs over %s, permissive %v, peer stores %v",
 			m.GPUs(), distinctGPUs(m), m.Transport(), m.Permissive, m.PeerStores)
 		t.Run(name, func(t *testing.T) {
+			var dirs bfsDirections
 			for _, vg := range vpGraphs(t) {
-				matchesCPU(t, m, vg)
+				matchesCPU(t, m, vg, &dirs)
+			}
+			// A wrong direction changes only the speed, so the searches
+			// must reach both: bottom-up is where the decision from the
+			// stores' counts, and the hub list it makes, take effect.
+			if dirs.withHubs > 0 && dirs.bottomUp == 0 {
+				t.Errorf("none of %d searches on graphs with hubs went bottom-up: the direction switch went untested", dirs.withHubs)
 			}
 		})
 	}
@@ -142,12 +149,12 @@ func distinctGPUs(m *MultiGPU) int {
 // graph, and forgets the graph's parts after, even when a check stops the
 // test. A graph is a subtest, and an operator one within it, so that a
 // device call can run one operator's (-test.run 'TestMultiGPUMatchesCPU/.*/.*/^bfs$').
-func matchesCPU(t *testing.T, m *MultiGPU, vg vpGraph) {
+func matchesCPU(t *testing.T, m *MultiGPU, vg vpGraph, dirs *bfsDirections) {
 	// A slash in the name would make it two levels of subtests.
 	t.Run(strings.ReplaceAll(vg.name, "/", ","), func(t *testing.T) {
 		defer m.Forget(vg.g)
 		if !vg.g.Weighted {
-			t.Run("bfs", func(t *testing.T) { bfsMatchesCPU(t, m, vg) })
+			t.Run("bfs", func(t *testing.T) { bfsMatchesCPU(t, m, vg, dirs) })
 			t.Run("pagerank", func(t *testing.T) { pagerankMatchesCPU(t, m, vg) })
 			t.Run("cc", func(t *testing.T) { ccMatchesCPU(t, m, vg) })
 		}
@@ -155,7 +162,15 @@ func matchesCPU(t *testing.T, m *MultiGPU, vg vpGraph) {
 	})
 }
 
-func bfsMatchesCPU(t *testing.T, m *MultiGPU, vg vpGraph) {
+// bfsDirections counts a setup's multi-GPU searches on graphs with hubs
+// (Enterprise's, without which a search never goes bottom-up) and those
+// that ran a level bottom-up.
+type bfsDirections struct{ withHubs, bottomUp int }
+
+// bfsMatchesCPU also checks that the parts switch direction at the levels
+// one GPU's enterprise does: they decide on the sums of the parts' counts
+// (by peer stores, before the queue pass), which must be one GPU's.
+func bfsMatchesCPU(t *testing.T, m *MultiGPU, vg vpGraph, dirs *bfsDirections) {
 	g, name := vg.g, vg.name
 	for _, src := range sourcesOf(g) {
 		want := run(t, BFS{}, g, src, Params{}).Column("depth").Int32
@@ -165,6 +180,22 @@ func bfsMatchesCPU(t *testing.T, m *MultiGPU, vg vpGraph) {
 		}
 		if err == nil && mustStore(m) && !strings.Contains(r.Strategy, "bitmaps by peer stores") {
 			err = fmt.Errorf("the bitmaps did not go by peer stores: %s", r.Strategy)
+		}
+		if err == nil {
+			var one *Result
+			if one, err = runGPUErr(t, m.gpus[0], BFS{}, g, src, Params{Strategy: "enterprise"}); err == nil {
+				for _, dir := range []string{"top-down", "bottom-up"} {
+					if a, b := strategyCount(r.Strategy, dir), strategyCount(one.Strategy, dir); a != b && err == nil {
+						err = fmt.Errorf("%d %s levels, one GPU's enterprise %d (%s; %s)", a, dir, b, r.Strategy, one.Strategy)
+					}
+				}
+			}
+			if _, hubs := enterpriseHubs(g.Degrees()); hubs > 0 {
+				dirs.withHubs++
+			}
+			if strategyCount(r.Strategy, "bottom-up") > 0 {
+				dirs.bottomUp++
+			}
 		}
 		if err != nil {
 			t.Errorf("%s: bfs from %d: %v", name, src, err)
