@@ -41,7 +41,7 @@ func searchBytes(g *convert.Graph, p Params, strategy string) int64 {
 	switch strategy {
 	case "enterprise":
 		_, hubs := enterpriseHubs(g.Degrees())
-		return layoutBytes(g, outOffsets, outTargets, inOffsets, inSources, outClasses, inClasses, hubBits) + 8*n + 2*classes*4*n + 2*(hubs+1)*4 + 2*(entStatsBytes+4*((n+31)/32))
+		return layoutBytes(g, outOffsets, outTargets, inOffsets, inSources, outClasses, inClasses, hubBits) + entBufferBytes(n, hubs)
 	case "bfs4k":
 		return layoutBytes(g, outOffsets, outTargets) + 8*n + 2*4*b4kCapacity(n) + b4kSegmentBytes(g) + b4kStatsBytes
 	}

@@ -211,12 +211,7 @@ func newEntSearch(b *GPU, g, whole *convert.Graph) (e *entSearch, err error) {
 	if err := e.vertexBits(g, whole); err != nil {
 		return nil, err
 	}
-	queueBytes := classes * 4 * n
-	// Each level's counters and frontier bitmap lie together, so that a
-	// level clears both with one memset.
-	bitsBytes := 4 * ((n + 31) / 32)
-	levelBytes := entStatsBytes + bitsBytes
-	bufs, free, err := b.buffers(4*n, 4*n, queueBytes, queueBytes, 4*(e.hubCount+1), 4*(e.hubCount+1), levelBytes, levelBytes)
+	bufs, free, err := b.buffers(entBufferSizes(n, e.hubCount)...)
 	if err != nil {
 		return nil, err
 	}
@@ -228,7 +223,7 @@ func newEntSearch(b *GPU, g, whole *convert.Graph) (e *entSearch, err error) {
 	eb.level = [2]*gpu.DeviceBuffer{bufs[6], bufs[7]}
 	for q := range 2 {
 		eb.stats[q], _ = eb.level[q].Slice(0, entStatsBytes)
-		eb.bits[q], _ = eb.level[q].Slice(entStatsBytes, bitsBytes)
+		eb.bits[q], _ = eb.level[q].Slice(entStatsBytes, eb.level[q].Size()-entStatsBytes)
 	}
 	if err := b.poison(e.s, bufs...); err != nil {
 		return nil, err
@@ -238,6 +233,26 @@ func newEntSearch(b *GPU, g, whole *convert.Graph) (e *entSearch, err error) {
 	}
 	e.add(e.host.free)
 	return e, nil
+}
+
+// entBufferSizes are the sizes of a search's buffers (entBuffers) over n
+// vertices with hubs hubs, in newEntSearch's order: depth, parent, the
+// queues twice (classes × n), the hub lists twice, and each level's
+// counters and frontier bitmap, which lie together so that a level clears
+// both with one memset.
+func entBufferSizes(n, hubs int64) []int64 {
+	queueBytes := classes * 4 * n
+	levelBytes := entStatsBytes + 4*((n+31)/32)
+	return []int64{4 * n, 4 * n, queueBytes, queueBytes, 4 * (hubs + 1), 4 * (hubs + 1), levelBytes, levelBytes}
+}
+
+// entBufferBytes is the device memory of a search's buffers.
+func entBufferBytes(n, hubs int64) int64 {
+	var sum int64
+	for _, b := range entBufferSizes(n, hubs) {
+		sum += b
+	}
+	return sum
 }
 
 // vertexBits finds or makes on the GPU g's degree classes, out and in, and

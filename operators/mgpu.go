@@ -253,7 +253,8 @@ func mgBytes(op Operator, g *convert.Graph, part convert.Partition, p Params) in
 	case BFS:
 		// The classes by out- and in-degree, the whole graph's hubs.
 		vertexBits := outClasses.bytes(g) + inClasses.bytes(g) + hubBits.bytes(g)
-		return layouts + vertexBits + 4*n*2 + 2*classes*4*n + 2*4*(n/32+1)
+		_, hubs := enterpriseHubs(g.Degrees())
+		return layouts + vertexBits + entBufferBytes(n, hubs)
 	case PageRank:
 		return layouts + (n+1)*8 + n*4 + n*8*3 + 2*n*prContribBytes(p)
 	}
