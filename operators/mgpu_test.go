@@ -86,11 +86,7 @@ func mustStore(m *MultiGPU) bool {
 	if !m.PeerStores {
 		return false
 	}
-	shared := true
-	for _, b := range m.gpus {
-		shared = shared && b.ctx == m.gpus[0].ctx
-	}
-	return shared || os.Getenv("GPIPE_REQUIRE_GPU") == "2"
+	return distinctGPUs(m) == 1 || os.Getenv("GPIPE_REQUIRE_GPU") == "2"
 }
 
 // multiAcrossOnlyEnv, set, keeps only the setups of one part a GPU (over
