@@ -152,13 +152,7 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 		p.ownWords = [2]int64{cuts[r] / 4, cuts[r+1] / 4}
 	}
 	hubTotal := ps[0].hubCount // the whole graph's hubs
-	counts := make([][classes]uint32, k)
-	for i, p := range ps {
-		c := degreeClass(p.part.Graph.Out.Degree(in.Source))
-		counts[i][c] = 1
-		if err := p.start(in.Source, c); err != nil {
-			return nil, err
-		}
+	for _, p := range ps {
 		// Both levels clear: level 0 writes 1, and the warm-up below reads
 		// both bitmaps (after these clears, on the same stream).
 		for q := range 2 {
@@ -206,7 +200,18 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 		return nil, err
 	}
 	defer calls.destroy()
+	// Timed from the search's start, as one GPU's search is: each part
+	// marks its own vertices unvisited and queues the source.
 	start := time.Now()
+	counts := make([][classes]uint32, k)
+	err = eachPart(func(p *mgBFSPart, i int) error {
+		c := degreeClass(p.part.Graph.Out.Degree(in.Source))
+		counts[i][c] = 1
+		return p.start(in.Source, c)
+	})
+	if err != nil {
+		return nil, err
+	}
 	trace := newLevelTrace("enterprise, multi-GPU")
 	cur, topDown := 0, true
 	var directions levelDirections

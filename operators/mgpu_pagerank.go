@@ -109,6 +109,11 @@ func runPageRankMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*R
 		d, _ := x.acc.Slice(prL1At, 8)
 		return d
 	}
+	// Timed from the ranks' initialization, as one GPU's run is.
+	if err := syncAll(streams); err != nil {
+		return nil, err
+	}
+	start := time.Now()
 	for i, x := range ps {
 		if err := x.acc.Memset8(x.s, 0); err != nil {
 			return nil, err
@@ -117,10 +122,6 @@ func runPageRankMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*R
 			return nil, err
 		}
 	}
-	if err := syncAll(streams); err != nil {
-		return nil, err
-	}
-	start := time.Now()
 	cur := 0
 	change := math.Inf(1)
 	converged := false
