@@ -53,19 +53,6 @@
 // of their edges again.
 #include "frontier.cuh"
 
-// What a level leaves for the host, which reads it after each level.
-struct LevelStats {
-    unsigned count[CLASSES];  // the next queue, per class
-    unsigned hubs;            // F_h: hub vertices in the next top-down frontier
-    unsigned found;           // vertices a bottom-up level visited, or in a top-down frontier
-    unsigned hub_list;        // entries of the next hub list
-    // On several GPUs, mg_push_clear's count of the part's own vertices in
-    // the next frontier and of the hubs among them, made as it stores
-    // their words (kernels/mgpu.cu): the host decides the next level's
-    // direction from these before any queue pass.
-    unsigned own_found, own_hubs;
-};
-
 // A vertex's degree class in four bits, eight vertices a word (ent_classes
 // makes them from the offsets once per graph and layout): bits 0-1
 // degree_class, bit 2 set when the vertex has rows. Read instead of the
@@ -239,11 +226,12 @@ extern "C" __global__ void __launch_bounds__(256) ent_td_grid(
 // the whole graph's) in stats->hubs, listing them in hubs (room for hub_cap)
 // for a bottom-up level's hub cache. With deal 0 it only counts and lists:
 // the pass a search turning bottom-up needs, its queues being the
-// unvisited vertices (ent_unvisited).
+// unvisited vertices (ent_unvisited). Where host_stats is set, the last
+// block copies the stats there (level_stats_to_host).
 extern "C" __global__ void __launch_bounds__(256) ent_queue(
     const uint4* __restrict__ classes, const unsigned* __restrict__ hub_bits, const unsigned* __restrict__ bits,
     long long words, long long own_lo, long long own_hi, vid_t* __restrict__ queues, long long cap,
-    LevelStats* stats, vid_t* __restrict__ hubs, unsigned hub_cap, int deal)
+    LevelStats* stats, vid_t* __restrict__ hubs, unsigned hub_cap, int deal, unsigned* host_stats)
 {
     __shared__ vid_t stages[CLASS_STAGES];
     ClassQueues q(stages, queues, cap, stats->count);
@@ -294,6 +282,7 @@ extern "C" __global__ void __launch_bounds__(256) ent_queue(
     q.flush();
     block_add(hub_count, &stats->hubs);
     block_add(found, &stats->found);
+    level_stats_to_host(stats, host_stats);
 }
 
 // Queues the unvisited vertices of [lo, hi) that have rows (in-edges: a

@@ -144,3 +144,43 @@ __device__ __forceinline__ bool hub_cached(const vid_t* cache, vid_t v) { return
 // each in-neighbour ("is it in the frontier?") in a 32nd of the bytes of
 // the status array, so that far more of it stays in the caches.
 __device__ __forceinline__ bool in_bitmap(const unsigned* bits, vid_t v) { return (bits[v >> 5] >> (v & 31)) & 1u; }
+
+// What a BFS level leaves for the host (Enterprise's, on one GPU or
+// several), which reads it after each level.
+struct LevelStats {
+    unsigned count[CLASSES];  // the next queue, per class
+    unsigned hubs;            // F_h: hub vertices in the next top-down frontier
+    unsigned found;           // vertices a bottom-up level visited, or in a top-down frontier
+    unsigned hub_list;        // entries of the next hub list
+    // On several GPUs, mg_push_clear's count of the part's own vertices in
+    // the next frontier and of the hubs among them, made as it stores
+    // their words (kernels/mgpu.cu): the host decides the next level's
+    // direction from these before any queue pass.
+    unsigned own_found, own_hubs;
+    // blocks_done counts the blocks of a launch that have added their
+    // counts (level_stats_to_host); 0 between launches.
+    unsigned blocks_done;
+};
+
+// LEVEL_STATS_WORDS are the fields before blocks_done, which the host reads.
+#define LEVEL_STATS_WORDS 9
+
+// Copies stats to host (mapped pinned memory) once every block of the
+// launch has added its counts to them: the last block to finish does it,
+// and clears blocks_done for the next launch. The host then reads them
+// after its wait for the stream, with no copy of its own queued: a copy is
+// a driver call and a DMA, 10–25 µs of each small BFS level on four GPUs
+// (operators/mgpu_bfs.go). Nothing where host is null. Every thread of the
+// block must call it, after its adds.
+__device__ __forceinline__ void level_stats_to_host(LevelStats* stats, unsigned* host) {
+    if (host == nullptr) return;
+    __shared__ bool last;
+    __threadfence();  // every thread's adds (block_add's, the queues' counts, the hub list) before the block's count
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(&stats->blocks_done, 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();  // every block's adds, seen through their counts, before the reads
+    if (threadIdx.x < LEVEL_STATS_WORDS) host[threadIdx.x] = ((volatile unsigned*)stats)[threadIdx.x];
+    if (threadIdx.x == 0) stats->blocks_done = 0;
+}

@@ -35,7 +35,8 @@
 // Stores the nonzero words [lo, hi) of bits, the part's own, into each of
 // the npeers bitmaps listed at peers (the other parts' copies, which are
 // clear), counts their vertices and the hubs among them (hub_bits) into
-// own[0] and own[1] (LevelStats' own_found and own_hubs), and clears the
+// stats' own_found and own_hubs, copies the stats to host_stats (the host's
+// mapped memory; level_stats_to_host), and clears the
 // words [0, clear_words) of done: the buffer (stats and bitmap) of the
 // level just expanded, which the next level writes. Over NVLink
 // a GPU writes into another's memory directly (peer access), so a level's
@@ -49,8 +50,9 @@
 extern "C" __global__ void __launch_bounds__(256) mg_push_clear(const unsigned* __restrict__ bits, long long lo,
                                                                 long long hi, unsigned* const* __restrict__ peers,
                                                                 int npeers, const unsigned* __restrict__ hub_bits,
-                                                                unsigned* own, unsigned* __restrict__ done,
-                                                                long long clear_words, int zeros)
+                                                                LevelStats* stats, unsigned* host_stats,
+                                                                unsigned* __restrict__ done, long long clear_words,
+                                                                int zeros)
 {
     const long long stride = (long long)gridDim.x * blockDim.x;
     const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -66,8 +68,9 @@ extern "C" __global__ void __launch_bounds__(256) mg_push_clear(const unsigned* 
         }
     }
     for (long long w = first; w < clear_words; w += stride) done[w] = 0;
-    block_add(found, &own[0]);
-    block_add(hubs, &own[1]);
+    block_add(found, &stats->own_found);
+    block_add(hubs, &stats->own_hubs);
+    level_stats_to_host(stats, host_stats);
 }
 
 // ---- PageRank: the pull of the owned range ----

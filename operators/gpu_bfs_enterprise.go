@@ -22,7 +22,7 @@ import (
 // classes is CLASSES in kernels/frontier.cuh: small, middle, large, extreme.
 const classes = 4
 
-// LevelStats in kernels/bfs_enterprise.cu, padded to 64 bytes.
+// LevelStats in kernels/frontier.cuh, padded to 64 bytes.
 const (
 	entStatsBytes = 64
 	entCountAt    = 0
@@ -175,8 +175,12 @@ type entSearch struct {
 	outClass, inClass, hubBits *gpu.DeviceBuffer
 	hubCount                   int64
 	eb                         entBuffers
-	host                       *counters
-	transfer                   time.Duration
+	// host is where a level's stats reach the host: copied by fetch, or
+	// by the level's last kernel (ent_queue, mg_push_clear) through
+	// hostStats, its device address.
+	host      *counters
+	hostStats gpu.DevicePtr
+	transfer  time.Duration
 	releases
 }
 
@@ -232,6 +236,9 @@ func newEntSearch(b *GPU, g, whole *convert.Graph) (e *entSearch, err error) {
 		return nil, err
 	}
 	e.add(e.host.free)
+	if e.hostStats, err = e.host.host.DevicePtr(); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -317,7 +324,8 @@ func (e *entSearch) field(q int, off int64) gpu.DevicePtr {
 	return e.eb.stats[q].Ptr() + gpu.DevicePtr(off)
 }
 
-// read waits for the level and returns what it left in stats q.
+// read waits for the level and returns what it left in stats q, copied
+// after it.
 func (e *entSearch) read(q int) (entStats, error) {
 	if err := e.fetch(q); err != nil {
 		return entStats{}, err
@@ -326,8 +334,10 @@ func (e *entSearch) read(q int) (entStats, error) {
 }
 
 // fetch queues the copy of stats q to the host after the level, and wait
-// returns it once the level is done (read in two halves, for several GPUs
-// to copy at once).
+// returns it once the level is done: read in two halves, for several GPUs
+// to copy at once, or wait alone where the level's last kernel copied the
+// stats itself (ent_queue, mg_push_clear: a driver call and a DMA less a
+// level, 10–25 µs of a small one on four GPUs).
 func (e *entSearch) fetch(q int) error { return e.host.fetch(e.s, e.eb.stats[q]) }
 
 func (e *entSearch) wait(q int) (entStats, error) {
@@ -369,12 +379,12 @@ func (e *entSearch) listHubs(q int) error { return e.queuePass(q, false) }
 
 // queuePass is ent_queue over bitmap q: the top-down queues dealt out by
 // class where deal is set; the hubs listed and counted, and the own
-// vertices counted, either way.
+// vertices counted, either way; stats q copied to the host (wait).
 func (e *entSearch) queuePass(q int, deal bool) error {
 	eb := &e.eb
 	words := (e.n + 31) / 32
 	return e.k.queue.launchFor(e.s, words, blockSize, e.outClass, e.hubBits, eb.bits[q], words, e.ownWords[0], e.ownWords[1],
-		eb.queues[q], e.n, eb.stats[q], eb.hubs[q], e.hubCap(), kernelFlag(deal))
+		eb.queues[q], e.n, eb.stats[q], eb.hubs[q], e.hubCap(), kernelFlag(deal), e.hostStats)
 }
 
 // hubCap is the room of a hub list, in vertices.
@@ -503,13 +513,16 @@ func runEnterprise(ctx context.Context, b *GPU, in Input) (*Result, error) {
 			return nil, err
 		}
 		trace.phase("expand", e.s)
+		var st entStats
 		if topDown {
 			if err := e.topDownQueues(next); err != nil {
 				return nil, err
 			}
 			trace.phase("queue", e.s)
+			st, err = e.wait(next) // the queue pass copied them
+		} else {
+			st, err = e.read(next)
 		}
-		st, err := e.read(next)
 		if err != nil {
 			return nil, err
 		}

@@ -57,14 +57,14 @@ type mgBFSPart struct {
 
 // pushClear stores the part's nonzero words of bitmap q into the others'
 // bitmaps q, counts the part's vertices and hubs in them into stats q
-// (ownFound, ownHubs), and clears its level buffer done (stats and bitmap),
-// which the next level writes. zeros stores its zero words too (the
-// warm-up).
+// (ownFound, ownHubs), copies stats q to the host (wait reads them), and
+// clears its level buffer done (stats and bitmap), which the next level
+// writes. zeros stores its zero words too (the warm-up).
 func (p *mgBFSPart) pushClear(q, done int, zeros bool) error {
 	lo, hi := p.ownWords[0], p.ownWords[1]
 	clearWords := p.eb.level[done].Size() / 4
 	return p.push.launchFor(p.s, max(hi-lo, clearWords), blockSize, p.eb.bits[q], lo, hi,
-		p.peers[q], p.npeers, p.hubBits, p.field(q, entOwnFoundAt), p.eb.level[done], clearWords, kernelFlag(zeros))
+		p.peers[q], p.npeers, p.hubBits, p.eb.stats[q], p.hostStats, p.eb.level[done], clearWords, kernelFlag(zeros))
 }
 
 // listPeers gives every part the device addresses of the others' bitmaps.
@@ -250,13 +250,9 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 				return err
 			}
 			calls.mark(i, 2, p.s)
-			if err := p.fetch(next); err != nil {
-				return err
-			}
-			calls.mark(i, 3, p.s)
 			var err error
-			stats[i], err = p.wait(next)
-			calls.mark(i, 4, nil)
+			stats[i], err = p.wait(next) // the stores' kernel copied them
+			calls.mark(i, 3, nil)
 			return err
 		})
 		if err != nil {
@@ -274,15 +270,18 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 				break
 			}
 			decided, turned = true, switchesDirection(true, own, hubTotal, n)
-			err := eachPart(func(p *mgBFSPart, i int) error {
-				if !turned {
-					if err := p.topDownQueues(next); err != nil {
+			err := eachPart(func(p *mgBFSPart, i int) (err error) {
+				if turned {
+					if err := p.bottomUpFrom(next); err != nil {
 						return err
 					}
-				} else if err := p.bottomUpFrom(next); err != nil {
+					return read(p, i, next)
+				}
+				if err := p.topDownQueues(next); err != nil {
 					return err
 				}
-				return read(p, i, next)
+				stats[i], err = p.wait(next) // the queue pass copied them
+				return err
 			})
 			if err != nil {
 				return nil, err

@@ -11,17 +11,17 @@ import (
 // roundTrace, under GPIPE_BFS_TRACE=calls, times each part's calls in a
 // multi-GPU level's first round, to tell the host's time from the GPUs':
 // the host's µs since the round began as the part's worker started and as
-// each call returned (expansion, stores, the counters' copy, the wait for
-// it), and the GPU's µs between events recorded after each call. The
-// events' own calls add a few µs a part.
+// each call returned (expansion, stores, the wait for them: the stores'
+// kernel copies the counters to the host), and the GPU's µs between events
+// recorded after each call. The events' own calls add a few µs a part.
 type roundTrace struct {
 	began time.Time
 	parts []partCalls
 }
 
 type partCalls struct {
-	events [4]*gpu.Event // before the expansion, after it, after the stores, after the copy
-	host   [5]time.Duration
+	events [3]*gpu.Event // before the expansion, after it, after the stores
+	host   [4]time.Duration
 }
 
 // newRoundTrace is the trace of ps's rounds where GPIPE_BFS_TRACE=calls
@@ -69,7 +69,7 @@ func (t *roundTrace) print(level int32) {
 		return
 	}
 	for i, p := range t.parts {
-		gpuTimes := make([]string, 3)
+		gpuTimes := make([]string, len(p.events)-1)
 		for j := range gpuTimes {
 			d, err := gpu.Elapsed(p.events[j], p.events[j+1])
 			if err != nil {
@@ -78,9 +78,8 @@ func (t *roundTrace) print(level int32) {
 			}
 			gpuTimes[j] = fmt.Sprintf("%.1f", micros(d))
 		}
-		fmt.Fprintf(os.Stderr, "level %d part %d: start %.1f, expand %.1f (GPU %s), stores %.1f (GPU %s), copy %.1f (GPU %s), wait %.1f µs\n",
-			level, i, micros(p.host[0]), micros(p.host[1]), gpuTimes[0], micros(p.host[2]), gpuTimes[1],
-			micros(p.host[3]), gpuTimes[2], micros(p.host[4]))
+		fmt.Fprintf(os.Stderr, "level %d part %d: start %.1f, expand %.1f (GPU %s), stores %.1f (GPU %s), wait %.1f µs\n",
+			level, i, micros(p.host[0]), micros(p.host[1]), gpuTimes[0], micros(p.host[2]), gpuTimes[1], micros(p.host[3]))
 	}
 }
 
