@@ -239,6 +239,10 @@ func newEntSearch(b *GPU, g, whole *convert.Graph) (e *entSearch, err error) {
 	if e.hostStats, err = e.host.host.DevicePtr(); err != nil {
 		return nil, err
 	}
+	// The kernels write into host's memory: the search's work ends before
+	// it goes back to the pool (a level that failed midway may have left a
+	// queue pass running).
+	e.add(func() { _ = e.s.Synchronize() }) // a failed search reports its own error
 	return e, nil
 }
 
@@ -327,19 +331,16 @@ func (e *entSearch) field(q int, off int64) gpu.DevicePtr {
 // read waits for the level and returns what it left in stats q, copied
 // after it.
 func (e *entSearch) read(q int) (entStats, error) {
-	if err := e.fetch(q); err != nil {
+	raw, err := e.host.read(e.s, e.eb.stats[q])
+	if err != nil {
 		return entStats{}, err
 	}
-	return e.wait(q)
+	return parseEntStats(raw), nil
 }
 
-// fetch queues the copy of stats q to the host after the level, and wait
-// returns it once the level is done: read in two halves, for several GPUs
-// to copy at once, or wait alone where the level's last kernel copied the
-// stats itself (ent_queue, mg_push_clear: a driver call and a DMA less a
-// level, 10–25 µs of a small one on four GPUs).
-func (e *entSearch) fetch(q int) error { return e.host.fetch(e.s, e.eb.stats[q]) }
-
+// wait is read where the level's last kernel copied stats q to the host
+// itself (ent_queue, mg_push_clear): a driver call and a DMA less a level,
+// 10–25 µs of a small one on four GPUs.
 func (e *entSearch) wait(q int) (entStats, error) {
 	raw, err := e.host.wait(e.s, e.eb.stats[q])
 	if err != nil {
@@ -350,8 +351,7 @@ func (e *entSearch) wait(q int) (entStats, error) {
 
 // start queues the search from source: its own vertices unvisited (a
 // part's: the others' are never read), the source at depth 0 in its
-// class's queue of buffer 0, the first level top-down. Stats 0 must be
-// clear.
+// class's queue of buffer 0, the first level top-down.
 func (e *entSearch) start(source uint32, srcClass int) error {
 	for _, buf := range []*gpu.DeviceBuffer{e.eb.depth, e.eb.parent} {
 		own, err := buf.Slice(4*e.lo, 4*(e.hi-e.lo))
@@ -367,10 +367,11 @@ func (e *entSearch) start(source uint32, srcClass int) error {
 
 // topDownQueues queues the frontier in bitmap q into buffer q: classes by
 // out-degree, hubs listed, the search's own vertices among them counted.
-// Stats q's counts, hubs, found and hub list must be zero: cleared with the
-// bitmap before the level (clearLevel, or on several GPUs the previous
-// level's mg_push_clear; the top-down kernels write none), or by turn
-// before it requeues.
+// Stats q must be zero (the counts, hubs, found, hub list, and the count of
+// finished blocks with which ent_queue's last block copies them to the
+// host): cleared with the bitmap before the level (clearLevel, or on
+// several GPUs the previous level's mg_push_clear; the top-down kernels
+// write none), or by turn before it requeues.
 func (e *entSearch) topDownQueues(q int) error { return e.queuePass(q, true) }
 
 // listHubs is topDownQueues without the queues: the frontier's hubs listed
@@ -491,9 +492,6 @@ func runEnterprise(ctx context.Context, b *GPU, in Input) (*Result, error) {
 	var count [classes]uint32
 	srcClass := degreeClass(g.Out.Degree(in.Source))
 	count[srcClass] = 1
-	if err := e.eb.stats[0].Memset8(e.s, 0); err != nil {
-		return nil, err
-	}
 	if err := e.start(in.Source, srcClass); err != nil {
 		return nil, err
 	}

@@ -26,7 +26,7 @@ type partCalls struct {
 
 // newRoundTrace is the trace of ps's rounds where GPIPE_BFS_TRACE=calls
 // and the parts store into each other's bitmaps (whose first round waits
-// for the counters' copy); nil otherwise.
+// for the stores, which copy the counters to the host); nil otherwise.
 func newRoundTrace(ps []*mgBFSPart, stores bool) (*roundTrace, error) {
 	if os.Getenv(bfsTraceEnv) != "calls" || !stores {
 		return nil, nil
