@@ -8,8 +8,13 @@
 # TRANSPORTS="nccl peer" runs each several-GPU case once per transport
 # (GPIPE_TRANSPORT; default: unset, NCCL where it loads); TRACE=1 or TRACE=phases sets
 # GPIPE_BFS_TRACE for the BFS runs (their logs get the levels; phases slow
-# the search). Prints a table last; every run's JSON and log are under
-# OUTDIR.
+# the search). ROUNDS=N repeats the whole sweep N times, so that each
+# case's runs are spread over the call rather than back to back (runs on
+# one host differ by 5-10% from one to the next at Kronecker 26: compare
+# cases only within a call, round by round). BASELINE=OTHER_GPIPE runs
+# every case with that binary too, right after GPIPE's (a build before a
+# change, for the change's gain in the same call). Prints a table last;
+# every run's JSON and log are under OUTDIR.
 set -u
 gpipe=${1:?gpipe binary}
 out=${2:?output directory}
@@ -18,20 +23,30 @@ export NCCL_NVLS_ENABLE=0
 scales=${SCALES:-"24 26"}
 gpus=${GPUS:-"1 2"}
 trials=${TRIALS:-8}
-for s in $scales; do
-	for op in ${OPS:-bfs pagerank}; do
-		for k in $gpus; do
-			transports=${TRANSPORTS:-default}
-			[ "$k" -gt 1 ] || transports=default
-			for t in $transports; do
-				log="$out/k$s-$op-gpus$k"
-				[ "$t" = default ] || log="$log-$t"
-				[ "$t" = default ] && t=
-				trace=
-				[ "$op" = bfs ] && trace=${TRACE:-}
-				GPIPE_TRANSPORT=$t GPIPE_BFS_TRACE=$trace /usr/bin/time -v "$gpipe" bench --gen "kronecker:$s" --undirected \
-					--backend gpu --gpus "$k" --op "$op" --trials "$trials" --json >"$log.json" 2>"$log.log" ||
-					echo "k$s $op --gpus $k ($t) failed (see $log.log)"
+rounds=${ROUNDS:-1}
+binaries="$gpipe"
+[ -n "${BASELINE:-}" ] && binaries="$gpipe $BASELINE"
+for round in $(seq 1 "$rounds"); do
+	for s in $scales; do
+		for op in ${OPS:-bfs pagerank}; do
+			for k in $gpus; do
+				transports=${TRANSPORTS:-default}
+				[ "$k" -gt 1 ] || transports=default
+				for t in $transports; do
+					for bin in $binaries; do
+						log="$out/k$s-$op-gpus$k"
+						[ "$t" = default ] || log="$log-$t"
+						[ "$bin" = "$gpipe" ] || log="$log-baseline"
+						[ "$rounds" -gt 1 ] && log="$log-r$round"
+						tr=$t
+						[ "$tr" = default ] && tr=
+						trace=
+						[ "$op" = bfs ] && trace=${TRACE:-}
+						GPIPE_TRANSPORT=$tr GPIPE_BFS_TRACE=$trace /usr/bin/time -v "$bin" bench --gen "kronecker:$s" --undirected \
+							--backend gpu --gpus "$k" --op "$op" --trials "$trials" --json >"$log.json" 2>"$log.log" ||
+							echo "k$s $op --gpus $k ($t, $bin) failed (see $log.log)"
+					done
+				done
 			done
 		done
 	done
@@ -45,7 +60,7 @@ for f in sorted(glob.glob(os.path.join(sys.argv[1], "*.json"))):
     except Exception:
         continue
     rows.append((os.path.basename(f)[:-5], r.get("gpus"), r.get("median_s", 0) * 1e3, r.get("iterations"), r.get("strategy", "")[:90]))
-print("%-24s %5s %12s %6s  %s" % ("run", "gpus", "median ms", "iters", "strategy"))
+print("%-36s %5s %12s %6s  %s" % ("run", "gpus", "median ms", "iters", "strategy"))
 for r in rows:
-    print("%-24s %5s %12.2f %6s  %s" % r)
+    print("%-36s %5s %12.3f %6s  %s" % r)
 PY
