@@ -214,9 +214,10 @@ func runBFSVWC(ctx context.Context, b *GPU, in Input) (*Result, error) {
 	return bfsResult(b, s, g, depthBuf, parentBuf, cfg.String(), levels, compute, transfer)
 }
 
-// startSearch queues the start of a search on s: every vertex unvisited
-// and without a parent (both all-ones bytes), then the strategy's kernel
-// that marks the source, launched with args.
+// startSearch queues the start of a search on s: every vertex of depth and
+// parent (the whole arrays, or a part's own range of them) unvisited and
+// without a parent (both all-ones bytes), then the strategy's kernel that
+// marks the source, launched with args.
 func startSearch(s *gpu.Stream, depth, parent *gpu.DeviceBuffer, init *launchable, args ...any) error {
 	for _, buf := range []*gpu.DeviceBuffer{depth, parent} {
 		if err := buf.Memset8(s, 0xff); err != nil {

@@ -353,16 +353,15 @@ func (e *entSearch) wait(q int) (entStats, error) {
 // part's: the others' are never read), the source at depth 0 in its
 // class's queue of buffer 0, the first level top-down.
 func (e *entSearch) start(source uint32, srcClass int) error {
-	for _, buf := range []*gpu.DeviceBuffer{e.eb.depth, e.eb.parent} {
-		own, err := buf.Slice(4*e.lo, 4*(e.hi-e.lo))
-		if err != nil {
-			return err
-		}
-		if err := own.Memset8(e.s, 0xff); err != nil {
-			return err
-		}
+	ownDepth, err := e.eb.depth.Slice(4*e.lo, 4*(e.hi-e.lo))
+	if err != nil {
+		return err
 	}
-	return gpu.Launch(e.k.init.fn, gpu.Dim(1), gpu.Dim(1), 0, e.s, e.eb.depth, e.eb.parent, source, e.queue(0, srcClass))
+	ownParent, err := e.eb.parent.Slice(4*e.lo, 4*(e.hi-e.lo))
+	if err != nil {
+		return err
+	}
+	return startSearch(e.s, ownDepth, ownParent, e.k.init, e.eb.depth, e.eb.parent, source, e.queue(0, srcClass))
 }
 
 // topDownQueues queues the frontier in bitmap q into buffer q: classes by

@@ -229,8 +229,8 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 		// By peer stores, a part's level is its expansion and its stores
 		// (which also count its part of the next frontier, copy the
 		// counters to the host and clear this level's buffer, cur): the
-		// round ends once every part's stores are done. Bottom-up nothing reads
-		// them until the next level: one round a level. Top-down a second
+		// round ends once every part's stores are done. Bottom-up nothing
+		// reads them until the next level: one round a level. Top-down a second
 		// round reads every part's words: the queue pass, or, where the
 		// stores' counts turn the search bottom-up, the hub list and the
 		// unvisited vertices' queues (the top-down queues would be
