@@ -102,3 +102,18 @@ struct ChunkSchedule {
         return start;
     }
 };
+
+// Takes the block's ticket after its work for this launch; true in every
+// thread of the last block to finish, which then sees every other block's
+// writes. Every thread fences its own writes first: the writes a ticket
+// stands for are not only thread 0's (warp leaders add a queue's counts).
+// Every thread of the block must call it.
+__device__ __forceinline__ bool last_block(unsigned* blocks_done) {
+    __shared__ bool last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(blocks_done, 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (last) __threadfence();
+    return last;
+}

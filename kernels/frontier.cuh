@@ -1,7 +1,8 @@
 // Device pieces of the frontier-based traversals (Enterprise, BFS-4K):
 // shuffle prefix sums, appends to a global queue that cost one atomic per
-// warp or block and write consecutive addresses, the degree classes, and the
-// hub-vertex cache.
+// warp or block and write consecutive addresses, the degree classes, the
+// hub-vertex cache, and what a BFS level leaves for the host (LevelStats,
+// level_stats_to_host).
 #pragma once
 
 #include "common.cuh"
@@ -173,14 +174,7 @@ struct LevelStats {
 // (operators/mgpu_bfs.go). Nothing where host is null. Every thread of the
 // block must call it, after its adds.
 __device__ __forceinline__ void level_stats_to_host(LevelStats* stats, unsigned* host) {
-    if (host == nullptr) return;
-    __shared__ bool last;
-    __threadfence();  // every thread's adds (block_add's, the queues' counts, the hub list) before the block's count
-    __syncthreads();
-    if (threadIdx.x == 0) last = atomicAdd(&stats->blocks_done, 1u) == gridDim.x - 1;
-    __syncthreads();
-    if (!last) return;
-    __threadfence();  // every block's adds, seen through their counts, before the reads
+    if (host == nullptr || !last_block(&stats->blocks_done)) return;
     if (threadIdx.x < LEVEL_STATS_WORDS) host[threadIdx.x] = ((volatile unsigned*)stats)[threadIdx.x];
     if (threadIdx.x == 0) stats->blocks_done = 0;
 }

@@ -222,21 +222,6 @@ __device__ __forceinline__ double block_min(double x, double* scratch) {
     return x;
 }
 
-// Takes the block's ticket after its work for this launch; true in every
-// thread of the last block to finish, which may then advance the state
-// (all other blocks' writes are visible to it).
-__device__ __forceinline__ bool last_block(unsigned* blocks_done) {
-    __shared__ bool last;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        __threadfence();
-        last = atomicAdd(blocks_done, 1u) == gridDim.x - 1;
-    }
-    __syncthreads();
-    if (last) __threadfence();
-    return last;
-}
-
 // Adds x into *at (double, in shared memory) for every lane of the warp,
 // first summing the lanes that add to the same address when several do
 // (a hub among a shard's destinations), since a shared-memory double add is
