@@ -11,7 +11,9 @@
 //                           words straight into every other GPU's bitmap
 //                           and counts them (or the transport gathers
 //                           them), and ent_queue queues the whole frontier
-//                           from them.
+//                           from them; where the level may turn the search
+//                           bottom-up, mg_push_clear also lists the hubs
+//                           into every part's hub list.
 //   PageRank                mg_pr_ws_* is warpseg.cuh's pull over the
 //                           owned range only; the owned contributions are
 //                           gathered from every GPU each iteration.
@@ -46,13 +48,19 @@
 // it all, where a launch a peer and a memset cost the host k driver calls a
 // part (operators/mgpu_bfs.go: a small level's time on four GPUs was
 // mostly such calls). zeros stores the zero words too: the set-up's first
-// touch of the peers' bitmaps.
+// touch of the peers' bitmaps. With list_hubs, each hub among the words
+// also joins the hub list of every part (nparts of them, this one's
+// included: hub_lists and their counts hub_counts, room for hub_cap each),
+// the list a bottom-up level's hub cache loads: a level that turns the
+// search bottom-up then needs no pass over the whole frontier for it.
 extern "C" __global__ void __launch_bounds__(256) mg_push_clear(const unsigned* __restrict__ bits, long long lo,
                                                                 long long hi, unsigned* const* __restrict__ peers,
                                                                 int npeers, const unsigned* __restrict__ hub_bits,
                                                                 LevelStats* stats, unsigned* host_stats,
                                                                 unsigned* __restrict__ done, long long clear_words,
-                                                                int zeros)
+                                                                int zeros, vid_t* const* __restrict__ hub_lists,
+                                                                unsigned* const* __restrict__ hub_counts, int nparts,
+                                                                unsigned hub_cap, int list_hubs)
 {
     const long long stride = (long long)gridDim.x * blockDim.x;
     const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -63,8 +71,19 @@ extern "C" __global__ void __launch_bounds__(256) mg_push_clear(const unsigned* 
             for (int p = 0; p < npeers; p++) peers[p][w] = v;
         }
         if (v != 0) {
+            const unsigned h = v & hub_bits[w];
             found += __popc(v);
-            hubs += __popc(v & hub_bits[w]);
+            hubs += __popc(h);
+            if (list_hubs) {
+                // Hubs are a few thousand in all: an atomic each and part.
+                for (unsigned left = h; left != 0; left &= left - 1) {
+                    const vid_t hub = (vid_t)(w * 32 + __ffs(left) - 1);
+                    for (int p = 0; p < nparts; p++) {
+                        const unsigned slot = atomicAdd(hub_counts[p], 1u);
+                        if (slot < hub_cap) hub_lists[p][slot] = hub;
+                    }
+                }
+            }
         }
     }
     for (long long w = first; w < clear_words; w += stride) done[w] = 0;

@@ -393,16 +393,31 @@ func (e *entSearch) hubCap() uint32 { return uint32(e.hubCount + 1) }
 // bottomUpQueues replaces the queues of buffer q by the search's unvisited
 // vertices, by in-degree; the hub list and bitmap stay.
 func (e *entSearch) bottomUpQueues(q int) error {
-	eb := &e.eb
-	counts, _ := eb.stats[q].Slice(entCountAt, 4*classes)
+	counts, _ := e.eb.stats[q].Slice(entCountAt, 4*classes)
 	if err := counts.Memset8(e.s, 0); err != nil {
 		return err
 	}
+	return e.queueUnvisited(q)
+}
+
+// queueUnvisited queues the search's unvisited vertices into the queues of
+// buffer q, by in-degree, counting them into stats q's counts, which must
+// be clear.
+func (e *entSearch) queueUnvisited(q int) error {
 	if e.lo == e.hi {
 		return nil
 	}
+	eb := &e.eb
 	return e.k.unvisited.launchFor(e.s, e.hi-e.lo, blockSize, e.inClass, eb.depth, e.lo, e.hi,
 		eb.queues[q], e.n, eb.stats[q])
+}
+
+// clearQueueCounts clears what a queue pass counts into stats q (the
+// queues' counts, the hubs, the vertices found, the hub list's length),
+// for one to count afresh; the stores' own counts stay.
+func (e *entSearch) clearQueueCounts(q int) error {
+	counts, _ := e.eb.stats[q].Slice(0, entOwnFoundAt)
+	return counts.Memset8(e.s, 0)
 }
 
 // clearLevel clears stats q and bitmap q, for a level to write.

@@ -44,7 +44,11 @@ type MultiGPU struct {
 	// transport (mgpu_bfs.go). On by default; GPIPE_TRANSPORT=nccl turns it
 	// off, so that NCCL carries everything.
 	PeerStores bool
-	markers    *markerPool
+	// speculate says when a top-down level by peer stores makes the
+	// bottom-up queues and hub lists in its first round (speculates in
+	// mgpu_bfs.go): 0 by the rule, 1 always, -1 never (the tests vary it).
+	speculate int
+	markers   *markerPool
 
 	mu    sync.Mutex
 	parts map[partitionKey][]convert.Partition

@@ -42,7 +42,12 @@ import (
 // GPUs a small level's time was mostly those calls (BENCHMARKS.md). For the
 // same reason each part's calls are issued by a worker of par's team, the
 // parts side by side (eachPart), in one round a bottom-up level and two a
-// top-down one (one where it finds nothing).
+// top-down one (one where it finds nothing). A top-down level whose
+// frontier holds many hubs, and so likely turns the search bottom-up,
+// speculates: its first round also queues each part's unvisited vertices
+// and lists the next frontier's hubs into every part's hub list (the
+// turn's work, which needs no other part's words), so that where it turns
+// it is one round too; where it does not, the queue pass counts afresh.
 
 // mgBFSPart is one part's search.
 type mgBFSPart struct {
@@ -53,44 +58,88 @@ type mgBFSPart struct {
 	push   *launchable
 	peers  [2]*gpu.DeviceBuffer
 	npeers int32
+	// Every part's hub list q and its count (stats q's hub_list), by
+	// part, this one's included: where the stores list the hubs.
+	hubLists, hubCounts [2]*gpu.DeviceBuffer
+	nparts              int32
 }
 
 // pushClear stores the part's nonzero words of bitmap q into the others'
 // bitmaps q, counts the part's vertices and hubs in them into stats q
 // (ownFound, ownHubs), copies stats q to the host (wait reads them), and
 // clears its level buffer done (stats and bitmap), which the next level
-// writes. zeros stores its zero words too (the warm-up).
-func (p *mgBFSPart) pushClear(q, done int, zeros bool) error {
+// writes. zeros stores its zero words too (the warm-up); listHubs adds the
+// hubs among them to every part's hub list q.
+func (p *mgBFSPart) pushClear(q, done int, zeros, listHubs bool) error {
 	lo, hi := p.ownWords[0], p.ownWords[1]
 	clearWords := p.eb.level[done].Size() / 4
 	return p.push.launchFor(p.s, max(hi-lo, clearWords), blockSize, p.eb.bits[q], lo, hi,
-		p.peers[q], p.npeers, p.hubBits, p.eb.stats[q], p.hostStats, p.eb.level[done], clearWords, kernelFlag(zeros))
+		p.peers[q], p.npeers, p.hubBits, p.eb.stats[q], p.hostStats, p.eb.level[done], clearWords, kernelFlag(zeros),
+		p.hubLists[q], p.hubCounts[q], p.nparts, p.hubCap(), kernelFlag(listHubs))
 }
 
-// listPeers gives every part the device addresses of the others' bitmaps.
+// listPeers gives every part the device addresses of the others' bitmaps,
+// and of every part's hub lists and their counts.
 func listPeers(ps []*mgBFSPart) error {
+	upload := func(p *mgBFSPart, addrs []uint64) (*gpu.DeviceBuffer, error) {
+		if len(addrs) == 0 {
+			addrs = append(addrs, 0) // one part: no peers, but a buffer to point at
+		}
+		buf, err := gpu.UploadNew(p.b.ctx, p.s, addrs)
+		if err != nil {
+			return nil, err
+		}
+		p.add(func() { buf.Free() })
+		return buf, nil
+	}
 	for i, p := range ps {
 		for q := range 2 {
-			var addrs []uint64
+			var bitmaps, lists, counts []uint64
 			for r, to := range ps {
 				if r != i {
-					addrs = append(addrs, uint64(to.eb.bits[q].Ptr()))
+					bitmaps = append(bitmaps, uint64(to.eb.bits[q].Ptr()))
 				}
+				lists = append(lists, uint64(to.eb.hubs[q].Ptr()))
+				counts = append(counts, uint64(to.field(q, entHubListAt)))
 			}
-			p.npeers = int32(len(addrs))
-			if len(addrs) == 0 {
-				addrs = append(addrs, 0) // one part: no peers, but a buffer to point at
-			}
-			buf, err := gpu.UploadNew(p.b.ctx, p.s, addrs)
-			if err != nil {
+			p.npeers, p.nparts = int32(len(bitmaps)), int32(len(ps))
+			var err error
+			if p.peers[q], err = upload(p, bitmaps); err != nil {
 				return err
 			}
-			p.peers[q] = buf
-			p.add(func() { buf.Free() })
+			if p.hubLists[q], err = upload(p, lists); err != nil {
+				return err
+			}
+			if p.hubCounts[q], err = upload(p, counts); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
+
+// speculates says whether a top-down level whose frontier holds
+// frontierHubs of the graph's hubTotal hubs queues the part's unvisited
+// vertices and lists the next frontier's hubs in its first round, before
+// the parts' counts say whether the search turns bottom-up: where it does
+// (a frontier with this many hubs usually leads to one with more than
+// gammaPercent of them: Kronecker's levels 1 and 2), the level needs no
+// second round; where it does not, the second round's queue pass redoes
+// the counts (mode: 1 always, -1 never, 0 by the rule; the tests vary it).
+func speculates(mode int, frontierHubs uint32, hubTotal int64) bool {
+	switch {
+	case mode != 0:
+		return mode > 0
+	case hubTotal == 0:
+		return false
+	}
+	return int64(frontierHubs) >= max(1, hubTotal/speculateHubShare)
+}
+
+// speculateHubShare: a frontier with a 128th of the hubs speculates. On
+// Kronecker 26 (2,048 hubs) the frontiers of 21 and 47 hubs led to the
+// turn; a source alone (one hub at most) does not speculate.
+const speculateHubShare = 128
 
 func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result, error) {
 	g := in.Graph
@@ -169,7 +218,7 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 		// read while the launch clears the other level's buffer.
 		for _, p := range ps {
 			for q := range 2 {
-				if err := p.pushClear(q, q^1, true); err != nil {
+				if err := p.pushClear(q, q^1, true, false); err != nil {
 					return nil, err
 				}
 			}
@@ -216,6 +265,8 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 	cur, topDown := 0, true
 	var directions levelDirections
 	stats := make([]entStats, k)
+	// frontierHubs is the hubs in the frontier a level expands.
+	var frontierHubs uint32
 	read := func(p *mgBFSPart, i, q int) (err error) {
 		stats[i], err = p.read(q)
 		return err
@@ -236,6 +287,11 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 		// unvisited vertices' queues (the top-down queues would be
 		// dropped: on one GPU, which learns the count from the queue pass,
 		// that pass is 84 µs of Kronecker 26's switch level).
+		// Where the level may turn the search bottom-up, each part also
+		// queues its unvisited vertices once its visits are in, and its
+		// stores list the hubs into every part's hub list: the turn's
+		// second round, made in the first.
+		spec := stores && topDown && speculates(m.speculate, frontierHubs, hubTotal)
 		calls.begin()
 		err := eachPart(func(p *mgBFSPart, i int) error {
 			calls.mark(i, 0, p.s)
@@ -246,7 +302,12 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 			if !stores {
 				return nil
 			}
-			if err := p.pushClear(next, cur, false); err != nil {
+			if spec {
+				if err := p.queueUnvisited(next); err != nil { // its counts are clear: cleared with the level
+					return err
+				}
+			}
+			if err := p.pushClear(next, cur, false, spec); err != nil {
 				return err
 			}
 			calls.mark(i, 2, p.s)
@@ -270,12 +331,25 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 				break
 			}
 			decided, turned = true, switchesDirection(true, own, hubTotal, n)
+			if turned && spec {
+				// The first round queued the unvisited and listed the hubs.
+				st = combineStats(stats, false)
+				st.found, st.hubs = own.found, own.hubs
+				break
+			}
 			err := eachPart(func(p *mgBFSPart, i int) (err error) {
 				if turned {
 					if err := p.bottomUpFrom(next); err != nil {
 						return err
 					}
 					return read(p, i, next)
+				}
+				if spec {
+					// The queue pass counts afresh what the first round's
+					// bottom-up queues and hub lists counted.
+					if err := p.clearQueueCounts(next); err != nil {
+						return err
+					}
 				}
 				if err := p.topDownQueues(next); err != nil {
 					return err
@@ -358,6 +432,7 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 		for i := range ps {
 			counts[i] = stats[i].count
 		}
+		frontierHubs = st.hubs
 		cur = next
 	}
 }

@@ -167,6 +167,21 @@ type bfsDirections struct{ withHubs, bottomUp int }
 // one GPU's enterprise does: they decide on the sums of the parts' counts
 // (by peer stores, before the queue pass), which must be one GPU's.
 func bfsMatchesCPU(t *testing.T, m *MultiGPU, vg vpGraph, dirs *bfsDirections) {
+	// By peer stores, a top-down level may make a turn's bottom-up queues
+	// and hub lists before it knows whether it turns: by the rule, and
+	// always and never, so that both outcomes follow both.
+	modes := []int{0}
+	if mustStore(m) {
+		modes = []int{0, 1, -1}
+	}
+	defer func() { m.speculate = 0 }()
+	for _, mode := range modes {
+		m.speculate = mode
+		bfsSearchesMatchCPU(t, m, vg, dirs)
+	}
+}
+
+func bfsSearchesMatchCPU(t *testing.T, m *MultiGPU, vg vpGraph, dirs *bfsDirections) {
 	g, name := vg.g, vg.name
 	for _, src := range sourcesOf(g) {
 		want := run(t, BFS{}, g, src, Params{}).Column("depth").Int32
@@ -194,7 +209,7 @@ func bfsMatchesCPU(t *testing.T, m *MultiGPU, vg vpGraph, dirs *bfsDirections) {
 			}
 		}
 		if err != nil {
-			t.Errorf("%s: bfs from %d: %v", name, src, err)
+			t.Errorf("%s: bfs from %d (speculating %d): %v", name, src, m.speculate, err)
 		}
 	}
 }
@@ -439,5 +454,31 @@ func TestCombineStats(t *testing.T) {
 	}
 	if !switchesDirection(false, combineStats([]entStats{half, half}, false), 0, n) {
 		t.Error("the parts' search stays bottom-up where one GPU's turns back top-down")
+	}
+}
+
+// TestSpeculates: a top-down level speculates on the turn where its
+// frontier holds a 128th of the hubs (at least one), always or never where
+// the mode says so, and never on a graph without hubs by the rule.
+func TestSpeculates(t *testing.T) {
+	for _, c := range []struct {
+		mode         int
+		frontierHubs uint32
+		hubTotal     int64
+		want         bool
+	}{
+		{0, 16, 2048, true},
+		{0, 15, 2048, false},
+		{0, 47, 2048, true},
+		{0, 1, 2048, false},
+		{0, 1, 100, true},
+		{0, 0, 100, false},
+		{0, 0, 0, false},
+		{1, 0, 0, true},
+		{-1, 2048, 2048, false},
+	} {
+		if got := speculates(c.mode, c.frontierHubs, c.hubTotal); got != c.want {
+			t.Errorf("speculates(mode %d, %d of %d hubs) = %v, want %v", c.mode, c.frontierHubs, c.hubTotal, got, c.want)
+		}
 	}
 }
