@@ -55,6 +55,9 @@ type MultiGPU struct {
 
 	reachOnce sync.Once
 	reach     bool
+	// atomics: every pair of the parts' GPUs has native atomics between
+	// them (or shares a GPU); made with reach.
+	atomics bool
 }
 
 // partitionKey names a cached partition: the graph, and how permissive.
@@ -86,7 +89,7 @@ func NewMultiGPU(gpus []*GPU, comms []*gpu.Comm, noNCCL string) *MultiGPU {
 // (NVLink, or PCIe where the platform allows it).
 func (m *MultiGPU) reachesPeers() bool {
 	m.reachOnce.Do(func() {
-		m.reach = true
+		m.reach, m.atomics = true, true
 		for _, a := range m.gpus {
 			for _, b := range m.gpus {
 				if a.ctx == b.ctx {
@@ -96,11 +99,19 @@ func (m *MultiGPU) reachesPeers() bool {
 				if err != nil || !ok || a.ctx.EnablePeerAccess(b.ctx) != nil {
 					m.reach = false
 				}
+				if link, err := gpu.P2PLink(a.ctx.Device(), b.ctx.Device()); err != nil || !link.Atomics {
+					m.atomics = false
+				}
 			}
 		}
 	})
 	return m.reach
 }
+
+// peerAtomics reports whether a kernel's atomics on another part's memory
+// are native wherever it reaches it (reachesPeers): NVLink's are, PCIe's
+// may not be.
+func (m *MultiGPU) peerAtomics() bool { return m.reachesPeers() && m.atomics }
 
 // Name is "gpu".
 func (*MultiGPU) Name() string { return "gpu" }

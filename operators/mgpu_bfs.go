@@ -281,17 +281,19 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 		// (which also count its part of the next frontier, copy the
 		// counters to the host and clear this level's buffer, cur): the
 		// round ends once every part's stores are done. Bottom-up nothing
-		// reads them until the next level: one round a level. Top-down a second
-		// round reads every part's words: the queue pass, or, where the
-		// stores' counts turn the search bottom-up, the hub list and the
-		// unvisited vertices' queues (the top-down queues would be
+		// reads them until the next level: one round a level. Top-down a
+		// second round reads every part's words: the queue pass, or, where
+		// the stores' counts turn the search bottom-up, the hub list and
+		// the unvisited vertices' queues (the top-down queues would be
 		// dropped: on one GPU, which learns the count from the queue pass,
-		// that pass is 84 µs of Kronecker 26's switch level).
-		// Where the level may turn the search bottom-up, each part also
-		// queues its unvisited vertices once its visits are in, and its
-		// stores list the hubs into every part's hub list: the turn's
-		// second round, made in the first.
-		spec := stores && topDown && speculates(m.speculate, frontierHubs, hubTotal)
+		// that pass is 84 µs of Kronecker 26's switch level). Where the
+		// level may turn the search bottom-up, each part also queues its
+		// unvisited vertices once its visits are in, and its stores list
+		// the hubs into every part's hub list (atomics into the peers'
+		// memory, so only where they are native: peerAtomics): the turn's
+		// second round, made in the first, so that a level that turns is
+		// one round too.
+		spec := stores && topDown && m.peerAtomics() && speculates(m.speculate, frontierHubs, hubTotal)
 		calls.begin()
 		err := eachPart(func(p *mgBFSPart, i int) error {
 			calls.mark(i, 0, p.s)
@@ -332,7 +334,9 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 			}
 			decided, turned = true, switchesDirection(true, own, hubTotal, n)
 			if turned && spec {
-				// The first round queued the unvisited and listed the hubs.
+				// The first round queued the unvisited and listed the hubs;
+				// no queue pass counted the frontier's vertices and hubs
+				// (0 in stats), which the stores' own counts sum up.
 				st = combineStats(stats, false)
 				st.found, st.hubs = own.found, own.hubs
 				break
@@ -428,6 +432,11 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 				return nil, err
 			}
 			topDown = !topDown
+			if topDown {
+				// The turn's queue pass counted the frontier's hubs, which
+				// the bottom-up level's stats do not.
+				st.hubs = combineStats(stats, true).hubs
+			}
 		}
 		for i := range ps {
 			counts[i] = stats[i].count
