@@ -330,10 +330,7 @@ func (d *devBuild) entries(c columns, rn renumbering, lo uint64, idBits int, sca
 	if c.w != nil {
 		w = c.w.Ptr()
 	}
-	undirected := int32(0)
-	if d.opts.Undirected {
-		undirected = 1
-	}
+	undirected := kernelFlag(d.opts.Undirected)
 	self := gpu.DevicePtr(scalars.Ptr() + scalarSelfLoops*8)
 	if rn.words != nil {
 		err = d.launch("gb_entries_bitmap_"+d.suffix, d.m, c.src, c.dst, w, uint64(d.m), lo, rn.words, rn.rank,
