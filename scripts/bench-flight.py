@@ -43,11 +43,47 @@ import threading
 import time
 import urllib.request
 
+# The client receive windows the run compares, taking turns (0: gRPC's own).
+WINDOWS = (0, 4 << 20, 16 << 20, 64 << 20)
+
 
 def flight_modules():
     import pyarrow as pa
     import pyarrow.flight as flight
     return pa, flight
+
+
+def connect(location, window=0):
+    """A Flight client; with window > 0 its gRPC receive windows are fixed
+    at window bytes (the stream's and the connection's lookahead, BDP
+    probing off) rather than gRPC's own, which starts at 64 KiB and grows
+    by BDP estimates: on loopback a 40 MB result then waits for the
+    client's window updates (BENCHMARKS.md, issue 17's rounds)."""
+    _, flight = flight_modules()
+    if window <= 0:
+        return flight.FlightClient(location)
+    return flight.FlightClient(location, generic_options=[
+        ("grpc.http2.lookahead_bytes", window), ("grpc.http2.bdp_probe", 0)])
+
+
+def window_turns(location, ticket, reps, windows):
+    """Median DoGet seconds of ticket by client window (0: gRPC's own), the
+    windows taking turns query by query, each client warmed up first."""
+    cs = {w: connect(location, w) for w in windows}
+    times = {w: [] for w in windows}
+    try:
+        for c in cs.values():
+            get(c, ticket)
+        for _ in range(reps):
+            for w, c in cs.items():
+                start = time.perf_counter()
+                table, _ = get(c, ticket)
+                times[w].append(time.perf_counter() - start)
+                del table
+    finally:
+        for c in cs.values():
+            c.close()
+    return {str(w): statistics.median(t) for w, t in times.items()}
 
 
 def read_edges(path, batch_rows):
@@ -135,11 +171,10 @@ def profile(url, seconds, path, kind="profile"):
     return t
 
 
-def client_worker(location, ticket, queries, barrier, out):
+def client_worker(location, ticket, queries, barrier, out, window):
     """One client of the concurrent run: a warm-up query, then queries
     timed from the barrier; sends (start, end, fingerprints) to out."""
-    _, flight = flight_modules()
-    client = flight.FlightClient(location)
+    client = connect(location, window)
     get(client, ticket)
     barrier.wait()
     start = time.perf_counter()
@@ -152,13 +187,13 @@ def client_worker(location, ticket, queries, barrier, out):
     client.close()
 
 
-def clients(location, ticket, n, queries):
+def clients(location, ticket, n, queries, window=0):
     """Runs n client processes of queries each at once; returns queries per
     second and the results' fingerprints."""
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(n)
     out = ctx.Queue()
-    procs = [ctx.Process(target=client_worker, args=(location, ticket, queries, barrier, out)) for _ in range(n)]
+    procs = [ctx.Process(target=client_worker, args=(location, ticket, queries, barrier, out, window)) for _ in range(n)]
     for p in procs:
         p.start()
     results = [out.get() for _ in procs]
@@ -208,12 +243,14 @@ def serve_table(path, port, ready):
     server.serve()
 
 
-def ceiling(client, ticket, reps, workdir, batch_rows, concurrent=None):
+def ceiling(client, ticket, reps, workdir, batch_rows, concurrent=None, window=0, windows=()):
     """The median time of pyarrow's client reading gpipe's bfs result (the
     same rows, in batches of batch_rows) from pyarrow's own Flight server on
     loopback; with concurrent (clients, queries), also the throughput of
     that many client processes against one, as the concurrent run measures
-    gpipe's: what the clients and loopback allow on this machine."""
+    gpipe's: what the clients and loopback allow on this machine. The
+    clients' receive window is window (connect); with windows, the
+    windows also take turns (window_turns)."""
     pa, flight = flight_modules()
     table, _ = get(client, ticket)
     table = table.combine_chunks()
@@ -231,7 +268,7 @@ def ceiling(client, ticket, reps, workdir, batch_rows, concurrent=None):
     try:
         ready.wait(60)
         time.sleep(0.5)
-        other = flight.FlightClient(f"grpc://127.0.0.1:{port}")
+        other = connect(f"grpc://127.0.0.1:{port}", window)
         t = flight.Ticket(b"x")
         other.do_get(t).read_all()
         times = []
@@ -244,14 +281,15 @@ def ceiling(client, ticket, reps, workdir, batch_rows, concurrent=None):
         if concurrent:
             n, queries = concurrent
             location = f"grpc://127.0.0.1:{port}"
-            one, _ = clients(location, {}, 1, queries)
-            qps, _ = clients(location, {}, n, queries)
+            one, _ = clients(location, {}, 1, queries, window)
+            qps, _ = clients(location, {}, n, queries, window)
             many = {"clients": n, "queries": queries, "one_qps": one, "many_qps": qps, "speedup": qps / one}
+        by_window = window_turns(f"grpc://127.0.0.1:{port}", {}, reps + 4, windows) if windows else {}
     finally:
         proc.terminate()
         proc.join()
     return {"s": statistics.median(times), "rows": rows, "bytes": nbytes, "batches": nbatches, "times": times,
-            "concurrent": many}
+            "concurrent": many, "by_window": by_window}
 
 
 def run(args):
@@ -260,8 +298,9 @@ def run(args):
     source = table.column("src")[0].as_py()
     rows = table.num_rows
     del table
-    client = flight.FlightClient(args.location)
-    report = {"label": args.label, "rows": rows, "batches": len(batches), "source": source}
+    client = connect(args.location, args.client_window)
+    report = {"label": args.label, "rows": rows, "batches": len(batches), "source": source,
+              "client_window": args.client_window}
 
     puts = []
     for i in range(args.puts):
@@ -325,10 +364,21 @@ def run(args):
         report["bfs_ceiling"] = {}
         for rows in (32768, 65536):
             concurrent = (args.clients, args.queries) if rows == 65536 else None
-            report["bfs_ceiling"][str(rows)] = ceiling(client, queries["bfs"], args.reps, tempfile.gettempdir(), rows, concurrent)
+            windows = WINDOWS if rows == 65536 else ()
+            report["bfs_ceiling"][str(rows)] = ceiling(client, queries["bfs"], args.reps, tempfile.gettempdir(), rows, concurrent,
+                                                       args.client_window, windows)
         print(f"bfs from pyarrow's server, by batch rows: {json.dumps(report['bfs_ceiling'])}", flush=True)
     except Exception as e:
         print(f"bfs phases or ceiling: {e}", file=sys.stderr)
+
+    # Beside the table: bfs by the client's receive window, the windows
+    # taking turns (pyarrow's own server's the same way, in bfs_ceiling).
+    try:
+        report["bfs_by_window"] = window_turns(args.location, queries["bfs"], args.reps + 4, WINDOWS)
+    except Exception as e:
+        report["bfs_by_window"] = {}
+        print(f"bfs by client window: {e}", file=sys.stderr)
+    print(f"bfs by client window: {json.dumps(report['bfs_by_window'])}", flush=True)
 
     # Beside the table: bfs with result batches of several sizes, the sizes
     # taking turns query by query (the first queries after an upload run
@@ -365,14 +415,14 @@ def run(args):
             get(client, queries["bfs"])
         t.join()
 
-    one, prints1 = clients(args.location, queries["bfs"], 1, args.queries)
-    many, prints = clients(args.location, queries["bfs"], args.clients, args.queries)
+    one, prints1 = clients(args.location, queries["bfs"], 1, args.queries, args.client_window)
+    many, prints = clients(args.location, queries["bfs"], args.clients, args.queries, args.client_window)
     if args.debug_url:
         # A CPU profile of the server through another concurrent run, not
         # the timed one (its clients start, about a second, then query for
         # a few seconds).
         t = profile(args.debug_url, 5, f"{args.profile_dir}/profile-{args.label}-clients.pb.gz")
-        clients(args.location, queries["bfs"], args.clients, args.queries)
+        clients(args.location, queries["bfs"], args.clients, args.queries, args.client_window)
         t.join()
     report["concurrent"] = {
         "clients": args.clients, "queries": args.queries,
@@ -389,6 +439,10 @@ def ms(s):
     if s < 0.1:
         return f"{s * 1e3:.1f} ms"
     return f"{s * 1e3:,.0f} ms" if s < 10 else f"{s:,.1f} s"
+
+
+def window_cells(by_window):
+    return ", ".join(f"{int(w) >> 20} MiB {ms(s)}" if int(w) else f"gRPC's own {ms(s)}" for w, s in by_window.items())
 
 
 def cell(entry):
@@ -449,10 +503,14 @@ def table(args):
         if r and r.get("bfs_phases"):
             print(f"DoGet bfs phases, {label}: schema {ms(r['bfs_phases']['schema_s'])}, first batch "
                   f"{ms(r['bfs_phases']['first_batch_s'])}, last {ms(r['bfs_phases']['last_batch_s'])}")
+        if r and r.get("bfs_by_window"):
+            print(f"DoGet bfs by the client's receive window, taking turns, {label}: " + window_cells(r["bfs_by_window"]))
         if r and r.get("bfs_ceiling"):
             print(f"the same bfs result from pyarrow's own Flight server, {label}: " +
                   ", ".join(f"batches of {k} rows {ms(v['s'])}" for k, v in r["bfs_ceiling"].items()))
             for v in r["bfs_ceiling"].values():
+                if v.get("by_window"):
+                    print(f"the same from pyarrow's own server by the client's receive window, {label}: " + window_cells(v["by_window"]))
                 c = v.get("concurrent")
                 if c:
                     print(f"{c['clients']} clients x {c['queries']} of that result from pyarrow's own Flight server, {label}: "
@@ -492,7 +550,9 @@ def table(args):
     def verdict(ok):
         return "yes" if ok else "**no**"
     print()
-    print("| call | target | measured (H100 machine, pyarrow client, loopback) | met |")
+    window = (gpu or cpu or {}).get("client_window", 0)
+    print("| call | target | measured (H100 machine, pyarrow client, loopback"
+          + (f", client window {window >> 20} MiB" if window else "") + ") | met |")
     print("|---|---:|---:|:---:|")
     if gpu and "error" not in gpu["get"]["bfs"]:
         b = gpu["get"]["bfs"]
@@ -542,6 +602,8 @@ def main():
     r.add_argument("--debug-url", help="the server's --debug-addr, as http://HOST:PORT/debug/pprof")
     r.add_argument("--profile-dir", default=".")
     r.add_argument("--put-profile-s", type=int, default=4)
+    r.add_argument("--client-window", type=int, default=0,
+                   help="every client's gRPC receive window in bytes (0: gRPC's own, growing by BDP estimates)")
     t = sub.add_parser("table")
     t.add_argument("reports", nargs="+")
     t.add_argument("--bench", action="append", help="gpipe bench --json output (one object a line), for the computation alone")

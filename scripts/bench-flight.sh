@@ -13,7 +13,8 @@
 # logs, each run's figures (flight-gpu.json, flight-cpu.json, bench-*.log)
 # and CPU profiles of the servers during a DoPut and during bfs queries
 # (profile-*.pb.gz: go tool pprof GPIPE FILE). About two minutes.
-# BACKENDS (default "gpu cpu") picks the servers' backends.
+# BACKENDS (default "gpu cpu") picks the servers' backends; CLIENT_WINDOW
+# (bytes, default 0: gRPC's own) fixes the clients' gRPC receive window.
 set -uo pipefail
 gpipe=$1 out=$2
 here=$(cd "$(dirname "$0")" && pwd)
@@ -42,7 +43,7 @@ for backend in ${BACKENDS:-gpu cpu}; do
 	fi
 	echo "== --backend $backend" >&2
 	timeout 300 python3 "$here/bench-flight.py" run --location grpc://127.0.0.1:$port --input "$graph" \
-		--label $backend --json "$out/flight-$backend.json" \
+		--label $backend --json "$out/flight-$backend.json" --client-window "${CLIENT_WINDOW:-0}" \
 		--debug-url http://127.0.0.1:$debug/debug/pprof --profile-dir "$out" 2>&1 | tee "$out/bench-$backend.log" >&2
 	# How much of the server's memory is in transparent huge pages (the
 	# random reads of PageRank and of BFS's parents pay TLB misses without).
