@@ -48,6 +48,11 @@ type MultiGPU struct {
 	// bottom-up queues and hub lists in its first round (speculates in
 	// mgpu_bfs.go): 0 by the rule, 1 always, -1 never (the tests vary it).
 	speculate int
+	// afterTurn, where set (tests), runs after a level that turned the
+	// search bottom-up in its speculative first round, q the buffer of the
+	// next level: the hub lists the stores built are a cache the results
+	// never show, so a test reads them here.
+	afterTurn func(ps []*mgBFSPart, q int) error
 	markers   *markerPool
 
 	mu    sync.Mutex

@@ -339,6 +339,11 @@ func runBFSMulti(ctx context.Context, m *MultiGPU, in Input, _ float64) (*Result
 				// (0 in stats), which the stores' own counts sum up.
 				st = combineStats(stats, false)
 				st.found, st.hubs = own.found, own.hubs
+				if m.afterTurn != nil {
+					if err := m.afterTurn(ps, next); err != nil {
+						return nil, err
+					}
+				}
 				break
 			}
 			err := eachPart(func(p *mgBFSPart, i int) (err error) {

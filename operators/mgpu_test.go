@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/bits"
 	"os"
 	"slices"
 	"strings"
@@ -174,11 +175,77 @@ func bfsMatchesCPU(t *testing.T, m *MultiGPU, vg vpGraph, dirs *bfsDirections) {
 	if mustStore(m) {
 		modes = []int{0, 1, -1}
 	}
-	defer func() { m.speculate = 0 }()
+	defer func() { m.speculate, m.afterTurn = 0, nil }()
 	for _, mode := range modes {
 		m.speculate = mode
+		checked := 0
+		m.afterTurn = func(ps []*mgBFSPart, q int) error {
+			checked++
+			return checkTurnHubLists(ps, q)
+		}
+		before := dirs.bottomUp
 		bfsSearchesMatchCPU(t, m, vg, dirs)
+		// Always speculating, every search that went bottom-up turned in
+		// a speculative round (where the stores' atomics may list hubs).
+		if mode == 1 && m.peerAtomics() && dirs.bottomUp > before && checked == 0 {
+			t.Errorf("%s: searches turned bottom-up, speculating always, but no turn's hub lists were checked", vg.name)
+		}
 	}
+}
+
+// checkTurnHubLists checks what a speculative turn's stores left in every
+// part: the same next frontier in each part's bitmap q, and in each part's
+// hub list q (stats q's hub_list entries of it) each hub of that frontier
+// once, in any order.
+func checkTurnHubLists(ps []*mgBFSPart, q int) error {
+	download := func(p *mgBFSPart, buf *gpu.DeviceBuffer, bytes int64) ([]uint32, error) {
+		out := make([]uint32, bytes/4)
+		return out, downloadPageable(p.s, []hostCopy{hostCopyOf(out, buf)})
+	}
+	words := ps[0].eb.bits[q].Size() / 4
+	frontier, err := download(ps[0], ps[0].eb.bits[q], 4*words)
+	if err != nil {
+		return err
+	}
+	hubBits, err := download(ps[0], ps[0].hubBits, 4*words)
+	if err != nil {
+		return err
+	}
+	want := map[uint32]bool{}
+	for w, x := range frontier {
+		for h := x & hubBits[w]; h != 0; h &= h - 1 {
+			want[uint32(w*32+bits.TrailingZeros32(h))] = true
+		}
+	}
+	for r, p := range ps {
+		mine, err := download(p, p.eb.bits[q], 4*words)
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(mine, frontier) {
+			return fmt.Errorf("after the turn, part %d's next frontier differs from part 0's", r)
+		}
+		stats, err := download(p, p.eb.stats[q], entStatsBytes)
+		if err != nil {
+			return err
+		}
+		count := stats[entHubListAt/4]
+		if int(count) != len(want) || count > p.hubCap() {
+			return fmt.Errorf("after the turn, part %d's hub list holds %d hubs (room for %d), the frontier %d", r, count, p.hubCap(), len(want))
+		}
+		list, err := download(p, p.eb.hubs[q], 4*int64(count))
+		if err != nil {
+			return err
+		}
+		seen := map[uint32]bool{}
+		for _, v := range list {
+			if !want[v] || seen[v] {
+				return fmt.Errorf("after the turn, part %d's hub list holds %d, not a hub of the frontier or listed twice", r, v)
+			}
+			seen[v] = true
+		}
+	}
+	return nil
 }
 
 func bfsSearchesMatchCPU(t *testing.T, m *MultiGPU, vg vpGraph, dirs *bfsDirections) {
