@@ -891,3 +891,54 @@ func TestRowSorter(t *testing.T) {
 		}
 	}
 }
+
+// TestWeights32: the uint32 copy of integer weights that the CPU's sssp
+// reads is Out's weights edge for edge, counted in Bytes, and given back to
+// the allocator with the graph; other weights, and none, have none.
+func TestWeights32(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 18))
+	e := randomEdges(r, 3000, 20000)
+	halves := slices.Clone(e.w) // with halves: not integers
+	for i := range e.w {
+		e.w[i] = float64(r.IntN(256))
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	g, err := Build(context.Background(), tableOf(r, e, edges.KeyUint64, sparseKeys, 3), BuildOptions{Undirected: true, Weighted: true, Alloc: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := g.Bytes()
+	w := g.Weights32()
+	if len(w) != len(g.Out.Weights) {
+		t.Fatalf("%d uint32 weights for %d edges", len(w), len(g.Out.Weights))
+	}
+	for i, x := range g.Out.Weights {
+		if float64(w[i]) != x {
+			t.Fatalf("edge %d: uint32 weight %d, weight %v", i, w[i], x)
+		}
+	}
+	if got := g.Bytes() - before; got != 4*int64(len(w)) {
+		t.Errorf("Bytes grew by %d with the uint32 weights, want %d", got, 4*len(w))
+	}
+	if got := int64(mem.CurrentAlloc()); got != g.Bytes()-g.Keys.Bytes() {
+		t.Errorf("allocator holds %d bytes, layouts %d", got, g.Bytes()-g.Keys.Bytes())
+	}
+	g.Release()
+	mem.AssertSize(t, 0)
+
+	e.w = halves
+	g, err = Build(context.Background(), tableOf(r, e, edges.KeyUint64, sparseKeys, 3), BuildOptions{Weighted: true, Weights: FiniteWeights})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := g.Weights32(); w != nil {
+		t.Errorf("%d uint32 weights for weights with halves and negatives", len(w))
+	}
+	g, err = Build(context.Background(), tableOf(r, e, edges.KeyUint64, sparseKeys, 3), BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := g.Weights32(); w != nil {
+		t.Errorf("%d uint32 weights without weights", len(w))
+	}
+}

@@ -541,4 +541,7 @@ func (c *CSR) free(a memory.Allocator) {
 func (g *Graph) Release() {
 	g.Out.free(g.alloc)
 	g.in.free(g.alloc)
+	if w, ok := g.weights32.peek(); ok {
+		alloc.Free(g.alloc, w)
+	}
 }

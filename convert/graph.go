@@ -79,6 +79,7 @@ type Graph struct {
 	hubOrder    onceValue[*HubOrder]
 	grouped     [2][MaxGroupLog + 1]onceValue[*Grouped] // by both, then log2 of the ratio
 	weightStats onceValue[WeightStats]
+	weights32   onceValue[[]uint32] // the CPU's sssp's (layouts.go)
 
 	// remote links a graph built off the host to its edge arrays there
 	// (remote.go); nil for a graph built on the host.
@@ -129,6 +130,9 @@ func (g *Graph) Bytes() int64 {
 	b := g.Out.Bytes() + g.Keys.Bytes()
 	if g.Directed {
 		b += g.in.Bytes() // zero until In has been called
+	}
+	if w, ok := g.weights32.peek(); ok {
+		b += 4 * int64(len(w))
 	}
 	return b
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/bits"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gpipe/gpipe/internal/par"
 )
@@ -11,18 +12,31 @@ import (
 // Layouts and statistics for the GPU strategies, built from a graph on
 // first use and cached on it, like the in-edge layout: shards.go's G-Shards
 // and Concatenated Windows, and here the hubs-first numbering and the
-// weights' statistics.
+// weights' statistics; and the CPU's sssp's uint32 weights.
 
 // onceValue computes a value once; later calls return the first result.
 type onceValue[T any] struct {
-	once sync.Once
-	v    T
-	err  error
+	once  sync.Once
+	built atomic.Bool // v and err are set
+	v     T
+	err   error
 }
 
 func (o *onceValue[T]) get(build func() (T, error)) (T, error) {
-	o.once.Do(func() { o.v, o.err = build() })
+	o.once.Do(func() {
+		o.v, o.err = build()
+		o.built.Store(true)
+	})
 	return o.v, o.err
+}
+
+// peek is the value if it has been computed, without computing it.
+func (o *onceValue[T]) peek() (T, bool) {
+	if !o.built.Load() {
+		var zero T
+		return zero, false
+	}
+	return o.v, true
 }
 
 // WeightStats says what a graph's weights are, so that the GPU can keep
@@ -43,6 +57,30 @@ func (g *Graph) Weights() WeightStats {
 		return weightStats(g.Out.Weights), nil
 	})
 	return s
+}
+
+// Weights32 is Out's weights as uint32, in Out's edge order, where every
+// weight is an integer in [0, 2^32) (Weights().Integers), else nil (and
+// nil without weights). Built on first use and cached: the CPU's sssp
+// reads 8 bytes an edge with it (target and weight, as GAP's graphs hold
+// them) where the float64 weights make 12, which on 16 cores is the
+// memory traffic of its relaxations.
+func (g *Graph) Weights32() []uint32 {
+	w, _ := g.weights32.get(func() ([]uint32, error) {
+		g.hostEdges()
+		ws := g.Out.Weights
+		if ws == nil || !g.Weights().Integers {
+			return nil, nil
+		}
+		out := layoutSlice[uint32](g.alloc, len(ws))
+		par.For(len(ws), 1<<16, func(lo, hi int) {
+			for i, x := range ws[lo:hi] {
+				out[lo+i] = uint32(x)
+			}
+		})
+		return out, nil
+	})
+	return w
 }
 
 func weightStats(w []float64) WeightStats {

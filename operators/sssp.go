@@ -134,6 +134,10 @@ func (SSSP) RunCPU(ctx context.Context, in Input) (*Result, error) {
 	}
 	g := in.Graph
 	ints := intDistances(g) // the weights' statistics are cached on the graph
+	var w32 []uint32
+	if ints {
+		w32 = g.Weights32() // cached on the graph too, as the in-edge layout is
+	}
 	start := time.Now()
 	delta := in.Params.Delta
 	if delta == 0 {
@@ -146,7 +150,7 @@ func (SSSP) RunCPU(ctx context.Context, in Input) (*Result, error) {
 		err    error
 	)
 	if ints {
-		dist, parent, phases, err = deltaStepSSSP32(ctx, &g.Out, in.Source, delta)
+		dist, parent, phases, err = deltaStepSSSP32(ctx, &g.Out, w32, in.Source, delta)
 	} else {
 		dist, parent, phases, err = deltaStepSSSP(ctx, &g.Out, in.Source, delta)
 	}
@@ -263,13 +267,14 @@ func (r *ssspRelaxer) lower(d *deltaStepper, w int, u, v uint32, nd float64, cur
 }
 
 // ssspRelaxer32 is ssspRelaxer on uint32 distances (see intDistances),
-// unreached32 for unreached vertices. A vertex's bucket is computed from
-// its distance as a float64, exactly as on the float64 path, so the two
-// run the same phases.
+// unreached32 for unreached vertices, and uint32 weights
+// (convert.Graph.Weights32): 8 bytes an edge to read, GAP's. A vertex's
+// bucket is computed from its distance as a float64, exactly as on the
+// float64 path, so the two run the same phases.
 type ssspRelaxer32 struct {
 	offs    []int64
 	targets []uint32
-	weights []float64 // integers
+	weights []uint32
 	dist    []uint32
 	logs    []*relaxLog[uint32] // per worker
 	inv     float64             // 1/Δ
@@ -304,7 +309,7 @@ func (r *ssspRelaxer32) relaxEdges(d *deltaStepper, w int, u uint32, lo, hi int6
 	ws := r.weights[lo:hi]
 	ws = ws[:len(ts)]
 	for i, v := range ts {
-		if nd := du + uint32(ws[i]); nd < atomic.LoadUint32(&dist[v]) {
+		if nd := du + ws[i]; nd < atomic.LoadUint32(&dist[v]) {
 			r.lower(d, w, u, v, nd, cur)
 		}
 	}
@@ -424,8 +429,9 @@ func deltaStepSSSP(ctx context.Context, c *convert.CSR, src uint32, delta float6
 	return dist, parent, phases, nil
 }
 
-// deltaStepSSSP32 is deltaStepSSSP on uint32 distances (see intDistances).
-func deltaStepSSSP32(ctx context.Context, c *convert.CSR, src uint32, delta float64) (dist []float64, parent []uint32, phases int, err error) {
+// deltaStepSSSP32 is deltaStepSSSP on uint32 distances (see intDistances),
+// with c's weights as w32 (nil without weights).
+func deltaStepSSSP32(ctx context.Context, c *convert.CSR, w32 []uint32, src uint32, delta float64) (dist []float64, parent []uint32, phases int, err error) {
 	n := c.NumVertices()
 	d32 := getScratch[uint32](&scratchU32, n)
 	defer putScratch(&scratchU32, d32)
@@ -433,7 +439,7 @@ func deltaStepSSSP32(ctx context.Context, c *convert.CSR, src uint32, delta floa
 	d32[src] = 0
 	logs := getRelaxLogs[uint32](&relaxLogs32)
 	defer relaxLogs32.Put(logs)
-	r := &ssspRelaxer32{offs: c.Offsets, targets: c.Targets, weights: c.Weights, dist: d32, logs: *logs, inv: 1 / delta}
+	r := &ssspRelaxer32{offs: c.Offsets, targets: c.Targets, weights: w32, dist: d32, logs: *logs, inv: 1 / delta}
 	if phases, err = deltaStep(ctx, r, c, src, delta); err != nil {
 		return nil, nil, 0, err
 	}

@@ -238,6 +238,10 @@ func (s *service) build(ctx context.Context, t *edges.Table, held int64, lo gpip
 	if g.Built.Device == "gpu" {
 		s.place.built(g.Graph)
 	}
+	// Integer weights get the CPU's sssp's uint32 copy now, as the in-edge
+	// layout is built now: so that the memory budget counts what queries
+	// will read.
+	g.Weights32()
 	b := &builtGraph{Graph: g, bytes: g.Bytes()}
 	b.free = func() {
 		s.place.forget(g.Graph)
