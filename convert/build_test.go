@@ -925,6 +925,8 @@ func TestWeights32(t *testing.T) {
 	}
 	g.Release()
 	mem.AssertSize(t, 0)
+	g.Release() // frees nothing twice
+	mem.AssertSize(t, 0)
 
 	e.w = halves
 	g, err = Build(context.Background(), tableOf(r, e, edges.KeyUint64, sparseKeys, 3), BuildOptions{Weighted: true, Weights: FiniteWeights})

@@ -541,7 +541,8 @@ func (c *CSR) free(a memory.Allocator) {
 func (g *Graph) Release() {
 	g.Out.free(g.alloc)
 	g.in.free(g.alloc)
-	if w, ok := g.weights32.peek(); ok {
+	if w, ok := g.weights32.peek(); ok && g.split == nil { // a part's is Go memory
 		alloc.Free(g.alloc, w)
+		g.weights32 = onceValue[[]uint32]{} // a second Release frees nothing twice
 	}
 }

@@ -60,19 +60,26 @@ func (g *Graph) Weights() WeightStats {
 }
 
 // Weights32 is Out's weights as uint32, in Out's edge order, where every
-// weight is an integer in [0, 2^32) (Weights().Integers), else nil (and
-// nil without weights). Built on first use and cached: the CPU's sssp
-// reads 8 bytes an edge with it (target and weight, as GAP's graphs hold
-// them) where the float64 weights make 12, which on 16 cores is the
-// memory traffic of its relaxations.
+// weight is an integer and no path can weigh 2^32 − 1 or more (n · the
+// largest weight below it: the CPU's sssp then keeps uint32 distances),
+// else nil (and nil without weights). Built on first use and cached: the
+// CPU's sssp reads 8 bytes an edge with it (target and weight, as GAP's
+// graphs hold them) where the float64 weights make 12, which on 16 cores
+// is the memory traffic of its relaxations. A part's graph (Partitions)
+// gets Go memory: nothing releases a part.
 func (g *Graph) Weights32() []uint32 {
 	w, _ := g.weights32.get(func() ([]uint32, error) {
 		g.hostEdges()
 		ws := g.Out.Weights
-		if ws == nil || !g.Weights().Integers {
+		st := g.Weights()
+		if ws == nil || !st.Integers || float64(g.NumVertices())*st.Max >= math.MaxUint32 {
 			return nil, nil
 		}
-		out := layoutSlice[uint32](g.alloc, len(ws))
+		a := g.alloc
+		if g.split != nil {
+			a = nil
+		}
+		out := layoutSlice[uint32](a, len(ws))
 		par.For(len(ws), 1<<16, func(lo, hi int) {
 			for i, x := range ws[lo:hi] {
 				out[lo+i] = uint32(x)

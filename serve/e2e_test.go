@@ -350,3 +350,40 @@ func TestDescriptorMessage(t *testing.T) {
 		t.Fatalf("put: %v, %v", pr, err)
 	}
 }
+
+// TestPutWeights32: a stored graph with integer weights holds the CPU's
+// sssp's uint32 copy of them from the upload on, counted in its memory
+// (so that the budget counts what queries read, and no query changes a
+// stored graph); weights with fractions have none.
+func TestPutWeights32(t *testing.T) {
+	ts := startServer(t, Config{})
+	c := dial(t, ts.addr)
+	ctx := context.Background()
+	e := randomEdges(3, 200, 1000, true) // weights 1 to 9
+	for _, fractions := range []bool{false, true} {
+		if fractions {
+			for i := range e.weight {
+				e.weight[i] += 0.5
+			}
+		}
+		name := fmt.Sprintf("w-fractions-%v", fractions)
+		recs := e.records(false, 2)
+		info, err := put(ctx, c, pathDescriptor(name, edgeOptions{}), recs[0].Schema(), recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sg, err := ts.svc.graphs.acquire(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held := sg.g.Bytes()
+		w := sg.g.Weights32() // made at upload: the graph's memory stays as counted
+		if got := sg.g.Bytes(); got != held || info.MemoryBytes != held {
+			t.Errorf("%s: memory_bytes %d, the graph %d, and %d once asked for its uint32 weights", name, info.MemoryBytes, held, got)
+		}
+		if (len(w) == int(sg.g.NumEdges())) != !fractions || (w == nil) != fractions {
+			t.Errorf("%s: %d uint32 weights for %d edges", name, len(w), sg.g.NumEdges())
+		}
+		ts.svc.graphs.release(sg)
+	}
+}

@@ -56,7 +56,7 @@ func (s *service) DoExchange(stream flight.FlightService_DoExchangeServer) error
 		SkipInvalid: opts.SkipInvalid,
 		Weights:     spec.Weights,
 		BuildIn:     spec.NeedsIn,
-	})
+	}, false)
 	if err != nil {
 		return err
 	}

@@ -75,7 +75,7 @@ func (s *service) DoPut(stream flight.FlightService_DoPutServer) error {
 		// In-edges are built now rather than by the first query that needs
 		// them, so that a stored graph never changes while it is read.
 		BuildIn: true,
-	})
+	}, true)
 	if err != nil {
 		return err
 	}
@@ -198,7 +198,9 @@ func readError(name string, err error) error {
 }
 
 // build builds the graph of an upload's table in a job slot, then frees
-// the table and moves its share of the memory budget to the graph.
+// the table and moves its share of the memory budget to the graph. stored
+// is an upload's graph (DoPut), which many queries may read, rather than
+// an exchange's, which one query reads.
 //
 // Where queries run on a GPU, the graph is built there (operators.GPU's
 // build, as `gpipe run --backend gpu` builds; the host builds what the GPU
@@ -206,7 +208,7 @@ func readError(name string, err error) error {
 // whole on the host, so that its device copies can be freed to make room
 // for other runs (placement) and its memory counts in the budget, while
 // the layouts built on the device stay there for its first queries.
-func (s *service) build(ctx context.Context, t *edges.Table, held int64, lo gpipe.LoadOptions) (*builtGraph, error) {
+func (s *service) build(ctx context.Context, t *edges.Table, held int64, lo gpipe.LoadOptions, stored bool) (*builtGraph, error) {
 	defer func() {
 		t.Release()
 		s.mem.release(held)
@@ -227,6 +229,12 @@ func (s *service) build(ctx context.Context, t *edges.Table, held int64, lo gpip
 		if err = g.Materialize(); err != nil {
 			s.place.forget(g.Graph)
 			g.Release()
+		} else if stored && s.place.choice != "gpu" {
+			// The CPU's sssp's uint32 weights (where the weights are
+			// integers), made now as the in-edge layout is: a stored graph
+			// never changes while queries read it, and the memory budget
+			// counts what they will read.
+			g.Weights32()
 		}
 		g.BuildTime += time.Since(start)
 	}
@@ -238,10 +246,6 @@ func (s *service) build(ctx context.Context, t *edges.Table, held int64, lo gpip
 	if g.Built.Device == "gpu" {
 		s.place.built(g.Graph)
 	}
-	// Integer weights get the CPU's sssp's uint32 copy now, as the in-edge
-	// layout is built now: so that the memory budget counts what queries
-	// will read.
-	g.Weights32()
 	b := &builtGraph{Graph: g, bytes: g.Bytes()}
 	b.free = func() {
 		s.place.forget(g.Graph)
