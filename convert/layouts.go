@@ -59,10 +59,19 @@ func (g *Graph) Weights() WeightStats {
 	return s
 }
 
-// Weights32 is Out's weights as uint32, in Out's edge order, where every
-// weight is an integer and no path can weigh 2^32 − 1 or more (n · the
-// largest weight below it: the CPU's sssp then keeps uint32 distances),
-// else nil (and nil without weights). Built on first use and cached: the
+// IntegerDistances says whether every shortest distance fits a uint32 below
+// 2^32 − 1 (the mark of an unreached vertex): every weight an integer and n ·
+// the largest weight below it, since a tentative distance is the length of
+// a simple path, at most (n − 1) · the largest weight, and a sum made from
+// one at most n · it. True without weights (all 1).
+func (g *Graph) IntegerDistances() bool {
+	w := g.Weights()
+	return w.Integers && float64(g.NumVertices())*w.Max < math.MaxUint32
+}
+
+// Weights32 is Out's weights as uint32, in Out's edge order, where the
+// distances are uint32 (IntegerDistances), else nil (and nil without
+// weights). Built on first use and cached: the
 // CPU's sssp reads 8 bytes an edge with it (target and weight, as GAP's
 // graphs hold them) where the float64 weights make 12, which on 16 cores
 // is the memory traffic of its relaxations. A part's graph (Partitions)
@@ -71,8 +80,7 @@ func (g *Graph) Weights32() []uint32 {
 	w, _ := g.weights32.get(func() ([]uint32, error) {
 		g.hostEdges()
 		ws := g.Out.Weights
-		st := g.Weights()
-		if ws == nil || !st.Integers || float64(g.NumVertices())*st.Max >= math.MaxUint32 {
+		if ws == nil || !g.IntegerDistances() {
 			return nil, nil
 		}
 		a := g.alloc

@@ -40,7 +40,7 @@ func ssspProgram(g *convert.Graph) vprogram {
 	if gpuWideValues {
 		return ssspF64
 	}
-	if w := g.Weights(); w.Integers && float64(g.NumVertices())*w.Max < math.MaxUint32 {
+	if g.IntegerDistances() {
 		return ssspU32
 	}
 	return ssspF64

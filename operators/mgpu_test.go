@@ -198,16 +198,19 @@ func bfsMatchesCPU(t *testing.T, m *MultiGPU, vg vpGraph, dirs *bfsDirections) {
 // hub list q (stats q's hub_list entries of it) each hub of that frontier
 // once, in any order.
 func checkTurnHubLists(ps []*mgBFSPart, q int) error {
-	download := func(p *mgBFSPart, buf *gpu.DeviceBuffer, bytes int64) ([]uint32, error) {
-		out := make([]uint32, bytes/4)
-		return out, downloadPageable(p.s, []hostCopy{hostCopyOf(out, buf)})
+	download := func(p *mgBFSPart, buf *gpu.DeviceBuffer, words int64) ([]uint32, error) {
+		out := make([]uint32, words)
+		if err := gpu.Download(p.s, out, buf); err != nil {
+			return nil, err
+		}
+		return out, p.s.Synchronize()
 	}
 	words := ps[0].eb.bits[q].Size() / 4
-	frontier, err := download(ps[0], ps[0].eb.bits[q], 4*words)
+	frontier, err := download(ps[0], ps[0].eb.bits[q], words)
 	if err != nil {
 		return err
 	}
-	hubBits, err := download(ps[0], ps[0].hubBits, 4*words)
+	hubBits, err := download(ps[0], ps[0].hubBits, words)
 	if err != nil {
 		return err
 	}
@@ -218,14 +221,14 @@ func checkTurnHubLists(ps []*mgBFSPart, q int) error {
 		}
 	}
 	for r, p := range ps {
-		mine, err := download(p, p.eb.bits[q], 4*words)
+		mine, err := download(p, p.eb.bits[q], words)
 		if err != nil {
 			return err
 		}
 		if !slices.Equal(mine, frontier) {
 			return fmt.Errorf("after the turn, part %d's next frontier differs from part 0's", r)
 		}
-		stats, err := download(p, p.eb.stats[q], entStatsBytes)
+		stats, err := download(p, p.eb.stats[q], entStatsBytes/4)
 		if err != nil {
 			return err
 		}
@@ -233,7 +236,7 @@ func checkTurnHubLists(ps []*mgBFSPart, q int) error {
 		if int(count) != len(want) || count > p.hubCap() {
 			return fmt.Errorf("after the turn, part %d's hub list holds %d hubs (room for %d), the frontier %d", r, count, p.hubCap(), len(want))
 		}
-		list, err := download(p, p.eb.hubs[q], 4*int64(count))
+		list, err := download(p, p.eb.hubs[q], int64(count))
 		if err != nil {
 			return err
 		}

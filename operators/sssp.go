@@ -173,20 +173,14 @@ func (SSSP) RunCPU(ctx context.Context, in Input) (*Result, error) {
 var ssspWideDistances = false
 
 // intDistances says whether g's distances can be uint32, as GAP keeps
-// them: every weight an integer (the weights' statistics, computed on first
-// use and cached on the graph) and no distance able to reach 2^32 − 1, the
-// mark of an unreached vertex. A tentative distance is the length of a
-// simple path (a vertex never accepts a longer value), so at most
-// (n − 1) · max weight, and a sum computed from one at most n · max weight.
-// Integer sums below 2^53 are exact in float64 too, so both paths give the
-// same distances. Half the bytes per distance keeps more of the randomly
-// read distances in cache, and the log of relaxations shrinks by a quarter.
+// them (convert.Graph.IntegerDistances, from the weights' statistics,
+// computed on first use and cached on the graph; a vertex never accepts a
+// longer value than a simple path's). Integer sums below 2^53 are exact in
+// float64 too, so both paths give the same distances. Half the bytes per
+// distance keeps more of the randomly read distances in cache, and the log
+// of relaxations shrinks by a quarter.
 func intDistances(g *convert.Graph) bool {
-	if ssspWideDistances {
-		return false
-	}
-	w := g.Weights()
-	return w.Integers && float64(g.NumVertices())*w.Max < math.MaxUint32
+	return !ssspWideDistances && g.IntegerDistances()
 }
 
 // unreached32 is the uint32 distance of a vertex not (yet) reached.
