@@ -142,7 +142,16 @@ func (b *GPU) Run(ctx context.Context, op Operator, in Input) (*Result, error) {
 			return nil, err
 		}
 	}
-	return g.runGPU(ctx, b, in)
+	lease := leaseFor(ctx, b)
+	if lease != nil {
+		ctx = context.WithValue(ctx, leaseKey{}, lease)
+	}
+	res, err := g.runGPU(ctx, b, in)
+	if err != nil || res == nil || res.lease != lease {
+		// A result that did not take the lease never lends from it.
+		lease.abandon()
+	}
+	return res, err
 }
 
 // Fits says, as a usererr.Backend error naming both sizes, whether a run of

@@ -211,7 +211,7 @@ func runBFSVWC(ctx context.Context, b *GPU, in Input) (*Result, error) {
 		return nil, err
 	}
 
-	return bfsResult(b, s, g, depthBuf, parentBuf, cfg.String(), levels, compute, transfer)
+	return bfsResult(ctx, b, s, g, depthBuf, parentBuf, cfg.String(), levels, compute, transfer)
 }
 
 // startSearch queues the start of a search on s: every vertex of depth and
@@ -229,9 +229,9 @@ func startSearch(s *gpu.Stream, depth, parent *gpu.DeviceBuffer, init *launchabl
 
 // bfsResult downloads a search's depths and parents into a Result, with
 // the columns as Arrow lays them out (gpu_columns.go).
-func bfsResult(b *GPU, s *gpu.Stream, g *convert.Graph, depthBuf, parentBuf *gpu.DeviceBuffer, strategy string, levels int, compute, transfer time.Duration) (*Result, error) {
+func bfsResult(ctx context.Context, b *GPU, s *gpu.Stream, g *convert.Graph, depthBuf, parentBuf *gpu.DeviceBuffer, strategy string, levels int, compute, transfer time.Duration) (*Result, error) {
 	n := gpu.Len[int32](depthBuf)
-	res := &Result{Op: "bfs", Backend: "gpu", Strategy: strategy, Iterations: levels, Compute: compute, Transfer: transfer}
+	res := &Result{Op: "bfs", Backend: "gpu", Strategy: strategy, Iterations: levels, Compute: compute, Transfer: transfer, lease: leaseOf(ctx)}
 	depth := Column{Name: "depth", Type: Int32Column, Int32: resultSlice[int32](res, n)}
 	parent := Column{Name: "parent", Type: VertexColumn, Vertex: resultSlice[uint32](res, n)}
 	poisonHost(b, depth.Int32, -7)

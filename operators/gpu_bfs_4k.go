@@ -273,7 +273,7 @@ func runBFS4K(ctx context.Context, b *GPU, in Input) (*Result, error) {
 		return nil, err
 	}
 	// level is now one past the deepest level reached: the number of levels.
-	return bfsResult(b, s, g, depth, parent, ran.String(), int(level), compute, transfer)
+	return bfsResult(ctx, b, s, g, depth, parent, ran.String(), int(level), compute, transfer)
 }
 
 // b4kLevel queues one multi-block level: edge-discover or virtual warps,

@@ -550,7 +550,7 @@ func runEnterprise(ctx context.Context, b *GPU, in Input) (*Result, error) {
 			// call: the trace shows both.
 			trace.level("search: %.1f µs by the events, %.1f by the host's clock", micros(compute), micros(time.Since(began)))
 			strategy := fmt.Sprintf("enterprise (%v)", directions)
-			return bfsResult(b, e.s, g, e.eb.depth, e.eb.parent, strategy, int(level)+1, compute, e.transfer)
+			return bfsResult(ctx, b, e.s, g, e.eb.depth, e.eb.parent, strategy, int(level)+1, compute, e.transfer)
 		case switchesDirection(topDown, st, e.hubCount, n):
 			if err := e.turn(next, topDown); err != nil {
 				return nil, err

@@ -178,7 +178,7 @@ func (o PageRank) runGPU(ctx context.Context, b *GPU, in Input) (*Result, error)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Op: "pagerank", Backend: "gpu", Strategy: plan.name, StrategyReason: reason}
+	res := &Result{Op: "pagerank", Backend: "gpu", Strategy: plan.name, StrategyReason: reason, lease: leaseOf(ctx)}
 	if g.NumVertices() == 0 {
 		res.Columns = []Column{{Name: "rank", Type: Float64Column, Float64: []float64{}}}
 		return res, nil

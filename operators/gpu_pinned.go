@@ -1,6 +1,7 @@
 package operators
 
 import (
+	"context"
 	"math/bits"
 	"sync"
 	"sync/atomic"
@@ -20,11 +21,12 @@ import (
 // pinnedKeepBytes is the most pinned memory the pool keeps while no run
 // uses it: room for the staging buffers of four downloads at once (a
 // server's default job slots; a Kronecker 22 BFS result's 39 MB stage in a
-// 64 MB class) besides the small buffers. At 256 MB, a Flight server under
-// 16 clients pinned and unpinned a 64 MB buffer every few queries (0.37 s
-// of CPU in a 2.6 s run). Each GPU's backend keeps its own pool; more job
+// 64 MB class) besides the small buffers, and for the results' columns
+// that pinnedResultsMax allows. At 256 MB, a Flight server under 16
+// clients pinned and unpinned a 64 MB buffer every few queries (0.37 s of
+// CPU in a 2.6 s run). Each GPU's backend keeps its own pool; more job
 // slots than four bring the churn back (each is still correct).
-const pinnedKeepBytes = 320 << 20
+const pinnedKeepBytes = 320<<20 + pinnedResultsMax
 
 // pinnedMinClass is the smallest buffer the pool hands out (a page).
 const pinnedMinClass = 4 << 10
@@ -34,7 +36,8 @@ type pinnedPool struct {
 	mu     sync.Mutex
 	free   map[int][]*gpu.HostBuffer
 	kept   int64
-	closed bool // the backend closed: buffers given back are freed
+	lent   int64 // bytes of the buffers results hold (resultLease)
+	closed bool  // the backend closed: buffers given back are freed
 }
 
 // pinnedClass is the size of the buffer that holds bytes.
@@ -51,12 +54,7 @@ func (b *GPU) pinned(bytes int) (*gpu.HostBuffer, func(), error) {
 	class := pinnedClass(bytes)
 	p := &b.pins
 	p.mu.Lock()
-	var h *gpu.HostBuffer
-	if list := p.free[class]; len(list) > 0 {
-		h = list[len(list)-1]
-		p.free[class] = list[:len(list)-1]
-		p.kept -= int64(class)
-	}
+	h := p.take(class)
 	p.mu.Unlock()
 	if h == nil {
 		var err error
@@ -65,6 +63,18 @@ func (b *GPU) pinned(bytes int) (*gpu.HostBuffer, func(), error) {
 		}
 	}
 	return h, func() { p.put(h) }, nil
+}
+
+// take is a kept buffer of size bytes, or nil; p.mu is held.
+func (p *pinnedPool) take(size int) *gpu.HostBuffer {
+	list := p.free[size]
+	if len(list) == 0 {
+		return nil
+	}
+	h := list[len(list)-1]
+	p.free[size] = list[:len(list)-1]
+	p.kept -= int64(size)
+	return h
 }
 
 func (p *pinnedPool) put(h *gpu.HostBuffer) {
@@ -105,13 +115,31 @@ func hostCopyOf[T gpu.Scalar](dst []T, src *gpu.DeviceBuffer) hostCopy {
 	return hostCopy{dst: alloc.Bytes(dst), src: src}
 }
 
-// downloadAll copies a run's results to Go memory through a pinned buffer
-// from the pool: the DMA at the bus's speed (a pageable copy runs at a
-// fraction of it), then copies by several cores into dst, in pieces of at
-// most downloadStage bytes (results of billions of vertices are not pinned
-// whole). It returns when every dst holds its data. Where no pinned memory
-// can be had it copies pageable, as before.
+// downloadAll copies a run's results to host memory. Into pinned memory
+// (a result's columns under PinnedResults) the DMA writes the columns
+// themselves; the others go through a pinned buffer from the pool: the
+// DMA at the bus's speed (a pageable copy runs at a fraction of it), then
+// copies by several cores into dst, in pieces of at most downloadStage
+// bytes (results of billions of vertices are not pinned whole). It returns
+// when every dst holds its data. Where no pinned memory can be had it
+// copies pageable, as before.
 func (b *GPU) downloadAll(s *gpu.Stream, ds ...hostCopy) error {
+	var staged []hostCopy
+	for _, d := range ds {
+		if !gpu.IsPinned(d.dst) {
+			staged = append(staged, d)
+			continue
+		}
+		if err := d.src.CopyToHost(s, d.dst); err != nil {
+			return err
+		}
+	}
+	return b.downloadStaged(s, staged)
+}
+
+// downloadStaged is downloadAll's copies into Go memory, after any queued
+// on s: it returns once s has finished them all.
+func (b *GPU) downloadStaged(s *gpu.Stream, ds []hostCopy) error {
 	total := 0
 	for _, d := range ds {
 		total += len(d.dst)
@@ -178,7 +206,7 @@ func (b *GPU) downloadAll(s *gpu.Stream, ds ...hostCopy) error {
 }
 
 // downloadPageable copies each download to Go memory with the driver's
-// own staging.
+// own staging, and waits for s.
 func downloadPageable(s *gpu.Stream, ds []hostCopy) error {
 	for _, d := range ds {
 		if err := d.src.CopyToHost(s, d.dst); err != nil {
@@ -231,25 +259,29 @@ var resultSizes atomic.Int64
 
 const maxResultSizes = 256
 
-// resultSlice is n elements of T for a result's column, from released
-// results' memory where there is some, not zeroed then; the caller writes
-// every element. The memory goes back with r.Release.
+// resultSlice is n elements of T for a result's column: pinned memory
+// where the run is under PinnedResults and the pool lends it, else
+// released results' Go memory where there is some, not zeroed either
+// way; the caller writes every element. The memory goes back with
+// r.Release.
 func resultSlice[T gpu.Scalar](r *Result, n int) []T {
 	var zero T
 	size := n * int(unsafe.Sizeof(zero))
 	if size == 0 {
 		return nil
 	}
-	var b []byte
-	if p, ok := resultMemory.Load(size); ok {
-		if got, _ := p.(*sync.Pool).Get().(*[]byte); got != nil {
-			b = *got
-		}
-	}
+	b := r.lease.bytes(size)
 	if b == nil {
-		b = make([]byte, size)
+		if p, ok := resultMemory.Load(size); ok {
+			if got, _ := p.(*sync.Pool).Get().(*[]byte); got != nil {
+				b = *got
+			}
+		}
+		if b == nil {
+			b = make([]byte, size)
+		}
+		r.recycle = append(r.recycle, b)
 	}
-	r.recycle = append(r.recycle, b)
 	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
 }
 
@@ -257,7 +289,7 @@ func resultSlice[T gpu.Scalar](r *Result, n int) []T {
 // for a caller that holds nothing of the columns any more (no slice of
 // them, no Arrow array over them): the memory is overwritten by the next
 // run. The columns are emptied. A result never released is collected as
-// usual.
+// usual, but for its pinned memory (PinnedResults), which stays lent.
 func (r *Result) Release() {
 	for _, b := range r.recycle {
 		p, ok := resultMemory.Load(len(b))
@@ -270,5 +302,138 @@ func (r *Result) Release() {
 		p.(*sync.Pool).Put(&b)
 	}
 	r.recycle = nil
+	r.lease.release()
+	r.lease = nil
 	r.Columns = nil
+}
+
+// PinnedResults marks ctx so that the GPU runs under it put their results'
+// columns in pinned host memory lent by the backend's pool, which the
+// download writes straight into: a Kronecker 22 BFS result's 39 MB were
+// otherwise copied out of a pinned staging buffer on 8 cores before a
+// Flight result's first byte (its schema 2-2.7 ms later on the H100
+// machine, BENCHMARKS.md). The CPU reads the pinned memory as fast as Go
+// memory (BenchmarkGPUHostRead). Result.Release gives the memory
+// back; so only for callers that release every result they get (gpipe
+// serve): a result never released keeps its pinned memory lent, and the
+// pool lends at most pinnedResultsMax, then Go memory again.
+func PinnedResults(ctx context.Context) context.Context {
+	return context.WithValue(ctx, pinnedResultsKey{}, true)
+}
+
+type pinnedResultsKey struct{}
+
+// pinnedResultsMax is the most pinned memory the pool lends to results at
+// once: four Kronecker 22 BFS results (39 MB each), about a Flight
+// server's results in flight under its default four job slots.
+const pinnedResultsMax = 192 << 20
+
+// resultLease is the pinned memory a run's result holds: lent by b's pool
+// (resultSlice), given back by Result.Release, or by abandon where the run
+// fails. A nil lease lends nothing.
+type resultLease struct {
+	b    *GPU
+	mu   sync.Mutex
+	bufs []*gpu.HostBuffer
+}
+
+// LentPinnedBytes is the pinned host memory that results of b's runs
+// under PinnedResults hold until released.
+func (b *GPU) LentPinnedBytes() int64 {
+	b.pins.mu.Lock()
+	defer b.pins.mu.Unlock()
+	return b.pins.lent
+}
+
+// leaseFor is a lease for a run of b under ctx, nil unless ctx asks for
+// pinned results.
+func leaseFor(ctx context.Context, b *GPU) *resultLease {
+	if ctx.Value(pinnedResultsKey{}) == nil {
+		return nil
+	}
+	return &resultLease{b: b}
+}
+
+// leaseKey carries a run's lease to where its result is made.
+type leaseKey struct{}
+
+// leaseOf is the lease of the run under ctx (GPU.Run), or nil.
+func leaseOf(ctx context.Context) *resultLease {
+	l, _ := ctx.Value(leaseKey{}).(*resultLease)
+	return l
+}
+
+// resultClass is the size of the pinned buffer that holds a column of
+// bytes: a power of two up to 1 MiB, then whole MiBs, so that a result's
+// columns (whose sizes repeat from query to query on a graph) do not
+// waste up to half their memory.
+func resultClass(bytes int) int {
+	if bytes <= 1<<20 {
+		return pinnedClass(bytes)
+	}
+	return (bytes + 1<<20 - 1) &^ (1<<20 - 1)
+}
+
+// bytes is size bytes of pinned memory, or nil where the lease is nil or
+// the pool has lent its most.
+func (l *resultLease) bytes(size int) []byte {
+	if l == nil {
+		return nil
+	}
+	class := resultClass(size)
+	p := &l.b.pins
+	p.mu.Lock()
+	if p.closed || p.lent+int64(class) > pinnedResultsMax {
+		p.mu.Unlock()
+		return nil
+	}
+	h := p.take(class)
+	p.lent += int64(class)
+	p.mu.Unlock()
+	if h == nil {
+		var err error
+		if h, err = l.b.ctx.AllocHost(class); err != nil {
+			p.mu.Lock()
+			p.lent -= int64(class)
+			p.mu.Unlock()
+			return nil
+		}
+	}
+	l.mu.Lock()
+	l.bufs = append(l.bufs, h)
+	l.mu.Unlock()
+	return h.Bytes()[:size]
+}
+
+// release gives the lease's buffers back to the pool.
+func (l *resultLease) release() {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	bufs := l.bufs
+	l.bufs = nil
+	l.mu.Unlock()
+	p := &l.b.pins
+	for _, h := range bufs {
+		p.mu.Lock()
+		p.lent -= int64(h.Size())
+		p.mu.Unlock()
+		p.put(h)
+	}
+}
+
+// abandon gives the buffers of a failed run's lease back once the GPU has
+// finished every copy into them; where that cannot be known (the context
+// failed), they stay lent rather than be written by a late copy.
+func (l *resultLease) abandon() {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	none := len(l.bufs) == 0
+	l.mu.Unlock()
+	if none || l.b.ctx.Synchronize() == nil {
+		l.release()
+	}
 }

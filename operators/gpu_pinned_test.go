@@ -2,8 +2,16 @@ package operators
 
 import (
 	"bytes"
+	"context"
+	"fmt"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
+
+	"github.com/gpipe/gpipe/gpu"
+	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/internal/alloc"
 )
 
 func TestPinnedClass(t *testing.T) {
@@ -59,5 +67,175 @@ func TestResultRelease(t *testing.T) {
 	}
 	if got := resultSlice[uint32](&Result{}, 0); got != nil {
 		t.Errorf("an empty column has memory")
+	}
+}
+
+func TestResultClass(t *testing.T) {
+	for _, c := range []struct{ bytes, class int }{
+		{1, 4096}, {5000, 8192}, {1 << 20, 1 << 20}, {1<<20 + 1, 2 << 20}, {39_000_000, 38 << 20}, {64 << 20, 64 << 20},
+	} {
+		if got := resultClass(c.bytes); got != c.class {
+			t.Errorf("resultClass(%d) = %d, want %d", c.bytes, got, c.class)
+		}
+	}
+}
+
+// TestResultLeaseOff: without PinnedResults a run has no lease, and no
+// lease lends: results take Go memory.
+func TestResultLeaseOff(t *testing.T) {
+	if l := leaseFor(context.Background(), &GPU{}); l != nil {
+		t.Fatalf("a lease without PinnedResults")
+	}
+	if leaseOf(PinnedResults(context.Background())) != nil {
+		t.Fatalf("a lease outside a GPU run")
+	}
+	var l *resultLease
+	if l.bytes(100) != nil {
+		t.Fatalf("a nil lease lent memory")
+	}
+	l.release()
+	l.abandon()
+	r := &Result{}
+	if s := resultSlice[int64](r, 10); len(s) != 10 || len(r.recycle) != 1 {
+		t.Fatalf("%d elements, %d recycled buffers: want 10 in Go memory", len(s), len(r.recycle))
+	}
+}
+
+// TestGPUPinnedResults: under PinnedResults every GPU BFS strategy and
+// PageRank download into pinned memory lent by the backend's pool (each
+// column pinned, the values checked against the CPU's and the Arrow
+// columns against the values), the pool lends nothing once the results
+// are released, and a released result's memory serves the next run.
+func TestGPUPinnedResults(t *testing.T) {
+	b := testGPU(t)
+	ctx := PinnedResults(context.Background())
+	pinned := func(name string, bs ...[]byte) error {
+		for i, s := range bs {
+			if len(s) > 0 && !gpu.IsPinned(s) {
+				return fmt.Errorf("%s: buffer %d of %d bytes not in pinned memory", name, i, len(s))
+			}
+		}
+		return nil
+	}
+	for _, kt := range []edges.KeyType{edges.KeyInt64, edges.KeyString} {
+		for _, s := range gpuShapes(t) {
+			g := buildGraph(t, s, false, false, kt)
+			if g.NumVertices() == 0 {
+				continue
+			}
+			src := sourcesOf(g)[0]
+			want := run(t, BFS{}, g, src, Params{}).Column("depth").Int32
+			var before []byte
+			for _, strategy := range []string{"enterprise", "bfs4k", "vwc"} {
+				name := fmt.Sprintf("%s keys %v, %s", s.name, kt, strategy)
+				r, err := b.Run(ctx, BFS{}, Input{Graph: g, Source: src, Params: Params{Strategy: strategy}})
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				depth, parent := r.Column("depth"), r.Column("parent")
+				if err := validateBFS(g, src, depth.Int32, parent.Vertex, want); err != nil {
+					t.Errorf("%s: %v", name, err)
+				}
+				if err := checkArrowColumns(g, r); err != nil {
+					t.Errorf("%s: %v", name, err)
+				}
+				if err := pinned(name, alloc.Bytes(depth.Int32), alloc.Bytes(parent.Vertex), depth.Valid, parent.Valid, parent.Keys); err != nil {
+					t.Error(err)
+				}
+				if b.LentPinnedBytes() == 0 {
+					t.Errorf("%s: the pool lent nothing", name)
+				}
+				if before != nil && !slices.ContainsFunc(r.lease.bufs, func(h *gpu.HostBuffer) bool { return &h.Bytes()[0] == &before[0] }) {
+					t.Errorf("%s: the released result's memory was not reused", name)
+				}
+				before = alloc.Bytes(depth.Int32)
+				r.Release()
+				if n := b.LentPinnedBytes(); n != 0 {
+					t.Fatalf("%s: %d bytes still lent after Release", name, n)
+				}
+			}
+			r, err := b.Run(ctx, PageRank{}, Input{Graph: g, Params: Params{Damping: DefaultDamping, Tolerance: DefaultTolerance, MaxIterations: DefaultMaxIterations}})
+			if err != nil {
+				t.Fatalf("%s pagerank: %v", s.name, err)
+			}
+			ranks := r.Column("rank")
+			cpu := run(t, PageRank{}, g, 0, Params{}).Column("rank").Float64
+			var l1 float64
+			for v, x := range ranks.Float64 {
+				l1 += math.Abs(x - cpu[v])
+			}
+			if !(l1 <= 1e-6) {
+				t.Errorf("%s pagerank: L1 distance to the CPU ranks %g > 1e-6", s.name, l1)
+			}
+			if err := pinned(s.name+" pagerank", alloc.Bytes(ranks.Float64), ranks.Valid); err != nil {
+				t.Error(err)
+			}
+			r.Release()
+			if n := b.LentPinnedBytes(); n != 0 {
+				t.Fatalf("%s pagerank: %d bytes still lent after Release", s.name, n)
+			}
+			b.Forget(g)
+		}
+	}
+}
+
+// TestGPUResultLeaseLimit: the pool lends results at most
+// pinnedResultsMax, then a result's columns take Go memory; an abandoned
+// lease gives its buffers back.
+func TestGPUResultLeaseLimit(t *testing.T) {
+	b := testGPU(t)
+	ctx := PinnedResults(context.Background())
+	full := leaseFor(ctx, b)
+	if full.bytes(pinnedResultsMax) == nil {
+		t.Fatalf("the pool did not lend %d bytes", pinnedResultsMax)
+	}
+	r := &Result{lease: leaseFor(ctx, b)}
+	if s := resultSlice[int32](r, 1000); gpu.IsPinned(alloc.Bytes(s)) || len(r.recycle) != 1 {
+		t.Fatalf("a column past the pool's limit is in pinned memory")
+	}
+	full.abandon()
+	if n := b.LentPinnedBytes(); n != 0 {
+		t.Fatalf("%d bytes lent after the lease was abandoned", n)
+	}
+	if s := resultSlice[int32](r, 1000); !gpu.IsPinned(alloc.Bytes(s)) {
+		t.Fatalf("a column under the limit is not in pinned memory")
+	}
+	r.Release()
+	if n := b.LentPinnedBytes(); n != 0 {
+		t.Fatalf("%d bytes lent after Release", n)
+	}
+}
+
+// BenchmarkGPUHostRead reads a result's 19 MB (Kronecker 22's ranks) a
+// message at a time, as a Flight server's encoders do, from pinned memory
+// of the pool (PinnedResults) and from Go memory: whether the CPU reads
+// pinned memory as fast (it is mapped cached).
+func BenchmarkGPUHostRead(b *testing.B) {
+	c, err := gpu.Default()
+	if err != nil {
+		b.Skipf("no GPU: %v", err)
+	}
+	const size, msg = 19 << 20, 1 << 20
+	h, err := c.AllocHost(size)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Free()
+	for _, src := range []struct {
+		name string
+		mem  []byte
+	}{{"pinned", h.Bytes()}, {"go", make([]byte, size)}} {
+		b.Run(src.name, func(b *testing.B) {
+			for i := range src.mem {
+				src.mem[i] = byte(i)
+			}
+			dst := make([]byte, msg)
+			b.SetBytes(size)
+			for b.Loop() {
+				for off := 0; off < size; off += msg {
+					copy(dst, src.mem[off:off+msg])
+				}
+			}
+		})
 	}
 }

@@ -121,8 +121,10 @@ type Result struct {
 	// the CPU).
 	GPUs    int
 	Columns []Column
-	// recycle is the columns' memory that Release gives back.
+	// recycle is the columns' memory that Release gives back: Go memory
+	// (recycle) or the backend's pinned memory (lease).
 	recycle [][]byte
+	lease   *resultLease
 	// Warnings are things the user should know about a result that is
 	// still returned, such as PageRank stopping before it converged.
 	Warnings []string

@@ -60,7 +60,9 @@ func (s *service) run(ctx context.Context, g *gpipe.Graph, minWeight float64, op
 		return nil, "", err
 	}
 	defer release()
-	return s.place.run(ctx, g, op, q.Params)
+	// Every caller releases the result once sent (DoGet, DoExchange), so
+	// a GPU run may download into pinned memory, lent until then.
+	return s.place.run(operators.PinnedResults(ctx), g, op, q.Params)
 }
 
 // resultMeta is the JSON in a result's schema metadata, under the key

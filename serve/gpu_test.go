@@ -69,6 +69,11 @@ func TestGPUBackend(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+	// Each DoGet downloaded into pinned memory lent to its result
+	// (operators.PinnedResults) and gave it back once sent.
+	if b, _ := gpipe.SharedGPU(); b.LentPinnedBytes() != 0 {
+		t.Errorf("%d bytes of pinned memory still lent to results after every query", b.LentPinnedBytes())
+	}
 
 	// The graph was built on the GPU and its edges copied to the host:
 	// with its device copies freed (as placement frees them to make room),
