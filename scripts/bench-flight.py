@@ -26,6 +26,17 @@ one per backend):
     through a second, untimed run of the 16 clients, written to
     --profile-dir.
 
+Two builds side by side (scripts/bench-flight-ab.sh starts both):
+
+    bench-flight.py ab --location old=grpc://127.0.0.1:8815 \
+        --location new=grpc://127.0.0.1:8816 --input k22.arrow --json OUT/ab.json
+
+uploads the graph to every server, then times them query by query in
+turns (the order rotating each round): a bfs DoGet's phases (schema, first
+batch, last batch), a pagerank DoGet (less the compute its metadata
+reports), and rounds of 16 clients x 20 bfs against one client's, so that
+the machine's drift falls on all of them alike.
+
 Then the tables of several runs:
 
     bench-flight.py table OUT/flight-gpu.json OUT/flight-cpu.json
@@ -597,6 +608,87 @@ def table(args):
         print("| 16 concurrent clients × 20 bfs queries on the same graph | throughput ≥ 8× one client's, results identical | (not run) | |")
 
 
+def time_phases(client, ticket):
+    """One DoGet's phases in seconds: schema, first batch, last batch."""
+    _, flight = flight_modules()
+    start = time.perf_counter()
+    reader = client.do_get(flight.Ticket(json.dumps(ticket).encode()))
+    schema = time.perf_counter() - start
+    first, chunks = None, []
+    while True:
+        try:
+            chunks.append(reader.read_chunk())
+        except StopIteration:
+            break
+        if first is None:
+            first = time.perf_counter() - start
+    return schema, first, time.perf_counter() - start
+
+
+def ab(args):
+    """Several servers timed in turns (see the module's doc)."""
+    servers = dict(loc.split("=", 1) for loc in args.location)
+    schema, batches, table = read_edges(args.input, args.batch_rows)
+    source = table.column("src")[0].as_py()
+    del table
+    cs = {}
+    for label, loc in servers.items():
+        cs[label] = connect(loc)
+        info = put(cs[label], "k22", schema, batches, json.loads(args.options))
+        print(f"{label}: put, backend {info.get('backend')}, built on {info.get('build_device')}", flush=True)
+    del batches
+    bfs = {"graph": "k22", "op": "bfs", "source": source}
+    pr = {"graph": "k22", "op": "pagerank"}
+    for c in cs.values():  # untimed: the graph's first trip to the GPU
+        get(c, bfs)
+        get(c, pr)
+    labels = list(cs)
+    times = {l: {"schema": [], "first": [], "last": [], "pagerank": [], "pagerank_host": []} for l in labels}
+    for r in range(args.reps):
+        k = r % len(labels)
+        for l in labels[k:] + labels[:k]:
+            t = times[l]
+            sch, first, last = time_phases(cs[l], bfs)
+            t["schema"].append(sch)
+            t["first"].append(first)
+            t["last"].append(last)
+            start = time.perf_counter()
+            _, meta = get(cs[l], pr)
+            took = time.perf_counter() - start
+            t["pagerank"].append(took)
+            t["pagerank_host"].append(took - meta.get("compute_s", 0))
+    for c in cs.values():
+        c.close()
+    report = {"source": source, "reps": args.reps, "servers": servers, "median_s": {}, "clients": {}, "times_s": times}
+    for l in labels:
+        report["median_s"][l] = {k: statistics.median(v) for k, v in times[l].items()}
+    # The rounds paired: each round's difference between the last server
+    # and the first, whose median drifts less than either's own.
+    a, b = labels[0], labels[-1]
+    report["paired_median_s"] = {k: statistics.median(y - x for x, y in zip(times[a][k], times[b][k])) for k in times[a]}
+    # Throughput rounds: one client, then 16, each server in turn.
+    for r in range(args.client_rounds):
+        k = r % len(labels)
+        for l in labels[k:] + labels[:k]:
+            one, _ = clients(servers[l], bfs, 1, args.queries)
+            many, prints = clients(servers[l], bfs, args.clients, args.queries)
+            report["clients"].setdefault(l, []).append({"one_qps": one, "many_qps": many, "ratio": many / one,
+                                                        "identical": len(set(prints)) == 1})
+    with open(args.json, "w") as f:
+        json.dump(report, f, indent=1)
+    print(f"{args.reps} rounds in turns; medians in ms (bfs: schema / first batch / last batch; "
+          f"pagerank: the DoGet, less its compute)")
+    for l in labels:
+        m = report["median_s"][l]
+        rounds = ", ".join(f"{c['ratio']:.1f}x ({c['many_qps']:.0f}/s)" for c in report["clients"].get(l, []))
+        print(f"{l}: bfs {ms(m['schema'])} / {ms(m['first'])} / {ms(m['last'])}; pagerank {ms(m['pagerank'])} "
+              f"(+{ms(m['pagerank_host'])}); {args.clients} clients: {rounds}")
+    if len(labels) > 1:
+        d = report["paired_median_s"]
+        print(f"{b} - {a}, the median of the rounds' differences: bfs {d['schema'] * 1e3:+.1f} / {d['first'] * 1e3:+.1f} / "
+              f"{d['last'] * 1e3:+.1f} ms; pagerank {d['pagerank'] * 1e3:+.1f} ms (host {d['pagerank_host'] * 1e3:+.1f})")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -621,9 +713,21 @@ def main():
     t.add_argument("reports", nargs="+")
     t.add_argument("--bench", action="append", help="gpipe bench --json output (one object a line), for the computation alone")
     t.add_argument("--log", action="append", help="LABEL=PATH of a server's log: its own view of each call's time")
+    a = sub.add_parser("ab")
+    a.add_argument("--location", action="append", required=True, help="LABEL=grpc://HOST:PORT, once a server")
+    a.add_argument("--input", required=True, help="the edge table, an Arrow IPC file")
+    a.add_argument("--json", required=True, help="where the figures go")
+    a.add_argument("--batch-rows", type=int, default=1 << 20)
+    a.add_argument("--options", default='{"undirected": true}')
+    a.add_argument("--reps", type=int, default=15)
+    a.add_argument("--clients", type=int, default=16)
+    a.add_argument("--queries", type=int, default=20)
+    a.add_argument("--client-rounds", type=int, default=2)
     args = ap.parse_args()
     if args.cmd == "run":
         run(args)
+    elif args.cmd == "ab":
+        ab(args)
     else:
         table(args)
 
