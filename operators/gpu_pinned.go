@@ -25,8 +25,9 @@ import (
 // that pinnedResultsMax allows. At 256 MB, a Flight server under 16
 // clients pinned and unpinned a 64 MB buffer every few queries (0.37 s of
 // CPU in a 2.6 s run). Each GPU's backend keeps its own pool; more job
-// slots than four bring the churn back (each is still correct).
-const pinnedKeepBytes = 320<<20 + pinnedResultsMax
+// slots than four bring the churn back (each is still correct). A
+// variable, as pinnedResultsMax, so that tests can lower it.
+var pinnedKeepBytes = 320<<20 + pinnedResultsMax
 
 // pinnedMinClass is the smallest buffer the pool hands out (a page).
 const pinnedMinClass = 4 << 10
@@ -77,10 +78,32 @@ func (p *pinnedPool) take(size int) *gpu.HostBuffer {
 	return h
 }
 
+// put keeps h for a later run, making room by freeing kept buffers of other
+// sizes (those a server's earlier graphs' results took) where the pool
+// would hold more than pinnedKeepBytes: the sizes in use stay, rather than
+// every buffer of them being pinned afresh.
 func (p *pinnedPool) put(h *gpu.HostBuffer) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed || p.kept+int64(h.Size()) > pinnedKeepBytes {
+	if p.closed || int64(h.Size()) > pinnedKeepBytes {
+		h.Free()
+		return
+	}
+	for size, list := range p.free {
+		if p.kept+int64(h.Size()) <= pinnedKeepBytes {
+			break
+		}
+		if size == h.Size() {
+			continue
+		}
+		for len(list) > 0 && p.kept+int64(h.Size()) > pinnedKeepBytes {
+			list[len(list)-1].Free()
+			list = list[:len(list)-1]
+			p.kept -= int64(size)
+		}
+		p.free[size] = list
+	}
+	if p.kept+int64(h.Size()) > pinnedKeepBytes {
 		h.Free()
 		return
 	}
@@ -134,11 +157,15 @@ func (b *GPU) downloadAll(s *gpu.Stream, ds ...hostCopy) error {
 			return err
 		}
 	}
+	if len(staged) == 0 {
+		return s.Synchronize() // the copies into pinned memory are asynchronous
+	}
 	return b.downloadStaged(s, staged)
 }
 
 // downloadStaged is downloadAll's copies into Go memory, after any queued
-// on s: it returns once s has finished them all.
+// on s: it returns once s has finished them all (every path synchronizes
+// s).
 func (b *GPU) downloadStaged(s *gpu.Stream, ds []hostCopy) error {
 	total := 0
 	for _, d := range ds {
@@ -326,7 +353,7 @@ type pinnedResultsKey struct{}
 // pinnedResultsMax is the most pinned memory the pool lends to results at
 // once: four Kronecker 22 BFS results (39 MB each), about a Flight
 // server's results in flight under its default four job slots.
-const pinnedResultsMax = 192 << 20
+var pinnedResultsMax int64 = 192 << 20
 
 // resultLease is the pinned memory a run's result holds: lent by b's pool
 // (resultSlice), given back by Result.Release, or by abandon where the run

@@ -8,7 +8,9 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"unsafe"
 
+	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/gpu"
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/alloc"
@@ -186,7 +188,7 @@ func TestGPUResultLeaseLimit(t *testing.T) {
 	b := testGPU(t)
 	ctx := PinnedResults(context.Background())
 	full := leaseFor(ctx, b)
-	if full.bytes(pinnedResultsMax) == nil {
+	if full.bytes(int(pinnedResultsMax)) == nil {
 		t.Fatalf("the pool did not lend %d bytes", pinnedResultsMax)
 	}
 	r := &Result{lease: leaseFor(ctx, b)}
@@ -237,5 +239,145 @@ func BenchmarkGPUHostRead(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestGPUDownloadWaits: downloadAll returns once every destination holds
+// its data, pinned ones (written by an asynchronous DMA) and Go memory
+// alike, alone and together: 64 MB each, poisoned first and compared as
+// soon as it returns.
+func TestGPUDownloadWaits(t *testing.T) {
+	b := testGPU(t)
+	s, err := b.ctx.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Destroy()
+	const n = 16 << 20 // uint32s: 64 MB
+	want := make([]uint32, n)
+	for i := range want {
+		want[i] = uint32(i)*2654435761 + 1
+	}
+	src, err := gpu.UploadNew(b.ctx, s, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Free()
+	h, err := b.ctx.AllocHost(4 * n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Free()
+	pinnedDst := unsafe.Slice((*uint32)(unsafe.Pointer(&h.Bytes()[0])), n)
+	goDst := make([]uint32, n)
+	for _, c := range []struct {
+		name string
+		dsts [][]uint32
+	}{{"pinned", [][]uint32{pinnedDst}}, {"go", [][]uint32{goDst}}, {"both", [][]uint32{pinnedDst, goDst}}} {
+		var copies []hostCopy
+		for _, d := range c.dsts {
+			for i := range d {
+				d[i] = 0xa5a5a5a5
+			}
+			copies = append(copies, hostCopyOf(d, src))
+		}
+		if err := b.downloadAll(s, copies...); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		for j, d := range c.dsts {
+			if i := slices.IndexFunc(d, func(v uint32) bool { return v == 0xa5a5a5a5 }); i >= 0 || !slices.Equal(d, want) {
+				t.Fatalf("%s: destination %d differs after downloadAll returned (first poisoned element %d)", c.name, j, i)
+			}
+		}
+	}
+}
+
+// TestGPUPinnedResultsMixed: with the pool lending less than a result
+// needs, a GPU BFS's first columns are pinned and the others staged (in
+// pieces of a page), and the result is still right.
+func TestGPUPinnedResultsMixed(t *testing.T) {
+	b := testGPU(t)
+	defer func(max int64, pinnedMin, stage int) {
+		pinnedResultsMax, downloadPinnedMin, downloadStage = max, pinnedMin, stage
+	}(pinnedResultsMax, downloadPinnedMin, downloadStage)
+	downloadPinnedMin, downloadStage = 0, 4096
+	g := buildGraph(t, shape{name: "k14", edges: kroneckerEdges(t, 14, 16, freshSeed(t))}, false, false, edges.KeyInt64)
+	n := g.NumVertices()
+	pinnedResultsMax = int64(resultClass(4 * n)) // the depths', then nothing
+	src := sourcesOf(g)[0]
+	want := run(t, BFS{}, g, src, Params{}).Column("depth").Int32
+	for _, strategy := range []string{"enterprise", "bfs4k", "vwc"} {
+		r, err := b.Run(PinnedResults(context.Background()), BFS{}, Input{Graph: g, Source: src, Params: Params{Strategy: strategy}})
+		if err != nil {
+			t.Fatalf("%s: %v", strategy, err)
+		}
+		depth, parent := r.Column("depth"), r.Column("parent")
+		if !gpu.IsPinned(alloc.Bytes(depth.Int32)) || gpu.IsPinned(alloc.Bytes(parent.Vertex)) || gpu.IsPinned(parent.Keys) {
+			t.Errorf("%s: want the depths alone in pinned memory", strategy)
+		}
+		if err := validateBFS(g, src, depth.Int32, parent.Vertex, want); err != nil {
+			t.Errorf("%s: %v", strategy, err)
+		}
+		if err := checkArrowColumns(g, r); err != nil {
+			t.Errorf("%s: %v", strategy, err)
+		}
+		r.Release()
+		if l := b.LentPinnedBytes(); l != 0 {
+			t.Fatalf("%s: %d bytes lent after Release", strategy, l)
+		}
+	}
+	b.Forget(g)
+}
+
+// lendThenFail is an operator whose GPU run takes pinned memory for its
+// result and then fails.
+type lendThenFail struct{ cpuOnly }
+
+func (lendThenFail) gpuStrategies() []string                     { return []string{"fail"} }
+func (lendThenFail) gpuBytes(*GPU, *convert.Graph, Params) int64 { return 0 }
+func (lendThenFail) runGPU(ctx context.Context, _ *GPU, _ Input) (*Result, error) {
+	r := &Result{lease: leaseOf(ctx)}
+	if s := resultSlice[int64](r, 1<<20); !gpu.IsPinned(alloc.Bytes(s)) {
+		return nil, fmt.Errorf("the run's column is not in pinned memory")
+	}
+	return nil, errInjected
+}
+
+var errInjected = fmt.Errorf("injected failure")
+
+// TestGPURunAbandonsLease: a GPU run that fails after its result took
+// pinned memory leaves nothing lent.
+func TestGPURunAbandonsLease(t *testing.T) {
+	b := testGPU(t)
+	g := buildGraph(t, shapes(t)[2], true, false, edges.KeyInt64)
+	_, err := b.Run(PinnedResults(context.Background()), lendThenFail{}, Input{Graph: g})
+	if err != errInjected {
+		t.Fatalf("run: %v, want the injected failure", err)
+	}
+	if l := b.LentPinnedBytes(); l != 0 {
+		t.Fatalf("%d bytes lent after the run failed", l)
+	}
+}
+
+// TestGPUPinnedPoolEvicts: a buffer given back to a full pool stays, and
+// buffers of other sizes make room for it.
+func TestGPUPinnedPoolEvicts(t *testing.T) {
+	b := testGPU(t)
+	defer func(keep int64) { pinnedKeepBytes = keep }(pinnedKeepBytes)
+	pinnedKeepBytes = 3 << 20
+	var bufs []*gpu.HostBuffer
+	for _, size := range []int{1 << 20, 1 << 20, 1 << 20, 2 << 20} {
+		h, err := b.ctx.AllocHost(size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bufs = append(bufs, h)
+	}
+	for _, h := range bufs {
+		b.pins.put(h)
+	}
+	p := &b.pins
+	if len(p.free[1<<20]) != 1 || len(p.free[2<<20]) != 1 || p.kept != 3<<20 {
+		t.Fatalf("kept %d buffers of 1 MiB and %d of 2 MiB (%d bytes), want one each (3 MiB)", len(p.free[1<<20]), len(p.free[2<<20]), p.kept)
 	}
 }

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/flight"
 
 	"github.com/gpipe/gpipe"
+	"github.com/gpipe/gpipe/gpu"
+	"github.com/gpipe/gpipe/internal/alloc"
 	"github.com/gpipe/gpipe/operators"
 )
 
@@ -69,10 +72,29 @@ func TestGPUBackend(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	// Each DoGet downloaded into pinned memory lent to its result
-	// (operators.PinnedResults) and gave it back once sent.
-	if b, _ := gpipe.SharedGPU(); b.LentPinnedBytes() != 0 {
-		t.Errorf("%d bytes of pinned memory still lent to results after every query", b.LentPinnedBytes())
+	// A query's GPU result is downloaded into pinned memory lent to it
+	// (operators.PinnedResults, which service.run asks for), and each
+	// DoGet and DoExchange gave it back once sent.
+	gpuBackend, _ := gpipe.SharedGPU()
+	if n := gpuBackend.LentPinnedBytes(); n != 0 {
+		t.Errorf("%d bytes of pinned memory still lent to results after every DoGet", n)
+	}
+	if err := pinnedRun(ctx, ts.svc, source); err != nil {
+		t.Error(err)
+	}
+	ex, err := exchange(ctx, c, cmdDescriptor(map[string]any{"op": "bfs", "source": source, "undirected": true}), recs[0].Schema(), recs)
+	if err != nil {
+		t.Fatalf("exchange: %v", err)
+	}
+	if ex.meta.Backend != "gpu" {
+		t.Errorf("exchange ran on %q, want the gpu", ex.meta.Backend)
+	}
+	if err := sameRecord(ex.rec, bfs, tree); err != nil {
+		t.Errorf("exchange: %v", err)
+	}
+	ex.release()
+	if n := gpuBackend.LentPinnedBytes(); n != 0 {
+		t.Errorf("%d bytes of pinned memory still lent after a DoExchange", n)
 	}
 
 	// The graph was built on the GPU and its edges copied to the host:
@@ -167,6 +189,39 @@ func gpuQuery(ctx context.Context, c flight.Client, doBFS bool, source string, b
 	}
 	if l1 > 1e-6 {
 		return fmt.Errorf("pagerank: L1 distance %g from the CPU's ranks", l1)
+	}
+	return nil
+}
+
+// pinnedRun runs a bfs query on graph "g" as DoGet does (service.run) and
+// checks that its columns are in pinned memory until it is released.
+func pinnedRun(ctx context.Context, svc *service, source string) error {
+	tkt, err := json.Marshal(map[string]any{"graph": "g", "op": "bfs", "source": source})
+	if err != nil {
+		return err
+	}
+	q, err := parseTicket(tkt)
+	if err != nil {
+		return err
+	}
+	op, err := q.prepare()
+	if err != nil {
+		return err
+	}
+	sg, err := svc.graphs.acquire(q.Graph)
+	if err != nil {
+		return err
+	}
+	defer svc.graphs.release(sg)
+	res, _, err := svc.run(ctx, sg.g, sg.minWeight, op, q)
+	if err != nil {
+		return err
+	}
+	depth, parent := res.Column("depth"), res.Column("parent")
+	pinned := gpu.IsPinned(alloc.Bytes(depth.Int32)) && gpu.IsPinned(depth.Valid) && gpu.IsPinned(parent.Keys)
+	res.Release()
+	if !pinned {
+		return fmt.Errorf("a GPU bfs run as DoGet runs it has columns outside pinned memory")
 	}
 	return nil
 }
