@@ -78,7 +78,7 @@ func (r *Result) Release() {
 // columns in pinned host memory lent by the backend's pool, which the
 // download writes straight into: a Kronecker 22 BFS result's 39 MB were
 // otherwise copied out of a pinned staging buffer on 8 cores before a
-// Flight result's first byte (its schema 2-2.7 ms later on the H100
+// Flight result's first byte (its schema 1.8-2.7 ms later on the H100
 // machine, BENCHMARKS.md). The CPU reads the pinned memory as fast as Go
 // memory (BenchmarkGPUHostRead). Result.Release gives the memory
 // back; so only for callers that release every result they get (gpipe
