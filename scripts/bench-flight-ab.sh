@@ -3,10 +3,10 @@
 # gpu` of each on loopback at once, the same Kronecker 22 graph uploaded to
 # both, then pyarrow's Flight client times them query by query in turns
 # (scripts/bench-flight.py ab): a bfs DoGet's phases, a pagerank DoGet's
-# host time, and rounds of 16 clients against one. For an A/B of a change
-# whose gain is smaller than the spread between separate runs (a machine's
-# loopback and its clients drift by 10-30% from run to run). Usage, from
-# the repository root:
+# host time, rounds of 16 clients against one, and each server's CPU time
+# a query. For an A/B of a change whose gain is smaller than the spread
+# between separate runs (a machine's loopback and its clients drift by
+# 10-30% from run to run). Usage, from the repository root:
 #   scripts/bench-flight-ab.sh OLD_GPIPE NEW_GPIPE OUTDIR
 # About a minute; REPS (default 15) sets the rounds of single queries,
 # CLIENT_ROUNDS (default 2) those of the clients, BACKEND (default gpu)
@@ -37,7 +37,7 @@ for label in old new; do
 		kill "${pids[@]}" 2>/dev/null
 		exit 1
 	fi
-	locs+=(--location "$label=grpc://127.0.0.1:$port")
+	locs+=(--location "$label=grpc://127.0.0.1:$port" --pid "$label=${pids[-1]}")
 	port=$((port + 1))
 done
 timeout 600 python3 "$here/bench-flight.py" ab "${locs[@]}" --input "$graph" --reps "${REPS:-15}" \

@@ -35,7 +35,8 @@ uploads the graph to every server, then times them query by query in
 turns (the order rotating each round): a bfs DoGet's phases (schema, first
 batch, last batch), a pagerank DoGet (less the compute its metadata
 reports), and rounds of 16 clients x 20 bfs against one client's, so that
-the machine's drift falls on all of them alike.
+the machine's drift falls on all of them alike; with --pid LABEL=PID, each
+server's CPU time a query.
 
 Then the tables of several runs:
 
@@ -625,9 +626,22 @@ def time_phases(client, ticket):
     return schema, first, time.perf_counter() - start
 
 
+def cpu_seconds(pid):
+    """The CPU time (user and system) process pid has used, in seconds."""
+    import os
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def ab(args):
     """Several servers timed in turns (see the module's doc)."""
     servers = dict(loc.split("=", 1) for loc in args.location)
+    pids = dict((l, int(p)) for l, p in (x.split("=", 1) for x in args.pid or []))
+    cpu = {l: {"queries": 0, "s": 0.0, "client_queries": 0, "client_s": 0.0} for l in pids}
+
+    def used(l):
+        return cpu_seconds(pids[l]) if l in pids else 0.0
     schema, batches, table = read_edges(args.input, args.batch_rows)
     source = table.column("src")[0].as_py()
     del table
@@ -648,6 +662,7 @@ def ab(args):
         k = r % len(labels)
         for l in labels[k:] + labels[:k]:
             t = times[l]
+            before = used(l)
             sch, first, last = time_phases(cs[l], bfs)
             t["schema"].append(sch)
             t["first"].append(first)
@@ -657,6 +672,9 @@ def ab(args):
             took = time.perf_counter() - start
             t["pagerank"].append(took)
             t["pagerank_host"].append(took - meta.get("compute_s", 0))
+            if l in cpu:
+                cpu[l]["queries"] += 2
+                cpu[l]["s"] += used(l) - before
     for c in cs.values():
         c.close()
     report = {"source": source, "reps": args.reps, "servers": servers, "median_s": {}, "clients": {}, "times_s": times}
@@ -671,9 +689,15 @@ def ab(args):
         k = r % len(labels)
         for l in labels[k:] + labels[:k]:
             one, _ = clients(servers[l], bfs, 1, args.queries)
+            before = used(l)
             many, prints = clients(servers[l], bfs, args.clients, args.queries)
+            if l in cpu:
+                # The clients' warm-up queries (one each) count too.
+                cpu[l]["client_queries"] += args.clients * (args.queries + 1)
+                cpu[l]["client_s"] += used(l) - before
             report["clients"].setdefault(l, []).append({"one_qps": one, "many_qps": many, "ratio": many / one,
                                                         "identical": len(set(prints)) == 1})
+    report["server_cpu"] = cpu
     with open(args.json, "w") as f:
         json.dump(report, f, indent=1)
     print(f"{args.reps} rounds in turns; medians in ms (bfs: schema / first batch / last batch; "
@@ -683,6 +707,10 @@ def ab(args):
         rounds = ", ".join(f"{c['ratio']:.1f}x ({c['many_qps']:.0f}/s)" for c in report["clients"].get(l, []))
         print(f"{l}: bfs {ms(m['schema'])} / {ms(m['first'])} / {ms(m['last'])}; pagerank {ms(m['pagerank'])} "
               f"(+{ms(m['pagerank_host'])}); {args.clients} clients: {rounds}")
+        if l in cpu and cpu[l]["queries"] and cpu[l]["client_queries"]:
+            c = cpu[l]
+            print(f"{l}: the server's CPU a query: {c['s'] / c['queries'] * 1e3:.1f} ms (single bfs and pagerank queries), "
+                  f"{c['client_s'] / c['client_queries'] * 1e3:.1f} ms (bfs under {args.clients} clients)")
     if len(labels) > 1:
         d = report["paired_median_s"]
         print(f"{b} - {a}, the median of the rounds' differences: bfs {d['schema'] * 1e3:+.1f} / {d['first'] * 1e3:+.1f} / "
@@ -723,6 +751,7 @@ def main():
     a.add_argument("--clients", type=int, default=16)
     a.add_argument("--queries", type=int, default=20)
     a.add_argument("--client-rounds", type=int, default=2)
+    a.add_argument("--pid", action="append", help="LABEL=PID of a server on this machine: its CPU time a query")
     args = ap.parse_args()
     if args.cmd == "run":
         run(args)
