@@ -9,10 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/gpipe/gpipe/convert"
-	"github.com/gpipe/gpipe/internal/alloc"
 	"github.com/gpipe/gpipe/internal/echo"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
@@ -169,30 +167,6 @@ func (r *Result) Column(name string) *Column {
 		}
 	}
 	return nil
-}
-
-// Holds says whether all of b lies in the memory of one of the result's
-// columns (values, keys, validity bitmaps): memory that stays the result's
-// until Release, so that a caller may hand it on (a Flight server's
-// messages reference it) and release the result once that is done with it.
-func (r *Result) Holds(b []byte) bool {
-	if len(b) == 0 {
-		return false
-	}
-	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	end := start + uintptr(len(b))
-	for _, c := range r.Columns {
-		for _, s := range [...][]byte{alloc.Bytes(c.Int32), alloc.Bytes(c.Float64), alloc.Bytes(c.Vertex), c.Keys, c.Valid} {
-			if len(s) == 0 {
-				continue
-			}
-			lo := uintptr(unsafe.Pointer(unsafe.SliceData(s)))
-			if start >= lo && end <= lo+uintptr(len(s)) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // Operator is one graph algorithm.

@@ -34,47 +34,19 @@ type flightCodec struct{}
 
 func (flightCodec) Name() string { return "proto" }
 
-// encodedMessage is a message already in its wire form: the bytes its
-// encoder wrote, in a buffer of serverBuffers, and where its body holds
-// the result's own memory (a column's values), references to that memory
-// (pieces), sent between those bytes without a copy. Marshal gives both to
-// gRPC, which puts the buffer back in the pool and drops the references
-// (owner) once it has written the message, so a message is sent once (a
-// second Marshal would put the buffer back twice); a message never sent is
-// left to the garbage collector.
-type encodedMessage struct {
-	buf *[]byte
-	// pieces, where the message references memory: each piece's n next
-	// bytes of buf, then its ref; the last piece's ref is nil (the rest of
-	// buf). nil where buf is the whole message.
-	pieces []messagePiece
-	owner  *sendRefs
-}
+// encodedMessage is a message already in its wire form, in a buffer of
+// serverBuffers. Marshal gives the buffer to gRPC, which puts it back in the
+// pool once it has written the message, so a message is sent once (a second
+// Marshal would put the buffer back twice); a message never sent is left to
+// the garbage collector.
+type encodedMessage struct{ buf *[]byte }
 
-type messagePiece struct {
-	n   int
-	ref []byte
-}
-
-// bytes is the message's wire form, copied together where it references
-// memory.
-func (m encodedMessage) bytes() []byte {
-	if m.pieces == nil {
-		return *m.buf
-	}
-	var out []byte
-	at := 0
-	for _, p := range m.pieces {
-		out = append(out, (*m.buf)[at:at+p.n]...)
-		out = append(out, p.ref...)
-		at += p.n
-	}
-	return out
-}
+// bytes is the message's wire form.
+func (m encodedMessage) bytes() []byte { return *m.buf }
 
 func (flightCodec) Marshal(v any) (mem.BufferSlice, error) {
 	if m, ok := v.(encodedMessage); ok {
-		return m.buffers(), nil
+		return mem.BufferSlice{mem.NewBuffer(m.buf, serverBuffers)}, nil
 	}
 	m := messageOf(v)
 	if m == nil {
@@ -85,30 +57,6 @@ func (flightCodec) Marshal(v any) (mem.BufferSlice, error) {
 		return nil, err
 	}
 	return mem.BufferSlice{mem.SliceBuffer(b)}, nil
-}
-
-// buffers is the message as gRPC takes it: the pool's buffer, cut where
-// the references fall between its bytes (the cuts share its reference
-// count: it goes back to the pool once gRPC has freed them all), and the
-// references, which owner counts.
-func (m encodedMessage) buffers() mem.BufferSlice {
-	rest := mem.NewBuffer(m.buf, serverBuffers)
-	if m.pieces == nil {
-		return mem.BufferSlice{rest}
-	}
-	out := make(mem.BufferSlice, 0, 2*len(m.pieces))
-	for _, p := range m.pieces {
-		if p.ref == nil {
-			break
-		}
-		if p.n > 0 {
-			var head mem.Buffer
-			head, rest = mem.SplitUnsafe(rest, p.n)
-			out = append(out, head)
-		}
-		out = append(out, m.owner.reference(p.ref))
-	}
-	return append(out, rest)
 }
 
 func (flightCodec) Unmarshal(data mem.BufferSlice, v any) error {

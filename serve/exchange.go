@@ -70,6 +70,8 @@ func (s *service) DoExchange(stream flight.FlightService_DoExchangeServer) error
 		Graph: opts.Graph, Vertices: g.NumVertices(), Edges: g.NumEdges(), BackendNote: note,
 		InputRows: g.RowsRead, SkippedRows: g.Skipped.Total(),
 	}
-	// sendResult releases res once gRPC holds none of its memory.
+	// sendResult returns once its encoders have stopped: nothing holds the
+	// columns then, and the next GPU run reuses their memory.
+	defer res.Release()
 	return s.sendResult(ctx, stream, res, q.BatchRows, meta)
 }

@@ -40,7 +40,9 @@ func (s *service) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetSer
 		return err
 	}
 	meta := resultMeta{Graph: q.Graph, Vertices: sg.info.Vertices, Edges: sg.info.Edges, BackendNote: note}
-	// sendResult releases res once gRPC holds none of its memory.
+	// sendResult returns once its encoders have stopped: nothing holds the
+	// columns then, and the next GPU run reuses their memory.
+	defer res.Release()
 	return s.sendResult(ctx, stream, res, q.BatchRows, meta)
 }
 
@@ -58,9 +60,8 @@ func (s *service) run(ctx context.Context, g *gpipe.Graph, minWeight float64, op
 		return nil, "", err
 	}
 	defer release()
-	// Every caller hands the result to sendResult (DoGet, DoExchange),
-	// which releases it once sent, so a GPU run may download into pinned
-	// memory, lent until then.
+	// Every caller releases the result once sent (DoGet, DoExchange), so
+	// a GPU run may download into pinned memory, lent until then.
 	return s.place.run(operators.PinnedResults(ctx), g, op, q.Params)
 }
 

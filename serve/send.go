@@ -11,7 +11,6 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/ipc"
 	"github.com/apache/arrow/go/v17/arrow/memory"
-	"google.golang.org/grpc/mem"
 
 	"github.com/gpipe/gpipe"
 	"github.com/gpipe/gpipe/ingest/edges"
@@ -23,13 +22,9 @@ import (
 // still being made: a few encoders build the batches ahead of the sender
 // (gpipe.Result.Rows: ids mapped to keys, validity bitmaps) and write each
 // straight into the FlightData message gRPC sends (batchEncoder), and the
-// call's goroutine hands them to gRPC in order. The columns that are the
-// result's own memory (the operator's values, and a GPU run's keys and
-// bitmaps) are not copied at all: the messages reference them, and the
-// result is released once gRPC has written the last of them (sendRefs).
-// The rest (the graph's keys, the bitmaps and keys made here) is copied
-// once, where arrow's Flight writer and gRPC's protobuf codec copied each
-// twice more.
+// call's goroutine hands them to gRPC in order. A batch's values are thus
+// copied once in the server's own code, where arrow's Flight writer and
+// gRPC's protobuf codec copied each twice more.
 
 // sendEncoders is the most goroutines that build one result's batches.
 const sendEncoders = 4
@@ -51,14 +46,9 @@ type messageSender interface {
 }
 
 // sendResult streams res as record batches of at most batchRows rows (the
-// server's limit when 0 or larger), the result's metadata in the schema,
-// and releases res once gRPC holds none of its memory: the caller hands
-// it over. It gives up on a client that takes no batch for the result
-// idle timeout.
+// server's limit when 0 or larger), the result's metadata in the schema. It
+// gives up on a client that takes no batch for the result idle timeout.
 func (s *service) sendResult(ctx context.Context, w messageSender, res *gpipe.Result, batchRows int, meta resultMeta) error {
-	// Deferred first, so that it runs once the encoders have stopped.
-	owner := newSendRefs(res.Release)
-	defer owner.ended()
 	if batchRows <= 0 || batchRows > s.cfg.BatchRows {
 		batchRows = s.cfg.BatchRows
 	}
@@ -68,7 +58,7 @@ func (s *service) sendResult(ctx context.Context, w messageSender, res *gpipe.Re
 	// while the metadata (its count of unreached vertices) is made and sent.
 	n := res.Graph.NumVertices()
 	batches := (n + batchRows - 1) / batchRows
-	b := newBatchQueue(ctx, res, batches, batchRows, res.Schema(), owner)
+	b := newBatchQueue(ctx, res, batches, batchRows, res.Schema())
 	defer b.stop()
 
 	meta.Op, meta.Backend, meta.Strategy = res.Op, res.Backend, res.Strategy
@@ -144,9 +134,7 @@ type encoded struct {
 	err error
 }
 
-// newBatchQueue starts the encoders of res's batches; their messages
-// reference res's own memory for owner (nil: they copy it).
-func newBatchQueue(ctx context.Context, res *gpipe.Result, batches, batchRows int, schema *arrow.Schema, owner *sendRefs) *batchQueue {
+func newBatchQueue(ctx context.Context, res *gpipe.Result, batches, batchRows int, schema *arrow.Schema) *batchQueue {
 	q := &batchQueue{done: make([]chan encoded, batches), quit: make(chan struct{})}
 	for i := range q.done {
 		q.done[i] = make(chan encoded, 1)
@@ -159,9 +147,6 @@ func newBatchQueue(ctx context.Context, res *gpipe.Result, batches, batchRows in
 		go func() {
 			defer q.workers.Done()
 			enc := newBatchEncoder(schema)
-			if owner != nil {
-				enc.owns, enc.owner = res.Holds, owner
-			}
 			alloc, done := rowsAllocator(res)
 			defer done()
 			for {
@@ -227,23 +212,13 @@ func (q *batchQueue) stop() {
 
 // batchEncoder writes records as FlightData messages in their wire form:
 // arrow's IPC writer makes each message's metadata and body buffers (a
-// payload), and the body's buffers are copied once, into the message, but
-// for those in memory that owns says is the result's own (of at least
-// refMinBytes), which the message references for owner.
+// payload), and the body is copied once, into the message.
 type batchEncoder struct {
 	w        *ipc.Writer
 	started  bool // the writer has sent its schema payload
 	keepNext bool // keep the schema payload (schemaMessage)
 	msg      encodedMessage
-	owns     func([]byte) bool
-	owner    *sendRefs
 }
-
-// refMinBytes is the smallest body buffer a message references rather than
-// copies: below it, a copy costs less than gRPC's handling of one more
-// buffer (and gRPC's own pool leaves buffers under 1 KiB unpooled, never
-// dropping their references: mem.NewBuffer).
-const refMinBytes = 64 << 10
 
 func newBatchEncoder(schema *arrow.Schema) *batchEncoder {
 	e := &batchEncoder{}
@@ -286,99 +261,37 @@ func (e *batchEncoder) WritePayload(p ipc.Payload) error {
 	}
 	meta := p.Meta()
 	defer meta.Release()
-	body := bodyPieces{owns: e.owns}
+	var size byteCount
+	if err := p.SerializeBody(&size); err != nil {
+		return err
+	}
+	n := flightDataSize(meta.Bytes(), int(size))
+	buf := serverBuffers.Get(n)
+	body := appendWriter{appendFlightData((*buf)[:0], meta.Bytes(), int(size))}
 	if err := p.SerializeBody(&body); err != nil {
 		return err
 	}
-	n := flightDataSize(meta.Bytes(), body.size) - body.referenced
-	buf := serverBuffers.Get(n)
-	out := appendFlightData((*buf)[:0], meta.Bytes(), body.size)
-	var pieces []messagePiece
-	cut := 0 // bytes of out before the last reference
-	for _, w := range body.writes {
-		if !w.ref {
-			out = append(out, w.b...)
-			continue
-		}
-		pieces = append(pieces, messagePiece{n: len(out) - cut, ref: w.b})
-		cut = len(out)
-	}
-	if len(out) != n || unsafe.SliceData(out) != unsafe.SliceData(*buf) {
+	if len(body.b) != n || unsafe.SliceData(body.b) != unsafe.SliceData(*buf) {
 		// Every byte of a pooled buffer must be written (it is not
 		// cleared), in place.
-		return fmt.Errorf("internal error: a record batch message of %d bytes took %d", n, len(out))
+		return fmt.Errorf("internal error: a record batch message of %d bytes took %d", n, len(body.b))
 	}
-	if pieces != nil {
-		pieces = append(pieces, messagePiece{n: len(out) - cut})
-	}
-	e.msg = encodedMessage{buf: buf, pieces: pieces, owner: e.owner}
+	e.msg = encodedMessage{buf}
 	return nil
 }
 
-// bodyPieces records what a payload's body is written as: each buffer (or
-// padding) in order, and whether the message is to reference it (the
-// result's own memory, by owns, and large) rather than copy it. It keeps
-// the slices it is given, which arrow's writer takes from the record's
-// buffers (and padding from a static array): they stay valid while the
-// payload is encoded.
-type bodyPieces struct {
-	owns       func([]byte) bool
-	writes     []bodyWrite
-	size       int
-	referenced int
+// byteCount counts what is written to it.
+type byteCount int
+
+func (c *byteCount) Write(p []byte) (int, error) {
+	*c += byteCount(len(p))
+	return len(p), nil
 }
 
-type bodyWrite struct {
-	b   []byte
-	ref bool
-}
+// appendWriter appends what is written to it to b, which has room for it.
+type appendWriter struct{ b []byte }
 
-func (p *bodyPieces) Write(b []byte) (int, error) {
-	ref := p.owns != nil && len(b) >= refMinBytes && p.owns(b)
-	p.writes = append(p.writes, bodyWrite{b, ref})
-	p.size += len(b)
-	if ref {
-		p.referenced += len(b)
-	}
-	return len(b), nil
-}
-
-// sendRefs holds a result until gRPC has dropped every reference to its
-// memory that the send's messages handed it, and the send has ended, then
-// releases it (release: the result's memory goes to later runs). A
-// reference gRPC never drops (its connection failed while it held
-// messages) keeps the result: its Go memory is then collected as usual,
-// its pinned memory stays lent (operators.PinnedResults' bound).
-type sendRefs struct {
-	n       atomic.Int64 // references held, and one until the send ends
-	release func()
-}
-
-func newSendRefs(release func()) *sendRefs {
-	r := &sendRefs{release: release}
-	r.n.Store(1)
-	return r
-}
-
-// reference is b as a buffer gRPC takes, counted until gRPC frees it.
-func (r *sendRefs) reference(b []byte) mem.Buffer {
-	r.n.Add(1)
-	b = b[:len(b):len(b)]
-	return mem.NewBuffer(&b, r)
-}
-
-// ended says the send has ended: no more references will be made.
-func (r *sendRefs) ended() { r.drop() }
-
-// Get is never called: a reference's buffer is the result's, not taken
-// from a pool (mem.BufferPool).
-func (r *sendRefs) Get(int) *[]byte { panic("sendRefs lends no buffers") }
-
-// Put is gRPC freeing a reference.
-func (r *sendRefs) Put(*[]byte) { r.drop() }
-
-func (r *sendRefs) drop() {
-	if r.n.Add(-1) == 0 {
-		r.release()
-	}
+func (w *appendWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
 }

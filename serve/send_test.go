@@ -3,7 +3,6 @@ package serve
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"math/bits"
 	"strings"
@@ -17,12 +16,9 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/gpipe/gpipe"
-	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/operators"
 )
 
@@ -34,7 +30,7 @@ func TestBatchQueueBounded(t *testing.T) {
 	res := bfsResult(50_000)
 	schema := res.Schema()
 	const rows = 1000
-	q := newBatchQueue(context.Background(), res, 50, rows, schema, nil)
+	q := newBatchQueue(context.Background(), res, 50, rows, schema)
 	defer q.stop()
 	built := func() int {
 		n := 0
@@ -188,7 +184,7 @@ func TestCodec(t *testing.T) {
 	// Marshal: an encoded message as it is, anything else as proto.
 	buf := serverBuffers.Get(len(wire))
 	copy(*buf, wire)
-	b, err := codec.Marshal(encodedMessage{buf: buf})
+	b, err := codec.Marshal(encodedMessage{buf})
 	if err != nil || len(b) != 1 || &b[0].ReadOnlyData()[0] != &(*buf)[0] {
 		t.Errorf("an encoded message was not passed through: %v", err)
 	}
@@ -250,150 +246,5 @@ func TestRecyclerRows(t *testing.T) {
 	}
 	if uintptr(unsafe.Pointer(unsafe.SliceData(r.Allocate(100))))%64 != 0 {
 		t.Error("a recycler's buffer is not 64-byte aligned")
-	}
-}
-
-// deviceResult is bfsResult(n) with the columns a GPU run makes in Arrow's
-// layout (parents mapped to keys, validity bitmaps), as bfsK22Device.
-func deviceResult(n int) *gpipe.Result {
-	res := bfsResult(n)
-	depth, parent := res.Columns[0], res.Columns[1]
-	keys := res.Graph.Keys.Int64
-	depth.Valid, parent.Valid = make([]byte, 4*((n+31)/32)), make([]byte, 4*((n+31)/32))
-	parent.Keys = make([]byte, 8*n)
-	for i := 0; i < n; i++ {
-		if depth.Int32[i] >= 0 {
-			depth.Valid[i/8] |= 1 << (i % 8)
-		}
-		if id := parent.Vertex[i]; id != convert.NoVertex {
-			parent.Valid[i/8] |= 1 << (i % 8)
-			binary.LittleEndian.PutUint64(parent.Keys[8*i:], uint64(keys[id]))
-		}
-	}
-	res.Columns = []operators.Column{depth, parent}
-	return res
-}
-
-// TestMessagesReferenceResult: a result's batches encoded for a send that
-// owns it reference its own columns (the values and keys, not the graph's
-// keys nor what the encoder made) and are, on the wire, byte for byte the
-// batches encoded with every buffer copied.
-func TestMessagesReferenceResult(t *testing.T) {
-	for _, res := range []*gpipe.Result{bfsResult(200_000), deviceResult(200_000)} {
-		schema := res.Schema()
-		const rows = 65536
-		batches := (res.Graph.NumVertices() + rows - 1) / rows
-		owner := newSendRefs(func() {})
-		copied := newBatchQueue(context.Background(), res, batches, rows, schema, nil)
-		referenced := newBatchQueue(context.Background(), res, batches, rows, schema, owner)
-		refs := 0
-		for i := 0; i < batches; i++ {
-			want, err := copied.next(i)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := referenced.next(i)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if want.pieces != nil {
-				t.Fatalf("batch %d: a message without an owner references memory", i)
-			}
-			for _, p := range got.pieces {
-				if p.ref != nil {
-					refs++
-					if !res.Holds(p.ref) {
-						t.Errorf("batch %d: a reference outside the result's columns", i)
-					}
-				}
-			}
-			b := got.buffers()
-			if wire := b.Materialize(); !bytes.Equal(wire, want.bytes()) || !bytes.Equal(got.bytes(), wire) {
-				t.Errorf("batch %d: %d bytes on the wire, want the copied message's %d, the same bytes", i, len(wire), len(want.bytes()))
-			}
-			b.Free()
-		}
-		copied.stop()
-		referenced.stop()
-		// depth's values in every batch (parents are mapped by the
-		// encoder, but for a device result's keys), the last batch's too
-		// if large enough.
-		if min := batches - 1; refs < min {
-			t.Errorf("%d references in %d batches, want at least %d", refs, batches, min)
-		}
-		if n := owner.n.Load(); n != 1 {
-			t.Errorf("%d references held after every buffer was freed, want 1 (the send's own)", n)
-		}
-	}
-}
-
-// TestSendRefs: the result is released once, when the send has ended and
-// gRPC has freed every reference, in either order.
-func TestSendRefs(t *testing.T) {
-	for _, endFirst := range []bool{true, false} {
-		released := 0
-		r := newSendRefs(func() { released++ })
-		mem := make([]byte, 1<<20)
-		a, b := r.reference(mem[:1<<19]), r.reference(mem[1<<19:])
-		if endFirst {
-			r.ended()
-		}
-		a.Free()
-		if released != 0 {
-			t.Fatalf("released with a reference held")
-		}
-		b.Free()
-		if !endFirst {
-			if released != 0 {
-				t.Fatalf("released before the send ended")
-			}
-			r.ended()
-		}
-		if released != 1 {
-			t.Fatalf("released %d times, want once", released)
-		}
-	}
-}
-
-// holding is a call's stream that marshals each message as gRPC would and
-// keeps it, as gRPC does until the client's window lets it write.
-type holding struct{ held []mem.BufferSlice }
-
-func (h *holding) SendMsg(m any) error {
-	b, err := flightCodec{}.Marshal(m)
-	h.held = append(h.held, b)
-	return err
-}
-
-// TestSendResultHoldsResult: sendResult releases the result only once
-// gRPC has freed the messages that reference it, not when it returns; the
-// messages then still read as the result.
-func TestSendResultHoldsResult(t *testing.T) {
-	s := &service{cfg: Config{BatchRows: DefaultBatchRows, ResultIdleTimeout: -1}}
-	res := deviceResult(200_000)
-	want := &holding{}
-	if err := s.sendResult(context.Background(), want, sendable(res), 0, resultMeta{}); err != nil {
-		t.Fatal(err)
-	}
-	sent := sendable(res)
-	h := &holding{}
-	if err := s.sendResult(context.Background(), h, sent, 0, resultMeta{}); err != nil {
-		t.Fatal(err)
-	}
-	if sent.Columns == nil {
-		t.Fatalf("the result was released while gRPC held its messages")
-	}
-	if len(h.held) != len(want.held) {
-		t.Fatalf("%d messages, want %d", len(h.held), len(want.held))
-	}
-	for i, b := range h.held {
-		if !bytes.Equal(b.Materialize(), want.held[i].Materialize()) {
-			t.Errorf("message %d differs from the same result's sent before", i)
-		}
-		b.Free()
-		want.held[i].Free()
-	}
-	if sent.Columns != nil {
-		t.Fatalf("the result was not released once gRPC freed every message")
 	}
 }

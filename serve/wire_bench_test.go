@@ -80,7 +80,7 @@ func startSendWire(b *testing.B) *sendWire {
 				if err := stream.RecvMsg(&req); err != nil {
 					return err
 				}
-				return svc.sendResult(stream.Context(), stream, sendable(res), 0, resultMeta{})
+				return svc.sendResult(stream.Context(), stream, res, 0, resultMeta{})
 			},
 		}},
 	}}
