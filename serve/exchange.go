@@ -70,8 +70,6 @@ func (s *service) DoExchange(stream flight.FlightService_DoExchangeServer) error
 		Graph: opts.Graph, Vertices: g.NumVertices(), Edges: g.NumEdges(), BackendNote: note,
 		InputRows: g.RowsRead, SkippedRows: g.Skipped.Total(),
 	}
-	// sendResult returns once its encoders have stopped: nothing holds the
-	// columns then, and the next GPU run reuses their memory.
-	defer res.Release()
+	defer s.releaseResult(res)
 	return s.sendResult(ctx, stream, res, q.BatchRows, meta)
 }

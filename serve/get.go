@@ -40,10 +40,19 @@ func (s *service) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetSer
 		return err
 	}
 	meta := resultMeta{Graph: q.Graph, Vertices: sg.info.Vertices, Edges: sg.info.Edges, BackendNote: note}
-	// sendResult returns once its encoders have stopped: nothing holds the
-	// columns then, and the next GPU run reuses their memory.
-	defer res.Release()
+	defer s.releaseResult(res)
 	return s.sendResult(ctx, stream, res, q.BatchRows, meta)
+}
+
+// releaseResult gives a sent result's memory to later runs. sendResult
+// returns once its encoders have stopped and its messages are copies:
+// nothing holds the columns then, whether the client read them all, went
+// away or stalled past --result-idle-timeout.
+func (s *service) releaseResult(res *gpipe.Result) {
+	res.Release()
+	if s.released != nil {
+		s.released()
+	}
 }
 
 // run runs a prepared query on g in a job slot, where the placement says;

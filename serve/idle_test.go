@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -171,10 +172,14 @@ func chain(n int) []arrow.Record {
 
 // TestStalledResultReaders checks --result-idle-timeout: a DoGet or
 // DoExchange whose client reads the first message and then stops is
-// canceled, releasing its graph (a dropped graph's memory is freed), and
-// the client, reading again, gets what was sent and then DeadlineExceeded.
+// canceled, releasing its graph (a dropped graph's memory is freed) and its
+// result while the client stays connected (so no message gRPC still holds
+// for it may reference the result's memory), and the client, reading
+// again, gets what was sent and then DeadlineExceeded.
 func TestStalledResultReaders(t *testing.T) {
 	ts := startServer(t, Config{ResultIdleTimeout: testIdle})
+	var released atomic.Int64
+	ts.svc.released = func() { released.Add(1) }
 	c := stalledReaderClient(t, ts.addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -195,6 +200,7 @@ func TestStalledResultReaders(t *testing.T) {
 		t.Fatalf("drop: %v, want 1 query running", out)
 	}
 	waitFor(t, "the stalled DoGet to release its graph", func() bool { return ts.svc.mem.inUse() == 0 })
+	waitFor(t, "the stalled DoGet to release its result", func() bool { return released.Load() == 1 })
 	wantStatusAfterDrain(t, get, "--result-idle-timeout")
 
 	ex, err := c.DoExchange(ctx)
@@ -214,10 +220,26 @@ func TestStalledResultReaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the stalled DoExchange to free its graph", func() bool { return ts.svc.mem.inUse() == 0 })
+	waitFor(t, "the stalled DoExchange to release its result", func() bool { return released.Load() == 2 })
 	wantStatusAfterDrain(t, ex, "--result-idle-timeout")
 
-	if logs := ts.logs.String(); strings.Count(logs, "status=DeadlineExceeded") != 2 {
-		t.Errorf("want 2 log lines with status=DeadlineExceeded:\n%s", logs)
+	// A bfs whose batches carry the result's own depths in 80 KB, as
+	// large as a message could reference rather than copy.
+	if _, err := put(ctx, c, pathDescriptor("path", nil), recs[0].Schema(), recs); err != nil {
+		t.Fatal(err)
+	}
+	bfs, err := c.DoGet(ctx, &flight.Ticket{Ticket: mustJSON(map[string]any{"graph": "path", "op": "bfs", "source": "0", "batch_rows": 20000})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bfs.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the stalled bfs DoGet to release its result", func() bool { return released.Load() == 3 })
+	wantStatusAfterDrain(t, bfs, "--result-idle-timeout")
+
+	if logs := ts.logs.String(); strings.Count(logs, "status=DeadlineExceeded") != 3 {
+		t.Errorf("want 3 log lines with status=DeadlineExceeded:\n%s", logs)
 	}
 }
 

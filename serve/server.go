@@ -119,6 +119,9 @@ type service struct {
 	graphs    *registry
 	mem       *budget
 	jobs      jobs
+	// released, where set (tests), is called after a query's result is
+	// released (releaseResult).
+	released func()
 }
 
 // New makes a server from cfg: it opens the backend (failing at once when
