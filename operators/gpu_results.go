@@ -80,10 +80,10 @@ func (r *Result) Release() {
 // otherwise copied out of a pinned staging buffer on 8 cores before a
 // Flight result's first byte (its schema 1.8-2.7 ms later on the H100
 // machine, BENCHMARKS.md). The CPU reads the pinned memory as fast as Go
-// memory (BenchmarkGPUHostRead). Result.Release gives the memory
-// back; so only for callers that release every result they get (gpipe
-// serve): a result never released keeps its pinned memory lent, and the
-// pool lends at most pinnedResultsMax, then Go memory again.
+// memory (BenchmarkGPUHostRead). Result.Release gives the memory back; so
+// only for callers that release every result they get (gpipe serve): a
+// result never released keeps its pinned memory lent, and the pool lends
+// at most pinnedResultsMax, then Go memory again.
 func PinnedResults(ctx context.Context) context.Context {
 	return context.WithValue(ctx, pinnedResultsKey{}, true)
 }
@@ -92,7 +92,8 @@ type pinnedResultsKey struct{}
 
 // pinnedResultsMax is the most pinned memory the pool lends to results at
 // once: four Kronecker 22 BFS results (39 MB each), about a Flight
-// server's results in flight under its default four job slots.
+// server's results in flight under its default four job slots. A
+// variable, so that tests can lower it.
 var pinnedResultsMax int64 = 192 << 20
 
 // resultLease is the pinned memory a run's result holds: lent by b's pool
