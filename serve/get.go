@@ -20,9 +20,18 @@ import (
 // error is a status rather than a stream cut short.
 func (s *service) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetServer) error {
 	ctx := stream.Context()
-	call := logOf(ctx)
-	q, err := parseTicket(tkt.GetTicket())
-	call.names(q.Graph, q.Op)
+	return s.query(ctx, tkt.GetTicket(), func(q query, sg *storedGraph, res *gpipe.Result, note string) error {
+		meta := resultMeta{Graph: q.Graph, Vertices: sg.info.Vertices, Edges: sg.info.Edges, BackendNote: note}
+		return s.sendResult(ctx, stream, res, q.BatchRows, meta)
+	})
+}
+
+// query runs a DoGet ticket's query on its stored graph and hands the
+// result to send, the graph held until send returns and the result
+// released then.
+func (s *service) query(ctx context.Context, ticket []byte, send func(q query, sg *storedGraph, res *gpipe.Result, note string) error) error {
+	q, err := parseTicket(ticket)
+	logOf(ctx).names(q.Graph, q.Op)
 	if err != nil {
 		return err
 	}
@@ -39,9 +48,8 @@ func (s *service) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetSer
 	if err != nil {
 		return err
 	}
-	meta := resultMeta{Graph: q.Graph, Vertices: sg.info.Vertices, Edges: sg.info.Edges, BackendNote: note}
 	defer s.releaseResult(res)
-	return s.sendResult(ctx, stream, res, q.BatchRows, meta)
+	return send(q, sg, res, note)
 }
 
 // releaseResult gives a sent result's memory to later runs. sendResult

@@ -193,35 +193,18 @@ func gpuQuery(ctx context.Context, c flight.Client, doBFS bool, source string, b
 	return nil
 }
 
-// pinnedRun runs a bfs query on graph "g" as DoGet does (service.run) and
-// checks that its columns are in pinned memory until it is released.
+// pinnedRun runs a bfs query on graph "g" as DoGet does (service.query)
+// and checks that its columns are in pinned memory until it is released.
 func pinnedRun(ctx context.Context, svc *service, source string) error {
 	tkt, err := json.Marshal(map[string]any{"graph": "g", "op": "bfs", "source": source})
 	if err != nil {
 		return err
 	}
-	q, err := parseTicket(tkt)
-	if err != nil {
-		return err
-	}
-	op, err := q.prepare()
-	if err != nil {
-		return err
-	}
-	sg, err := svc.graphs.acquire(q.Graph)
-	if err != nil {
-		return err
-	}
-	defer svc.graphs.release(sg)
-	res, _, err := svc.run(ctx, sg.g, sg.minWeight, op, q)
-	if err != nil {
-		return err
-	}
-	depth, parent := res.Column("depth"), res.Column("parent")
-	pinned := gpu.IsPinned(alloc.Bytes(depth.Int32)) && gpu.IsPinned(depth.Valid) && gpu.IsPinned(parent.Keys)
-	res.Release()
-	if !pinned {
-		return fmt.Errorf("a GPU bfs run as DoGet runs it has columns outside pinned memory")
-	}
-	return nil
+	return svc.query(ctx, tkt, func(_ query, _ *storedGraph, res *gpipe.Result, _ string) error {
+		depth, parent := res.Column("depth"), res.Column("parent")
+		if !gpu.IsPinned(alloc.Bytes(depth.Int32)) || !gpu.IsPinned(depth.Valid) || !gpu.IsPinned(parent.Keys) {
+			return fmt.Errorf("a GPU bfs run as DoGet runs it has columns outside pinned memory")
+		}
+		return nil
+	})
 }
