@@ -15,29 +15,19 @@
 set -uo pipefail
 old=$1 new=$2 out=$3
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/flight-lib.sh"
 mkdir -p "$out"
-graph=${TMPDIR:-/tmp}/gpipe-bench-flight-k22.arrow
-[ -f "$graph" ] || "$new" gen kronecker --scale 22 --edge-factor 16 --output "$graph" 2>"$out/gen.log" || {
-	echo "gpipe gen failed: $(tail -1 "$out/gen.log")" >&2
-	exit 1
-}
+flight_graph "$new" "$out" || exit 1
 pids=() locs=() port=18825
 for label in old new; do
 	bin=$old
 	[ $label = new ] && bin=$new
-	log=$out/serve-$label.log
-	"$bin" serve --addr 127.0.0.1:$port --backend "${BACKEND:-gpu}" 2>"$log" &
-	pids+=($!)
-	for _ in $(seq 300); do
-		grep -q "serving Arrow Flight" "$log" && break
-		sleep 0.1
-	done
-	if ! grep -q "serving Arrow Flight" "$log"; then
-		echo "gpipe serve ($label) did not start: $(tail -1 "$log")" >&2
-		kill "${pids[@]}" 2>/dev/null
+	if ! start_serve "$bin" "$out/serve-$label.log" --addr 127.0.0.1:$port --backend "${BACKEND:-gpu}"; then
+		[ ${#pids[@]} -gt 0 ] && kill "${pids[@]}" 2>/dev/null
 		exit 1
 	fi
-	locs+=(--location "$label=grpc://127.0.0.1:$port" --pid "$label=${pids[-1]}")
+	pids+=($serve_pid)
+	locs+=(--location "$label=grpc://127.0.0.1:$port" --pid "$label=$serve_pid")
 	port=$((port + 1))
 done
 timeout 600 python3 "$here/bench-flight.py" ab "${locs[@]}" --input "$graph" --reps "${REPS:-15}" \

@@ -18,29 +18,14 @@
 set -uo pipefail
 gpipe=$1 out=$2
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/flight-lib.sh"
 mkdir -p "$out"
-graph=${TMPDIR:-/tmp}/gpipe-bench-flight-k22.arrow
-[ -f "$graph" ] || "$gpipe" gen kronecker --scale 22 --edge-factor 16 --output "$graph" 2>"$out/gen.log" || {
-	echo "gpipe gen failed: $(tail -1 "$out/gen.log")" >&2
-	exit 1
-}
+flight_graph "$gpipe" "$out" || exit 1
 
 port=18815 debug=16060
 for backend in ${BACKENDS:-gpu cpu}; do
-	log=$out/serve-$backend.log
-	"$gpipe" serve --addr 127.0.0.1:$port --backend $backend --debug-addr 127.0.0.1:$debug 2>"$log" &
-	pid=$!
-	for _ in $(seq 300); do
-		grep -q "serving Arrow Flight" "$log" && break
-		kill -0 $pid 2>/dev/null || break
-		sleep 0.1
-	done
-	if ! grep -q "serving Arrow Flight" "$log"; then
-		echo "gpipe serve --backend $backend did not start: $(tail -1 "$log")" >&2
-		kill $pid 2>/dev/null
-		wait $pid 2>/dev/null
-		continue
-	fi
+	start_serve "$gpipe" "$out/serve-$backend.log" --addr 127.0.0.1:$port --backend $backend --debug-addr 127.0.0.1:$debug || continue
+	pid=$serve_pid
 	echo "== --backend $backend" >&2
 	timeout 300 python3 "$here/bench-flight.py" run --location grpc://127.0.0.1:$port --input "$graph" \
 		--label $backend --json "$out/flight-$backend.json" --client-window "${CLIENT_WINDOW:-0}" \
