@@ -85,11 +85,7 @@ func afforest(ctx context.Context, out, rev *convert.CSR) ([]uint32, error) {
 			if ctx.Err() != nil {
 				return
 			}
-			for u := lo; u < hi; u++ {
-				if e := offs[u] + r; e < offs[u+1] {
-					link(uint32(u), targets[e], comp)
-				}
-			}
+			linkRound(lo, hi, r, offs, targets, comp)
 		})
 		compress(ctx, comp)
 	}
@@ -123,6 +119,41 @@ func afforest(ctx context.Context, out, rev *convert.CSR) ([]uint32, error) {
 		return nil, err
 	}
 	return comp, nil
+}
+
+// linkAhead is how many vertices a sampling round reads ahead. Linking
+// one vertex is a chain of dependent reads at random places (its
+// neighbour's id, that neighbour's label, its root), so a core going vertex
+// by vertex has one or two cache misses in flight. Reading a batch's
+// neighbour ids, then their labels, reads that do not depend on each
+// other, puts the batch's misses in flight at once, and the links then
+// mostly hit the cache. Kronecker 22 on 2 cores: cc in 86 ms instead of
+// 103 with batches of 64 to 256 (113 with 8). The same read-ahead in
+// compress gained nothing.
+const linkAhead = 128
+
+// linkRound links each vertex of [lo, hi) with its neighbour at offset r
+// of its edges, where it has one (Afforest's sampling rounds).
+func linkRound(lo, hi int, r int64, offs []int64, targets, comp []uint32) {
+	var ahead [linkAhead]uint32
+	for u0 := lo; u0 < hi; u0 += linkAhead {
+		nbrs := ahead[:min(linkAhead, hi-u0)]
+		for i := range nbrs {
+			u := u0 + i
+			nbrs[i] = uint32(u) // no neighbour there: u, which link skips below
+			if e := offs[u] + r; e < offs[u+1] {
+				nbrs[i] = targets[e]
+			}
+		}
+		for _, v := range nbrs {
+			atomic.LoadUint32(&comp[v]) // only to start the line's load
+		}
+		for i, v := range nbrs {
+			if u := uint32(u0 + i); v != u {
+				link(u, v, comp)
+			}
+		}
+	}
 }
 
 // link joins the trees of u and v, hanging the larger root under the
