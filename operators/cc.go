@@ -127,9 +127,10 @@ func afforest(ctx context.Context, out, rev *convert.CSR) ([]uint32, error) {
 // by vertex has one or two cache misses in flight. Reading a batch's
 // neighbour ids, then their labels, reads that do not depend on each
 // other, puts the batch's misses in flight at once, and the links then
-// mostly hit the cache. Kronecker 22 on 2 cores: cc in 86 ms instead of
-// 103 with batches of 64 to 256 (113 with 8). The same read-ahead in
-// compress gained nothing.
+// mostly hit the cache. Kronecker 22: cc in 86 ms instead of 103 on 2
+// cores with batches of 64 to 256 (113 with 8), 18-21 ms instead of 20-22
+// on the GPU machine's 16 cores. The same read-ahead in compress gained
+// nothing.
 const linkAhead = 128
 
 // linkRound links each vertex of [lo, hi) with its neighbour at offset r
@@ -140,7 +141,7 @@ func linkRound(lo, hi int, r int64, offs []int64, targets, comp []uint32) {
 		nbrs := ahead[:min(linkAhead, hi-u0)]
 		for i := range nbrs {
 			u := u0 + i
-			nbrs[i] = uint32(u) // no neighbour there: u, which link skips below
+			nbrs[i] = uint32(u) // no neighbour there: u itself, which the links skip
 			if e := offs[u] + r; e < offs[u+1] {
 				nbrs[i] = targets[e]
 			}
