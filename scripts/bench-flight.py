@@ -19,8 +19,10 @@ one per backend):
     compared with the first (parents may differ where paths tie; the first
     result's parents are checked to be one level up);
   - the same bfs result served by pyarrow's own Flight server to the same
-    client, and to 16 clients at once against one: what the clients and
-    loopback allow on the machine, whatever the server;
+    client, and to 16 clients at once against one, and the same pagerank
+    result to the same client: what the clients and loopback allow on the
+    machine, whatever the server (the target table gives it beside each
+    target);
   - with --debug-url, CPU profiles of the server (go tool pprof) during a
     DoPut, during the pagerank queries, during 3 s of bfs queries and
     through a second, untimed run of the 16 clients, written to
