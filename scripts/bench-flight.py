@@ -219,25 +219,27 @@ def clients(location, ticket, n, queries, window=0):
     return n * queries / (end - start), prints
 
 
-def phases(client, ticket, reps):
-    """Medians of a DoGet's phases in seconds: schema (do_get returned),
-    first batch, last batch."""
+def time_phases(client, ticket):
+    """One DoGet's phases in seconds: schema, first batch, last batch."""
     _, flight = flight_modules()
-    schema, first, last = [], [], []
-    for _ in range(reps):
-        start = time.perf_counter()
-        reader = client.do_get(flight.Ticket(json.dumps(ticket).encode()))
-        schema.append(time.perf_counter() - start)
-        chunks = []
-        while True:
-            try:
-                chunks.append(reader.read_chunk())
-            except StopIteration:
-                break
-            if len(chunks) == 1:
-                first.append(time.perf_counter() - start)
-        last.append(time.perf_counter() - start)
-        del chunks
+    start = time.perf_counter()
+    reader = client.do_get(flight.Ticket(json.dumps(ticket).encode()))
+    schema = time.perf_counter() - start
+    first, chunks = None, []
+    while True:
+        try:
+            chunks.append(reader.read_chunk())
+        except StopIteration:
+            break
+        if first is None:
+            first = time.perf_counter() - start
+    return schema, first, time.perf_counter() - start
+
+
+def phases(client, ticket, reps):
+    """Medians of a DoGet's phases in seconds over reps queries
+    (time_phases): schema (do_get returned), first batch, last batch."""
+    schema, first, last = zip(*(time_phases(client, ticket) for _ in range(reps)))
     return {"schema_s": statistics.median(schema), "first_batch_s": statistics.median(first), "last_batch_s": statistics.median(last)}
 
 
@@ -634,23 +636,6 @@ def table(args):
               f"{verdict(c['speedup'] >= 8 and c['identical'])} |")
     else:
         print("| 16 concurrent clients × 20 bfs queries on the same graph | throughput ≥ 8× one client's, results identical | (not run) | | |")
-
-
-def time_phases(client, ticket):
-    """One DoGet's phases in seconds: schema, first batch, last batch."""
-    _, flight = flight_modules()
-    start = time.perf_counter()
-    reader = client.do_get(flight.Ticket(json.dumps(ticket).encode()))
-    schema = time.perf_counter() - start
-    first, chunks = None, []
-    while True:
-        try:
-            chunks.append(reader.read_chunk())
-        except StopIteration:
-            break
-        if first is None:
-            first = time.perf_counter() - start
-    return schema, first, time.perf_counter() - start
 
 
 def cpu_seconds(pid):
