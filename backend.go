@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/gpu"

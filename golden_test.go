@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/gpipe/gpipe/operators"
 )

@@ -22,7 +22,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/ingest"

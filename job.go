@@ -6,8 +6,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/echo"
@@ -212,7 +212,7 @@ func RunJob(ctx context.Context, job Job) (*Report, error) {
 // writeResult writes res to output a batch at a time, each batch's columns
 // built from mem as it is written.
 func writeResult(ctx context.Context, res *Result, output string, opts sink.Options, mem memory.Allocator) error {
-	return sink.WriteRows(ctx, output, res.Schema(), int64(res.Graph.NumVertices()), func(lo, hi int64) arrow.Record {
+	return sink.WriteRows(ctx, output, res.Schema(), int64(res.Graph.NumVertices()), func(lo, hi int64) arrow.RecordBatch {
 		return res.Rows(mem, int(lo), int(hi))
 	}, opts)
 }

@@ -13,9 +13,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/ingest/edges"
@@ -196,10 +196,10 @@ func TestSkipInvalid(t *testing.T) {
 	b.Field(0).(*array.Int64Builder).AppendValues([]int64{1, 0, 2, 3, 4, 5, 6}, []bool{true, false, true, true, true, true, true})
 	b.Field(1).(*array.Int64Builder).AppendValues([]int64{2, 3, 3, 0, 5, 6, 1}, []bool{true, true, true, false, true, true, true})
 	b.Field(2).(*array.Float64Builder).AppendValues([]float64{1, 1, -2, 1, math.NaN(), math.Inf(1), 4}, nil)
-	rec := b.NewRecord()
+	rec := b.NewRecordBatch()
 	defer rec.Release()
 	in := filepath.Join(t.TempDir(), "edges.arrow")
-	writeIPC(t, in, []arrow.Record{rec}, false)
+	writeIPC(t, in, []arrow.RecordBatch{rec}, false)
 
 	for _, c := range []struct {
 		op      string

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/operators"
@@ -58,7 +58,7 @@ func writeRowGroups(t *testing.T, path string, rng *rand.Rand, m, groups int) {
 		{Name: "src", Type: arrow.PrimitiveTypes.Int64}, {Name: "dst", Type: arrow.PrimitiveTypes.Int64},
 		{Name: "weight", Type: arrow.PrimitiveTypes.Float64},
 	}, nil)
-	var recs []arrow.Record
+	var recs []arrow.RecordBatch
 	key := func() int64 { return int64(float64(m/4)*math.Pow(rng.Float64(), 2)) * 7919 }
 	for g := 0; g < groups; g++ {
 		b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
@@ -71,7 +71,7 @@ func writeRowGroups(t *testing.T, path string, rng *rand.Rand, m, groups int) {
 			b.Field(1).(*array.Int64Builder).Append(v)
 			b.Field(2).(*array.Float64Builder).Append(float64(rng.IntN(9)) - 2)
 		}
-		recs = append(recs, b.NewRecord())
+		recs = append(recs, b.NewRecordBatch())
 		b.Release()
 	}
 	writeParquet(t, path, recs)

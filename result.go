@@ -6,10 +6,10 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/bitutil"
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/ingest/edges"
@@ -53,7 +53,7 @@ func (r *Result) arrowType(c operators.Column) arrow.DataType {
 // (ascending key order). Numeric columns share the result's memory, and a
 // vertex column of integer keys the graph's; the caller releases the
 // record.
-func (r *Result) Record(mem memory.Allocator) arrow.Record {
+func (r *Result) Record(mem memory.Allocator) arrow.RecordBatch {
 	return r.Rows(mem, 0, r.Graph.NumVertices())
 }
 
@@ -65,7 +65,7 @@ func (r *Result) Record(mem memory.Allocator) arrow.Record {
 // validity bitmap where some are null), and a column of vertices (parents,
 // components) maps ids to integer keys in parallel; string keys are
 // gathered into new arrays.
-func (r *Result) Rows(mem memory.Allocator, lo, hi int) arrow.Record {
+func (r *Result) Rows(mem memory.Allocator, lo, hi int) arrow.RecordBatch {
 	keys := r.Graph.Keys
 	cols := []arrow.Array{keyRange(mem, keys, lo, hi)}
 	for _, c := range r.Columns {
@@ -99,7 +99,7 @@ func (r *Result) Rows(mem memory.Allocator, lo, hi int) arrow.Record {
 			cols = append(cols, keysOf(mem, keys, c.Vertex[lo:hi]))
 		}
 	}
-	rec := array.NewRecord(r.Schema(), cols, int64(hi-lo))
+	rec := array.NewRecordBatch(r.Schema(), cols, int64(hi-lo))
 	for _, c := range cols {
 		c.Release()
 	}

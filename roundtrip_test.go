@@ -15,13 +15,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/ipc"
-	"github.com/apache/arrow/go/v17/arrow/memory"
-	"github.com/apache/arrow/go/v17/parquet"
-	"github.com/apache/arrow/go/v17/parquet/file"
-	"github.com/apache/arrow/go/v17/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/gpipe/gpipe/ingest"
 	"github.com/gpipe/gpipe/ingest/edges"
@@ -343,7 +343,7 @@ func keyArray(t testing.TB, dt arrow.DataType, keys []string) arrow.Array {
 // edgeRecords is the edges as Arrow records of key type kt and weight type
 // wt, cut into two batches (two row groups, two IPC batches) that share
 // their dictionaries (an IPC file allows one per column).
-func edgeRecords(t testing.TB, ks keySet, edges []rtEdge, kt, wt arrow.DataType) []arrow.Record {
+func edgeRecords(t testing.TB, ks keySet, edges []rtEdge, kt, wt arrow.DataType) []arrow.RecordBatch {
 	t.Helper()
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: "src", Type: kt}, {Name: "dst", Type: kt}, {Name: "weight", Type: wt},
@@ -368,16 +368,16 @@ func edgeRecords(t testing.TB, ks keySet, edges []rtEdge, kt, wt arrow.DataType)
 	all := cols[0]
 	cols[0], cols[1] = array.NewSlice(all, 0, n), array.NewSlice(all, n, 2*n)
 	all.Release()
-	whole := array.NewRecord(schema, cols, n)
+	whole := array.NewRecordBatch(schema, cols, n)
 	defer whole.Release()
 	for _, c := range cols {
 		c.Release()
 	}
 	half := n / 2
-	return []arrow.Record{whole.NewSlice(0, half), whole.NewSlice(half, n)}
+	return []arrow.RecordBatch{whole.NewSlice(0, half), whole.NewSlice(half, n)}
 }
 
-func writeParquet(t testing.TB, path string, recs []arrow.Record) {
+func writeParquet(t testing.TB, path string, recs []arrow.RecordBatch) {
 	t.Helper()
 	f, err := os.Create(path)
 	if err != nil {
@@ -398,7 +398,7 @@ func writeParquet(t testing.TB, path string, recs []arrow.Record) {
 	}
 }
 
-func writeIPC(t testing.TB, path string, recs []arrow.Record, stream bool) {
+func writeIPC(t testing.TB, path string, recs []arrow.RecordBatch, stream bool) {
 	t.Helper()
 	f, err := os.Create(path)
 	if err != nil {
@@ -406,7 +406,7 @@ func writeIPC(t testing.TB, path string, recs []arrow.Record, stream bool) {
 	}
 	defer f.Close()
 	var w interface {
-		Write(arrow.Record) error
+		Write(arrow.RecordBatch) error
 		Close() error
 	}
 	if stream {
@@ -565,8 +565,6 @@ type outTable struct {
 	rows  [][]cell
 }
 
-func (o *outTable) col(name string) int { return slices.Index(o.names, name) }
-
 func readOutput(t testing.TB, path string) *outTable {
 	t.Helper()
 	switch filepath.Ext(path) {
@@ -603,7 +601,7 @@ func readOutput(t testing.TB, path string) *outTable {
 		defer r.Close()
 		o := &outTable{}
 		for i := range r.NumRecords() {
-			rec, err := r.Record(i)
+			rec, err := r.RecordBatch(i)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -633,7 +631,7 @@ func readOutput(t testing.TB, path string) *outTable {
 func recordsTable(t testing.TB, r array.RecordReader) *outTable {
 	o := &outTable{}
 	for r.Next() {
-		addRecord(t, o, r.Record())
+		addRecord(t, o, r.RecordBatch())
 	}
 	if err := r.Err(); err != nil {
 		t.Fatal(err)
@@ -652,7 +650,7 @@ func setSchema(o *outTable, s *arrow.Schema) {
 	}
 }
 
-func addRecord(t testing.TB, o *outTable, rec arrow.Record) {
+func addRecord(t testing.TB, o *outTable, rec arrow.RecordBatch) {
 	t.Helper()
 	if o.names == nil {
 		setSchema(o, rec.Schema())
@@ -1199,7 +1197,7 @@ func TestEdgeTableRoundTrip(t *testing.T) {
 				}
 				rr := tab.RecordReader()
 				for rr.Next() {
-					if err := w.Write(rr.Record()); err != nil {
+					if err := w.Write(rr.RecordBatch()); err != nil {
 						t.Fatal(err)
 					}
 				}

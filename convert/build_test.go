@@ -14,9 +14,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/gpipe/gpipe/ingest"
 	"github.com/gpipe/gpipe/ingest/edges"
@@ -413,7 +413,7 @@ func TestBuildShapes(t *testing.T) {
 		{"star in", starRev, star, starW},
 		{"star with duplicates", starDup, starDupRev, starDupW},
 		{"chain", chain, chainNext, nil},
-		{"parallel edges", []int{0, 0, 1, 0, 1}, []int{1, 1, 0, 1, 0}, []float64{3, 1, 2, 5, -0.0}},
+		{"parallel edges", []int{0, 0, 1, 0, 1}, []int{1, 1, 0, 1, 0}, []float64{3, 1, 2, 5, math.Copysign(0, -1)}},
 	}
 	for _, c := range cases {
 		for _, undirected := range []bool{false, true} {

@@ -20,8 +20,8 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/gpipe/gpipe/internal/alloc"
 	"github.com/gpipe/gpipe/internal/bytesize"

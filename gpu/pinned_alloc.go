@@ -5,7 +5,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/gpipe/gpipe/internal/bytesize"
 	"github.com/gpipe/gpipe/internal/par"

@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/gpipe/gpipe/ingest/arrowipc"
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/ingest/internal/edgetest"
@@ -121,20 +121,20 @@ func readEveryFormat(t *testing.T, names []string, opts edges.Options, check fun
 		b.Release()
 	}
 	schema := arrow.NewSchema(fields, nil)
-	rec := array.NewRecord(schema, arrs, 2)
+	rec := array.NewRecordBatch(schema, arrs, 2)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "e.arrow")
-	edgetest.WriteArrowFile(t, path, schema, []arrow.Record{rec})
+	edgetest.WriteArrowFile(t, path, schema, []arrow.RecordBatch{rec})
 	tbl, err = Open(context.Background(), path, nil, opts)
 	check("arrow", tbl, err)
-	tbl, err = arrowipc.ReadStream(context.Background(), "e.arrows", bytes.NewReader(edgetest.ArrowStream(t, schema, []arrow.Record{rec})), opts)
+	tbl, err = arrowipc.ReadStream(context.Background(), "e.arrows", bytes.NewReader(edgetest.ArrowStream(t, schema, []arrow.RecordBatch{rec})), opts)
 	check("arrows", tbl, err)
 	a, err := arrowipc.NewAppender("flight", schema, opts)
 	if err == nil {
 		a.Release()
 	}
 	check("appender", &edges.Table{}, err)
-	at := array.NewTableFromRecords(schema, []arrow.Record{rec})
+	at := array.NewTableFromRecords(schema, []arrow.RecordBatch{rec})
 	path = edgetest.WriteParquet(t, dir, "e.parquet", at, edgetest.DefaultParquetWrite)
 	at.Release()
 	tbl, err = Open(context.Background(), path, nil, opts)

@@ -10,9 +10,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/ingest/internal/edgetest"
@@ -79,12 +79,12 @@ func TestCanceledWhileReading(t *testing.T) {
 		fmt.Fprintf(&mtx, "%d %d\n", src[i], dst[i])
 	}
 	schema := arrow.NewSchema([]arrow.Field{{Name: "src", Type: arrow.PrimitiveTypes.Int64}, {Name: "dst", Type: arrow.PrimitiveTypes.Int64}}, nil)
-	var recs []arrow.Record
+	var recs []arrow.RecordBatch
 	for lo := 0; lo < n; lo += n / 8 {
 		b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 		b.Field(0).(*array.Int64Builder).AppendValues(src[lo:lo+n/8], nil)
 		b.Field(1).(*array.Int64Builder).AppendValues(dst[lo:lo+n/8], nil)
-		recs = append(recs, b.NewRecord())
+		recs = append(recs, b.NewRecordBatch())
 		b.Release()
 	}
 	paths := map[string]string{}

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/ingest/internal/edgetest"
@@ -43,12 +43,12 @@ func TestStdinFormats(t *testing.T) {
 	b.Field(0).(*array.Int64Builder).AppendValues([]int64{1, 2}, nil)
 	b.Field(1).(*array.Int64Builder).AppendValues([]int64{2, 3}, nil)
 	b.Field(2).(*array.Float64Builder).AppendValues([]float64{0.5, 1.5}, nil)
-	rec := b.NewRecord()
+	rec := b.NewRecordBatch()
 	b.Release()
 	defer rec.Release()
 	arrowPath := filepath.Join(dir, "e.arrow")
-	edgetest.WriteArrowFile(t, arrowPath, schema, []arrow.Record{rec})
-	tbl := array.NewTableFromRecords(schema, []arrow.Record{rec})
+	edgetest.WriteArrowFile(t, arrowPath, schema, []arrow.RecordBatch{rec})
+	tbl := array.NewTableFromRecords(schema, []arrow.RecordBatch{rec})
 	pqPath := edgetest.WriteParquet(t, dir, "e.parquet", tbl, edgetest.DefaultParquetWrite)
 	tbl.Release()
 	fileBytes := func(path string) []byte {
@@ -59,7 +59,7 @@ func TestStdinFormats(t *testing.T) {
 		return data
 	}
 	inputs := map[string][]byte{
-		FormatArrowStream: edgetest.ArrowStream(t, schema, []arrow.Record{rec}),
+		FormatArrowStream: edgetest.ArrowStream(t, schema, []arrow.RecordBatch{rec}),
 		FormatArrowFile:   fileBytes(arrowPath),
 		FormatParquet:     fileBytes(pqPath),
 		FormatCSV:         []byte("\xef\xbb\xbf\"src\",\"dst\",\"weight\"\n1,2,0.5\n2,3,1.5\n"),

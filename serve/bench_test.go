@@ -9,11 +9,11 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/flight"
-	"github.com/apache/arrow/go/v17/arrow/ipc"
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/proto"
 
@@ -164,7 +164,7 @@ func wireMessages(m, batchRows int) [][]byte {
 		sa.AppendValues(src, nil)
 		da.AppendValues(dst, nil)
 		cols := []arrow.Array{sa.NewArray(), da.NewArray()}
-		rec := array.NewRecord(schema, cols, int64(n))
+		rec := array.NewRecordBatch(schema, cols, int64(n))
 		if err := w.Write(rec); err != nil {
 			panic(err)
 		}

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/flight"
-	"github.com/apache/arrow/go/v17/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -21,12 +21,12 @@ import (
 // loadGraph is a graph of the load test with the answers to its queries.
 type loadGraph struct {
 	name    string
-	recs    []arrow.Record
+	recs    []arrow.RecordBatch
 	opts    edgeOptions
 	str     bool
 	tree    *edgeIndex
 	queries []map[string]any
-	answers []arrow.Record
+	answers []arrow.RecordBatch
 }
 
 // newLoadGraph puts together a graph and its expected answers: every

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -46,7 +46,7 @@ func TestLongValuesAreCut(t *testing.T) {
 	schema := func(d *flight.FlightDescriptor) func() error {
 		return func() error { _, err := c.GetSchema(ctx, d); return err }
 	}
-	putT := func(d *flight.FlightDescriptor, recs []arrow.Record) func() error {
+	putT := func(d *flight.FlightDescriptor, recs []arrow.RecordBatch) func() error {
 		return func() error { _, err := put(ctx, c, d, recs[0].Schema(), recs); return err }
 	}
 	exchangeT := func(opts any) func() error {
@@ -87,8 +87,8 @@ func TestLongValuesAreCut(t *testing.T) {
 		{"DoPut weight column", putT(pathDescriptor("g2", map[string]any{"weight": huge}), good), codes.InvalidArgument, []string{"no weight column"}},
 		{"DoPut weight and unweighted", putT(pathDescriptor("g2", map[string]any{"weight": huge, "unweighted": true}), good), codes.InvalidArgument, []string{"unweighted"}},
 		{"DoPut one column twice", putT(pathDescriptor("g2", map[string]any{"src": huge, "dst": huge}), good), codes.InvalidArgument, []string{"both the source and the destination"}},
-		{"DoPut columns of the upload", putT(pathDescriptor("g2", nil), []arrow.Record{hugeCols}), codes.InvalidArgument, []string{`no source column "src"`}},
-		{"DoPut columns named in the options", putT(pathDescriptor("g2", map[string]any{"src": huge + "1", "dst": huge + "1x"}), []arrow.Record{hugeCols}), codes.InvalidArgument, []string{"no destination column"}},
+		{"DoPut columns of the upload", putT(pathDescriptor("g2", nil), []arrow.RecordBatch{hugeCols}), codes.InvalidArgument, []string{`no source column "src"`}},
+		{"DoPut columns named in the options", putT(pathDescriptor("g2", map[string]any{"src": huge + "1", "dst": huge + "1x"}), []arrow.RecordBatch{hugeCols}), codes.InvalidArgument, []string{"no destination column"}},
 		{"DoExchange graph", exchangeT(map[string]any{"graph": huge, "op": "cc"}), codes.InvalidArgument, []string{"longer than 128 bytes"}},
 		{"DoExchange op", exchangeT(map[string]any{"op": huge}), codes.InvalidArgument, []string{"unknown operator"}},
 		{"DoExchange source", exchangeT(map[string]any{"op": "bfs", "source": huge}), codes.InvalidArgument, []string{"source key"}},

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/flight"
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc/codes"
 
 	"github.com/gpipe/gpipe/operators"
@@ -17,7 +17,7 @@ import (
 
 // table builds a one-batch record from columns given as Go slices: int64,
 // float64 or string values, nil standing for null (as *T-less any).
-func table(cols map[string][]any, order ...string) arrow.Record {
+func table(cols map[string][]any, order ...string) arrow.RecordBatch {
 	var fields []arrow.Field
 	var arrs []arrow.Array
 	mem := memory.DefaultAllocator
@@ -49,7 +49,7 @@ func table(cols map[string][]any, order ...string) arrow.Record {
 		fields = append(fields, arrow.Field{Name: name, Type: arr.DataType(), Nullable: true})
 		arrs = append(arrs, arr)
 	}
-	rec := array.NewRecord(arrow.NewSchema(fields, nil), arrs, int64(arrs[0].Len()))
+	rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), arrs, int64(arrs[0].Len()))
 	for _, a := range arrs {
 		a.Release()
 	}
@@ -89,8 +89,8 @@ func TestBadInputs(t *testing.T) {
 			t.Fatalf("after %s: %v", after, err)
 		}
 	}
-	putRec := func(d *flight.FlightDescriptor, rec arrow.Record) error {
-		_, err := put(ctx, c, d, rec.Schema(), []arrow.Record{rec})
+	putRec := func(d *flight.FlightDescriptor, rec arrow.RecordBatch) error {
+		_, err := put(ctx, c, d, rec.Schema(), []arrow.RecordBatch{rec})
 		return err
 	}
 	ints := []any{int64(1), int64(2), int64(3)}
@@ -218,7 +218,7 @@ func TestBadInputs(t *testing.T) {
 		}, codes.InvalidArgument, []string{"names no operator"}},
 		{"exchange with bad keys", func() error {
 			rec := table(map[string][]any{"src": {1.0}, "dst": {2.0}}, "src", "dst")
-			_, err := exchange(ctx, c, cmdDescriptor(map[string]any{"op": "cc"}), rec.Schema(), []arrow.Record{rec})
+			_, err := exchange(ctx, c, cmdDescriptor(map[string]any{"op": "cc"}), rec.Schema(), []arrow.RecordBatch{rec})
 			return err
 		}, codes.InvalidArgument, []string{"cannot be a vertex key"}},
 		{"exchange with source not in the graph", func() error {
@@ -260,7 +260,7 @@ func TestBadInputs(t *testing.T) {
 		t.Errorf("put with column names: %v", err)
 	}
 	nullKey := table(map[string][]any{"src": {int64(1), int64(2), nil}, "dst": {int64(2), int64(3), int64(1)}}, "src", "dst")
-	skipped, err := put(ctx, c, pathDescriptor("big", map[string]any{"skip_invalid": true}), nullKey.Schema(), []arrow.Record{nullKey})
+	skipped, err := put(ctx, c, pathDescriptor("big", map[string]any{"skip_invalid": true}), nullKey.Schema(), []arrow.RecordBatch{nullKey})
 	if err != nil || skipped.SkippedRows != 1 || skipped.Edges != 2 {
 		t.Errorf("put with skip_invalid: %+v, %v", skipped, err)
 	}

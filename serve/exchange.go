@@ -3,7 +3,7 @@ package serve
 import (
 	"math"
 
-	"github.com/apache/arrow/go/v17/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/flight"
 
 	"github.com/gpipe/gpipe"
 )

@@ -10,9 +10,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
 
 	"github.com/gpipe/gpipe"
 	"github.com/gpipe/gpipe/gpu"
@@ -122,7 +122,7 @@ func TestGPUBackend(t *testing.T) {
 	engineQueries := func(c flight.Client, backend string) {
 		for _, q := range []struct {
 			ticket map[string]any
-			want   arrow.Record
+			want   arrow.RecordBatch
 		}{
 			{map[string]any{"graph": "g", "op": "sssp", "source": source}, sssp},
 			{map[string]any{"graph": "g", "op": "cc"}, cc},
@@ -163,7 +163,7 @@ func TestGPUBackend(t *testing.T) {
 // gpuQuery runs BFS (or PageRank) and checks that it ran on the GPU and
 // agrees with the CPU: depths equal and parents valid; ranks within 1e-6
 // in L1.
-func gpuQuery(ctx context.Context, c flight.Client, doBFS bool, source string, bfs, pr arrow.Record, tree *edgeIndex) error {
+func gpuQuery(ctx context.Context, c flight.Client, doBFS bool, source string, bfs, pr arrow.RecordBatch, tree *edgeIndex) error {
 	ticket := map[string]any{"graph": "g", "op": "pagerank"}
 	if doBFS {
 		ticket = map[string]any{"graph": "g", "op": "bfs", "source": source}

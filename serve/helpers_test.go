@@ -16,11 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/flight"
-	"github.com/apache/arrow/go/v17/arrow/ipc"
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -149,7 +149,7 @@ func randomEdges(seed uint64, n, m int, weighted bool) edgeList {
 
 // records writes the edges as nbatch record batches, keys as stringKeys
 // says, in columns src, dst, weight.
-func (e edgeList) records(stringKeys bool, nbatch int) []arrow.Record {
+func (e edgeList) records(stringKeys bool, nbatch int) []arrow.RecordBatch {
 	mem := memory.DefaultAllocator
 	kt := arrow.DataType(arrow.PrimitiveTypes.Int64)
 	if stringKeys {
@@ -160,7 +160,7 @@ func (e edgeList) records(stringKeys bool, nbatch int) []arrow.Record {
 		fields = append(fields, arrow.Field{Name: "weight", Type: arrow.PrimitiveTypes.Float64})
 	}
 	schema := arrow.NewSchema(fields, nil)
-	var recs []arrow.Record
+	var recs []arrow.RecordBatch
 	m := len(e.src)
 	for b := 0; b < nbatch; b++ {
 		lo, hi := b*m/nbatch, (b+1)*m/nbatch
@@ -177,7 +177,7 @@ func (e edgeList) records(stringKeys bool, nbatch int) []arrow.Record {
 				rb.Field(2).(*array.Float64Builder).Append(e.weight[i])
 			}
 		}
-		recs = append(recs, rb.NewRecord())
+		recs = append(recs, rb.NewRecordBatch())
 		rb.Release()
 	}
 	return recs
@@ -219,7 +219,7 @@ func mustJSON(v any) []byte {
 
 // put uploads recs (or only schema when recs is empty) and returns the put
 // result's description of the graph.
-func put(ctx context.Context, c flight.Client, d *flight.FlightDescriptor, schema *arrow.Schema, recs []arrow.Record) (graphInfo, error) {
+func put(ctx context.Context, c flight.Client, d *flight.FlightDescriptor, schema *arrow.Schema, recs []arrow.RecordBatch) (graphInfo, error) {
 	var info graphInfo
 	stream, err := c.DoPut(ctx)
 	if err != nil {
@@ -257,7 +257,7 @@ func put(ctx context.Context, c flight.Client, d *flight.FlightDescriptor, schem
 
 // result is a query's answer: its batches joined into one record.
 type result struct {
-	rec     arrow.Record
+	rec     arrow.RecordBatch
 	meta    resultMeta
 	batches int
 }
@@ -284,14 +284,14 @@ func readResult(stream flight.DataStreamReader) (*result, error) {
 		return nil, err
 	}
 	defer rdr.Release()
-	var parts []arrow.Record
+	var parts []arrow.RecordBatch
 	defer func() {
 		for _, p := range parts {
 			p.Release()
 		}
 	}()
 	for rdr.Next() {
-		rec := rdr.Record()
+		rec := rdr.RecordBatch()
 		rec.Retain()
 		parts = append(parts, rec)
 	}
@@ -309,7 +309,7 @@ func readResult(stream flight.DataStreamReader) (*result, error) {
 }
 
 // concat joins records of one schema into one.
-func concat(schema *arrow.Schema, parts []arrow.Record) arrow.Record {
+func concat(schema *arrow.Schema, parts []arrow.RecordBatch) arrow.RecordBatch {
 	cols := make([]arrow.Array, schema.NumFields())
 	var rows int64
 	for _, p := range parts {
@@ -331,7 +331,7 @@ func concat(schema *arrow.Schema, parts []arrow.Record) arrow.Record {
 			panic(err)
 		}
 	}
-	rec := array.NewRecord(arrow.NewSchema(schema.Fields(), nil), cols, rows)
+	rec := array.NewRecordBatch(arrow.NewSchema(schema.Fields(), nil), cols, rows)
 	for _, c := range cols {
 		c.Release()
 	}
@@ -340,7 +340,7 @@ func concat(schema *arrow.Schema, parts []arrow.Record) arrow.Record {
 
 // exchange runs a DoExchange: sends recs with the descriptor, then reads
 // the result.
-func exchange(ctx context.Context, c flight.Client, d *flight.FlightDescriptor, schema *arrow.Schema, recs []arrow.Record) (*result, error) {
+func exchange(ctx context.Context, c flight.Client, d *flight.FlightDescriptor, schema *arrow.Schema, recs []arrow.RecordBatch) (*result, error) {
 	stream, err := c.DoExchange(ctx)
 	if err != nil {
 		return nil, err
@@ -362,7 +362,7 @@ func exchange(ctx context.Context, c flight.Client, d *flight.FlightDescriptor, 
 // reference runs op on the edges with the library directly, as `gpipe run`
 // does: weights read only when the operator uses them, checked by its
 // rule, in-edges built when it reads them.
-func reference(t testing.TB, recs []arrow.Record, eo edgeOptions, op string, p operators.Params) arrow.Record {
+func reference(t testing.TB, recs []arrow.RecordBatch, eo edgeOptions, op string, p operators.Params) arrow.RecordBatch {
 	t.Helper()
 	o, err := operators.Lookup(op)
 	if err != nil {
@@ -398,7 +398,7 @@ func reference(t testing.TB, recs []arrow.Record, eo edgeOptions, op string, p o
 // values (nulls included, floats exactly). Parents may differ where paths
 // tie: a parent column is checked by tree (when not nil), which knows the
 // graph's edges.
-func sameRecord(got, want arrow.Record, tree ...*edgeIndex) error {
+func sameRecord(got, want arrow.RecordBatch, tree ...*edgeIndex) error {
 	if !got.Schema().Equal(want.Schema()) {
 		return fmt.Errorf("schema %v, want %v", got.Schema(), want.Schema())
 	}
@@ -466,7 +466,7 @@ func newEdgeIndex(e edgeList, str, undirected bool) *edgeIndex {
 // checkParents checks the parents of rows in a bfs or sssp result: each an
 // edge parent→vertex on a shortest path (depth one less; distance less the
 // edge's weight).
-func (x *edgeIndex) checkParents(rec arrow.Record, rows []int) error {
+func (x *edgeIndex) checkParents(rec arrow.RecordBatch, rows []int) error {
 	keyAt := func(row int) string { return fmt.Sprint(rec.Column(0).GetOneForMarshal(row)) }
 	rowOf := make(map[string]int, rec.NumRows())
 	for i := 0; i < int(rec.NumRows()); i++ {

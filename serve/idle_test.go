@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/flight"
-	"github.com/apache/arrow/go/v17/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -23,7 +23,7 @@ const testIdle = 200 * time.Millisecond
 
 // stall sends the schema with descriptor d and one record batch on stream,
 // then nothing: a client that stays connected and goes quiet.
-func stall(t *testing.T, stream flight.DataStreamWriter, d *flight.FlightDescriptor, rec arrow.Record) {
+func stall(t *testing.T, stream flight.DataStreamWriter, d *flight.FlightDescriptor, rec arrow.RecordBatch) {
 	t.Helper()
 	w := flight.NewRecordWriter(stream, ipc.WithSchema(rec.Schema()))
 	w.SetFlightDescriptor(d)
@@ -162,7 +162,7 @@ func stalledReaderClient(t *testing.T, addr string) flight.Client {
 
 // chain is a path of n vertices: its cc result (1.6 MB for 100,000) is
 // much larger than the windows.
-func chain(n int) []arrow.Record {
+func chain(n int) []arrow.RecordBatch {
 	var e edgeList
 	for i := int64(0); i < int64(n)-1; i++ {
 		e.src, e.dst = append(e.src, i), append(e.dst, i+1)

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -155,7 +155,7 @@ func (s *service) receive(ctx context.Context, up *upload, name string, opts edg
 			if !up.rdr.Next() {
 				break
 			}
-			if err := a.Append(up.rdr.Record()); err != nil {
+			if err := a.Append(up.rdr.RecordBatch()); err != nil {
 				return nil, held, err
 			}
 		}

@@ -6,11 +6,11 @@ import (
 	"io"
 	"testing"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/flight"
-	"github.com/apache/arrow/go/v17/arrow/ipc"
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/gpipe/gpipe/operators"
 )
@@ -30,7 +30,7 @@ func TestUploadPaths(t *testing.T) {
 	strs := e.records(true, 4)
 	for _, tc := range []struct {
 		name string
-		recs []arrow.Record
+		recs []arrow.RecordBatch
 		opts []ipc.Option
 	}{
 		{"int64", ints, nil},
@@ -62,7 +62,7 @@ func TestUploadPaths(t *testing.T) {
 }
 
 // putWith is put with IPC writer options (compression).
-func putWith(ctx context.Context, c flight.Client, d *flight.FlightDescriptor, schema *arrow.Schema, recs []arrow.Record, opts ...ipc.Option) error {
+func putWith(ctx context.Context, c flight.Client, d *flight.FlightDescriptor, schema *arrow.Schema, recs []arrow.RecordBatch, opts ...ipc.Option) error {
 	stream, err := c.DoPut(ctx)
 	if err != nil {
 		return err
@@ -87,7 +87,7 @@ func putWith(ctx context.Context, c flight.Client, d *flight.FlightDescriptor, s
 }
 
 // castKeys is recs with the src and dst columns (strings) as dt.
-func castKeys(t *testing.T, recs []arrow.Record, dt arrow.DataType) []arrow.Record {
+func castKeys(t *testing.T, recs []arrow.RecordBatch, dt arrow.DataType) []arrow.RecordBatch {
 	return mapKeys(t, recs, dt, func(b array.Builder, v string) {
 		switch b := b.(type) {
 		case *array.LargeStringBuilder:
@@ -99,7 +99,7 @@ func castKeys(t *testing.T, recs []arrow.Record, dt arrow.DataType) []arrow.Reco
 }
 
 // dictKeys is recs with the src and dst columns dictionary-encoded.
-func dictKeys(t *testing.T, recs []arrow.Record) []arrow.Record {
+func dictKeys(t *testing.T, recs []arrow.RecordBatch) []arrow.RecordBatch {
 	dt := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
 	return mapKeys(t, recs, dt, func(b array.Builder, v string) {
 		if err := b.(*array.BinaryDictionaryBuilder).AppendString(v); err != nil {
@@ -110,10 +110,10 @@ func dictKeys(t *testing.T, recs []arrow.Record) []arrow.Record {
 
 // mapKeys rebuilds the string key columns of recs as dt, appending each
 // key with add.
-func mapKeys(t *testing.T, recs []arrow.Record, dt arrow.DataType, add func(array.Builder, string)) []arrow.Record {
+func mapKeys(t *testing.T, recs []arrow.RecordBatch, dt arrow.DataType, add func(array.Builder, string)) []arrow.RecordBatch {
 	t.Helper()
 	schema := arrow.NewSchema([]arrow.Field{{Name: "src", Type: dt}, {Name: "dst", Type: dt}}, nil)
-	var out []arrow.Record
+	var out []arrow.RecordBatch
 	for _, r := range recs {
 		var cols []arrow.Array
 		for i := 0; i < 2; i++ {
@@ -125,7 +125,7 @@ func mapKeys(t *testing.T, recs []arrow.Record, dt arrow.DataType, add func(arra
 			cols = append(cols, b.NewArray())
 			b.Release()
 		}
-		out = append(out, array.NewRecord(schema, cols, r.NumRows()))
+		out = append(out, array.NewRecordBatch(schema, cols, r.NumRows()))
 		for _, c := range cols {
 			c.Release()
 		}
@@ -138,11 +138,11 @@ func mapKeys(t *testing.T, recs []arrow.Record, dt arrow.DataType, add func(arra
 // edge columns: its dictionary sent once, before the first batch (the
 // others then come straight from their messages), or, with changing, a new
 // one before each batch.
-func withDictColumn(t *testing.T, recs []arrow.Record, changing bool) []arrow.Record {
+func withDictColumn(t *testing.T, recs []arrow.RecordBatch, changing bool) []arrow.RecordBatch {
 	dt := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int8, ValueType: arrow.BinaryTypes.String}
 	fields := append(recs[0].Schema().Fields(), arrow.Field{Name: "tag", Type: dt})
 	schema := arrow.NewSchema(fields, nil)
-	var out []arrow.Record
+	var out []arrow.RecordBatch
 	for bi, r := range recs {
 		b := array.NewDictionaryBuilder(memory.DefaultAllocator, dt).(*array.BinaryDictionaryBuilder)
 		for j := 0; j < int(r.NumRows()); j++ {
@@ -156,14 +156,14 @@ func withDictColumn(t *testing.T, recs []arrow.Record, changing bool) []arrow.Re
 		}
 		tag := b.NewArray()
 		b.Release()
-		out = append(out, array.NewRecord(schema, append(r.Columns()[:len(r.Columns()):len(r.Columns())], tag), r.NumRows()))
+		out = append(out, array.NewRecordBatch(schema, append(r.Columns()[:len(r.Columns()):len(r.Columns())], tag), r.NumRows()))
 		tag.Release()
 	}
 	t.Cleanup(func() { releaseRecords(out) })
 	return out
 }
 
-func releaseRecords(recs []arrow.Record) {
+func releaseRecords(recs []arrow.RecordBatch) {
 	for _, r := range recs {
 		r.Release()
 	}

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow-go/v18/arrow"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 

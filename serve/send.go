@@ -8,9 +8,9 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/ipc"
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/gpipe/gpipe"
 	"github.com/gpipe/gpipe/ingest/edges"
@@ -235,7 +235,7 @@ func schemaMessage(schema *arrow.Schema) (encodedMessage, error) {
 }
 
 // encode is rec's message.
-func (e *batchEncoder) encode(rec arrow.Record) (encodedMessage, error) {
+func (e *batchEncoder) encode(rec arrow.RecordBatch) (encodedMessage, error) {
 	e.msg = encodedMessage{}
 	if err := e.w.Write(rec); err != nil {
 		return encodedMessage{}, err

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/flight"
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -74,10 +74,10 @@ func TestResultBatchBytes(t *testing.T) {
 		b.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("%s%04d", long, i))
 		b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("%s%04d", long, (i+1)%20000))
 	}
-	rec := b.NewRecord()
+	rec := b.NewRecordBatch()
 	b.Release()
 	defer rec.Release()
-	if _, err := put(ctx, c, pathDescriptor("long", map[string]any{"undirected": true}), schema, []arrow.Record{rec}); err != nil {
+	if _, err := put(ctx, c, pathDescriptor("long", map[string]any{"undirected": true}), schema, []arrow.RecordBatch{rec}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := get(ctx, c, map[string]any{"graph": "long", "op": "bfs", "source": long + "0000"})

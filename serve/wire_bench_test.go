@@ -7,7 +7,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/apache/arrow/go/v17/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/flight"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/gpipe/gpipe/ingest/gen"
 )
@@ -28,7 +28,7 @@ import (
 // resultLike is a table shaped as a BFS result of a Kronecker graph: n
 // sorted unique int64 vertex keys, an int32 depth and an int64 parent,
 // both null for the unreached tenth of the vertices.
-func resultLike(n int) arrow.Record {
+func resultLike(n int) arrow.RecordBatch {
 	rng := rand.New(rand.NewPCG(1, 2))
 	keys := make([]int64, 0, n)
 	for k := int64(0); len(keys) < n; k++ {
@@ -56,7 +56,7 @@ func resultLike(n int) arrow.Record {
 		{Name: "parent", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
 	}, nil)
 	cols := []arrow.Array{vb.NewArray(), db.NewArray(), pb.NewArray()}
-	rec := array.NewRecord(schema, cols, int64(n))
+	rec := array.NewRecordBatch(schema, cols, int64(n))
 	for _, c := range cols {
 		c.Release()
 	}
@@ -64,7 +64,7 @@ func resultLike(n int) arrow.Record {
 }
 
 // arrowBytes is the size of rec's buffers.
-func arrowBytes(rec arrow.Record) int64 {
+func arrowBytes(rec arrow.RecordBatch) int64 {
 	var n int64
 	for _, c := range rec.Columns() {
 		for _, b := range c.Data().Buffers() {
@@ -133,7 +133,7 @@ func benchmarkKronecker(b *testing.B, name string) {
 		}
 		rdr := t.RecordReader()
 		for rdr.Next() {
-			rec := rdr.Record()
+			rec := rdr.RecordBatch()
 			for lo := int64(0); lo < rec.NumRows(); lo += DefaultIPCBatch {
 				piece := rec.NewSlice(lo, min(lo+DefaultIPCBatch, rec.NumRows()))
 				err := w.Write(piece)

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/gpipe/gpipe/internal/usererr"
 )
@@ -80,7 +80,7 @@ type csvEnc struct {
 	cols []csvColumn
 }
 
-func (e *csvEnc) write(rec arrow.Record) error {
+func (e *csvEnc) write(rec arrow.RecordBatch) error {
 	for j := range e.cols {
 		e.cols[j] = newCSVColumn(rec.Column(j))
 	}

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 func TestCSVText(t *testing.T) {
@@ -131,7 +131,7 @@ func TestCSVOtherTypes(t *testing.T) {
 	b.Field(7).(*array.StringViewBuilder).AppendValues([]string{"a long string view value", "", "q"}, []bool{true, true, false})
 	b.Field(8).(*array.NullBuilder).AppendNulls(3)
 	b.Field(9).(*array.Int8Builder).AppendValues([]int8{1, 2, 3}, nil)
-	rec := b.NewRecord()
+	rec := b.NewRecordBatch()
 	defer rec.Release()
 
 	path := filepath.Join(t.TempDir(), "types.csv")
@@ -192,7 +192,7 @@ func BenchmarkCSV(b *testing.B) {
 			rb.Field(2).(*array.Int64Builder).Append(int64(i % 50))
 		}
 	}
-	rec := rb.NewRecord()
+	rec := rb.NewRecordBatch()
 	rb.Release()
 	defer rec.Release()
 	newEnc, err := csvEncoder(schema, "")

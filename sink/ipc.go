@@ -5,9 +5,9 @@ import (
 	"io"
 	"strings"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/ipc"
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/gpipe/gpipe/internal/usererr"
 )
@@ -43,12 +43,12 @@ func ipcEncoder(schema *arrow.Schema, file bool, compression string) (func(io.Wr
 // ipcEnc writes each batch as one record batch message.
 type ipcEnc struct {
 	w interface {
-		Write(arrow.Record) error
+		Write(arrow.RecordBatch) error
 		Close() error
 	}
 }
 
-func (e *ipcEnc) write(rec arrow.Record) error { return e.w.Write(rec) }
+func (e *ipcEnc) write(rec arrow.RecordBatch) error { return e.w.Write(rec) }
 
 func (e *ipcEnc) close() error { return e.w.Close() }
 

@@ -5,11 +5,11 @@ import (
 	"io"
 	"strings"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/memory"
-	"github.com/apache/arrow/go/v17/parquet"
-	"github.com/apache/arrow/go/v17/parquet/compress"
-	"github.com/apache/arrow/go/v17/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/gpipe/gpipe/internal/usererr"
@@ -76,7 +76,7 @@ func parquetEncoder(schema *arrow.Schema, rowGroup int64, compression string) (f
 // record (retained) until its row group is encoded and written.
 type parallelParquetEnc struct{ w *pqwrite.Writer }
 
-func (e *parallelParquetEnc) write(rec arrow.Record) error { return e.w.Write(rec) }
+func (e *parallelParquetEnc) write(rec arrow.RecordBatch) error { return e.w.Write(rec) }
 
 func (e *parallelParquetEnc) close() error { return e.w.Close() }
 
@@ -86,7 +86,7 @@ func (e *parallelParquetEnc) abort() { e.w.Abort() }
 // records smaller than a row group fill one before the next starts.
 type parquetEnc struct{ fw *pqarrow.FileWriter }
 
-func (e *parquetEnc) write(rec arrow.Record) error {
+func (e *parquetEnc) write(rec arrow.RecordBatch) error {
 	if rec.NumRows() == 0 {
 		return nil
 	}

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // The files of testdata/parquet-writer are what the sink writes for the
@@ -159,7 +159,7 @@ func TestParquetWriterFixtures(t *testing.T) {
 }
 
 // expectFile describes the file written at path from rec.
-func expectFile(fx fixture, rec arrow.Record, path string) expectedFile {
+func expectFile(fx fixture, rec arrow.RecordBatch, path string) expectedFile {
 	ef := expectedFile{File: fx.file, Rows: fx.rows, RowGroups: []int{}}
 	group := fx.opts.BatchRows
 	if group == 0 {

@@ -13,11 +13,11 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/memory"
-	"github.com/apache/arrow/go/v17/parquet/compress"
-	"github.com/apache/arrow/go/v17/parquet/file"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
 	pq "github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 )
@@ -149,7 +149,7 @@ func allTypeColumns(card int, seed uint64) []pqCol {
 }
 
 // buildRecord makes rows rows of cols.
-func buildRecord(mem memory.Allocator, cols []pqCol, rows int) arrow.Record {
+func buildRecord(mem memory.Allocator, cols []pqCol, rows int) arrow.RecordBatch {
 	fields := make([]arrow.Field, len(cols))
 	arrs := make([]arrow.Array, len(cols))
 	for c, col := range cols {
@@ -161,7 +161,7 @@ func buildRecord(mem memory.Allocator, cols []pqCol, rows int) arrow.Record {
 		arrs[c] = b.NewArray()
 		b.Release()
 	}
-	rec := array.NewRecord(arrow.NewSchema(fields, nil), arrs, int64(rows))
+	rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), arrs, int64(rows))
 	for _, a := range arrs {
 		a.Release()
 	}
@@ -287,7 +287,7 @@ func (c pqCase) columns() []pqCol {
 
 // writePieces writes rec to path through Create and Write, pieces rows at a
 // time (cycling through the sizes; 0 writes an empty slice).
-func writePieces(t *testing.T, path string, rec arrow.Record, pieces []int, opts Options) {
+func writePieces(t *testing.T, path string, rec arrow.RecordBatch, pieces []int, opts Options) {
 	t.Helper()
 	w, err := Create(path, rec.Schema(), opts)
 	if err != nil {
@@ -413,7 +413,7 @@ func openParquetGo(t *testing.T, path string) *pq.File {
 
 // checkCells compares records read back with want, cell by cell, and the
 // schema (names, types, nullability) as ARROW:schema gives it back.
-func checkCells(t *testing.T, reader string, want arrow.Record, got []arrow.Record) {
+func checkCells(t *testing.T, reader string, want arrow.RecordBatch, got []arrow.RecordBatch) {
 	t.Helper()
 	if len(got) > 0 && !sameReadFields(got[0].Schema(), want.Schema()) {
 		t.Fatalf("%s: schema read back:\n%s\nwant:\n%s", reader, got[0].Schema(), want.Schema())
@@ -473,7 +473,7 @@ func checkArrowStats(t *testing.T, pf *file.Reader) {
 
 // checkWithParquetGo reads path with parquet-go, row by row, compares the
 // cells with want and every chunk's statistics with those of its rows.
-func checkWithParquetGo(t *testing.T, path string, want arrow.Record, groups []int64) {
+func checkWithParquetGo(t *testing.T, path string, want arrow.RecordBatch, groups []int64) {
 	t.Helper()
 	pf := openParquetGo(t, path)
 	if pf.NumRows() != want.NumRows() {
@@ -698,7 +698,7 @@ func TestParquetWriterOtherTypes(t *testing.T) {
 	b.Field(0).(*array.BooleanBuilder).AppendValues([]bool{true, false, true}, []bool{true, true, false})
 	b.Field(1).(*array.TimestampBuilder).AppendValues([]arrow.Timestamp{1, 2, 3}, []bool{false, true, true})
 	b.Field(2).(*array.Int64Builder).AppendValues([]int64{7, 8, 9}, nil)
-	rec := b.NewRecord()
+	rec := b.NewRecordBatch()
 	b.Release()
 	defer rec.Release()
 	path := filepath.Join(t.TempDir(), "o.parquet")
@@ -721,7 +721,7 @@ func TestParquetWriterCanceledMidway(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	batches := 0
-	err := WriteRows(ctx, filepath.Join(dir, "c.parquet"), rec.Schema(), rec.NumRows(), func(lo, hi int64) arrow.Record {
+	err := WriteRows(ctx, filepath.Join(dir, "c.parquet"), rec.Schema(), rec.NumRows(), func(lo, hi int64) arrow.RecordBatch {
 		if batches++; batches == 3 {
 			cancel()
 		}

@@ -22,7 +22,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/gpipe/gpipe/internal/usererr"
 )
@@ -137,7 +137,7 @@ type Writer interface {
 	// before Close or Abort returns. Other formats are done with rec when
 	// Write returns. After an error the writer is spent: later calls return
 	// the same error and the output has been removed.
-	Write(rec arrow.Record) error
+	Write(rec arrow.RecordBatch) error
 	// Close finishes the output (the footer of a file, the end of a stream),
 	// flushes it and, for a file, renames it into place. On error the output
 	// is removed. Calling Close again returns the first call's result.
@@ -153,7 +153,7 @@ type Writer interface {
 // only within write and close).
 type encoder interface {
 	// write takes a batch; an encoder may keep it (retained) until close.
-	write(rec arrow.Record) error
+	write(rec arrow.RecordBatch) error
 	close() error
 	// abort stops the encoder's work and releases what it holds; it
 	// writes nothing more. It does nothing after close.
@@ -163,11 +163,11 @@ type encoder interface {
 // WriteRecord writes one record to path: Create, Write in batches (checking
 // ctx between them) and Close. On error, including a canceled ctx (returned
 // as ctx.Err()), nothing is left at path.
-func WriteRecord(ctx context.Context, path string, rec arrow.Record, opts Options) error {
+func WriteRecord(ctx context.Context, path string, rec arrow.RecordBatch, opts Options) error {
 	if rec == nil {
 		return usererr.New(usererr.Internal, "sink: no record to write", "")
 	}
-	return WriteRows(ctx, path, rec.Schema(), rec.NumRows(), func(lo, hi int64) arrow.Record {
+	return WriteRows(ctx, path, rec.Schema(), rec.NumRows(), func(lo, hi int64) arrow.RecordBatch {
 		return rec.NewSlice(lo, hi)
 	}, opts)
 }
@@ -177,7 +177,7 @@ func WriteRecord(ctx context.Context, path string, rec arrow.Record, opts Option
 // written) only when it is written, so that a large table is never built
 // whole and a canceled ctx stops the write between batches. Otherwise it is
 // WriteRecord.
-func WriteRows(ctx context.Context, path string, schema *arrow.Schema, n int64, rows func(lo, hi int64) arrow.Record, opts Options) error {
+func WriteRows(ctx context.Context, path string, schema *arrow.Schema, n int64, rows func(lo, hi int64) arrow.RecordBatch, opts Options) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -453,7 +453,7 @@ func (w *writer) cleanup() {
 }
 
 // Write implements Writer.
-func (w *writer) Write(rec arrow.Record) error {
+func (w *writer) Write(rec arrow.RecordBatch) error {
 	if w.err != nil {
 		return w.err
 	}

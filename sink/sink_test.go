@@ -10,13 +10,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/ipc"
-	"github.com/apache/arrow/go/v17/arrow/memory"
-	"github.com/apache/arrow/go/v17/parquet/compress"
-	"github.com/apache/arrow/go/v17/parquet/file"
-	"github.com/apache/arrow/go/v17/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/gpipe/gpipe/internal/usererr"
 )
@@ -34,7 +34,7 @@ var testSchema = arrow.NewSchema([]arrow.Field{
 
 // testRecord has nulls in every column, extreme integers, +-Inf, NaN, -0,
 // empty strings and strings that need quotes in CSV.
-func testRecord(mem memory.Allocator) arrow.Record {
+func testRecord(mem memory.Allocator) arrow.RecordBatch {
 	b := array.NewRecordBuilder(mem, testSchema)
 	defer b.Release()
 	valid := func(nulls ...int) []bool {
@@ -54,7 +54,7 @@ func testRecord(mem memory.Allocator) arrow.Record {
 	b.Field(4).(*array.StringBuilder).AppendValues([]string{"a", "", "", "has,comma", `say "hi"`, "line\nbreak", " lead", "plain", "ünï", "tab\t"}, valid(2))
 	b.Field(5).(*array.LargeStringBuilder).AppendValues([]string{"a", "", "", "x", `"`, "crlf\r\n", "trail ", "", "", "z"}, valid(2, 7))
 	b.Field(6).(*array.Float64Builder).AppendValues([]float64{1.5, math.Inf(1), math.NaN(), 0, math.Inf(-1), 0.1, 1e-7, 1e21, math.Copysign(0, -1), 123456789.125}, valid(3))
-	return b.NewRecord()
+	return b.NewRecordBatch()
 }
 
 // testCSV is testRecord as CSV.
@@ -72,7 +72,7 @@ const testCSV = "i32,i64,u32,u64,s,ls,f\n" +
 
 // writeInTwo writes rec through a writer with BatchRows 3 in two Write calls
 // (rows 0-3 and 4-9), so batches are 3,1,3,3 and row groups 3,3,3,1.
-func writeInTwo(t *testing.T, path string, rec arrow.Record, opts Options) {
+func writeInTwo(t *testing.T, path string, rec arrow.RecordBatch, opts Options) {
 	t.Helper()
 	opts.BatchRows = 3
 	w, err := Create(path, rec.Schema(), opts)
@@ -94,7 +94,7 @@ func writeInTwo(t *testing.T, path string, rec arrow.Record, opts Options) {
 }
 
 // checkRecords compares records read back with want, column by column.
-func checkRecords(t *testing.T, want arrow.Record, got []arrow.Record) {
+func checkRecords(t *testing.T, want arrow.RecordBatch, got []arrow.RecordBatch) {
 	t.Helper()
 	if len(got) == 0 {
 		if want.NumRows() != 0 {
@@ -137,7 +137,7 @@ func sameFields(a, b *arrow.Schema) bool {
 	return true
 }
 
-func batchSizes(recs []arrow.Record) []int64 {
+func batchSizes(recs []arrow.RecordBatch) []int64 {
 	var n []int64
 	for _, r := range recs {
 		n = append(n, r.NumRows())
@@ -157,7 +157,7 @@ func equalSizes(a, b []int64) bool {
 	return true
 }
 
-func readIPCFile(t *testing.T, path string) []arrow.Record {
+func readIPCFile(t *testing.T, path string) []arrow.RecordBatch {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -169,9 +169,9 @@ func readIPCFile(t *testing.T, path string) []arrow.Record {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	var recs []arrow.Record
+	var recs []arrow.RecordBatch
 	for i := 0; i < r.NumRecords(); i++ {
-		rec, err := r.Record(i)
+		rec, err := r.RecordBatch(i)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,16 +181,16 @@ func readIPCFile(t *testing.T, path string) []arrow.Record {
 	return recs
 }
 
-func readIPCStream(t *testing.T, data []byte) ([]arrow.Record, *arrow.Schema) {
+func readIPCStream(t *testing.T, data []byte) ([]arrow.RecordBatch, *arrow.Schema) {
 	t.Helper()
 	r, err := ipc.NewReader(bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Release()
-	var recs []arrow.Record
+	var recs []arrow.RecordBatch
 	for r.Next() {
-		rec := r.Record()
+		rec := r.RecordBatch()
 		rec.Retain()
 		recs = append(recs, rec)
 	}
@@ -202,7 +202,7 @@ func readIPCStream(t *testing.T, data []byte) ([]arrow.Record, *arrow.Schema) {
 
 // readParquet reads a Parquet file back with pqarrow; it returns the rows as
 // one record per row group.
-func readParquet(t *testing.T, path string) ([]arrow.Record, *file.Reader) {
+func readParquet(t *testing.T, path string) ([]arrow.RecordBatch, *file.Reader) {
 	t.Helper()
 	pf, err := file.OpenParquetFile(path, false)
 	if err != nil {
@@ -213,7 +213,7 @@ func readParquet(t *testing.T, path string) ([]arrow.Record, *file.Reader) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var recs []arrow.Record
+	var recs []arrow.RecordBatch
 	for g := 0; g < pf.NumRowGroups(); g++ {
 		all := make([]int, pf.MetaData().Schema.NumColumns())
 		for i := range all {
@@ -231,7 +231,7 @@ func readParquet(t *testing.T, path string) ([]arrow.Record, *file.Reader) {
 			}
 			cols[j] = c
 		}
-		recs = append(recs, array.NewRecord(tbl.Schema(), cols, tbl.NumRows()))
+		recs = append(recs, array.NewRecordBatch(tbl.Schema(), cols, tbl.NumRows()))
 		tbl.Release()
 	}
 	if len(recs) == 0 {
@@ -239,7 +239,7 @@ func readParquet(t *testing.T, path string) ([]arrow.Record, *file.Reader) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		recs = append(recs, array.NewRecord(sc, emptyColumns(sc), 0))
+		recs = append(recs, array.NewRecordBatch(sc, emptyColumns(sc), 0))
 	}
 	return recs, pf
 }
@@ -406,7 +406,7 @@ func TestStdoutFlushedPerWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !r.Next() || r.Record().NumRows() != rec.NumRows() {
+	if !r.Next() || r.RecordBatch().NumRows() != rec.NumRows() {
 		t.Fatal("the first batch did not reach standard output before Close")
 	}
 	r.Release()
@@ -436,9 +436,9 @@ func TestStdoutOtherFormats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []arrow.Record
+	var got []arrow.RecordBatch
 	for i := 0; i < r.NumRecords(); i++ {
-		rec, err := r.Record(i)
+		rec, err := r.RecordBatch(i)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -487,7 +487,7 @@ func TestZeroRows(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			var got []arrow.Record
+			var got []arrow.RecordBatch
 			switch filepath.Ext(name) {
 			case ".parquet":
 				got, _ = readParquet(t, path)
@@ -618,7 +618,7 @@ func TestAbortLeavesNothing(t *testing.T) {
 func TestErrorLeavesNothingAndKeepsOldFile(t *testing.T) {
 	rec := testRecord(memory.DefaultAllocator)
 	defer rec.Release()
-	other := array.NewRecord(arrow.NewSchema([]arrow.Field{{Name: "x", Type: arrow.PrimitiveTypes.Int8}}, nil),
+	other := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "x", Type: arrow.PrimitiveTypes.Int8}}, nil),
 		[]arrow.Array{array.MakeArrayOfNull(memory.DefaultAllocator, arrow.PrimitiveTypes.Int8, 1)}, 1)
 	defer other.Release()
 	for _, name := range []string{"out.parquet", "out.arrow", "out.arrows", "out.csv"} {

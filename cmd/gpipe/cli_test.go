@@ -14,20 +14,19 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/ipc"
-	"github.com/apache/arrow/go/v17/arrow/memory"
-	"github.com/apache/arrow/go/v17/parquet"
-	"github.com/apache/arrow/go/v17/parquet/file"
-	"github.com/apache/arrow/go/v17/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
 // gpipeBin is the binary TestMain builds.
@@ -59,6 +58,7 @@ func TestMain(m *testing.M) {
 // buildBinary builds this package (the gpipe command) into out, with the go
 // command of the toolchain running the tests, else the one on PATH.
 func buildBinary(out string) error {
+	//lint:ignore SA1019 the toolchain that runs the tests is the one to build with; PATH may hold another
 	goCmd := filepath.Join(runtime.GOROOT(), "bin", "go")
 	if _, err := os.Stat(goCmd); err != nil {
 		if goCmd, err = exec.LookPath("go"); err != nil {
@@ -189,7 +189,7 @@ func (tb table) names() (string, string, string) {
 }
 
 // record builds the table as one Arrow record.
-func (tb table) record(t *testing.T) arrow.Record {
+func (tb table) record(t *testing.T) arrow.RecordBatch {
 	t.Helper()
 	mem := memory.DefaultAllocator
 	s, d, w := tb.names()
@@ -213,7 +213,7 @@ func (tb table) record(t *testing.T) arrow.Record {
 		fields = append(fields, arrow.Field{Name: w, Type: tb.weightType, Nullable: true})
 		cols = append(cols, buildArray(t, tb.weightType, ws))
 	}
-	rec := array.NewRecord(arrow.NewSchema(fields, nil), cols, int64(len(tb.edges)))
+	rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(len(tb.edges)))
 	for _, c := range cols {
 		c.Release()
 	}
@@ -356,7 +356,7 @@ func arrowStream(t *testing.T, tb table, batch int64) []byte {
 	return buf.Bytes()
 }
 
-func writeBatches(t *testing.T, rec arrow.Record, batch int64, write func(arrow.Record) error) {
+func writeBatches(t *testing.T, rec arrow.RecordBatch, batch int64, write func(arrow.RecordBatch) error) {
 	t.Helper()
 	n := rec.NumRows()
 	if batch <= 0 {
@@ -522,9 +522,9 @@ func readOutput(t *testing.T, path string) *output {
 			t.Fatalf("%s: %v", path, err)
 		}
 		defer r.Close()
-		var recs []arrow.Record
+		var recs []arrow.RecordBatch
 		for i := 0; i < r.NumRecords(); i++ {
-			rec, err := r.Record(i)
+			rec, err := r.RecordBatch(i)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -566,9 +566,9 @@ func readParquetOutput(t *testing.T, path string) *output {
 	defer tbl.Release()
 	tr := array.NewTableReader(tbl, 1<<20)
 	defer tr.Release()
-	var recs []arrow.Record
+	var recs []arrow.RecordBatch
 	for tr.Next() {
-		rec := tr.Record()
+		rec := tr.RecordBatch()
 		rec.Retain()
 		recs = append(recs, rec)
 	}
@@ -583,9 +583,9 @@ func readStream(t *testing.T, b []byte) *output {
 		t.Fatalf("not an Arrow IPC stream: %v", err)
 	}
 	defer r.Release()
-	var recs []arrow.Record
+	var recs []arrow.RecordBatch
 	for r.Next() {
-		rec := r.Record()
+		rec := r.RecordBatch()
 		rec.Retain()
 		recs = append(recs, rec)
 	}
@@ -595,7 +595,7 @@ func readStream(t *testing.T, b []byte) *output {
 	return fromRecords(t, r.Schema(), recs)
 }
 
-func fromRecords(t *testing.T, schema *arrow.Schema, recs []arrow.Record) *output {
+func fromRecords(t *testing.T, schema *arrow.Schema, recs []arrow.RecordBatch) *output {
 	t.Helper()
 	o := &output{schema: schema, cols: map[string][]any{}}
 	for _, f := range schema.Fields() {
@@ -716,24 +716,6 @@ func checkSchema(t *testing.T, o *output, op string, keyType arrow.DataType) {
 		}
 		if !arrow.TypeEqual(f.Type, wt) {
 			t.Errorf("%s: column %s has type %v, want %v", op, f.Name, f.Type, wt)
-		}
-	}
-}
-
-// checkSorted checks that the vertices are in ascending key order, numeric
-// for integer keys.
-func checkSorted(t *testing.T, vs []string, numeric bool) {
-	t.Helper()
-	less := func(a, b string) bool { return a < b }
-	if numeric {
-		less = func(a, b string) bool { return numLess(a, b) }
-	}
-	if !sort.SliceIsSorted(vs, func(i, j int) bool { return less(vs[i], vs[j]) }) {
-		t.Errorf("vertices are not in ascending order: %v", vs)
-	}
-	for i := 1; i < len(vs); i++ {
-		if vs[i] == vs[i-1] {
-			t.Errorf("vertex %s appears twice", vs[i])
 		}
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow-go/v18/arrow"
 )
 
 // chain is 0 -> 1 -> ... -> n-1 with weights 1, int64 keys.

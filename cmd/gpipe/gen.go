@@ -126,7 +126,7 @@ func writeTable(c *cli.Context, e *env, t *edges.Table) error {
 	rdr := t.RecordReader()
 	defer rdr.Release()
 	for rdr.Next() {
-		rec := rdr.Record()
+		rec := rdr.RecordBatch()
 		// A chunk is millions of rows: checking between pieces of it keeps
 		// an interrupt prompt. The pieces are the writer's batches or
 		// smaller, so the output is the same.

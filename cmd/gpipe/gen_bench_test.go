@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow-go/v18/arrow"
 )
 
 // readEdgeRows reads an edge table written by gpipe gen as rows of text:

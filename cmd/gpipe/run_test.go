@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow-go/v18/arrow"
 )
 
 // intKey names vertex i by a signed integer, negatives included.

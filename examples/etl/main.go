@@ -14,7 +14,7 @@ import (
 	"os/signal"
 	"path/filepath"
 
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/gpipe/gpipe"
 	"github.com/gpipe/gpipe/operators"

@@ -21,10 +21,10 @@ import (
 	"os"
 	"sort"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/flight"
-	"github.com/apache/arrow/go/v17/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
@@ -155,7 +155,7 @@ func put(ctx context.Context, client flight.Client, desc *flight.FlightDescripto
 	w.SetFlightDescriptor(desc)
 	for rdr.Next() {
 		// A refused upload shows as an error here; the reason comes with Recv.
-		if err := w.Write(rdr.Record()); err != nil {
+		if err := w.Write(rdr.RecordBatch()); err != nil {
 			break
 		}
 	}
@@ -180,7 +180,7 @@ func exchange(ctx context.Context, client flight.Client, cmd string, rdr array.R
 	w := flight.NewRecordWriter(stream, ipc.WithSchema(rdr.Schema()))
 	w.SetFlightDescriptor(&flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: []byte(cmd)})
 	for rdr.Next() {
-		if err := w.Write(rdr.Record()); err != nil {
+		if err := w.Write(rdr.RecordBatch()); err != nil {
 			break // the reason comes with the reads below
 		}
 	}
@@ -205,9 +205,9 @@ func readTable(stream flight.DataStreamReader) (arrow.Table, error) {
 		return nil, err
 	}
 	defer rdr.Release()
-	var batches []arrow.Record
+	var batches []arrow.RecordBatch
 	for rdr.Next() {
-		rec := rdr.Record()
+		rec := rdr.RecordBatch()
 		rec.Retain()
 		batches = append(batches, rec)
 	}

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/echo"
@@ -113,7 +113,7 @@ func (a *Appender) Finish() (*edges.Table, error) {
 
 // Append adds one record batch. The caller keeps its reference to rec and
 // may release it as soon as Append returns.
-func (a *Appender) Append(rec arrow.Record) error {
+func (a *Appender) Append(rec arrow.RecordBatch) error {
 	if a.done {
 		return usererr.Newf(usererr.Internal, "%s: Appender.Append after Finish or Release", a.name)
 	}

@@ -14,11 +14,11 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/float16"
-	"github.com/apache/arrow/go/v17/arrow/ipc"
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/float16"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/ingest/internal/edgetest"
@@ -168,7 +168,7 @@ func randomColumn(mem memory.Allocator, rng *rand.Rand, dt arrow.DataType, n int
 }
 
 // records builds the case's schema and batches.
-func (c recordCase) records(t testing.TB, mem memory.Allocator) (*arrow.Schema, []arrow.Record) {
+func (c recordCase) records(t testing.TB, mem memory.Allocator) (*arrow.Schema, []arrow.RecordBatch) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(c.seed, 7))
 	var fields []arrow.Field
@@ -183,7 +183,7 @@ func (c recordCase) records(t testing.TB, mem memory.Allocator) (*arrow.Schema, 
 	}
 	fields = append(fields, arrow.Field{Name: "after", Type: arrow.BinaryTypes.String, Nullable: true})
 	schema := arrow.NewSchema(fields, nil)
-	var recs []arrow.Record
+	var recs []arrow.RecordBatch
 	for _, n := range c.batches {
 		var cols []arrow.Array
 		if c.extra {
@@ -219,7 +219,7 @@ func (c recordCase) records(t testing.TB, mem memory.Allocator) (*arrow.Schema, 
 			cols = append(cols, randomColumn(mem, rng, c.weight, n, c.wNulls, true))
 		}
 		cols = append(cols, randomColumn(mem, rng, arrow.BinaryTypes.String, n, 0.3, false))
-		recs = append(recs, array.NewRecord(schema, cols, int64(n)))
+		recs = append(recs, array.NewRecordBatch(schema, cols, int64(n)))
 		for _, a := range cols {
 			a.Release()
 		}
@@ -227,7 +227,7 @@ func (c recordCase) records(t testing.TB, mem memory.Allocator) (*arrow.Schema, 
 	return schema, recs
 }
 
-func releaseAll(recs []arrow.Record) {
+func releaseAll(recs []arrow.RecordBatch) {
 	for _, r := range recs {
 		r.Release()
 	}
@@ -289,7 +289,7 @@ func asFloat(v any) float64 {
 
 // expected is what reading recs must give: kept edges, and the rows
 // dropped by reason.
-func expected(recs []arrow.Record, opts edges.Options) ([]edgetest.Edge, edges.Skips) {
+func expected(recs []arrow.RecordBatch, opts edges.Options) ([]edgetest.Edge, edges.Skips) {
 	cols := opts.Columns.WithDefaults()
 	var out []edgetest.Edge
 	skips := edges.Skips{}
@@ -331,7 +331,7 @@ func expected(recs []arrow.Record, opts edges.Options) ([]edgetest.Edge, edges.S
 }
 
 // checkTable compares a table with the batches it was read from.
-func checkTable(t testing.TB, tbl *edges.Table, recs []arrow.Record, opts edges.Options) {
+func checkTable(t testing.TB, tbl *edges.Table, recs []arrow.RecordBatch, opts edges.Options) {
 	t.Helper()
 	want, skips := expected(recs, opts)
 	edgetest.Same(t, edgetest.Edges(t, tbl), want)
@@ -588,7 +588,7 @@ func TestArrowFileNulls(t *testing.T) {
 
 func TestArrowFileErrors(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name string, schema *arrow.Schema, recs []arrow.Record) string {
+	write := func(name string, schema *arrow.Schema, recs []arrow.RecordBatch) string {
 		path := filepath.Join(dir, name)
 		edgetest.WriteArrowFile(t, path, schema, recs)
 		return path
@@ -622,9 +622,9 @@ func TestArrowFileErrors(t *testing.T) {
 	b := array.NewRecordBuilder(memory.DefaultAllocator, dbl)
 	b.Field(0).(*array.Float64Builder).Append(1)
 	b.Field(1).(*array.Float64Builder).Append(2)
-	rec := b.NewRecord()
+	rec := b.NewRecordBatch()
 	b.Release()
-	p := write("double.arrow", dbl, []arrow.Record{rec})
+	p := write("double.arrow", dbl, []arrow.RecordBatch{rec})
 	rec.Release()
 	_, err := ReadFile(context.Background(), p, edges.Options{})
 	edgetest.UserErr(t, err, p, `column "src"`, "type double cannot be a vertex key")
@@ -826,7 +826,7 @@ func TestAppender(t *testing.T) {
 	// Sliced batches (arrays with offsets), and a batch of another schema.
 	schema, recs = c.records(t, memory.DefaultAllocator)
 	defer releaseAll(recs)
-	var sliced []arrow.Record
+	var sliced []arrow.RecordBatch
 	for _, r := range recs {
 		sliced = append(sliced, r.NewSlice(7, r.NumRows()-3))
 	}
@@ -845,7 +845,7 @@ func TestAppender(t *testing.T) {
 	ob.Field(0).(*array.Int32Builder).Append(1)
 	ob.Field(1).(*array.Int64Builder).Append(1)
 	ob.Field(2).(*array.Float64Builder).Append(1)
-	orec := ob.NewRecord()
+	orec := ob.NewRecordBatch()
 	ob.Release()
 	defer orec.Release()
 	edgetest.UserErr(t, a.Append(orec), "flight:edges", `column "src"`, "record batch 3 has the column as int32 where the schema announced int64")

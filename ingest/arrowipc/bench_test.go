@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/ingest/internal/edgetest"
@@ -17,13 +17,13 @@ import (
 
 // benchRecords are batches of random edges: keys of type key (int64 or
 // string), float64 weights.
-func benchRecords(b *testing.B, key arrow.DataType, batches, rows int) (*arrow.Schema, []arrow.Record) {
+func benchRecords(b *testing.B, key arrow.DataType, batches, rows int) (*arrow.Schema, []arrow.RecordBatch) {
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: "src", Type: key}, {Name: "dst", Type: key}, {Name: "weight", Type: arrow.PrimitiveTypes.Float64},
 	}, nil)
 	rng := rand.New(rand.NewPCG(3, 3))
 	mem := memory.NewGoAllocator()
-	var recs []arrow.Record
+	var recs []arrow.RecordBatch
 	for range batches {
 		bld := array.NewRecordBuilder(mem, schema)
 		for i := 0; i < 2; i++ {
@@ -42,7 +42,7 @@ func benchRecords(b *testing.B, key arrow.DataType, batches, rows int) (*arrow.S
 		for range rows {
 			wb.Append(rng.Float64())
 		}
-		recs = append(recs, bld.NewRecord())
+		recs = append(recs, bld.NewRecordBatch())
 		bld.Release()
 	}
 	return schema, recs

@@ -3,8 +3,8 @@ package arrowipc
 import (
 	"encoding/binary"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/gpipe/gpipe/ingest/edges"
 )

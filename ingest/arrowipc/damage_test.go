@@ -13,10 +13,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/ipc"
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/gpipe/gpipe/ingest/arrowipc/internal/flatbuf"
 	"github.com/gpipe/gpipe/ingest/edges"
@@ -340,7 +340,7 @@ func TestAppenderDamagedArrays(t *testing.T) {
 			dst := keys(src.DataType(), src.Len())
 			defer dst.Release()
 			schema := arrow.NewSchema([]arrow.Field{{Name: "src", Type: src.DataType(), Nullable: true}, {Name: "dst", Type: dst.DataType(), Nullable: true}}, nil)
-			rec := array.NewRecord(schema, []arrow.Array{src, dst}, int64(src.Len()))
+			rec := array.NewRecordBatch(schema, []arrow.Array{src, dst}, int64(src.Len()))
 			defer rec.Release()
 			a, err := NewAppender("flight:g", schema, edges.Options{SkipInvalid: true})
 			if err != nil {

@@ -6,8 +6,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/gpipe/gpipe/ingest/arrowipc/internal/flatbuf"
 	"github.com/gpipe/gpipe/ingest/edges"

@@ -23,10 +23,10 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/endian"
-	"github.com/apache/arrow/go/v17/arrow/ipc"
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/endian"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/ingest/internal/sniff"
@@ -181,13 +181,13 @@ func openFileReader(data []byte) (fr *ipc.FileReader, err error) {
 }
 
 // recordAt reads record batch i with arrow's reader (see openFileReader).
-func recordAt(fr *ipc.FileReader, i int) (rec arrow.Record, err error) {
+func recordAt(fr *ipc.FileReader, i int) (rec arrow.RecordBatch, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			rec, err = nil, recovered(p)
 		}
 	}()
-	return fr.RecordAt(i)
+	return fr.RecordBatchAt(i)
 }
 
 // sameSchema checks that the schema message the file starts with (after

@@ -3,8 +3,8 @@ package arrowipc
 import (
 	"fmt"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/endian"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/endian"
 
 	"github.com/gpipe/gpipe/ingest/arrowipc/internal/flatbuf"
 	"github.com/gpipe/gpipe/internal/usererr"

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/ipc"
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/gpipe/gpipe/ingest/arrowipc/internal/flatbuf"
 	"github.com/gpipe/gpipe/ingest/edges"
@@ -42,7 +42,7 @@ func (m *messages) WritePayload(p ipc.Payload) error {
 }
 
 // writeMessages is the stream of messages of the case's batches.
-func writeMessages(t *testing.T, schema *arrow.Schema, recs []arrow.Record, opts ...ipc.Option) messages {
+func writeMessages(t *testing.T, schema *arrow.Schema, recs []arrow.RecordBatch, opts ...ipc.Option) messages {
 	t.Helper()
 	var ms messages
 	w := ipc.NewWriterWithPayloadWriter(&ms, append(opts, ipc.WithSchema(schema))...)

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/echo"
@@ -36,7 +36,7 @@ func readRecords(ctx context.Context, name, what string, rdr array.RecordReader,
 // appendAll appends every record of rdr.
 func appendAll(a *Appender, what string, rdr array.RecordReader) error {
 	for rdr.Next() {
-		if err := a.Append(rdr.Record()); err != nil {
+		if err := a.Append(rdr.RecordBatch()); err != nil {
 			return err
 		}
 	}

@@ -20,7 +20,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/ingest/internal/input"

@@ -4,9 +4,9 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // Writing an edge table back out as Arrow records: what `gpipe gen` writes,
@@ -49,14 +49,18 @@ type tableReader struct {
 	t      *Table
 	schema *arrow.Schema
 	next   int
-	rec    arrow.Record
+	rec    arrow.RecordBatch
 	refs   int64
 }
 
-func (r *tableReader) Schema() *arrow.Schema { return r.schema }
-func (r *tableReader) Record() arrow.Record  { return r.rec }
-func (r *tableReader) Err() error            { return nil }
-func (r *tableReader) Retain()               { atomic.AddInt64(&r.refs, 1) }
+func (r *tableReader) Schema() *arrow.Schema          { return r.schema }
+func (r *tableReader) RecordBatch() arrow.RecordBatch { return r.rec }
+
+// Record is RecordBatch under the name arrow-go deprecated, which its
+// RecordReader interface still lists.
+func (r *tableReader) Record() arrow.RecordBatch { return r.rec }
+func (r *tableReader) Err() error                { return nil }
+func (r *tableReader) Retain()                   { atomic.AddInt64(&r.refs, 1) }
 
 func (r *tableReader) Release() {
 	if atomic.AddInt64(&r.refs, -1) == 0 && r.rec != nil {
@@ -81,7 +85,7 @@ func (r *tableReader) Next() bool {
 		if r.t.HasWeight {
 			cols = append(cols, fixedArray(arrow.PrimitiveTypes.Float64, c.Weight))
 		}
-		r.rec = array.NewRecord(r.schema, cols, int64(n))
+		r.rec = array.NewRecordBatch(r.schema, cols, int64(n))
 		for _, a := range cols {
 			a.Release()
 		}

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/echo"
 	"github.com/gpipe/gpipe/internal/usererr"

@@ -9,7 +9,7 @@ import (
 	"math/bits"
 	"unsafe"
 
-	"github.com/apache/arrow/go/v17/arrow/float16"
+	"github.com/apache/arrow-go/v18/arrow/float16"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
@@ -199,12 +199,13 @@ func (r *reader) pageValues(c *column, grp *group, st *chunkState, sd *stringCol
 	}
 
 	var (
-		raw        []byte
-		offs       []uint32
-		idx        []int32
-		dictionary = enc == format.RLEDictionary || enc == format.PlainDictionary
-		err        error
+		raw  []byte
+		offs []uint32
+		idx  []int32
+		err  error
 	)
+	//lint:ignore SA1019 writers of format 1.0 still use PLAIN_DICTIONARY in data pages
+	dictionary := enc == format.RLEDictionary || enc == format.PlainDictionary
 	switch {
 	case dictionary:
 		if s.dictN < 0 {

@@ -12,10 +12,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/memory"
-	pqcompress "github.com/apache/arrow/go/v17/parquet/compress"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	pqcompress "github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
@@ -346,8 +346,8 @@ func BenchmarkReadParquet(b *testing.B) {
 		bld.Release()
 	}
 	schema := arrow.NewSchema([]arrow.Field{{Name: "src", Type: arrow.PrimitiveTypes.Int64}, {Name: "dst", Type: arrow.PrimitiveTypes.Int64}}, nil)
-	rec := array.NewRecord(schema, cols, rows)
-	tbl := array.NewTableFromRecords(schema, []arrow.Record{rec})
+	rec := array.NewRecordBatch(schema, cols, rows)
+	tbl := array.NewTableFromRecords(schema, []arrow.RecordBatch{rec})
 	rec.Release()
 	cols[0].Release()
 	cols[1].Release()
@@ -376,9 +376,9 @@ func TestParquetFooterMessagesShort(t *testing.T) {
 	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 	b.Field(0).(*array.Int64Builder).AppendValues([]int64{1, 2}, nil)
 	b.Field(1).(*array.Int64Builder).AppendValues([]int64{2, 3}, nil)
-	rec := b.NewRecord()
+	rec := b.NewRecordBatch()
 	b.Release()
-	tbl := array.NewTableFromRecords(schema, []arrow.Record{rec})
+	tbl := array.NewTableFromRecords(schema, []arrow.RecordBatch{rec})
 	rec.Release()
 	path := edgetest.WriteParquet(t, t.TempDir(), "long.parquet", tbl, edgetest.DefaultParquetWrite)
 	tbl.Release()

@@ -11,12 +11,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/decimal128"
-	"github.com/apache/arrow/go/v17/arrow/float16"
-	"github.com/apache/arrow/go/v17/arrow/memory"
-	pqcompress "github.com/apache/arrow/go/v17/parquet/compress"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/float16"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	pqcompress "github.com/apache/arrow-go/v18/parquet/compress"
 
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/ingest/internal/edgetest"
@@ -55,12 +55,12 @@ func arrowTable(t testing.TB, rows int, cols []colData, nullable bool) arrow.Tab
 		b.Release()
 	}
 	schema := arrow.NewSchema(fields, nil)
-	rec := array.NewRecord(schema, arrs, int64(rows))
+	rec := array.NewRecordBatch(schema, arrs, int64(rows))
 	for _, a := range arrs {
 		a.Release()
 	}
 	defer rec.Release()
-	return array.NewTableFromRecords(schema, []arrow.Record{rec})
+	return array.NewTableFromRecords(schema, []arrow.RecordBatch{rec})
 }
 
 func appendValue(t testing.TB, b array.Builder, v any) {

@@ -25,8 +25,8 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/ingest/internal/input"

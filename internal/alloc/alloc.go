@@ -6,7 +6,7 @@ package alloc
 import (
 	"unsafe"
 
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // Slice returns a slice of n zeroed T from a, or from Go memory when a is nil.

@@ -3,7 +3,7 @@ package alloc
 import (
 	"testing"
 
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // dirtyAllocator hands out memory full of garbage unless it says it zeroes.

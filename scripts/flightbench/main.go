@@ -22,11 +22,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/flight"
-	"github.com/apache/arrow/go/v17/arrow/ipc"
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 )
@@ -123,7 +123,7 @@ func putCmd(addr string, args []string) error {
 }
 
 // readBatches reads file's records cut into batches of at most rows rows.
-func readBatches(file string, rows int64) ([]arrow.Record, error) {
+func readBatches(file string, rows int64) ([]arrow.RecordBatch, error) {
 	f, err := os.Open(file)
 	if err != nil {
 		return nil, err
@@ -134,9 +134,9 @@ func readBatches(file string, rows int64) ([]arrow.Record, error) {
 		return nil, err
 	}
 	defer r.Close()
-	var tbl []arrow.Record
+	var tbl []arrow.RecordBatch
 	for i := 0; i < r.NumRecords(); i++ {
-		rec, err := r.Record(i)
+		rec, err := r.RecordBatch(i)
 		if err != nil {
 			return nil, err
 		}
@@ -150,16 +150,16 @@ func readBatches(file string, rows int64) ([]arrow.Record, error) {
 	}
 	tr := array.NewTableReader(t, rows)
 	defer tr.Release()
-	var out []arrow.Record
+	var out []arrow.RecordBatch
 	for tr.Next() {
-		rec := tr.Record()
+		rec := tr.RecordBatch()
 		rec.Retain()
 		out = append(out, rec)
 	}
 	return out, nil
 }
 
-func put(ctx context.Context, c flight.Client, graph, opts string, recs []arrow.Record) (string, error) {
+func put(ctx context.Context, c flight.Client, graph, opts string, recs []arrow.RecordBatch) (string, error) {
 	stream, err := c.DoPut(ctx)
 	if err != nil {
 		return "", err
@@ -255,14 +255,14 @@ func get(ctx context.Context, c flight.Client, ticket string, check bool) (*resu
 	}
 	var h maphash.Hash
 	h.SetSeed(seed)
-	var recs []arrow.Record
+	var recs []arrow.RecordBatch
 	defer func() {
 		for _, rec := range recs {
 			rec.Release()
 		}
 	}()
 	for rr.Next() {
-		rec := rr.Record()
+		rec := rr.RecordBatch()
 		rec.Retain()
 		recs = append(recs, rec)
 		r.rows += rec.NumRows()
@@ -295,7 +295,7 @@ var seed = maphash.MakeSeed()
 // checkParents checks, for a BFS result with int64 keys (vertex, depth,
 // parent), that each reached vertex's parent is a vertex one level up
 // (the source its own parent at depth 0).
-func checkParents(recs []arrow.Record) error {
+func checkParents(recs []arrow.RecordBatch) error {
 	if len(recs) == 0 || recs[0].NumCols() != 3 || recs[0].ColumnName(1) != "depth" {
 		return nil
 	}
@@ -350,7 +350,7 @@ func sourceCmd(args []string) error {
 		return err
 	}
 	defer r.Close()
-	rec, err := r.Record(0)
+	rec, err := r.RecordBatch(0)
 	if err != nil {
 		return err
 	}

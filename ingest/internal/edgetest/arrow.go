@@ -5,12 +5,12 @@ import (
 	"os"
 	"testing"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 )
 
 // WriteArrowFile writes the batches as an IPC file.
-func WriteArrowFile(t testing.TB, path string, schema *arrow.Schema, recs []arrow.Record, opts ...ipc.Option) {
+func WriteArrowFile(t testing.TB, path string, schema *arrow.Schema, recs []arrow.RecordBatch, opts ...ipc.Option) {
 	t.Helper()
 	f, err := os.Create(path)
 	if err != nil {
@@ -34,7 +34,7 @@ func WriteArrowFile(t testing.TB, path string, schema *arrow.Schema, recs []arro
 }
 
 // ArrowStream is the batches as an IPC stream.
-func ArrowStream(t testing.TB, schema *arrow.Schema, recs []arrow.Record, opts ...ipc.Option) []byte {
+func ArrowStream(t testing.TB, schema *arrow.Schema, recs []arrow.RecordBatch, opts ...ipc.Option) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	w := ipc.NewWriter(&buf, append([]ipc.Option{ipc.WithSchema(schema)}, opts...)...)

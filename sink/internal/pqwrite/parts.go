@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"unsafe"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/bitutil"
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // part is the rows of a column chunk that one record slice holds, as the
@@ -54,7 +54,7 @@ func (p *part) release() {
 
 // partsOf is column col's parts in the record slices of a row group, empty
 // slices left out.
-func partsOf(recs []arrow.Record, col int, c *column) ([]part, error) {
+func partsOf(recs []arrow.RecordBatch, col int, c *column) ([]part, error) {
 	parts := make([]part, 0, len(recs))
 	for _, rec := range recs {
 		arr := rec.Column(col)
@@ -168,13 +168,4 @@ func castSlice[T any](b []byte) []T {
 		return nil
 	}
 	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/size)
-}
-
-// asBytes views a slice of numbers as its bytes.
-func asBytes[T any](s []T) []byte {
-	if len(s) == 0 {
-		return nil
-	}
-	var zero T
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(zero)))
 }

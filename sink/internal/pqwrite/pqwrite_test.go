@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/bitutil"
-	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/parquet-go/parquet-go/encoding/rle"
 	"github.com/parquet-go/parquet-go/format"
 )
@@ -141,7 +141,7 @@ func TestFixedDict(t *testing.T) {
 
 // int64Record is n rows of a nullable int64 column (every seventh null) and
 // a string column.
-func int64Record(mem memory.Allocator, n int, seed uint64) arrow.Record {
+func int64Record(mem memory.Allocator, n int, seed uint64) arrow.RecordBatch {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	ib := array.NewInt64Builder(mem)
 	sb := array.NewStringBuilder(mem)
@@ -160,14 +160,14 @@ func int64Record(mem memory.Allocator, n int, seed uint64) arrow.Record {
 	cols := []arrow.Array{ib.NewArray(), sb.NewArray()}
 	ib.Release()
 	sb.Release()
-	rec := array.NewRecord(schema, cols, int64(n))
+	rec := array.NewRecordBatch(schema, cols, int64(n))
 	cols[0].Release()
 	cols[1].Release()
 	return rec
 }
 
 // write writes rec in pieces of piece rows with opts and returns the file.
-func write(t *testing.T, rec arrow.Record, piece int64, opts Options) []byte {
+func write(t *testing.T, rec arrow.RecordBatch, piece int64, opts Options) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	w, err := NewWriter(&buf, rec.Schema(), opts)
@@ -286,7 +286,7 @@ func TestNotNullableWithNulls(t *testing.T) {
 	arr := b.NewArray()
 	defer arr.Release()
 	schema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}}, nil)
-	rec := array.NewRecord(schema, []arrow.Array{arr}, 3)
+	rec := array.NewRecordBatch(schema, []arrow.Array{arr}, 3)
 	defer rec.Release()
 	w, err := NewWriter(&bytes.Buffer{}, schema, Options{RowGroupRows: 10})
 	if err != nil {

@@ -29,7 +29,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/parquet-go/parquet-go/compress"
 	"github.com/parquet-go/parquet-go/compress/gzip"
 	"github.com/parquet-go/parquet-go/compress/snappy"
@@ -97,7 +97,7 @@ type Writer struct {
 // rowGroup is one row group's record slices and, once done is closed, its
 // encoded chunks.
 type rowGroup struct {
-	recs    []arrow.Record
+	recs    []arrow.RecordBatch
 	rows    int64
 	chunks  []chunk
 	errs    []error
@@ -146,7 +146,7 @@ func maxInFlight(workers, cols int) int {
 // the row groups that hold its rows are written, at the latest until Close
 // or Abort: Arrow records are immutable, so the caller must not change its
 // buffers until then.
-func (w *Writer) Write(rec arrow.Record) error {
+func (w *Writer) Write(rec arrow.RecordBatch) error {
 	if w.err != nil {
 		return w.err
 	}
@@ -156,7 +156,7 @@ func (w *Writer) Write(rec arrow.Record) error {
 	n := rec.NumRows()
 	for off := int64(0); off < n; {
 		k := min(n-off, w.opts.RowGroupRows-w.cur.rows)
-		var s arrow.Record
+		var s arrow.RecordBatch
 		if k == n {
 			rec.Retain()
 			s = rec
