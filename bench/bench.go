@@ -17,10 +17,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpipe/gpipe"
 	"github.com/gpipe/gpipe/ingest"
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/ingest/gen"
+	"github.com/gpipe/gpipe/internal/pipeline"
 	"github.com/gpipe/gpipe/internal/rusage"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
@@ -33,7 +33,7 @@ type Config struct {
 	// ("kronecker:SCALE[:EDGEFACTOR]" or "grid:ROWSxCOLS", as gen.Parse
 	// reads it). Exactly one is set.
 	Input, Gen string
-	Load       gpipe.LoadOptions
+	Load       pipeline.LoadOptions
 	Op         string
 	// Params are the operator's parameters. Params.Strategy may list
 	// several GPU strategies, separated by commas, to compare them side by
@@ -110,7 +110,7 @@ type Report struct {
 	// PeakHostBytes is the process's peak resident set at the end of the
 	// strategy's trials (getrusage's ru_maxrss), as gpipe run reports it.
 	PeakHostBytes int64 `json:"peak_host_bytes,omitempty"`
-	// Notes are as in gpipe.Report.
+	// Notes are as in pipeline.Report.
 	Notes []string `json:"notes,omitempty"`
 }
 
@@ -146,7 +146,7 @@ func Run(ctx context.Context, cfg Config) ([]*Report, error) {
 	cfg.Load.Weights = spec.Weights
 	cfg.Load.BuildIn = cfg.Load.BuildIn || spec.NeedsIn
 
-	backend, err := gpipe.OpenBackendGPUs(cfg.Backend, cfg.GPUs)
+	backend, err := pipeline.OpenBackendGPUs(cfg.Backend, cfg.GPUs)
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +186,7 @@ func Run(ctx context.Context, cfg Config) ([]*Report, error) {
 			ReadS: g.ReadTime.Seconds(), BuildS: g.BuildTime.Seconds(),
 			UploadS: g.Built.Upload.Seconds(), BuildDevice: g.Built.Device, BuildReason: g.Built.Reason,
 			InputBytes: inputBytes, LayoutBytes: g.Bytes(), PeakRSSBytes: peak,
-			Notes: gpipe.WeightColumnNotes(spec, cfg.Load.Columns),
+			Notes: pipeline.WeightColumnNotes(spec, cfg.Load.Columns),
 		}
 		if peak > 0 && g.Stats.InputEdges > 0 {
 			rep.BytesPerEdge = float64(peak) / float64(g.Stats.InputEdges)
@@ -202,7 +202,7 @@ func Run(ctx context.Context, cfg Config) ([]*Report, error) {
 }
 
 // benchTrials runs the warm-up and the trials of one strategy into rep.
-func benchTrials(ctx context.Context, cfg Config, g *gpipe.Graph, runner operators.Backend, params operators.Params, sources []string, rep *Report) error {
+func benchTrials(ctx context.Context, cfg Config, g *pipeline.Graph, runner operators.Backend, params operators.Params, sources []string, rep *Report) error {
 	var iterations []int
 	var examined [][2]int64
 	profiling := false
@@ -228,7 +228,7 @@ func benchTrials(ctx context.Context, cfg Config, g *gpipe.Graph, runner operato
 			return err
 		}
 		rep.Strategy, rep.StrategyReason = res.Strategy, res.StrategyReason
-		rep.GPUs = gpipe.GPUsUsed(res)
+		rep.GPUs = pipeline.GPUsUsed(res)
 		if trial < 0 {
 			rep.TransferS = res.Transfer.Seconds()
 			if cfg.CPUProfile != nil {
@@ -276,7 +276,7 @@ func median(sorted []float64) float64 {
 
 // benchGraph loads or generates the graph, as Load does, and also returns
 // the size of the edge table's columns.
-func benchGraph(ctx context.Context, cfg Config) (*gpipe.Graph, string, int64, error) {
+func benchGraph(ctx context.Context, cfg Config) (*pipeline.Graph, string, int64, error) {
 	var t *edges.Table
 	var err error
 	start := time.Now()
@@ -303,7 +303,7 @@ func benchGraph(ctx context.Context, cfg Config) (*gpipe.Graph, string, int64, e
 	}
 	defer t.Release()
 	readTime := time.Since(start)
-	g, err := gpipe.Build(ctx, t, cfg.Load)
+	g, err := pipeline.Build(ctx, t, cfg.Load)
 	if err != nil {
 		return nil, "", 0, err
 	}
@@ -350,7 +350,7 @@ func peakRSS() int64 {
 
 // randomSources draws the trials' sources: random vertices with at least
 // one out-edge, seeded, as Graph 500 and GAP pick them.
-func randomSources(g *gpipe.Graph, cfg Config) ([]string, error) {
+func randomSources(g *pipeline.Graph, cfg Config) ([]string, error) {
 	n := g.NumVertices()
 	count := cfg.Sources
 	if count <= 0 {

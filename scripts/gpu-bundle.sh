@@ -3,7 +3,8 @@
 # test and measure gpipe, into .gpu-bundle/ (git-ignored):
 #   gpipe                  the command
 #   <pkg>.test             test binaries of the packages that use the GPU
-#                          (gpipe.test: the root package's)
+#                          (gpipe.test: the root package's, the library's face;
+#                          pipeline.test: internal/pipeline's, the load on the GPU)
 #   run.sh                 runs them with GPIPE_REQUIRE_GPU=1, then the benchmarks
 # and the same folder as .gpu-bundle.tgz. scripts/nccl-check.sh (NCCL and
 # peer access) runs from the same gpipe and gpu.test.
@@ -19,7 +20,9 @@ go build -trimpath -ldflags="-s -w" -o "$out/gpipe" ./cmd/gpipe
 for pkg in gpu kernels operators serve; do
 	go test -c -trimpath -ldflags="-s -w" -o "$out/$pkg.test" "./$pkg"
 done
-# The root package's tests: the whole load on the GPU (read, upload, build).
+go test -c -trimpath -ldflags="-s -w" -o "$out/pipeline.test" ./internal/pipeline
+# The root package's tests: the library's face (Load, FromRecords, Run) on
+# the automatic backend.
 go test -c -trimpath -ldflags="-s -w" -o "$out/gpipe.test" .
 cp scripts/gpu-run.sh "$out/run.sh"
 chmod +x "$out/run.sh"

@@ -12,14 +12,15 @@ export GPIPE_REQUIRE_GPU=1
 status=0
 nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.mem --format=csv | tee "$logs/nvidia-smi.txt"
 if [ "$what" = tests ] || [ "$what" = all ]; then
-	for pkg in gpu kernels operators serve; do
+	for pkg in gpu kernels operators serve internal/pipeline; do
 		# Tests read testdata relative to their package directory.
-		( cd "$pkg" && "$bundle/$pkg.test" -test.v -test.count=1 -test.timeout 10m ) 2>&1 | tee "$logs/test-$pkg.log"
+		name=$(basename "$pkg")
+		( cd "$pkg" && "$bundle/$name.test" -test.v -test.count=1 -test.timeout 10m ) 2>&1 | tee "$logs/test-$name.log"
 		rc=${PIPESTATUS[0]}
 		echo "== $pkg tests: exit $rc" | tee -a "$logs/summary.txt"
 		[ "$rc" -eq 0 ] || status=1
 	done
-	# The root package's tests read testdata from the repository root.
+	# The root package's tests (the library's face).
 	"$bundle/gpipe.test" -test.v -test.count=1 -test.timeout 10m 2>&1 | tee "$logs/test-gpipe.log"
 	rc=${PIPESTATUS[0]}
 	echo "== gpipe (root) tests: exit $rc" | tee -a "$logs/summary.txt"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes golden results from networkx for golden_test.go.
 
-For each graph it writes, under testdata/golden/ (or the directory given as
+For each graph it writes, under internal/pipeline/testdata/golden/ (or the directory given as
 the first argument):
 
   EDGES.edges.csv  the edge list gpipe reads: src,dst,weight, one row per

@@ -17,9 +17,9 @@ import (
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/gpipe/gpipe"
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/internal/pipeline"
 	"github.com/gpipe/gpipe/operators"
 )
 
@@ -33,7 +33,7 @@ import (
 
 // bfsResult is a result shaped as BFS's on Kronecker 22: random int64 keys,
 // depths 0..8 with 1% unreached, random parents.
-func bfsResult(n int) *gpipe.Result {
+func bfsResult(n int) *pipeline.Result {
 	rng := rand.New(rand.NewPCG(1, 2))
 	keys := make([]int64, n)
 	for i := range keys {
@@ -52,7 +52,7 @@ func bfsResult(n int) *gpipe.Result {
 		Out:  convert.CSR{Offsets: make([]int64, n+1)},
 		Keys: &convert.VertexKeys{Type: edges.KeyInt64, ArrowType: arrow.PrimitiveTypes.Int64, Int64: keys},
 	}
-	return &gpipe.Result{Graph: &gpipe.Graph{Graph: g}, Result: &operators.Result{
+	return &pipeline.Result{Graph: &pipeline.Graph{Graph: g}, Result: &operators.Result{
 		Op: "bfs", Backend: "cpu",
 		Columns: []operators.Column{
 			{Name: "depth", Type: operators.Int32Column, Int32: depth},
@@ -73,11 +73,11 @@ func (d *discard) SendMsg(m any) error {
 }
 
 // bfsK22 is bfsResult(2395814), made once.
-var bfsK22 = sync.OnceValue(func() *gpipe.Result { return bfsResult(2395814) })
+var bfsK22 = sync.OnceValue(func() *pipeline.Result { return bfsResult(2395814) })
 
 // bfsK22Device is bfsK22 with the columns a GPU run makes in Arrow's layout
 // (operators.Column's Keys and Valid: parents mapped, validity bitmaps).
-var bfsK22Device = sync.OnceValue(func() *gpipe.Result {
+var bfsK22Device = sync.OnceValue(func() *pipeline.Result {
 	res := bfsK22()
 	depth, parent := res.Columns[0], res.Columns[1]
 	keys := res.Graph.Keys.Int64
@@ -95,14 +95,14 @@ var bfsK22Device = sync.OnceValue(func() *gpipe.Result {
 	}
 	out := *res.Result
 	out.Columns = []operators.Column{depth, parent}
-	return &gpipe.Result{Graph: res.Graph, Result: &out}
+	return &pipeline.Result{Graph: res.Graph, Result: &out}
 })
 
 // prK22 is a result shaped as PageRank's on Kronecker 22 (bfsK22's keys,
 // a float64 rank a vertex), its validity bitmap made from the ranks on the
 // host (valid false) or the run's (valid true: a GPU run's whose ranks are
 // all numbers).
-func prK22(valid bool) *gpipe.Result {
+func prK22(valid bool) *pipeline.Result {
 	res := bfsK22()
 	n := res.Graph.NumVertices()
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -116,7 +116,7 @@ func prK22(valid bool) *gpipe.Result {
 			rank.Valid[i/8] |= 1 << (i % 8)
 		}
 	}
-	return &gpipe.Result{Graph: res.Graph, Result: &operators.Result{Op: "pagerank", Backend: "gpu", Columns: []operators.Column{rank}}}
+	return &pipeline.Result{Graph: res.Graph, Result: &operators.Result{Op: "pagerank", Backend: "gpu", Columns: []operators.Column{rank}}}
 }
 
 func BenchmarkSendResult(b *testing.B) {
@@ -126,7 +126,7 @@ func BenchmarkSendResult(b *testing.B) {
 	b.Run("pagerank-device", func(b *testing.B) { benchSendResult(b, prK22(true)) })
 }
 
-func benchSendResult(b *testing.B, res *gpipe.Result) {
+func benchSendResult(b *testing.B, res *pipeline.Result) {
 	s := &service{cfg: Config{BatchRows: DefaultBatchRows, ResultIdleTimeout: -1}}
 	d := &discard{}
 	if err := s.sendResult(context.Background(), d, res, 0, resultMeta{}); err != nil {
@@ -216,7 +216,7 @@ func BenchmarkReceive(b *testing.B) {
 		size += int64(len(m))
 	}
 	s := &service{cfg: Config{UploadIdleTimeout: -1}, mem: &budget{}}
-	s.backend, _ = gpipe.OpenBackend("cpu")
+	s.backend, _ = pipeline.OpenBackend("cpu")
 	b.SetBytes(size)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

@@ -5,7 +5,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 
-	"github.com/gpipe/gpipe"
+	"github.com/gpipe/gpipe/internal/pipeline"
 )
 
 // DoExchange is a whole job in one call, for clients that do not want the
@@ -51,7 +51,7 @@ func (s *service) DoExchange(stream flight.FlightService_DoExchangeServer) error
 	if err != nil {
 		return err
 	}
-	g, err := s.build(ctx, t, held, gpipe.LoadOptions{
+	g, err := s.build(ctx, t, held, pipeline.LoadOptions{
 		Undirected:  opts.Undirected,
 		SkipInvalid: opts.SkipInvalid,
 		Weights:     spec.Weights,

@@ -7,8 +7,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 
-	"github.com/gpipe/gpipe"
 	"github.com/gpipe/gpipe/convert"
+	"github.com/gpipe/gpipe/internal/pipeline"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
 )
@@ -20,7 +20,7 @@ import (
 // error is a status rather than a stream cut short.
 func (s *service) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetServer) error {
 	ctx := stream.Context()
-	return s.query(ctx, tkt.GetTicket(), func(q query, sg *storedGraph, res *gpipe.Result, note string) error {
+	return s.query(ctx, tkt.GetTicket(), func(q query, sg *storedGraph, res *pipeline.Result, note string) error {
 		meta := resultMeta{Graph: q.Graph, Vertices: sg.info.Vertices, Edges: sg.info.Edges, BackendNote: note}
 		return s.sendResult(ctx, stream, res, q.BatchRows, meta)
 	})
@@ -29,7 +29,7 @@ func (s *service) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetSer
 // query runs a DoGet ticket's query on its stored graph and hands the
 // result to send, the graph held until send returns and the result
 // released then.
-func (s *service) query(ctx context.Context, ticket []byte, send func(q query, sg *storedGraph, res *gpipe.Result, note string) error) error {
+func (s *service) query(ctx context.Context, ticket []byte, send func(q query, sg *storedGraph, res *pipeline.Result, note string) error) error {
 	q, err := parseTicket(ticket)
 	logOf(ctx).names(q.Graph, q.Op)
 	if err != nil {
@@ -56,7 +56,7 @@ func (s *service) query(ctx context.Context, ticket []byte, send func(q query, s
 // returns once its encoders have stopped and its messages are copies:
 // nothing holds the columns then, whether the client read them all, went
 // away or stalled past --result-idle-timeout.
-func (s *service) releaseResult(res *gpipe.Result) {
+func (s *service) releaseResult(res *pipeline.Result) {
 	res.Release()
 	if s.released != nil {
 		s.released()
@@ -65,7 +65,7 @@ func (s *service) releaseResult(res *gpipe.Result) {
 
 // run runs a prepared query on g in a job slot, where the placement says;
 // note says why there, when that was chosen.
-func (s *service) run(ctx context.Context, g *gpipe.Graph, minWeight float64, op operators.Operator, q query) (res *gpipe.Result, note string, err error) {
+func (s *service) run(ctx context.Context, g *pipeline.Graph, minWeight float64, op operators.Operator, q query) (res *pipeline.Result, note string, err error) {
 	spec := op.Spec()
 	if spec.Weighted && spec.Weights == convert.NonNegativeWeights && minWeight < 0 {
 		return nil, "", usererr.New(usererr.Usage,
@@ -111,10 +111,10 @@ const MetadataKey = "gpipe"
 
 // resultSchema is the schema of op's result on g, without running it: what
 // GetFlightInfo and GetSchema answer for a query.
-func resultSchema(g *gpipe.Graph, op operators.Operator) *arrow.Schema {
+func resultSchema(g *pipeline.Graph, op operators.Operator) *arrow.Schema {
 	var cols []operators.Column
 	for _, c := range op.Spec().Columns {
 		cols = append(cols, operators.Column{Name: c.Name, Type: c.Type})
 	}
-	return (&gpipe.Result{Result: &operators.Result{Columns: cols}, Graph: g}).Schema()
+	return (&pipeline.Result{Result: &operators.Result{Columns: cols}, Graph: g}).Schema()
 }

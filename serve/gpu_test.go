@@ -14,9 +14,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 
-	"github.com/gpipe/gpipe"
 	"github.com/gpipe/gpipe/gpu"
 	"github.com/gpipe/gpipe/internal/alloc"
+	"github.com/gpipe/gpipe/internal/pipeline"
 	"github.com/gpipe/gpipe/operators"
 )
 
@@ -25,7 +25,7 @@ import (
 // copy, sssp and cc on the vertex-program engine under auto and under gpu.
 // It skips without a usable GPU, and fails instead with GPIPE_REQUIRE_GPU=1.
 func TestGPUBackend(t *testing.T) {
-	if _, err := gpipe.SharedGPU(); err != nil {
+	if _, err := pipeline.SharedGPU(); err != nil {
 		if os.Getenv("GPIPE_REQUIRE_GPU") == "1" {
 			t.Fatalf("no usable GPU: %v", err)
 		}
@@ -75,7 +75,7 @@ func TestGPUBackend(t *testing.T) {
 	// A query's GPU result is downloaded into pinned memory lent to it
 	// (operators.PinnedResults, which service.run asks for), and each
 	// DoGet and DoExchange gave it back once sent.
-	gpuBackend, _ := gpipe.SharedGPU()
+	gpuBackend, _ := pipeline.SharedGPU()
 	if n := gpuBackend.LentPinnedBytes(); n != 0 {
 		t.Errorf("%d bytes of pinned memory still lent to results after every DoGet", n)
 	}
@@ -200,7 +200,7 @@ func pinnedRun(ctx context.Context, svc *service, source string) error {
 	if err != nil {
 		return err
 	}
-	return svc.query(ctx, tkt, func(_ query, _ *storedGraph, res *gpipe.Result, _ string) error {
+	return svc.query(ctx, tkt, func(_ query, _ *storedGraph, res *pipeline.Result, _ string) error {
 		depth, parent := res.Column("depth"), res.Column("parent")
 		if !gpu.IsPinned(alloc.Bytes(depth.Int32)) || !gpu.IsPinned(depth.Valid) || !gpu.IsPinned(parent.Keys) {
 			return fmt.Errorf("a GPU bfs run as DoGet runs it has columns outside pinned memory")

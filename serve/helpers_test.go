@@ -27,8 +27,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/gpipe/gpipe"
 	"github.com/gpipe/gpipe/ingest/arrowipc"
+	"github.com/gpipe/gpipe/internal/pipeline"
 	"github.com/gpipe/gpipe/operators"
 )
 
@@ -379,7 +379,7 @@ func reference(t testing.TB, recs []arrow.RecordBatch, eo edgeOptions, op string
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := gpipe.Build(ctx, tbl, gpipe.LoadOptions{
+	g, err := pipeline.Build(ctx, tbl, pipeline.LoadOptions{
 		Undirected: eo.Undirected, SkipInvalid: eo.SkipInvalid, Weights: spec.Weights, BuildIn: spec.NeedsIn,
 	})
 	tbl.Release()

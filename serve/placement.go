@@ -8,10 +8,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gpipe/gpipe"
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/gpu"
 	"github.com/gpipe/gpipe/internal/bytesize"
+	"github.com/gpipe/gpipe/internal/pipeline"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/kernels"
 	"github.com/gpipe/gpipe/operators"
@@ -66,7 +66,7 @@ type placement struct {
 	used map[*convert.Graph]time.Time
 }
 
-// newPlacement places runs by a backend choice that gpipe.OpenBackend
+// newPlacement places runs by a backend choice that pipeline.OpenBackend
 // accepted, on dev when it is given (tests), else on the process's GPU.
 func newPlacement(choice string, dev gpuDevice) *placement {
 	pl := &placement{choice: choice, gpu: dev, used: map[*convert.Graph]time.Time{}}
@@ -74,7 +74,7 @@ func newPlacement(choice string, dev gpuDevice) *placement {
 		pl.choice = "auto"
 	}
 	if pl.choice != "cpu" && dev == nil {
-		g, err := gpipe.SharedGPU()
+		g, err := pipeline.SharedGPU()
 		if err != nil {
 			pl.noGPU = "no usable GPU: " + oneLine(err.Error())
 		} else {
@@ -111,7 +111,7 @@ func (pl *placement) warm(log *slog.Logger) {
 
 // run runs op on g with parameters p, and says where it ran when that was
 // chosen (auto) and why.
-func (pl *placement) run(ctx context.Context, g *gpipe.Graph, op operators.Operator, p operators.Params) (res *gpipe.Result, note string, err error) {
+func (pl *placement) run(ctx context.Context, g *pipeline.Graph, op operators.Operator, p operators.Params) (res *pipeline.Result, note string, err error) {
 	name := op.Spec().Name
 	if pl.gpu == nil {
 		res, err = g.Run(ctx, name, p, operators.CPU{})
@@ -153,7 +153,7 @@ func (pl *placement) run(ctx context.Context, g *gpipe.Graph, op operators.Opera
 // (errNoRoom) that it does not fit even with them all freed. Where the
 // estimate was too low and the run finds the GPU out of memory with
 // copies of other graphs left, it frees them all and tries once more.
-func (pl *placement) alone(ctx context.Context, g *gpipe.Graph, op operators.Operator, p operators.Params) (*gpipe.Result, error) {
+func (pl *placement) alone(ctx context.Context, g *pipeline.Graph, op operators.Operator, p operators.Params) (*pipeline.Result, error) {
 	need, err := pl.gpu.Need(op, g.Graph, p)
 	if err != nil {
 		return nil, err
@@ -193,7 +193,7 @@ func (pl *placement) alone(ctx context.Context, g *gpipe.Graph, op operators.Ope
 }
 
 // onGPU runs op on g on the GPU, noting the graph's use.
-func (pl *placement) onGPU(ctx context.Context, g *gpipe.Graph, name string, p operators.Params) (*gpipe.Result, error) {
+func (pl *placement) onGPU(ctx context.Context, g *pipeline.Graph, name string, p operators.Params) (*pipeline.Result, error) {
 	pl.mu.Lock()
 	pl.used[g.Graph] = time.Now()
 	pl.mu.Unlock()
@@ -202,7 +202,7 @@ func (pl *placement) onGPU(ctx context.Context, g *gpipe.Graph, name string, p o
 
 // elsewhere is what happens to a run the GPU cannot take (why): under
 // auto it runs on the CPU, under gpu it is refused.
-func (pl *placement) elsewhere(ctx context.Context, g *gpipe.Graph, op operators.Operator, p operators.Params, why error) (*gpipe.Result, string, error) {
+func (pl *placement) elsewhere(ctx context.Context, g *pipeline.Graph, op operators.Operator, p operators.Params, why error) (*pipeline.Result, string, error) {
 	if pl.choice == "gpu" {
 		if nr, ok := why.(errNoRoom); ok {
 			return nil, "", usererr.New(usererr.Backend, fmt.Sprintf("the query was refused: %s on this graph %s", op.Spec().Name, nr.Error()),

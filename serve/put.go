@@ -14,11 +14,11 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/gpipe/gpipe"
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/ingest/arrowipc"
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/bytesize"
+	"github.com/gpipe/gpipe/internal/pipeline"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
 )
@@ -68,7 +68,7 @@ func (s *service) DoPut(stream flight.FlightService_DoPutServer) error {
 	}
 	upload := time.Since(start)
 	call.upload = upload
-	g, err := s.build(ctx, t, held, gpipe.LoadOptions{
+	g, err := s.build(ctx, t, held, pipeline.LoadOptions{
 		Undirected:  opts.Undirected,
 		SkipInvalid: opts.SkipInvalid,
 		Weights:     convert.FiniteWeights,
@@ -97,7 +97,7 @@ func (s *service) DoPut(stream flight.FlightService_DoPutServer) error {
 // builtGraph is a graph built from an upload, holding its memory budget;
 // free gives both back.
 type builtGraph struct {
-	*gpipe.Graph
+	*pipeline.Graph
 	bytes int64
 	free  func()
 }
@@ -208,7 +208,7 @@ func readError(name string, err error) error {
 // whole on the host, so that its device copies can be freed to make room
 // for other runs (placement) and its memory counts in the budget, while
 // the layouts built on the device stay there for its first queries.
-func (s *service) build(ctx context.Context, t *edges.Table, held int64, lo gpipe.LoadOptions, stored bool) (*builtGraph, error) {
+func (s *service) build(ctx context.Context, t *edges.Table, held int64, lo pipeline.LoadOptions, stored bool) (*builtGraph, error) {
 	defer func() {
 		t.Release()
 		s.mem.release(held)
@@ -223,7 +223,7 @@ func (s *service) build(ctx context.Context, t *edges.Table, held int64, lo gpip
 		lo.Device = dev
 		gpuDone = s.place.building()
 	}
-	g, err := gpipe.Build(ctx, t, lo)
+	g, err := pipeline.Build(ctx, t, lo)
 	if err == nil {
 		start := time.Now()
 		if err = g.Materialize(); err != nil {
@@ -285,7 +285,7 @@ func (s *service) storedGraph(name string, b *builtGraph, cols edges.Columns, up
 
 // backendOf says where queries on g run: where PageRank, which every
 // backend implements, would.
-func (s *service) backendOf(g *gpipe.Graph) (backend, note string) {
+func (s *service) backendOf(g *pipeline.Graph) (backend, note string) {
 	op, err := operators.Lookup("pagerank")
 	if err != nil {
 		return "", err.Error()
@@ -295,7 +295,7 @@ func (s *service) backendOf(g *gpipe.Graph) (backend, note string) {
 
 // edgeSchema is the edge columns as the graph keeps them: the keys in
 // their output type, and float64 weights when it has weights.
-func edgeSchema(cols edges.Columns, g *gpipe.Graph) *arrow.Schema {
+func edgeSchema(cols edges.Columns, g *pipeline.Graph) *arrow.Schema {
 	cols = cols.WithDefaults()
 	fields := []arrow.Field{{Name: cols.Src, Type: g.Keys.ArrowType}, {Name: cols.Dst, Type: g.Keys.ArrowType}}
 	if g.Weighted {

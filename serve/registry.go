@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/gpipe/gpipe"
+	"github.com/gpipe/gpipe/internal/pipeline"
 )
 
 // storedGraph is one graph the server holds. Everything but refs is fixed
@@ -24,7 +24,7 @@ import (
 // user frees it, so a query never sees its graph freed under it.
 type storedGraph struct {
 	name   string
-	g      *gpipe.Graph
+	g      *pipeline.Graph
 	info   graphInfo
 	schema *arrow.Schema // the edge columns as stored
 	// minWeight is the smallest edge weight (+Inf when unweighted), so that
@@ -290,7 +290,7 @@ func (r *registry) refsOf(name string) int {
 }
 
 // minWeight is the smallest weight of g's edges, +Inf when it has none.
-func minWeight(g *gpipe.Graph) float64 {
+func minWeight(g *pipeline.Graph) float64 {
 	m := math.Inf(1)
 	for _, w := range g.Out.Weights {
 		m = min(m, w)

@@ -12,15 +12,15 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/gpipe/gpipe"
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/par"
+	"github.com/gpipe/gpipe/internal/pipeline"
 )
 
 // Sending a result. The operator has run to its end (so that every error
 // is a status); its rows then go out in batches while later batches are
 // still being made: a few encoders build the batches ahead of the sender
-// (gpipe.Result.Rows: ids mapped to keys, validity bitmaps) and write each
+// (pipeline.Result.Rows: ids mapped to keys, validity bitmaps) and write each
 // straight into the FlightData message gRPC sends (batchEncoder), and the
 // call's goroutine hands them to gRPC in order. A batch's values are thus
 // copied once in the server's own code, where arrow's Flight writer and
@@ -48,7 +48,7 @@ type messageSender interface {
 // sendResult streams res as record batches of at most batchRows rows (the
 // server's limit when 0 or larger), the result's metadata in the schema. It
 // gives up on a client that takes no batch for the result idle timeout.
-func (s *service) sendResult(ctx context.Context, w messageSender, res *gpipe.Result, batchRows int, meta resultMeta) error {
+func (s *service) sendResult(ctx context.Context, w messageSender, res *pipeline.Result, batchRows int, meta resultMeta) error {
 	if batchRows <= 0 || batchRows > s.cfg.BatchRows {
 		batchRows = s.cfg.BatchRows
 	}
@@ -97,7 +97,7 @@ func (s *service) sendResult(ctx context.Context, w messageSender, res *gpipe.Re
 // rowsWithin is the most rows, up to rows, whose batch of res takes at most
 // limit bytes: fixed-width columns count their width, string keys their
 // average length.
-func rowsWithin(res *gpipe.Result, rows, limit int) int {
+func rowsWithin(res *pipeline.Result, rows, limit int) int {
 	var perRow float64
 	for _, f := range res.Schema().Fields() {
 		switch dt := f.Type.(type) {
@@ -134,7 +134,7 @@ type encoded struct {
 	err error
 }
 
-func newBatchQueue(ctx context.Context, res *gpipe.Result, batches, batchRows int, schema *arrow.Schema) *batchQueue {
+func newBatchQueue(ctx context.Context, res *pipeline.Result, batches, batchRows int, schema *arrow.Schema) *batchQueue {
 	q := &batchQueue{done: make([]chan encoded, batches), quit: make(chan struct{})}
 	for i := range q.done {
 		q.done[i] = make(chan encoded, 1)
@@ -184,7 +184,7 @@ func newBatchQueue(ctx context.Context, res *gpipe.Result, batches, batchRows in
 // it writes whole (integer keys, the operators' columns and their validity
 // bitmaps), else Go memory (string keys go through arrow's builders, which
 // expect zeroed memory).
-func rowsAllocator(res *gpipe.Result) (memory.Allocator, func()) {
+func rowsAllocator(res *pipeline.Result) (memory.Allocator, func()) {
 	if res.Graph.Keys.Type == edges.KeyString {
 		return memory.DefaultAllocator, func() {}
 	}

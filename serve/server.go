@@ -6,8 +6,8 @@
 //
 // The service adds no second implementation of reading, building or
 // running: uploads go through arrowipc.Appender, graphs are built by
-// gpipe.Build and queried with gpipe.Graph.Run, and results are
-// gpipe.Result.Rows a batch at a time. What is the service's own: where a
+// pipeline.Build and queried with pipeline.Graph.Run, and results are
+// pipeline.Result.Rows a batch at a time. What is the service's own: where a
 // query runs (placement.go: the GPU's memory), moving Arrow buffers through
 // gRPC without copies (codec.go, send.go), limits, idle clients, the
 // catalog. See docs/serve.md for the protocol, its JSON and its status
@@ -29,7 +29,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/experimental"
 
-	"github.com/gpipe/gpipe"
+	"github.com/gpipe/gpipe/internal/pipeline"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
@@ -114,7 +114,7 @@ type service struct {
 	cfg       Config
 	log       *slog.Logger
 	tokenHash *[sha256.Size]byte // nil: no authentication
-	backend   *gpipe.Backend     // the memory uploads and graphs go into
+	backend   *pipeline.Backend  // the memory uploads and graphs go into
 	place     *placement
 	graphs    *registry
 	mem       *budget
@@ -152,7 +152,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.gpu != nil {
 		choice = "cpu" // Go memory, for the stand-in
 	}
-	backend, err := gpipe.OpenBackend(choice)
+	backend, err := pipeline.OpenBackend(choice)
 	if err != nil {
 		return nil, err
 	}

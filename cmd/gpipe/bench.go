@@ -9,10 +9,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/gpipe/gpipe"
 	"github.com/gpipe/gpipe/bench"
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/bytesize"
+	"github.com/gpipe/gpipe/internal/pipeline"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
 )
@@ -81,7 +81,7 @@ func benchCommand(e *env) *cli.Command {
 			defer progress.Stop()
 			reps, err := bench.Run(c.Context, bench.Config{
 				Input: c.String("input"), Gen: c.String("gen"),
-				Load: gpipe.LoadOptions{
+				Load: pipeline.LoadOptions{
 					Columns: edges.Columns{
 						Src: c.String("src-col"), Dst: c.String("dst-col"), Weight: c.String("weight-col"),
 						WeightExplicit: c.IsSet("weight-col"),

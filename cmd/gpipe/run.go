@@ -9,9 +9,9 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
-	"github.com/gpipe/gpipe"
 	"github.com/gpipe/gpipe/ingest"
 	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/internal/pipeline"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
 	"github.com/gpipe/gpipe/sink"
@@ -192,13 +192,13 @@ func runAction(c *cli.Context, e *env) error {
 	}
 	progress := newProgress(e.stderr)
 	defer progress.Stop()
-	job := gpipe.Job{
+	job := pipeline.Job{
 		Input:   c.String("input"),
 		Output:  c.String("output"),
 		Op:      c.String("op"),
 		Params:  params,
 		Backend: c.String("backend"), GPUs: c.Int("gpus"),
-		Load: gpipe.LoadOptions{
+		Load: pipeline.LoadOptions{
 			Columns: edges.Columns{
 				Src: c.String("src-col"), Dst: c.String("dst-col"), Weight: c.String("weight-col"),
 				WeightExplicit: c.IsSet("weight-col"),
@@ -211,7 +211,7 @@ func runAction(c *cli.Context, e *env) error {
 		},
 		Sink: sink.Options{Format: c.String("output-format"), Stdout: e.stdout},
 	}
-	rep, err := gpipe.RunJob(c.Context, job)
+	rep, err := pipeline.RunJob(c.Context, job)
 	progress.Stop()
 	if err != nil {
 		return err

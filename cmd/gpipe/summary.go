@@ -9,8 +9,8 @@ import (
 	"text/tabwriter"
 	"unicode/utf8"
 
-	"github.com/gpipe/gpipe"
 	"github.com/gpipe/gpipe/convert"
+	"github.com/gpipe/gpipe/internal/pipeline"
 	"github.com/gpipe/gpipe/operators"
 )
 
@@ -18,7 +18,7 @@ import (
 const summaryRows = 10
 
 // printSummary prints what a job found, for a run without --output.
-func printSummary(w io.Writer, rep *gpipe.Report) {
+func printSummary(w io.Writer, rep *pipeline.Report) {
 	res := rep.Result
 	fmt.Fprintf(w, "%s on %s: %s, %s (from %s); %s backend (%s), %.3g s compute\n",
 		rep.Op, rep.Input, count(rep.Vertices, "vertex", "vertices"), count(rep.Edges, "edge", "edges"), count(rep.RowsRead, "row", "rows"),
@@ -58,7 +58,7 @@ func printSummary(w io.Writer, rep *gpipe.Report) {
 		rows = rows[:summaryRows]
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprint(tw, gpipe.VertexColumn)
+	fmt.Fprint(tw, pipeline.VertexColumn)
 	for _, c := range res.Columns {
 		fmt.Fprintf(tw, "\t%s", c.Name)
 	}

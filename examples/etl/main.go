@@ -16,7 +16,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/gpipe/gpipe"
+	"github.com/gpipe/gpipe/internal/pipeline"
 	"github.com/gpipe/gpipe/operators"
 	"github.com/gpipe/gpipe/sink"
 )
@@ -38,9 +38,9 @@ func main() {
 
 func run(ctx context.Context, input, source, out, backendName string) error {
 	// The simplest form: one call does read, build, compute and write.
-	rep, err := gpipe.RunJob(ctx, gpipe.Job{
+	rep, err := pipeline.RunJob(ctx, pipeline.Job{
 		Input: input, Output: filepath.Join(out, "ranks.parquet"), Op: "pagerank",
-		Load: gpipe.LoadOptions{Undirected: true}, Backend: backendName,
+		Load: pipeline.LoadOptions{Undirected: true}, Backend: backendName,
 	})
 	if err != nil {
 		return err
@@ -50,11 +50,11 @@ func run(ctx context.Context, input, source, out, backendName string) error {
 		rep.Vertices, rep.Iterations, rep.Backend, rep.Timings.Total)
 
 	// Stage by stage, to keep one graph for several queries.
-	backend, err := gpipe.OpenBackend(backendName)
+	backend, err := pipeline.OpenBackend(backendName)
 	if err != nil {
 		return err
 	}
-	g, err := gpipe.Load(ctx, input, gpipe.LoadOptions{Undirected: true, Alloc: backend.Alloc()})
+	g, err := pipeline.Load(ctx, input, pipeline.LoadOptions{Undirected: true, Alloc: backend.Alloc()})
 	if err != nil {
 		return err
 	}

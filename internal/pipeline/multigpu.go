@@ -1,4 +1,4 @@
-package gpipe
+package pipeline
 
 import (
 	"fmt"

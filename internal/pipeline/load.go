@@ -1,20 +1,10 @@
-// Package gpipe runs graph analytics as a stage of an Arrow or Parquet data
-// pipeline: it reads an edge table, builds the graph, runs an operator (BFS,
-// SSSP, PageRank, connected components, widest path) on the CPU or an NVIDIA
-// GPU, and returns one row per vertex as an Arrow record.
-//
-// The whole job in one call:
-//
-//	report, err := gpipe.RunJob(ctx, gpipe.Job{
-//		Input: "edges.parquet", Output: "ranks.parquet", Op: "pagerank",
-//	})
-//
-// Or stage by stage, keeping the graph for several queries:
-//
-//	g, err := gpipe.Load(ctx, "edges.parquet", gpipe.LoadOptions{Undirected: true})
-//	res, err := g.Run(ctx, "bfs", operators.Params{Source: "42"}, operators.CPU{})
-//	rec := res.Record(memory.DefaultAllocator) // vertex, depth, parent
-package gpipe
+// Package pipeline is the machinery behind gpipe's library face (the root
+// package) and its commands (cmd/gpipe, serve, bench): reading an edge
+// table, building its graph on the host or a GPU, choosing the backend
+// that runs an operator, turning results into Arrow records and writing
+// them. The root package wraps it for programs outside the module; the
+// commands use it whole (device builds, pinned memory, several GPUs).
+package pipeline
 
 import (
 	"context"
