@@ -93,7 +93,7 @@ func Open(ctx context.Context, path string, stdin io.Reader, opts edges.Options)
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, usererr.InFile(path, "cannot open: "+strings.TrimPrefix(err.Error(), "open "+path+": "), "check the path")
+		return nil, usererr.InFile(path, "cannot open: "+strings.TrimPrefix(err.Error(), "open "+path+": "), "check the path").Because(err)
 	}
 	defer f.Close()
 	if format == FormatParquet {
@@ -154,7 +154,7 @@ func openStdin(ctx context.Context, stdin io.Reader, format string, opts edges.O
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, usererr.InFile(name, "cannot read standard input: "+err.Error(), "")
+		return nil, usererr.InFile(name, "cannot read standard input: "+err.Error(), "").Because(err)
 	}
 	if format == FormatParquet {
 		return parquet.ReadAt(ctx, name, bytes.NewReader(data), int64(len(data)), opts)

@@ -47,6 +47,8 @@ func kindCode(k usererr.Kind) codes.Code {
 		return codes.NotFound
 	case usererr.Backend:
 		return codes.FailedPrecondition
+	case usererr.Limit:
+		return codes.ResourceExhausted
 	}
 	return codes.Internal
 }

@@ -60,7 +60,7 @@ func ReadFile(ctx context.Context, path string, opts edges.Options) (*edges.Tabl
 	opts.Columns = opts.Columns.WithDefaults()
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, usererr.InFile(path, "cannot open: "+strings.TrimPrefix(err.Error(), "open "+path+": "), "check the path")
+		return nil, usererr.InFile(path, "cannot open: "+strings.TrimPrefix(err.Error(), "open "+path+": "), "check the path").Because(err)
 	}
 	m, err := mmap.Map(path, f)
 	f.Close()

@@ -317,7 +317,7 @@ func userError(name string, err error, cr *csv.Reader) error {
 		}
 		return &usererr.Error{Kind: usererr.Input, File: name, Row: -1, Line: int64(line), Problem: problem, Fix: fix}
 	}
-	return usererr.InFile(name, "cannot read: "+err.Error(), "")
+	return usererr.InFile(name, "cannot read: "+err.Error(), "").Because(err)
 }
 
 // looksBinary says whether s holds bytes text does not: a NUL, or many

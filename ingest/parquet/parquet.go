@@ -170,7 +170,7 @@ func Read(ctx context.Context, name string, f *os.File, opts edges.Options) (*ed
 	opts.Columns = opts.Columns.WithDefaults()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, usererr.InFile(name, "cannot read: "+err.Error(), "check the path")
+		return nil, usererr.InFile(name, "cannot read: "+err.Error(), "check the path").Because(err)
 	}
 	if st.IsDir() {
 		return nil, usererr.InFile(name, "is a directory, not a Parquet file", "name a file")
@@ -207,7 +207,7 @@ func checkFrame(name string, r io.ReaderAt, size int64) error {
 	}
 	head := make([]byte, min(size, 1024))
 	if _, err := r.ReadAt(head, 0); err != nil && err != io.EOF {
-		return usererr.InFile(name, "cannot read: "+err.Error(), "check the path")
+		return usererr.InFile(name, "cannot read: "+err.Error(), "check the path").Because(err)
 	}
 	if err := sniff.ErrLooksLike(name, "a Parquet file", head); err != nil && !bytes.HasPrefix(head, []byte("PAR")) && !bytes.HasPrefix([]byte("PAR1"), head) {
 		return err
@@ -228,7 +228,7 @@ func checkFrame(name string, r io.ReaderAt, size int64) error {
 	}
 	var tail [8]byte
 	if _, err := r.ReadAt(tail[:], size-8); err != nil && err != io.EOF {
-		return usererr.InFile(name, "cannot read: "+err.Error(), "check the path")
+		return usererr.InFile(name, "cannot read: "+err.Error(), "check the path").Because(err)
 	}
 	switch string(tail[4:]) {
 	case "PAR1":

@@ -156,7 +156,7 @@ func inputBytes(ctx context.Context, name, what string, r io.Reader) ([]byte, fu
 	case errors.As(err, &ue) || ctx.Err() != nil:
 		return nil, nil, err
 	}
-	return nil, nil, usererr.InFile(name, "cannot read: "+err.Error(), "check the path")
+	return nil, nil, usererr.InFile(name, "cannot read: "+err.Error(), "check the path").Because(err)
 }
 
 // Read reads the edge list r holds, named name in messages.

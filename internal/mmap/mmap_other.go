@@ -22,14 +22,14 @@ func InMemory(data []byte) *File { return &File{Data: data} }
 func Map(path string, f *os.File) (*File, error) {
 	st, err := f.Stat()
 	if err != nil {
-		return nil, usererr.InFile(path, "cannot read: "+err.Error(), "check the path")
+		return nil, usererr.InFile(path, "cannot read: "+err.Error(), "check the path").Because(err)
 	}
 	if st.IsDir() {
 		return nil, usererr.InFile(path, "is a directory, not a file", "name a file")
 	}
 	data, err := io.ReadAll(f)
 	if err != nil {
-		return nil, usererr.InFile(path, "cannot read: "+err.Error(), "check the path")
+		return nil, usererr.InFile(path, "cannot read: "+err.Error(), "check the path").Because(err)
 	}
 	return &File{Data: data}, nil
 }

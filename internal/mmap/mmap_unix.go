@@ -29,7 +29,7 @@ func InMemory(data []byte) *File { return &File{Data: data, inMemory: true} }
 func Map(path string, f *os.File) (*File, error) {
 	st, err := f.Stat()
 	if err != nil {
-		return nil, usererr.InFile(path, "cannot read: "+err.Error(), "check the path")
+		return nil, usererr.InFile(path, "cannot read: "+err.Error(), "check the path").Because(err)
 	}
 	if st.IsDir() {
 		return nil, usererr.InFile(path, "is a directory, not a file", "name a file")
@@ -43,7 +43,7 @@ func Map(path string, f *os.File) (*File, error) {
 	}
 	data, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
-		return nil, usererr.InFile(path, "cannot map the file into memory: "+err.Error(), "check that it is a regular file")
+		return nil, usererr.InFile(path, "cannot map the file into memory: "+err.Error(), "check that it is a regular file").Because(err)
 	}
 	return &File{Data: data}, nil
 }

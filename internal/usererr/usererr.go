@@ -26,7 +26,27 @@ const (
 	Backend
 	// NotFound is a named thing that does not exist: a source key, a graph.
 	NotFound
+	// Limit is a resource limit reached: a memory, upload, size or time
+	// limit set by the user or the server.
+	Limit
 )
+
+// String is the kind's name, as the error tables in the docs write it.
+func (k Kind) String() string {
+	switch k {
+	case Usage:
+		return "usage"
+	case Input:
+		return "input"
+	case Backend:
+		return "backend"
+	case NotFound:
+		return "not found"
+	case Limit:
+		return "limit"
+	}
+	return "internal"
+}
 
 // ExitCode is the process exit status for an error of this kind.
 func (k Kind) ExitCode() int {
@@ -37,6 +57,8 @@ func (k Kind) ExitCode() int {
 		return 3
 	case Backend:
 		return 4
+	case Limit:
+		return 5
 	default:
 		return 1
 	}
@@ -89,6 +111,38 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// Is says that e is of the kind a sentinel stands for, so that callers can
+// write errors.Is(err, ErrInput); causes are matched through Unwrap.
+func (e *Error) Is(target error) bool {
+	s, ok := target.(*sentinel)
+	return ok && s.kind == e.Kind
+}
+
+// Because sets e's cause (kept for errors.Is/As: fs.ErrNotExist for a
+// missing file) and returns e.
+func (e *Error) Because(cause error) *Error {
+	e.Err = cause
+	return e
+}
+
+// sentinel stands for every Error of one kind in errors.Is.
+type sentinel struct {
+	kind Kind
+	text string
+}
+
+func (s *sentinel) Error() string { return s.text }
+
+// The sentinels, one a kind but Internal: errors.Is(err, ErrInput) holds
+// for every Error of kind Input in err's chain.
+var (
+	ErrUsage    error = &sentinel{Usage, "gpipe: bad usage"}
+	ErrInput    error = &sentinel{Input, "gpipe: bad input data"}
+	ErrNotFound error = &sentinel{NotFound, "gpipe: not found"}
+	ErrBackend  error = &sentinel{Backend, "gpipe: backend unavailable"}
+	ErrLimit    error = &sentinel{Limit, "gpipe: resource limit reached"}
+)
 
 // New returns an error without file, column or row.
 func New(kind Kind, problem, fix string) *Error {
