@@ -141,7 +141,7 @@ func openStdin(ctx context.Context, stdin io.Reader, format string, opts edges.O
 			if err != nil {
 				return nil, err
 			}
-			t, err := arrowipc.ReadMapped(ctx, name, m, opts)
+			t, err := arrowipc.ReadBytes(ctx, name, m.Data, m.Close, opts)
 			if err != nil {
 				m.Close()
 				return nil, err
@@ -159,7 +159,7 @@ func openStdin(ctx context.Context, stdin io.Reader, format string, opts edges.O
 	if format == FormatParquet {
 		return parquet.ReadAt(ctx, name, bytes.NewReader(data), int64(len(data)), opts)
 	}
-	return arrowipc.ReadMapped(ctx, name, mmap.InMemory(data), opts)
+	return arrowipc.ReadBytes(ctx, name, data, nil, opts)
 }
 
 // readWhole reads all of r, a Parquet or Arrow IPC file, checking ctx

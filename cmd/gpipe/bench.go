@@ -9,8 +9,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/gpipe/gpipe/bench"
 	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/internal/bench"
 	"github.com/gpipe/gpipe/internal/bytesize"
 	"github.com/gpipe/gpipe/internal/pipeline"
 	"github.com/gpipe/gpipe/internal/usererr"

@@ -21,7 +21,6 @@ import (
 	"github.com/gpipe/gpipe/ingest/arrowipc/internal/flatbuf"
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/ingest/internal/edgetest"
-	"github.com/gpipe/gpipe/internal/mmap"
 )
 
 // Damaged Arrow IPC inputs: byte flips in the metadata (which must give a
@@ -118,12 +117,7 @@ func readBytes(t *testing.T, path string) []byte {
 
 // readMappedBytes reads data as a mapped IPC file would be read.
 func readMappedBytes(data []byte, opts edges.Options) (*edges.Table, error) {
-	m := mmap.InMemory(data)
-	tbl, err := ReadMapped(context.Background(), "in.arrow", m, opts)
-	if err != nil {
-		m.Close()
-	}
-	return tbl, err
+	return ReadBytes(context.Background(), "in.arrow", data, nil, opts)
 }
 
 // metadataFlips is how many bytes of each input's metadata

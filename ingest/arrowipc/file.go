@@ -22,6 +22,7 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/endian"
@@ -67,7 +68,7 @@ func ReadFile(ctx context.Context, path string, opts edges.Options) (*edges.Tabl
 	if err != nil {
 		return nil, err
 	}
-	t, err := ReadMapped(ctx, path, m, opts)
+	t, err := ReadBytes(ctx, path, m.Data, m.Close, opts)
 	if err != nil {
 		m.Close()
 		return nil, err
@@ -75,10 +76,13 @@ func ReadFile(ctx context.Context, path string, opts edges.Options) (*edges.Tabl
 	return t, nil
 }
 
-// ReadMapped reads an IPC file from its mapping. On success the table
-// owns the mapping.
-func ReadMapped(ctx context.Context, path string, m *mmap.File, opts edges.Options) (*edges.Table, error) {
-	data := m.Data
+// ReadBytes reads an Arrow IPC file held in memory: a mapping of the file,
+// or its bytes read already. Uncompressed little-endian batches are used in
+// place, so data must stay unchanged while the table lives. On success the
+// table owns data: release (nil: nothing to do) is called once the table
+// and its chunks are released; on error the caller keeps it. path names
+// the input in messages.
+func ReadBytes(ctx context.Context, path string, data []byte, release func(), opts edges.Options) (*edges.Table, error) {
 	if len(data) == 0 {
 		return nil, usererr.InFile(path, "the file is empty, not an Arrow IPC file", "check the path, or re-export the file")
 	}
@@ -117,8 +121,13 @@ func ReadMapped(ctx context.Context, path string, m *mmap.File, opts edges.Optio
 	// arrow's reader works in Go memory (see openFileReader); what it reads
 	// is copied into Options.Alloc's.
 	a.copyRecords = opts.Alloc != nil
-	// Registered first, so that it runs after every release of the chunks.
-	a.t.OnRelease(m.Close)
+	// Registered first, so that it runs after every release of the chunks;
+	// called at most once, here or there.
+	if release == nil {
+		release = func() {}
+	}
+	release = sync.OnceFunc(release)
+	a.t.OnRelease(release)
 	done := false
 	defer func() {
 		if !done {
@@ -159,7 +168,7 @@ func ReadMapped(ctx context.Context, path string, m *mmap.File, opts edges.Optio
 	}
 	done = true
 	if !a.mapAliased {
-		m.Close() // nothing points into the mapping: give it back now
+		release() // nothing points into data: give it back now
 	}
 	return t, nil
 }
