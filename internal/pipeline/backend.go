@@ -106,9 +106,10 @@ func (b *Backend) Alloc() memory.Allocator {
 }
 
 // BuildDevice is the GPU to build the graph on for op (LoadOptions.Device):
-// the backend's GPU when a GPU may run op, else nil (the host builds).
+// the backend's GPU when a GPU may run op, else nil (the host builds). op
+// nil stands for a graph any operator may run on.
 func (b *Backend) BuildDevice(op operators.Operator) *operators.GPU {
-	if b.gpu == nil || len(operators.GPUStrategies(op.Spec().Name)) == 0 {
+	if b.gpu == nil || op != nil && len(operators.GPUStrategies(op.Spec().Name)) == 0 {
 		return nil
 	}
 	return b.gpu

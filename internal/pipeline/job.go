@@ -30,7 +30,9 @@ type Job struct {
 	// GPUs is how many GPUs a run may spread over (0: every usable GPU,
 	// for large graphs; 1: one).
 	GPUs int
-	Sink sink.Options
+	// Unweighted reads no weight column: every weight is 1.
+	Unweighted bool
+	Sink       sink.Options
 }
 
 // Report says what a job did and what each stage cost.
@@ -133,7 +135,7 @@ func RunJob(ctx context.Context, job Job) (*Report, error) {
 	}
 	spec := op.Spec()
 	notes := WeightColumnNotes(spec, job.Load.Columns)
-	job.Load.Columns.ReadWeight = spec.Weighted
+	job.Load.Columns.ReadWeight = spec.Weighted && !job.Unweighted
 	job.Load.Weights = spec.Weights
 	job.Load.BuildIn = job.Load.BuildIn || spec.NeedsIn
 
@@ -198,7 +200,7 @@ func RunJob(ctx context.Context, job Job) (*Report, error) {
 	if job.Output != "" {
 		stage(job.Load, "write")
 		writeStart := time.Now()
-		if err := writeResult(ctx, res, job.Output, job.Sink, memory.DefaultAllocator); err != nil {
+		if err := WriteResult(ctx, res, job.Output, job.Sink, memory.DefaultAllocator); err != nil {
 			return nil, err
 		}
 		rep.Timings.Write = time.Since(writeStart).Seconds()
@@ -209,9 +211,9 @@ func RunJob(ctx context.Context, job Job) (*Report, error) {
 	return rep, nil
 }
 
-// writeResult writes res to output a batch at a time, each batch's columns
+// WriteResult writes res to output a batch at a time, each batch's columns
 // built from mem as it is written.
-func writeResult(ctx context.Context, res *Result, output string, opts sink.Options, mem memory.Allocator) error {
+func WriteResult(ctx context.Context, res *Result, output string, opts sink.Options, mem memory.Allocator) error {
 	return sink.WriteRows(ctx, output, res.Schema(), int64(res.Graph.NumVertices()), func(lo, hi int64) arrow.RecordBatch {
 		return res.Rows(mem, int(lo), int(hi))
 	}, opts)

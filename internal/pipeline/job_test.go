@@ -367,7 +367,7 @@ func TestWriteResultCanceled(t *testing.T) {
 		mem := &countingAllocator{Allocator: memory.DefaultAllocator}
 		// Checks before the write, before its first batch and before its
 		// second: canceled there.
-		err := writeResult(pollctx.New(3), res, out, sink.Options{Format: format}, mem)
+		err := WriteResult(pollctx.New(3), res, out, sink.Options{Format: format}, mem)
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("%s: canceled write: %v", format, err)
 		}
@@ -379,7 +379,7 @@ func TestWriteResultCanceled(t *testing.T) {
 		}
 
 		// Uncanceled, it writes what Record holds.
-		if err := writeResult(context.Background(), res, out, sink.Options{Format: format}, memory.DefaultAllocator); err != nil {
+		if err := WriteResult(context.Background(), res, out, sink.Options{Format: format}, memory.DefaultAllocator); err != nil {
 			t.Fatal(err)
 		}
 		if fi, err := os.Stat(out); err != nil || fi.Size() < n {

@@ -1,0 +1,208 @@
+package gpipe
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/gpipe/gpipe/convert"
+	"github.com/gpipe/gpipe/ingest/arrowipc"
+	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/internal/pipeline"
+	"github.com/gpipe/gpipe/internal/usererr"
+)
+
+// LoadOptions say how an edge table is read and where its graph runs.
+// The zero value reads columns src, dst and (where the table has it)
+// weight, as a directed graph, on the automatic backend.
+type LoadOptions struct {
+	// Src and Dst name the key columns (default "src" and "dst"). Keys may
+	// be int32, int64, uint32, uint64, utf8, large_utf8 or
+	// dictionary-encoded strings; both columns of one type.
+	Src, Dst string
+	// Weight names the weight column (default "weight"). A column named
+	// here must exist; the default one is read where the table has it,
+	// and every weight is 1 where it does not. Weights may be any integer
+	// or floating-point type; they must be finite.
+	Weight string
+	// Unweighted reads no weight column at all: every weight is 1.
+	Unweighted bool
+	// Undirected makes every edge count in both directions.
+	Undirected bool
+	// SkipInvalid drops rows with a null key, a string key that is not
+	// UTF-8 or an invalid weight, counting them in Graph.Stats, instead of
+	// failing on the first (an Error of kind KindInput naming its row).
+	SkipInvalid bool
+
+	// Format names the input's format where its extension does not say
+	// (Load only): "parquet", "arrow" (IPC file), "arrows" (IPC stream),
+	// "csv", "text" or "mtx".
+	Format string
+	// Stdin is what Load reads for the input "-" (default os.Stdin).
+	Stdin io.Reader
+	// Name names FromRecords' records in error messages (default
+	// "records").
+	Name string
+
+	// Backend is where operators run: "auto" (the default: the GPU when
+	// one is usable and the graph fits in its memory, else every CPU
+	// core), "cpu" or "gpu" (an Error of kind KindBackend where no GPU is
+	// usable).
+	Backend string
+	// GPUs is how many GPUs of the host a run may spread over: 0 (the
+	// default) every usable GPU where that is faster or one is too small,
+	// 1 one GPU.
+	GPUs int
+}
+
+// Graph is a built graph, ready for any number of operator runs, from
+// several goroutines at once. Release it when done.
+type Graph struct {
+	g       *pipeline.Graph
+	backend *pipeline.Backend
+}
+
+// Load reads the edge table at input (a Parquet, Arrow IPC, CSV, text or
+// Matrix Market file, its format from the extension or opts.Format; "-"
+// for opts.Stdin) and builds its graph.
+func Load(ctx context.Context, input string, opts LoadOptions) (*Graph, error) {
+	b, lo, err := opts.open()
+	if err != nil {
+		return nil, err
+	}
+	g, err := pipeline.Load(ctx, input, lo)
+	if err != nil {
+		return nil, libraryError(err)
+	}
+	return &Graph{g: g, backend: b}, nil
+}
+
+// FromRecords builds the graph of the edges in rr's records, which a
+// program already holds (built with Arrow's builders, read by another
+// library, received over the network): keys of any type LoadOptions.Src
+// names, over as many records as rr yields, with nulls under the same
+// rules and SkipInvalid as in files. It reads rr to its end; the caller
+// still releases rr.
+//
+// The key and weight columns are read in place where their layout is the
+// graph build's (integer keys, float64 weights, large_utf8 strings): no
+// column is copied before the build, which keeps the records retained
+// until it ends. Where the GPU builds the graph, the columns go from the
+// records to the device.
+func FromRecords(ctx context.Context, rr array.RecordReader, opts LoadOptions) (*Graph, error) {
+	b, lo, err := opts.open()
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	t, err := readRecords(ctx, rr, opts, lo)
+	if err != nil {
+		return nil, libraryError(err)
+	}
+	defer t.Release()
+	read := time.Since(start)
+	g, err := pipeline.Build(ctx, t, lo)
+	if err != nil {
+		return nil, libraryError(err)
+	}
+	g.ReadTime = read
+	return &Graph{g: g, backend: b}, nil
+}
+
+// readRecords is the edge table of rr's records, aliasing their buffers
+// where it can.
+func readRecords(ctx context.Context, rr array.RecordReader, opts LoadOptions, lo pipeline.LoadOptions) (*edges.Table, error) {
+	if rr == nil {
+		return nil, usererr.New(usererr.Usage, "FromRecords was given no record reader", "pass an array.RecordReader over the edge records")
+	}
+	name := opts.Name
+	if name == "" {
+		name = "records"
+	}
+	return arrowipc.ReadRecords(ctx, name, rr, edges.Options{Columns: lo.Columns, SkipInvalid: lo.SkipInvalid, Alloc: lo.ReadAlloc()})
+}
+
+// open opens the backend the options name and says how to read and build
+// for it: weights read where the table has them, checked to be finite
+// (an operator that needs them >= 0 checks when it runs), in Go memory
+// (so that records of a result stay valid after Release), on the GPU where
+// one may run the operators.
+func (opts LoadOptions) open() (*pipeline.Backend, pipeline.LoadOptions, error) {
+	cols, err := opts.columns()
+	if err != nil {
+		return nil, pipeline.LoadOptions{}, err
+	}
+	b, err := pipeline.OpenBackendGPUs(opts.Backend, opts.GPUs)
+	if err != nil {
+		return nil, pipeline.LoadOptions{}, libraryError(err)
+	}
+	return b, pipeline.LoadOptions{
+		Columns: cols, Format: opts.Format, Undirected: opts.Undirected, SkipInvalid: opts.SkipInvalid,
+		Weights: convert.FiniteWeights, Stdin: opts.Stdin, Device: b.BuildDevice(nil),
+	}, nil
+}
+
+// columns are the edge columns the options name, the weight read unless
+// Unweighted.
+func (opts LoadOptions) columns() (edges.Columns, error) {
+	if opts.Unweighted && opts.Weight != "" {
+		return edges.Columns{}, usererr.New(usererr.Usage,
+			fmt.Sprintf("LoadOptions names the weight column %q and says Unweighted", opts.Weight), "leave one of them out")
+	}
+	return edges.Columns{Src: opts.Src, Dst: opts.Dst, Weight: opts.Weight,
+		WeightExplicit: opts.Weight != "", ReadWeight: !opts.Unweighted}, nil
+}
+
+// NumVertices is the number of vertices: every key of an edge.
+func (g *Graph) NumVertices() int { return g.g.NumVertices() }
+
+// NumEdges is the number of stored directed edges, after cleaning: twice
+// the distinct edges of an undirected graph.
+func (g *Graph) NumEdges() int64 { return g.g.NumEdges() }
+
+// Stats says what reading and building the graph did and cost.
+func (g *Graph) Stats() GraphStats {
+	return GraphStats{
+		RowsRead: g.g.RowsRead, RowsSkipped: g.g.Skipped.Total(), Skipped: g.g.Skipped,
+		InputEdges: g.g.Stats.InputEdges, SelfLoops: g.g.Stats.SelfLoops, MergedEdges: g.g.Stats.Merged,
+		Weighted: g.g.Weighted, Directed: g.g.Directed,
+		ReadTime: g.g.ReadTime, BuildTime: g.g.BuildTime,
+		BuildDevice: g.g.Built.Device, BuildReason: g.g.Built.Reason,
+	}
+}
+
+// GraphStats are what reading and building a graph did and cost.
+type GraphStats struct {
+	// RowsRead counts the input's rows, skipped ones included, and
+	// RowsSkipped the rows SkipInvalid dropped, which Skipped counts by
+	// reason.
+	RowsRead, RowsSkipped int64
+	Skipped               map[string]int64
+	// InputEdges counts the edges that entered the build; SelfLoops those
+	// dropped as self loops, MergedEdges the parallel edges merged into
+	// another (keeping the smallest weight).
+	InputEdges, SelfLoops, MergedEdges int64
+	// Weighted says the graph has a weight column's weights (else every
+	// weight is 1); Directed that it is not undirected.
+	Weighted, Directed bool
+	// ReadTime and BuildTime are the two stages' wall times (for
+	// FromRecords, the read checks the records and takes their columns).
+	ReadTime, BuildTime time.Duration
+	// BuildDevice is where the graph was built, "gpu" or "cpu", and
+	// BuildReason why the host built a graph a GPU may run on.
+	BuildDevice, BuildReason string
+}
+
+// Release frees the graph, on the host and the GPUs. Records taken from
+// its results stay valid.
+func (g *Graph) Release() {
+	if g.g == nil {
+		return
+	}
+	g.backend.Release(g.g.Graph)
+	g.g.Release()
+	g.g = nil
+}
