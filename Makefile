@@ -23,8 +23,11 @@ run: build
 	@echo "BFS from vertex 1 written to bin/karate-bfs.csv:"
 	@head -5 bin/karate-bfs.csv
 
+# examples/library is a module of its own (a program outside gpipe's module
+# that imports it through a replace): go test ./... does not reach it.
 test:
 	$(GO) test -count=1 -timeout 15m ./... && $(GO) test -count=1 -run xxx -bench . -benchtime 1x ./operators/
+	cd examples/library && $(GO) test -count=1 ./...
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -32,6 +35,7 @@ fmt:
 
 vet:
 	$(GO) vet ./...
+	cd examples/library && $(GO) vet ./...
 
 check: fmt vet test
 
