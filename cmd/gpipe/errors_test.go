@@ -363,6 +363,27 @@ func TestRefusedOutputIsStdio(t *testing.T) {
 	}
 }
 
+// String keys of Arrow inputs that are not UTF-8 are refused as CSV's are
+// (exit 3, naming the column and row), or with --skip-invalid dropped and
+// counted; they used to pass into the utf8 vertex column of the result.
+func TestArrowKeysNotUTF8(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tb := table{keyType: arrow.BinaryTypes.String, edges: []edge{{src: "a", dst: "b"}, {src: "b", dst: "c\xff"}, {src: "c", dst: "d"}}}
+	for _, name := range []string{"e.arrow", "e.arrows", "-"} {
+		stdin := writeInput(t, dir, name, tb)
+		fails(t, dir, stdin, 3, []string{`column "dst", row 1: vertex key "c\xff" is not valid UTF-8`, "--skip-invalid"},
+			"run", "--input", name, "--op", "cc")
+		r := ok(t, dir, stdin, "run", "--input", name, "--op", "cc", "--skip-invalid", "--output", "out.csv")
+		if !strings.Contains(r.stderr, "skipped 1 invalid row (1 row: vertex key not valid UTF-8)") {
+			t.Errorf("%s: stderr %q", name, r.stderr)
+		}
+		if b, _ := os.ReadFile(filepath.Join(dir, "out.csv")); string(b) != "vertex,component\na,a\nb,a\nc,c\nd,c\n" {
+			t.Errorf("%s: output %q", name, b)
+		}
+	}
+}
+
 // gpipeStdio runs the binary in dir with path opened (flag: os.O_RDONLY for
 // standard input, os.O_RDWR for standard output, which 1<> opens) as the
 // standard stream the flag names.
