@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,20 +81,29 @@ func Open(ctx context.Context, path string, stdin io.Reader, opts edges.Options)
 		}
 	}
 	opts.Columns = opts.Columns.WithDefaults()
-	if path != "-" {
-		if st, err := os.Stat(path); err == nil && st.IsDir() {
-			return nil, errDirectory(path, format)
-		}
-	}
 	if path == "-" {
-		return openStdin(ctx, stdin, format, opts)
+		if stdin == nil {
+			stdin = os.Stdin
+		}
+		return openStream(ctx, "-", stdin, format, opts)
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return nil, errDirectory(path, format)
+	} else if err == nil && st.Mode()&fs.ModeNamedPipe != 0 {
+		// A FIFO, or a pipe named by <(producer): read as standard input is.
+		f, err := openFIFO(ctx, path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		return openStream(ctx, path, f, format, opts)
 	}
 	if format == FormatArrowFile {
 		return arrowipc.ReadFile(ctx, path, opts)
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, usererr.InFile(path, "cannot open: "+strings.TrimPrefix(err.Error(), "open "+path+": "), "check the path").Because(err)
+		return nil, errOpen(path, err)
 	}
 	defer f.Close()
 	if format == FormatParquet {
@@ -119,16 +129,47 @@ func readFrom(ctx context.Context, name string, r io.Reader, format string, opts
 		"use parquet, arrow, arrows, csv, text or mtx")
 }
 
-// openStdin reads standard input in the given format. An Arrow IPC stream
-// and CSV are read as they arrive; the other formats need the whole input
-// (Parquet and Arrow IPC files are read from their ends, edge lists in
-// parallel blocks), which is read into memory first, unless stdin is a
-// regular file (< file), which is read as a file is.
-func openStdin(ctx context.Context, stdin io.Reader, format string, opts edges.Options) (*edges.Table, error) {
-	const name = "-"
-	if stdin == nil {
-		stdin = os.Stdin
+// errOpen reports a path that cannot be opened.
+func errOpen(path string, err error) error {
+	return usererr.InFile(path, "cannot open: "+strings.TrimPrefix(err.Error(), "open "+path+": "), "check the path").Because(err)
+}
+
+// openFIFO opens the FIFO at path, which waits in the kernel until a
+// producer opens it for writing; a canceled ctx ends the wait (the open
+// goes on in the background, and what it opens is closed).
+func openFIFO(ctx context.Context, path string) (*os.File, error) {
+	type opened struct {
+		f   *os.File
+		err error
 	}
+	done := make(chan opened, 1)
+	go func() {
+		f, err := os.Open(path)
+		done <- opened{f, err}
+	}()
+	select {
+	case o := <-done:
+		if o.err != nil {
+			return nil, errOpen(path, o.err)
+		}
+		return o.f, nil
+	case <-ctx.Done():
+		go func() {
+			if o := <-done; o.f != nil {
+				o.f.Close()
+			}
+		}()
+		return nil, ctx.Err()
+	}
+}
+
+// openStream reads standard input, or a FIFO, named name in messages, in
+// the given format. An Arrow IPC stream and CSV are read as they arrive;
+// the other formats need the whole input (Parquet and Arrow IPC files are
+// read from their ends, edge lists in parallel blocks), which is read into
+// memory first, unless stdin is a regular file (< file), which is read as a
+// file is.
+func openStream(ctx context.Context, name string, stdin io.Reader, format string, opts edges.Options) (*edges.Table, error) {
 	if format != FormatParquet && format != FormatArrowFile {
 		return readFrom(ctx, name, stdin, format, opts)
 	}
@@ -154,7 +195,11 @@ func openStdin(ctx context.Context, stdin io.Reader, format string, opts edges.O
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, usererr.InFile(name, "cannot read standard input: "+err.Error(), "").Because(err)
+		what := "cannot read: "
+		if name == "-" {
+			what = "cannot read standard input: "
+		}
+		return nil, usererr.InFile(name, what+err.Error(), "").Because(err)
 	}
 	if format == FormatParquet {
 		return parquet.ReadAt(ctx, name, bytes.NewReader(data), int64(len(data)), opts)

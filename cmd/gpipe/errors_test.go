@@ -1,8 +1,10 @@
 package main_test
 
 import (
+	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -329,6 +331,88 @@ func TestRefusedOptions(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(dir, "e.csv")); string(b) != string(edges) {
 		t.Errorf("the input changed:\n%s", b)
 	}
+}
+
+// An output that is the file standard input reads (< e.parquet), or the
+// file standard output writes (1<> e.arrows), is refused as the input's own
+// path is, and the file is left as it was.
+func TestRefusedOutputIsStdio(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tb := table{keyType: arrow.PrimitiveTypes.Int64, edges: []edge{{src: int64(1), dst: int64(2)}, {src: int64(2), dst: int64(3)}}}
+	for _, name := range []string{"e.parquet", "e.arrows", "e.arrow", "e.csv"} {
+		format := strings.TrimPrefix(filepath.Ext(name), ".")
+		writeInput(t, dir, name, tb)
+		path := filepath.Join(dir, name)
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := gpipeStdio(t, dir, path, os.O_RDONLY, "run", "--input", "-", "--input-format", format, "--op", "cc", "--output", name)
+		if r.code != 2 || !strings.Contains(r.stderr, "--output "+name+" is the file on standard input") {
+			t.Errorf("stdin is the output: %v", r)
+		}
+		r = gpipeStdio(t, dir, path, os.O_RDWR, "run", "--input", name, "--op", "cc", "--output", "-", "--output-format", format)
+		if r.code != 2 || !strings.Contains(r.stderr, "standard output is the input file") {
+			t.Errorf("stdout is the input: %v", r)
+		}
+		checkOneLineError(t, r)
+		if got, _ := os.ReadFile(path); !bytes.Equal(got, want) {
+			t.Errorf("%s changed", name)
+		}
+	}
+}
+
+// String keys of Arrow inputs that are not UTF-8 are refused as CSV's are
+// (exit 3, naming the column and row), or with --skip-invalid dropped and
+// counted; they used to pass into the utf8 vertex column of the result.
+func TestArrowKeysNotUTF8(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tb := table{keyType: arrow.BinaryTypes.String, edges: []edge{{src: "a", dst: "b"}, {src: "b", dst: "c\xff"}, {src: "c", dst: "d"}}}
+	for _, name := range []string{"e.arrow", "e.arrows", "-"} {
+		stdin := writeInput(t, dir, name, tb)
+		fails(t, dir, stdin, 3, []string{`column "dst", row 1: vertex key "c\xff" is not valid UTF-8`, "--skip-invalid"},
+			"run", "--input", name, "--op", "cc")
+		r := ok(t, dir, stdin, "run", "--input", name, "--op", "cc", "--skip-invalid", "--output", "out.csv")
+		if !strings.Contains(r.stderr, "skipped 1 invalid row (1 row: vertex key not valid UTF-8)") {
+			t.Errorf("%s: stderr %q", name, r.stderr)
+		}
+		if b, _ := os.ReadFile(filepath.Join(dir, "out.csv")); string(b) != "vertex,component\na,a\nb,a\nc,c\nd,c\n" {
+			t.Errorf("%s: output %q", name, b)
+		}
+	}
+}
+
+// gpipeStdio runs the binary in dir with path opened (flag: os.O_RDONLY for
+// standard input, os.O_RDWR for standard output, which 1<> opens) as the
+// standard stream the flag names.
+func gpipeStdio(t *testing.T, dir, path string, flag int, args ...string) result {
+	t.Helper()
+	f, err := os.OpenFile(path, flag, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	runs.Add(1)
+	cmd := exec.Command(gpipeBin, args...)
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if flag == os.O_RDONLY {
+		cmd.Stdin = f
+	} else {
+		cmd.Stdout = f
+	}
+	err = cmd.Run()
+	r := result{args: args, stdout: stdout.String(), stderr: stderr.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	checkNoPanic(t, r)
+	return r
 }
 
 // The summary says when PageRank stopped short, and keeps long keys from

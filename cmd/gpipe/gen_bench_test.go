@@ -533,12 +533,30 @@ func TestGenTooLarge(t *testing.T) {
 		"gen", "kronecker", "--scale", "8", "--edge-factor", "9999999999999", "--output", "g.parquet")
 	fails(t, dir, nil, 2, []string{"kronecker scale 31, edge factor 1048576", "of memory", "choose a smaller"},
 		"gen", "kronecker", "--scale", "31", "--edge-factor", "1048576", "--output", "g.parquet")
-	fails(t, dir, nil, 2, []string{"more than 2^62 edges"},
+	fails(t, dir, nil, 2, []string{"more than 2^58 edges"},
 		"gen", "kronecker", "--scale", "31", "--edge-factor", "4294967296", "--output", "g.parquet")
+	// 2^61 edges: the bytes they need were counted past int64's end.
+	fails(t, dir, nil, 2, []string{"more than 2^58 edges"},
+		"gen", "kronecker", "--scale", "1", "--edge-factor", "1152921504606846976", "--output", "g.parquet")
+	fails(t, dir, nil, 2, []string{"more than 2^58 edges"},
+		"gen", "kronecker", "--scale", "31", "--edge-factor", "1000000000", "--output", "g.parquet")
 	fails(t, dir, nil, 2, []string{"edge factor 99999999999"}, "bench", "--gen", "kronecker:8:99999999999", "--op", "bfs")
 	if _, err := os.Stat(filepath.Join(dir, "g.parquet")); err == nil {
 		t.Error("a refused gen left an output file")
 	}
+}
+
+// An absurd count of trials or sources is a one-line usage error naming the
+// most gpipe bench runs, before the graph is made: the sources, one a
+// trial, were drawn first, and 9999999999 of them ran out of memory with a
+// goroutine dump.
+func TestBenchTooManyTrials(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bench := []string{"bench", "--gen", "kronecker:4", "--op", "bfs"}
+	fails(t, dir, nil, 2, []string{"--trials 9999999999 is more than 1000000, the most gpipe bench runs"}, append(bench, "--trials", "9999999999")...)
+	fails(t, dir, nil, 2, []string{"--trials 1000001 is more than 1000000"}, append(bench, "--trials", "1000001")...)
+	fails(t, dir, nil, 2, []string{"--sources 9999999999 is more than 1000000"}, append(bench, "--trials", "1", "--sources", "9999999999")...)
 }
 
 func TestGenUnknownGenerator(t *testing.T) {

@@ -256,6 +256,9 @@ func (a *Appender) appendChunk(cols []rawCol, n int, first int64) error {
 			return err
 		}
 	}
+	if left, err := a.checkUTF8(&ch); err != nil || !left {
+		return err
+	}
 	a.t.Chunks = append(a.t.Chunks, ch)
 	return nil
 }

@@ -46,9 +46,12 @@ func (k Kronecker) Generate(ctx context.Context) (*edges.Table, error) {
 		return nil, usererr.Newf(usererr.Usage, "kronecker probabilities a=%v b=%v c=%v must be positive and sum below 1", k.A, k.B, k.C)
 	}
 	n := int64(1) << k.Scale
-	const maxEdges = 1 << 62 // the byte counts below stay within int64
+	// The byte count below (24 bytes an edge, 8 a vertex) stays within
+	// int64: at 2^62 edges it wrapped, and scale 1 with edge factor 2^60
+	// passed the memory check and panicked in make.
+	const maxEdges = 1 << 58
 	if int64(k.EdgeFactor) > maxEdges>>k.Scale {
-		return nil, usererr.Newf(usererr.Usage, "kronecker scale %d with edge factor %d is more than 2^62 edges; choose a smaller edge factor", k.Scale, k.EdgeFactor)
+		return nil, usererr.Newf(usererr.Usage, "kronecker scale %d with edge factor %d is more than 2^58 edges; choose a smaller edge factor", k.Scale, k.EdgeFactor)
 	}
 	m := n * int64(k.EdgeFactor)
 	// Refuse a graph whose columns cannot fit in this machine's memory

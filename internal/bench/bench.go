@@ -123,8 +123,8 @@ func Run(ctx context.Context, cfg Config) ([]*Report, error) {
 	if (cfg.Input == "") == (cfg.Gen == "") {
 		return nil, usererr.New(usererr.Usage, "give exactly one of --input and --gen", "see 'gpipe bench --help'")
 	}
-	if cfg.Trials < 1 {
-		return nil, usererr.Newf(usererr.Usage, "--trials must be at least 1, not %d", cfg.Trials)
+	if err := checkCounts(cfg); err != nil {
+		return nil, err
 	}
 	op, err := operators.Lookup(cfg.Op)
 	if err != nil {
@@ -199,6 +199,31 @@ func Run(ctx context.Context, cfg Config) ([]*Report, error) {
 		cfg.CPUProfile = nil // a profile of the first strategy's trials only
 	}
 	return reps, nil
+}
+
+// MaxTrials is the most trials (and distinct sources) a benchmark runs:
+// each trial's time, iterations and source are kept for the report (tens
+// of bytes a trial, the sources drawn before the first), so that a count
+// such as 9999999999 would fill memory before anything ran. A million
+// trials of the smallest graph take seconds; no measurement needs more.
+const MaxTrials = 1_000_000
+
+// checkCounts refuses a trial or source count outside [1, MaxTrials]
+// (Sources 0 means one a trial).
+func checkCounts(cfg Config) error {
+	switch {
+	case cfg.Trials < 1:
+		return usererr.Newf(usererr.Usage, "--trials must be at least 1, not %d", cfg.Trials)
+	case cfg.Trials > MaxTrials:
+		return usererr.New(usererr.Usage, fmt.Sprintf("--trials %d is more than %d, the most gpipe bench runs", cfg.Trials, MaxTrials),
+			fmt.Sprintf("give at most %d (run gpipe bench again for more)", MaxTrials))
+	case cfg.Sources < 0:
+		return usererr.Newf(usererr.Usage, "--sources %d must be at least 1", cfg.Sources)
+	case cfg.Sources > MaxTrials:
+		return usererr.New(usererr.Usage, fmt.Sprintf("--sources %d is more than %d, the most gpipe bench draws", cfg.Sources, MaxTrials),
+			fmt.Sprintf("give at most %d", MaxTrials))
+	}
+	return nil
 }
 
 // benchTrials runs the warm-up and the trials of one strategy into rep.

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -129,7 +130,7 @@ func RunJob(ctx context.Context, job Job) (*Report, error) {
 		if err := sink.Check(job.Output, job.Sink); err != nil {
 			return nil, err
 		}
-		if err := checkNotInput(job.Input, job.Output); err != nil {
+		if err := checkNotInput(job); err != nil {
 			return nil, err
 		}
 	}
@@ -233,20 +234,67 @@ func WeightColumnNotes(spec operators.Spec, cols edges.Columns) []string {
 
 // checkNotInput refuses an output that is the input file itself (by any
 // path or link): the result would replace the edges it was computed from.
-func checkNotInput(input, output string) error {
-	if input == "-" || output == "-" {
-		return nil
-	}
-	in, err := os.Stat(input)
-	if err != nil {
+// Standard input and output are compared too when they are regular files
+// (< edges.parquet, 1<> edges.arrows): their descriptors name the files the
+// shell opened.
+func checkNotInput(job Job) error {
+	in, err := inputInfo(job.Input, job.Load.Stdin)
+	if err != nil || in == nil {
 		return nil // reading the input reports it
 	}
-	out, err := os.Stat(output)
-	if err != nil || !os.SameFile(in, out) {
+	out, err := outputInfo(job.Output, job.Sink.Stdout)
+	if err != nil || out == nil || !os.SameFile(in, out) {
 		return nil
 	}
-	return usererr.New(usererr.Usage, fmt.Sprintf("--output %s is the input file; writing it would replace the edges", output),
+	what, name := "the input file", "--output "+job.Output
+	if job.Input == "-" {
+		what = "the file on standard input"
+	}
+	if job.Output == "-" {
+		name = "standard output"
+	}
+	return usererr.New(usererr.Usage, fmt.Sprintf("%s is %s; writing it would replace the edges", name, what),
 		"write the result to another file")
+}
+
+// inputInfo is the file a job reads: the input path's, or for "-" standard
+// input's (os.Stdin when stdin is nil, as ingest.Open reads it) when that is
+// a regular file; nil for a pipe, a terminal or a reader that is no file.
+func inputInfo(input string, stdin io.Reader) (os.FileInfo, error) {
+	if input != "-" {
+		return os.Stat(input)
+	}
+	if stdin == nil {
+		stdin = os.Stdin
+	}
+	return regularFile(stdin)
+}
+
+// outputInfo is the existing file a job would write: the output path's, or
+// for "-" standard output's (os.Stdout when stdout is nil, as the sink
+// writes it) when that is a regular file.
+func outputInfo(output string, stdout io.Writer) (os.FileInfo, error) {
+	if output != "-" {
+		return os.Stat(output)
+	}
+	if stdout == nil {
+		stdout = os.Stdout
+	}
+	return regularFile(stdout)
+}
+
+// regularFile is the FileInfo of v when it is an *os.File open on a regular
+// file, and nil otherwise.
+func regularFile(v any) (os.FileInfo, error) {
+	f, ok := v.(*os.File)
+	if !ok {
+		return nil, nil
+	}
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return nil, err
+	}
+	return st, nil
 }
 
 // GPUsUsed is how many GPUs res ran on (0 on the CPU).

@@ -1,6 +1,8 @@
 // Package input reads the bytes of an input for the readers: checking for
 // cancellation before every read, so that a signal ends the read of an
-// endless input (a pipe, /dev/zero), and, for the text formats, refusing a
+// endless input (a pipe, /dev/zero), and waiting for a pipe, FIFO or
+// terminal to have input before reading it, so that a signal also ends a
+// read whose producer has stalled; and, for the text formats, refusing a
 // line (or a CSV record) longer than MaxLine, so that an input without line
 // ends (binary data, /dev/zero, `yes | tr -d '\n'`) fails with a message
 // that names the line, instead of filling memory.
@@ -12,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/gpipe/gpipe/internal/bytesize"
 	"github.com/gpipe/gpipe/internal/usererr"
@@ -43,15 +46,13 @@ func ErrLongRecord(name string, line int64) error {
 }
 
 // ReadLines reads r to its end, as io.ReadAll does, but checks ctx before
-// every read and stops at a line longer than MaxLine (ErrLongLine, naming
+// every read (and waits for a pipe's input as a Reader does) and stops at a line longer than MaxLine (ErrLongLine, naming
 // the input name read as what).
 func ReadLines(ctx context.Context, name, what string, r io.Reader) ([]byte, error) {
 	data := make([]byte, 0, 64<<10)
 	line := 0 // where the last line starts
+	r = NewReader(ctx, r)
 	for {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
 		if len(data) == cap(data) {
 			data = append(data, 0)[:len(data)]
 		}
@@ -89,17 +90,34 @@ var ErrRecordTooLong = errors.New("a record is longer than the most a record may
 type Reader struct {
 	ctx   context.Context
 	r     io.Reader
-	n     int64 // bytes read
-	limit int64 // the offset reads stop at; 0: none
+	wait  *os.File // r, where its reads can block for as long as a producer stalls
+	n     int64    // bytes read
+	limit int64    // the offset reads stop at; 0: none
 }
 
-// NewReader is a Reader of r that checks ctx.
-func NewReader(ctx context.Context, r io.Reader) *Reader { return &Reader{ctx: ctx, r: r} }
+// NewReader is a Reader of r that checks ctx. Where r is a pipe, a FIFO,
+// a terminal or a socket (an *os.File that is not a regular file) and ctx
+// can be canceled, every read waits for input first, looking at ctx as it
+// waits (waitReadable).
+func NewReader(ctx context.Context, r io.Reader) *Reader {
+	in := &Reader{ctx: ctx, r: r}
+	if f, ok := r.(*os.File); ok && ctx.Done() != nil {
+		if st, err := f.Stat(); err == nil && !st.Mode().IsRegular() {
+			in.wait = f
+		}
+	}
+	return in
+}
 
 // Read reads as r does, after checking the context.
 func (r *Reader) Read(p []byte) (int, error) {
 	if err := r.ctx.Err(); err != nil {
 		return 0, err
+	}
+	if r.wait != nil {
+		if err := waitReadable(r.ctx, r.wait); err != nil {
+			return 0, err
+		}
 	}
 	p = p[:min(len(p), maxRead)]
 	if r.limit > 0 {
