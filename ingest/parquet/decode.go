@@ -17,6 +17,7 @@ import (
 
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/alloc"
+	"github.com/gpipe/gpipe/internal/usererr"
 )
 
 // Reading and decoding the pages of one column chunk.
@@ -61,23 +62,45 @@ func (r *reader) decodeChunk(g, ci int, s *pageBuffers) (err error) {
 	}
 	s.win.reset(r.file, st.start, st.end)
 	s.dictN = -1
-	for pos < grp.rows {
+	for page := 0; pos < grp.rows; page++ {
 		if err := r.ctx.Err(); err != nil {
 			return err
 		}
 		if int64(g) > r.failed.Load() {
 			return errAborted
 		}
+		at := s.win.offset()
 		n, err := r.readPage(c, grp, st, sd, s, pos)
 		if err != nil {
 			if err == errNull {
 				return err
+			}
+			if ce, ok := err.(*checksumError); ok {
+				return r.errChecksum(c, g, pos, page, at, ce.typ)
 			}
 			return r.errPage(c, g, pos, err)
 		}
 		pos += n
 	}
 	return nil
+}
+
+// checksumError is a page whose bytes do not match the CRC-32 in its header.
+type checksumError struct{ typ format.PageType }
+
+func (e *checksumError) Error() string { return "page checksum mismatch" }
+
+// errChecksum reports page (counted from 0 in its column chunk) of row
+// group g, whose header is at byte at of the file, failing its checksum:
+// its rows start at row pos of the row group.
+func (r *reader) errChecksum(c *column, g, pos, page int, at int64, typ format.PageType) error {
+	kind := "data page"
+	if typ == format.DictionaryPage {
+		kind = "dictionary page"
+	}
+	return &usererr.Error{Kind: usererr.Input, File: r.name, Column: c.name, Row: r.groups[g].first + int64(pos),
+		Problem: fmt.Sprintf("page %d of row group %d (a %s at byte %d) does not match its CRC-32 checksum: the file was damaged after it was written", page, g, kind, at),
+		Fix:     "re-export the file (or copy it again)"}
 }
 
 // readPage reads the next page of the chunk and decodes it into rows
@@ -97,8 +120,12 @@ func (r *reader) readPage(c *column, grp *group, st *chunkState, sd *stringCol, 
 	if err != nil {
 		return 0, fmt.Errorf("the column chunk ends inside a page: %w", err)
 	}
+	// Every page that carries a checksum is verified (the format makes it
+	// optional; gpipe's writer puts one on every page). parquet-go's format
+	// cannot tell an absent CRC from a CRC of 0, so such pages, one in 2^32,
+	// go unchecked.
 	if h.CRC != 0 && crc32.ChecksumIEEE(body) != uint32(h.CRC) {
-		return 0, errors.New("page checksum mismatch")
+		return 0, &checksumError{typ: h.Type}
 	}
 	switch h.Type {
 	case format.DictionaryPage:
@@ -562,6 +589,9 @@ func (w *window) fill(n int) (bool, error) {
 	}
 	return full, nil
 }
+
+// offset is the file offset of the next byte take or header reads.
+func (w *window) offset() int64 { return w.next - int64(w.hi-w.lo) }
 
 // take returns the next n bytes of the chunk, valid until the next call.
 func (w *window) take(n int) ([]byte, error) {
