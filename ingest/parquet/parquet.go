@@ -10,7 +10,9 @@
 // decompressed page; dictionary indexes are decoded and gathered from the
 // dictionary; there is no parquet.Value in between and no allocation per
 // row. Only pages with nulls (counted from their definition levels) scatter
-// by level. Columns that are not edge columns are never read.
+// by level. Columns that are not edge columns are never read. A page that
+// carries a CRC-32 is verified before it is decoded; string keys are
+// checked to be UTF-8, a row group's column at a time (utf8.go).
 //
 // parquet-go provides the codecs (snappy, gzip, brotli, zstd) and the delta
 // byte array decoders; the RLE / bit-packed hybrid, DELTA_BINARY_PACKED,
