@@ -71,7 +71,8 @@ func FormatOf(path string) (string, error) {
 
 // Open reads the edge table at path in the format its extension (or
 // opts.Format) names. For "-" it reads stdin (os.Stdin when nil): an Arrow
-// IPC stream, or the format opts.Format names.
+// IPC stream, or the format opts.Format names. A file with a checksum file
+// beside it (NAME.sha256) is verified as it is read (checksum.go).
 func Open(ctx context.Context, path string, stdin io.Reader, opts edges.Options) (*edges.Table, error) {
 	format := opts.Format
 	if format == "" {
@@ -98,6 +99,18 @@ func Open(ctx context.Context, path string, stdin io.Reader, opts edges.Options)
 		defer f.Close()
 		return openStream(ctx, path, f, format, opts)
 	}
+	sum, err := startChecksum(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	if sum != nil {
+		return sum.finish(openPath(ctx, path, format, opts))
+	}
+	return openPath(ctx, path, format, opts)
+}
+
+// openPath reads the file at path in the given format.
+func openPath(ctx context.Context, path, format string, opts edges.Options) (*edges.Table, error) {
 	if format == FormatArrowFile {
 		return arrowipc.ReadFile(ctx, path, opts)
 	}

@@ -15,10 +15,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -124,6 +122,11 @@ type Options struct {
 	// Stdout receives the output for the path "-"; it is flushed after every
 	// Write and never closed. Nil means os.Stdout.
 	Stdout io.Writer
+	// Checksum writes the SHA-256 of a file output beside it, in
+	// NAME.sha256 (ChecksumSuffix), as `sha256sum -c` reads it; ingest
+	// verifies it when it reads NAME. Only a file can have one: with "-" or
+	// a device or pipe it is a usage error.
+	Checksum bool
 }
 
 // Writer writes records with the schema it was created for. It is not safe
@@ -235,6 +238,11 @@ func prepare(path string, schema *arrow.Schema, opts Options) (format string, ba
 	if path == "" {
 		return "", 0, nil, usererr.New(usererr.Usage, "no output path given", `name an output file, or "-" for standard output`)
 	}
+	if opts.Checksum {
+		if err := CheckChecksum(path); err != nil {
+			return "", 0, nil, err
+		}
+	}
 	if opts.BatchRows < 0 {
 		return "", 0, nil, usererr.New(usererr.Usage, fmt.Sprintf("batch rows must be positive, not %d", opts.BatchRows), "")
 	}
@@ -269,8 +277,9 @@ func prepare(path string, schema *arrow.Schema, opts Options) (format string, ba
 // Create opens a writer for records of the given schema at path ("-" for
 // opts.Stdout). Options, the format and the column types are checked before
 // anything is created. A file is written to a temporary file beside path
-// (".NAME.tmp-XXXX") that Close renames to path; a path that names an
-// existing device or pipe (such as /dev/stdout) is written in place.
+// (".NAME.tmp-PID-XXXX") that Close renames to path, and the temporary files
+// of writers of path that were killed are removed (output.go); a path that
+// names an existing device or pipe (such as /dev/stdout) is written in place.
 func Create(path string, schema *arrow.Schema, opts Options) (Writer, error) {
 	if schema == nil {
 		return nil, usererr.New(usererr.Internal, "sink: no schema", "")
@@ -291,10 +300,12 @@ func Create(path string, schema *arrow.Schema, opts Options) (Writer, error) {
 			dst = os.Stdout
 		}
 	} else {
-		if err := w.open(); err != nil {
-			return nil, err
+		out, err := openOutput(path, opts.Checksum)
+		if err != nil {
+			return nil, w.openError(err)
 		}
-		dst = w.file
+		w.out = out
+		dst = out
 	}
 	w.track = &trackWriter{w: dst}
 	w.bw = newBufWriter(w.track)
@@ -319,9 +330,7 @@ type writer struct {
 	schema        *arrow.Schema
 	batch         int64
 
-	file  *os.File // nil for standard output
-	tmp   string   // temporary file to rename to final; "" writes in place
-	final string   // where the output ends up (path, symlinks resolved)
+	out *output // nil for standard output
 
 	track     *trackWriter
 	bw        *bufio.Writer
@@ -333,48 +342,38 @@ type writer struct {
 	closeErr error
 }
 
-// open creates the temporary file beside the output, or opens a device or
-// pipe to write in place.
-func (w *writer) open() error {
-	final := w.path
-	if resolved, err := filepath.EvalSymlinks(final); err == nil {
-		final = resolved
-	}
-	w.final = final
-	fi, err := os.Stat(final)
+// openError is the error for an output that openOutput cannot open.
+func (w *writer) openError(err error) error {
+	var ce *createErr
 	switch {
-	case err == nil && fi.IsDir():
-		return w.createError(errors.New("is a directory"), "name a file, not a directory")
-	case err == nil && !fi.Mode().IsRegular():
-		// A device, pipe or socket (/dev/stdout, a FIFO): no rename.
-		f, err := os.OpenFile(final, os.O_WRONLY, 0)
-		if err != nil {
-			return w.createError(err, "check that it can be written")
-		}
-		w.file = f
-		return nil
+	case errors.Is(err, errNotFile):
+		return errChecksumNotFile(w.display)
+	case errors.Is(err, errIsDir):
+		return w.createError(err, "name a file, not a directory")
+	case errors.As(err, &ce):
+		return w.createError(ce.err, ce.fix)
 	}
-	dir, base := filepath.Split(final)
-	if dir == "" {
-		dir = "."
+	return w.createError(err, "check the directory")
+}
+
+// CheckChecksum checks that path can have a checksum file beside it (as
+// Options.Checksum writes): it is not standard output ("-") or an existing
+// device or pipe.
+func CheckChecksum(path string) error {
+	if path == "-" {
+		return errChecksumNotFile("standard output")
 	}
-	for range 100 {
-		tmp := filepath.Join(dir, "."+base+".tmp-"+strconv.FormatUint(rand.Uint64(), 36))
-		f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
-		if errors.Is(err, os.ErrExist) {
-			continue
-		}
-		if err != nil {
-			return w.createError(err, "check that the directory exists and is writable")
-		}
-		if fi != nil {
-			// Replacing a file: keep its permissions, as os.Create would.
-			_ = f.Chmod(fi.Mode().Perm())
-		}
-		w.file, w.tmp = f, tmp
-		return nil
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+		return errChecksumNotFile(path)
 	}
-	return w.createError(errors.New("cannot make a temporary file name"), "check the directory")
+	return nil
+}
+
+// errChecksumNotFile refuses a checksum for an output that is not a file.
+func errChecksumNotFile(display string) error {
+	return &usererr.Error{Kind: usererr.Usage, File: display, Row: -1,
+		Problem: "cannot write a checksum beside it: it is not a file (the checksum goes in a file beside the output)",
+		Fix:     "write to a file, or leave out --checksum (and run sha256sum on the other end)"}
 }
 
 // createError is the usage error for an output that cannot be created.
@@ -389,7 +388,7 @@ func (w *writer) ioError(err error) error {
 	switch {
 	case errors.Is(err, syscall.ENOSPC): // a file, or standard output redirected to one
 		fix = "free some space on the disk, or write elsewhere"
-	case w.file == nil || errors.Is(err, syscall.EPIPE):
+	case w.out == nil || errors.Is(err, syscall.EPIPE):
 		fix = "check that the program reading the output is still running"
 	}
 	return &usererr.Error{Kind: usererr.Internal, File: w.display, Row: -1,
@@ -442,13 +441,8 @@ func (w *writer) cleanup() {
 	if w.enc != nil {
 		w.enc.abort()
 	}
-	if w.file != nil {
-		_ = w.file.Close()
-		w.file = nil
-	}
-	if w.tmp != "" {
-		_ = os.Remove(w.tmp)
-		w.tmp = ""
+	if w.out != nil {
+		w.out.remove()
 	}
 }
 
@@ -512,24 +506,11 @@ func (w *writer) finish() error {
 	if err := w.bw.Flush(); err != nil {
 		return w.fail(err, "")
 	}
-	if w.file == nil {
+	if w.out == nil {
 		return nil
 	}
-	if w.tmp != "" {
-		if err := w.file.Sync(); err != nil {
-			return w.fail(w.ioError(err), "")
-		}
-	}
-	if err := w.file.Close(); err != nil {
-		w.file = nil
+	if err := w.out.commit(); err != nil {
 		return w.fail(w.ioError(err), "")
-	}
-	w.file = nil
-	if w.tmp != "" {
-		if err := os.Rename(w.tmp, w.final); err != nil {
-			return w.fail(w.ioError(err), "")
-		}
-		w.tmp = ""
 	}
 	return nil
 }

@@ -2,9 +2,7 @@ package main
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -81,6 +79,7 @@ func genOutputFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "weighted", Usage: "add a weight column"},
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "edge table `PATH` (\"-\": Arrow IPC stream on stdout)"},
 		&cli.StringFlag{Name: "output-format", Usage: "override the extension: parquet, arrow, arrows, csv, text (an edge list: src dst [weight] lines)"},
+		checksumFlag(),
 	}
 }
 
@@ -88,6 +87,11 @@ func genOutputFlags() []cli.Flag {
 func generate(c *cli.Context, e *env, g gen.Generator) error {
 	if err := checkNotTerminal(e, c.String("output"), c.String("output-format")); err != nil {
 		return err
+	}
+	if c.Bool("checksum") {
+		if err := sink.CheckChecksum(c.String("output")); err != nil {
+			return err
+		}
 	}
 	start := time.Now()
 	t, err := g.Generate(c.Context)
@@ -118,7 +122,7 @@ func writeTable(c *cli.Context, e *env, t *edges.Table) error {
 		}
 		return writeEdgeList(c, out, t, sep)
 	}
-	w, err := sink.Create(c.String("output"), t.Schema(), sink.Options{Format: c.String("output-format"), Stdout: e.stdout})
+	w, err := sink.Create(c.String("output"), t.Schema(), sink.Options{Format: c.String("output-format"), Stdout: e.stdout, Checksum: c.Bool("checksum")})
 	if err != nil {
 		return err
 	}
@@ -165,42 +169,22 @@ func edgeListSeparator(out, format string) (byte, bool) {
 
 // writeEdgeList writes t as "src dst [weight]" lines, as SNAP and the GAP
 // benchmark suite read them (its .el and .wel), so that one generated graph
-// can be run by both. Like the sink, it writes a temporary file beside out
-// and renames it when complete.
+// can be run by both. The sink's file output writes it as it writes its
+// tables: a temporary file beside out, renamed when complete.
 func writeEdgeList(c *cli.Context, out string, t *edges.Table, sep byte) error {
-	f, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".*.tmp")
+	f, err := sink.CreateFile(out, c.Bool("checksum"))
 	if err != nil {
-		// As the sink says it: the cause without the temporary file's name.
-		cause := err
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			cause = pe.Err
-		}
-		return &usererr.Error{Kind: usererr.Usage, File: out, Row: -1, Problem: "cannot create the output: " + cause.Error(),
-			Fix: "check that the directory exists and is writable", Err: err}
+		return err
 	}
-	fail := func(err error) error {
-		f.Close()
-		os.Remove(f.Name())
-		if usererr.KindOf(err) != usererr.Internal || c.Context.Err() != nil {
-			return err
-		}
-		return usererr.New(usererr.Internal, fmt.Sprintf("cannot write %s: %v", out, err), "check that the disk has space")
-	}
+	defer f.Abort()
 	w := bufio.NewWriterSize(f, 1<<20)
 	if err := writeEdgeLines(c, w, t, sep); err != nil {
-		return fail(err)
+		return err
 	}
 	if err := w.Flush(); err != nil {
-		return fail(err)
+		return err
 	}
-	if err := f.Close(); err != nil {
-		return fail(err)
-	}
-	if err := os.Rename(f.Name(), out); err != nil {
-		return fail(err)
-	}
-	return nil
+	return f.Close()
 }
 
 // writeEdgeLines writes t's edges (int64 keys, as the generator makes

@@ -58,7 +58,14 @@ Formats, by extension: .parquet/.pq, .arrow/.feather/.ipc (Arrow IPC file),
 
 Exit codes: 0 success, 1 internal error or a failed write (full disk), 2 bad
    flags or parameters, 3 bad input data or an unknown source key, 4 backend
-   unavailable, 130 interrupted.`
+   unavailable, 130 interrupted; 141 (from the shell) the program reading
+   --output - stopped early (SIGPIPE: gpipe ends quietly, as cat does).`
+
+// checksumFlag is --checksum, in run and gen.
+func checksumFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "checksum", Usage: "write the output's SHA-256 beside it, in OUTPUT.sha256 (as sha256sum -c reads it), " +
+		"which gpipe checks when it reads OUTPUT; not with --output -"}
+}
 
 // weightColUsage is --weight-col's help, in run and bench.
 const weightColUsage = "edge weight column, read by sssp and sswp (weight 1 where the default column is absent); " +
@@ -87,6 +94,7 @@ func runCommand(e *env) *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print stage timings and counts as one JSON object on stderr"},
 			&cli.StringFlag{Name: "input-format", Usage: "input format, overriding the extension: parquet, arrow, arrows, csv, text, mtx"},
 			&cli.StringFlag{Name: "output-format", Usage: "output format, overriding the extension: parquet, arrow, arrows, csv"},
+			checksumFlag(),
 		}, paramFlags()...),
 		Before: e.endOnSecondSignal,
 		Action: func(c *cli.Context) error { return runAction(c, e) },
@@ -209,7 +217,7 @@ func runAction(c *cli.Context, e *env) error {
 			Stdin:       e.stdin,
 			Stage:       progress.Stage(c.String("input")),
 		},
-		Sink: sink.Options{Format: c.String("output-format"), Stdout: e.stdout},
+		Sink: sink.Options{Format: c.String("output-format"), Stdout: e.stdout, Checksum: c.Bool("checksum")},
 	}
 	rep, err := pipeline.RunJob(c.Context, job)
 	progress.Stop()

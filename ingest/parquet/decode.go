@@ -17,6 +17,7 @@ import (
 
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/alloc"
+	"github.com/gpipe/gpipe/internal/usererr"
 )
 
 // Reading and decoding the pages of one column chunk.
@@ -44,7 +45,7 @@ func (r *reader) decodeChunk(g, ci int, s *pageBuffers) (err error) {
 	grp := &r.groups[g]
 	c := &r.cols[ci]
 	st := &grp.cols[ci]
-	st.firstNull = -1
+	st.firstNull, st.firstBad = -1, -1
 	pos := 0
 	var sd *stringCol
 	if c.kind == valBytes {
@@ -61,23 +62,51 @@ func (r *reader) decodeChunk(g, ci int, s *pageBuffers) (err error) {
 	}
 	s.win.reset(r.file, st.start, st.end)
 	s.dictN = -1
-	for pos < grp.rows {
+	for page := 0; pos < grp.rows; page++ {
 		if err := r.ctx.Err(); err != nil {
 			return err
 		}
 		if int64(g) > r.failed.Load() {
 			return errAborted
 		}
+		at := s.win.offset()
 		n, err := r.readPage(c, grp, st, sd, s, pos)
 		if err != nil {
-			if err == errNull {
-				return err
+			if ce, ok := err.(*checksumError); ok {
+				return r.errChecksum(c, g, pos, page, at, ce.typ)
 			}
 			return r.errPage(c, g, pos, err)
 		}
 		pos += n
+		if st.firstNull >= 0 {
+			break // nulls are errors: the rows after this page do not matter
+		}
+	}
+	if sd != nil && c.role != roleWeight {
+		r.checkUTF8(st, sd, grp.rows, pos)
+	}
+	if st.firstNull >= 0 || st.firstBad >= 0 {
+		return errBadRow
 	}
 	return nil
+}
+
+// checksumError is a page whose bytes do not match the CRC-32 in its header.
+type checksumError struct{ typ format.PageType }
+
+func (e *checksumError) Error() string { return "page checksum mismatch" }
+
+// errChecksum reports page (counted from 0 in its column chunk) of row
+// group g, whose header is at byte at of the file, failing its checksum:
+// its rows start at row pos of the row group.
+func (r *reader) errChecksum(c *column, g, pos, page int, at int64, typ format.PageType) error {
+	kind := "data page"
+	if typ == format.DictionaryPage {
+		kind = "dictionary page"
+	}
+	return &usererr.Error{Kind: usererr.Input, File: r.name, Column: c.name, Row: r.groups[g].first + int64(pos),
+		Problem: fmt.Sprintf("page %d of row group %d (a %s at byte %d) does not match its CRC-32 checksum: the file was damaged after it was written", page, g, kind, at),
+		Fix:     "re-export the file (or copy it again)"}
 }
 
 // readPage reads the next page of the chunk and decodes it into rows
@@ -97,8 +126,12 @@ func (r *reader) readPage(c *column, grp *group, st *chunkState, sd *stringCol, 
 	if err != nil {
 		return 0, fmt.Errorf("the column chunk ends inside a page: %w", err)
 	}
+	// Every page that carries a checksum is verified (the format makes it
+	// optional; gpipe's writer puts one on every page). parquet-go's format
+	// cannot tell an absent CRC from a CRC of 0, so such pages, one in 2^32,
+	// go unchecked.
 	if h.CRC != 0 && crc32.ChecksumIEEE(body) != uint32(h.CRC) {
-		return 0, errors.New("page checksum mismatch")
+		return 0, &checksumError{typ: h.Type}
 	}
 	switch h.Type {
 	case format.DictionaryPage:
@@ -282,15 +315,19 @@ func (r *reader) pageValues(c *column, grp *group, st *chunkState, sd *stringCol
 }
 
 // pageNulls records the null rows of a page: with SkipInvalid in the chunk's
-// bitmap, else as the first null, stopping the task.
+// bitmap, else the first null, which stops the task after this page (whose
+// rows before the null are decoded, so that a key that is not UTF-8 before
+// it is the error reported, as a CSV reader, going row by row, reports it).
 func (r *reader) pageNulls(c *column, st *chunkState, groupRows, pos int, def []byte) error {
 	for i, d := range def {
 		if d == c.maxDef {
 			continue
 		}
 		if !r.opts.SkipInvalid {
-			st.firstNull = pos + i
-			return errNull
+			if st.firstNull < 0 {
+				st.firstNull = pos + i
+			}
+			return nil
 		}
 		if st.nulls == nil {
 			st.nulls = make([]uint64, (groupRows+63)/64)
@@ -563,6 +600,9 @@ func (w *window) fill(n int) (bool, error) {
 	return full, nil
 }
 
+// offset is the file offset of the next byte take or header reads.
+func (w *window) offset() int64 { return w.next - int64(w.hi-w.lo) }
+
 // take returns the next n bytes of the chunk, valid until the next call.
 func (w *window) take(n int) ([]byte, error) {
 	full, err := w.fill(n)
@@ -807,27 +847,21 @@ func (s *stringCol) page(pos, rows int, raw []byte, offs []uint32, dictRaw []byt
 	return nil
 }
 
-// compact drops the row group's rows that have a null in any edge column,
-// counting them by the first such column, and records the rows kept.
+// compact drops the row group's rows that have a null in any edge column
+// or a key that is not UTF-8, counting each by its first reason in the
+// order the CSV reader checks them (a null key, a key not UTF-8, a null
+// weight), and records the rows kept.
 func (r *reader) compact(grp *group) {
 	has := false
 	for c := range r.cols {
-		has = has || grp.cols[c].nulls != nil
+		has = has || grp.cols[c].nulls != nil || grp.cols[c].bad != nil
 	}
 	if !has {
 		return
 	}
 	kept := make([]int64, 0, grp.rows)
 	for i := 0; i < grp.rows; i++ {
-		dropped := false
-		for c := range r.cols {
-			if nulls := grp.cols[c].nulls; nulls != nil && nulls[i>>6]&(1<<(i&63)) != 0 {
-				grp.skips[c]++
-				dropped = true
-				break
-			}
-		}
-		if !dropped {
+		if !r.dropRow(grp, i) {
 			kept = append(kept, grp.first+int64(i))
 		}
 	}
@@ -850,6 +884,30 @@ func (r *reader) compact(grp *group) {
 			compactStrings(&grp.cols[ci].str, grp.first, kept)
 		}
 	}
+}
+
+// dropRow says whether row i of the row group is dropped, and counts it.
+func (r *reader) dropRow(grp *group, i int) bool {
+	has := func(bits []uint64) bool { return bits != nil && bits[i>>6]&(1<<(i&63)) != 0 }
+	for c := range r.cols {
+		if r.cols[c].role != roleWeight && has(grp.cols[c].nulls) {
+			grp.skips[c]++
+			return true
+		}
+	}
+	for c := range r.cols {
+		if has(grp.cols[c].bad) {
+			grp.badUTF8++
+			return true
+		}
+	}
+	for c := range r.cols {
+		if r.cols[c].role == roleWeight && has(grp.cols[c].nulls) {
+			grp.skips[c]++
+			return true
+		}
+	}
+	return false
 }
 
 // compactKept moves the kept rows of s, a row group's values from input row
@@ -876,12 +934,17 @@ func compactStrings(s *edges.Strings, first int64, kept []int64) {
 // assemble makes one chunk per row group and counts the skipped rows.
 func (r *reader) assemble(t *edges.Table) {
 	var skips [3]int64
+	var badUTF8 int64
 	t.Chunks = make([]edges.Chunk, len(r.groups))
 	for g := range r.groups {
 		for ci := range r.cols {
 			skips[ci] += r.groups[g].skips[ci]
 		}
+		badUTF8 += r.groups[g].badUTF8
 		t.Chunks[g] = r.chunk(g)
+	}
+	if badUTF8 > 0 {
+		t.Skipped.Add(edges.SkipBadUTF8, badUTF8)
 	}
 	for ci := range r.cols {
 		if skips[ci] == 0 {

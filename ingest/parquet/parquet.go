@@ -10,7 +10,9 @@
 // decompressed page; dictionary indexes are decoded and gathered from the
 // dictionary; there is no parquet.Value in between and no allocation per
 // row. Only pages with nulls (counted from their definition levels) scatter
-// by level. Columns that are not edge columns are never read.
+// by level. Columns that are not edge columns are never read. A page that
+// carries a CRC-32 is verified before it is decoded; string keys are
+// checked to be UTF-8, a row group's column at a time (utf8.go).
 //
 // parquet-go provides the codecs (snappy, gzip, brotli, zstd) and the delta
 // byte array decoders; the RLE / bit-packed hybrid, DELTA_BINARY_PACKED,
@@ -125,7 +127,9 @@ type column struct {
 type chunkState struct {
 	err       error
 	firstNull int           // row within the row group of the first null (errors mode); -1 if none
+	firstBad  int           // row of the first string key that is not UTF-8 (errors mode); -1 if none
 	nulls     []uint64      // bitmap of null rows (SkipInvalid), nil if none
+	bad       []uint64      // bitmap of rows whose key is not UTF-8 (SkipInvalid), nil if none
 	str       edges.Strings // string keys
 	hint      int64         // the chunk's uncompressed size, for string buffers
 	codec     format.CompressionCodec
@@ -134,11 +138,12 @@ type chunkState struct {
 }
 
 type group struct {
-	first int64
-	rows  int
-	cols  [3]chunkState
-	kept  []int64 // input rows kept, when rows were dropped
-	skips [3]int64
+	first   int64
+	rows    int
+	cols    [3]chunkState
+	kept    []int64 // input rows kept, when rows were dropped
+	skips   [3]int64
+	badUTF8 int64 // rows dropped for a key that is not UTF-8
 }
 
 type reader struct {
@@ -155,8 +160,9 @@ type reader struct {
 }
 
 var (
-	// errNull stops a task at the first null when nulls are errors.
-	errNull = errors.New("null value")
+	// errBadRow ends a task that found a row in error (a null, or a key
+	// that is not UTF-8, when these are errors), recorded in its chunkState.
+	errBadRow = errors.New("a row in error")
 	// errAborted stops a task because an earlier row group failed.
 	errAborted = errors.New("aborted")
 )
@@ -567,12 +573,12 @@ func (r *reader) fail(g int) {
 }
 
 // firstError is the error of the lowest row group that has one: a decoding
-// error (columns in src, dst, weight order), else its first null.
+// error (columns in src, dst, weight order), else its first row in error.
 func (r *reader) firstError() error {
 	for g := range r.groups {
 		grp := &r.groups[g]
 		for c := range r.cols {
-			if err := grp.cols[c].err; err != nil && err != errNull {
+			if err := grp.cols[c].err; err != nil && err != errBadRow {
 				if err == errAborted {
 					// Only tasks after a failed row group abort.
 					return usererr.Newf(usererr.Internal, "%s: parquet reader aborted row group %d without a cause", r.name, g)
@@ -580,27 +586,46 @@ func (r *reader) firstError() error {
 				return err
 			}
 		}
-		best, bestCol := -1, -1
-		for c := range r.cols {
-			if grp.cols[c].err == errNull {
-				if row := grp.cols[c].firstNull; best < 0 || row < best {
-					best, bestCol = row, c
-				}
-			}
-		}
-		if bestCol >= 0 {
-			col := &r.cols[bestCol]
-			row := grp.first + int64(best)
-			if col.role == roleWeight {
-				return edges.ErrNullWeight(r.name, col.name, row)
-			}
-			return edges.ErrNullKey(r.name, col.name, row)
+		if err := r.firstBadRow(g); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// errPage reports a page that cannot be decoded.
+// firstBadRow is the error of row group g's first row in error: of its
+// lowest row, a null before a key that is not UTF-8 (as the CSV reader
+// checks a row), then columns in src, dst, weight order.
+func (r *reader) firstBadRow(g int) error {
+	grp := &r.groups[g]
+	best, bestCol, bestUTF8 := -1, -1, false
+	for c := range r.cols {
+		st := &grp.cols[c]
+		if st.err != errBadRow {
+			continue
+		}
+		if row := st.firstNull; row >= 0 && (best < 0 || row < best || row == best && bestUTF8) {
+			best, bestCol, bestUTF8 = row, c, false
+		}
+		if row := st.firstBad; row >= 0 && (best < 0 || row < best) {
+			best, bestCol, bestUTF8 = row, c, true
+		}
+	}
+	if bestCol < 0 {
+		return nil
+	}
+	col := &r.cols[bestCol]
+	row := grp.first + int64(best)
+	switch {
+	case bestUTF8:
+		str := &grp.cols[bestCol].str
+		return errBadUTF8(r.name, col.name, row, str.Data[str.Offsets[best]:str.Offsets[best+1]])
+	case col.role == roleWeight:
+		return edges.ErrNullWeight(r.name, col.name, row)
+	}
+	return edges.ErrNullKey(r.name, col.name, row)
+}
+
 // panicCause is what a recovered panic says, for a message: its value, or
 // words where it is the runtime's (an index out of range says nothing to a
 // user).
@@ -611,6 +636,7 @@ func panicCause(p any, words string) string {
 	return fmt.Sprint(p)
 }
 
+// errPage reports a page that cannot be decoded.
 func (r *reader) errPage(c *column, g int, row int, cause any) error {
 	grp := &r.groups[g]
 	return &usererr.Error{Kind: usererr.Input, File: r.name, Column: c.name, Row: grp.first + int64(row),

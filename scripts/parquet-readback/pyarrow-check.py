@@ -3,7 +3,10 @@
 with pyarrow and compares them with expected.json there: each column's Arrow
 type (ARROW:schema gives back uint32, large_string, dictionaries), every
 value, the row groups, and each column chunk's statistics (min, max, null
-count), which pyarrow must take as valid.
+count), which pyarrow must take as valid. Every file is read with page
+checksum verification on (gpipe's writer puts a CRC-32 on every page), and
+a copy of it with the last byte of each column chunk changed (the last byte
+of its last page's body) must be refused by that verification.
 
 Usage: python3 scripts/parquet-readback/pyarrow-check.py [DIR]
 Prints one line per file and "N passed, M failed" last; exits 1 on a failure.
@@ -64,7 +67,7 @@ def type_ok(got, want):
 
 def check(path, f):
     problems = []
-    t = pq.read_table(path)
+    t = pq.read_table(path, page_checksum_verification=True)
     if t.num_rows != f["rows"]:
         problems.append(f"{t.num_rows} rows, want {f['rows']}")
     for j, c in enumerate(f["columns"]):
@@ -100,6 +103,42 @@ def check(path, f):
                 problems.append(f"{where}: no min and max")
             elif not same(c["physical"], st.min, want["min"]) or not same(c["physical"], st.max, want["max"]):
                 problems.append(f"{where}: min {st.min!r} max {st.max!r}, want {want['min']} {want['max']}")
+    problems += check_damage(path, md)
+    return problems
+
+
+def check_damage(path, md):
+    """Changes the last byte of each column chunk (inside its last page's
+    body) in a copy of path, one chunk at a time, and checks that pyarrow's
+    page checksum verification refuses the copy."""
+    problems = []
+    with open(path, "rb") as fh:
+        good = fh.read()
+    damaged = path + ".damaged"
+    try:
+        for g in range(md.num_row_groups):
+            rg = md.row_group(g)
+            if rg.num_rows == 0:
+                continue
+            for j in range(rg.num_columns):
+                c = rg.column(j)
+                start = c.data_page_offset
+                if c.has_dictionary_page and 0 < c.dictionary_page_offset < start:
+                    start = c.dictionary_page_offset
+                at = start + c.total_compressed_size - 1
+                data = bytearray(good)
+                data[at] ^= 0x10
+                with open(damaged, "wb") as fh:
+                    fh.write(data)
+                try:
+                    pq.read_table(damaged, page_checksum_verification=True)
+                    problems.append(f"row group {g} column {c.path_in_schema}: byte {at} changed, read without an error")
+                except Exception as e:  # refused, as it should be
+                    if "crc" not in str(e).lower() and "checksum" not in str(e).lower():
+                        problems.append(f"row group {g} column {c.path_in_schema}: refused, but not for its checksum: {e}")
+    finally:
+        if os.path.exists(damaged):
+            os.remove(damaged)
     return problems
 
 

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math"
 	"math/bits"
 	"sync"
@@ -190,6 +191,11 @@ func (e *encoder) appendPage(out *chunk, hdr *format.PageHeader, page []byte) er
 	}
 	hdr.UncompressedPageSize = int32(len(page))
 	hdr.CompressedPageSize = int32(len(comp))
+	// The page's checksum (the format's CRC-32 of the bytes after the
+	// header, as stored), so that readers that verify it (gpipe's,
+	// parquet-go's, pyarrow's, parquet-java's) refuse a page damaged on
+	// its way to them instead of reading changed values.
+	hdr.CRC = int32(crc32.ChecksumIEEE(comp))
 	h, err := thrift.Marshal(&e.proto, hdr)
 	if err != nil {
 		return fmt.Errorf("cannot encode a page header: %w", err)

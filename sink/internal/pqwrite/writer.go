@@ -13,7 +13,9 @@
 // reads it: a dictionary (PLAIN dictionary page, RLE_DICTIONARY data pages)
 // where the chunk's distinct values fit in 1 MiB, else PLAIN; data pages
 // v1 of about 1 MiB of values, definition levels in the RLE / bit-packed
-// hybrid; statistics (min, max, null count) for each chunk; the Parquet
+// hybrid, every page with the CRC-32 of its bytes as stored (which gpipe's
+// reader, parquet-go, pyarrow and parquet-java verify); statistics (min,
+// max, null count) for each chunk; the Parquet
 // schema annotated as Arrow annotates it, and the Arrow schema itself
 // under ARROW:schema. parquet-go provides the thrift structures, the
 // codecs and the encoder of dictionary indexes.
