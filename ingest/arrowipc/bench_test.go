@@ -141,7 +141,7 @@ func BenchmarkValidStrings(b *testing.B) {
 			b.SetBytes(int64(len(s.Data)))
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if !validStrings(s) {
+				if !validKeys(s) {
 					b.Fatal("keys not valid")
 				}
 			}

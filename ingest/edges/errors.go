@@ -107,8 +107,8 @@ func ErrNullWeight(file, column string, row int64) error {
 func SkipNullKey(column string) string    { return "null key in column " + echo.Quote(column) }
 func SkipNullWeight(column string) string { return "null weight in column " + echo.Quote(column) }
 
-// SkipBadUTF8 is the reason recorded for text and CSV rows dropped because a
-// string key is not valid UTF-8.
+// SkipBadUTF8 is the reason recorded for rows dropped because a string key
+// is not valid UTF-8 (every format: ValidUTF8, ErrBadUTF8).
 const SkipBadUTF8 = "vertex key not valid UTF-8"
 
 // SkipBadWeight is the reason recorded for lines dropped because their

@@ -619,7 +619,7 @@ func (r *reader) firstBadRow(g int) error {
 	switch {
 	case bestUTF8:
 		str := &grp.cols[bestCol].str
-		return errBadUTF8(r.name, col.name, row, str.Data[str.Offsets[best]:str.Offsets[best+1]])
+		return edges.ErrBadUTF8(r.name, col.name, row, str.Data[str.Offsets[best]:str.Offsets[best+1]], "a Parquet string")
 	case col.role == roleWeight:
 		return edges.ErrNullWeight(r.name, col.name, row)
 	}

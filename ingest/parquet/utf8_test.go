@@ -140,27 +140,6 @@ func TestParquetUTF8Order(t *testing.T) {
 	})
 }
 
-// TestValidStrings checks the one-pass test against utf8.Valid on each
-// string, for strings cut from every split of a few byte sequences.
-func TestValidStrings(t *testing.T) {
-	seqs := []string{"aé日😀", "\xc3\xa9\xc3\xa9", "ab\xffc", "\xe6\x97\xa5\xe6", "", "é\xed\xa0\x80"}
-	for _, s := range seqs {
-		n := len(s)
-		// Every way of cutting s into up to three strings.
-		for i := 0; i <= n; i++ {
-			for j := i; j <= n; j++ {
-				cuts := []int64{int64(i), int64(j)}
-				want := validEach(s[:i]) && validEach(s[i:j]) && validEach(s[j:])
-				if got := validStrings([]byte(s), cuts); got != want {
-					t.Fatalf("%q cut at %v: %v, want %v", s, cuts, got, want)
-				}
-			}
-		}
-	}
-}
-
-func validEach(s string) bool { return strings.ToValidUTF8(s, "?") == s }
-
 func containsString(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
