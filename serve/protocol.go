@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 
+	"github.com/gpipe/gpipe/ingest/arrowipc"
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/echo"
 	"github.com/gpipe/gpipe/internal/usererr"
@@ -342,9 +343,16 @@ const (
 // arrowipc.Appender.AppendMessage. rdr is arrow's reader over the same
 // messages: receive reads each message itself, and gives back (unread) the
 // ones arrow's reader must read.
+//
+// Every message is checked as it arrives (check), as a file's or a
+// stream's are, because arrow's reader trusts the metadata: a bad offset is
+// a panic, a bad length an allocation of whatever it says. A message
+// without Arrow metadata (only a descriptor, or only app_metadata, which
+// Flight allows) is not given to arrow's reader, which cannot read it.
 type upload struct {
 	stream  flight.DataStreamReader
 	rdr     *flight.Reader
+	check   *arrowipc.MessageCheck
 	desc    *flight.FlightDescriptor
 	schema  []byte // the schema message's metadata
 	pending *flight.FlightData
@@ -356,16 +364,29 @@ func (u *upload) Recv() (*flight.FlightData, error) {
 		u.pending = nil
 		return fd, nil
 	}
-	fd, err := u.stream.Recv()
-	if err == nil {
+	for {
+		fd, err := u.stream.Recv()
+		if err != nil {
+			return nil, err
+		}
 		if u.desc == nil {
 			u.desc = fd.GetFlightDescriptor()
 		}
-		if u.schema == nil && len(fd.GetDataHeader()) > 0 {
+		if len(fd.GetDataHeader()) == 0 {
+			if len(fd.GetDataBody()) > 0 {
+				return nil, usererr.New(usererr.Input, "a message has a body but no Arrow metadata (data_header)",
+					"send an Arrow schema, then record batches of that schema, as an Arrow IPC writer makes them")
+			}
+			continue
+		}
+		if err := u.check.Check(fd.GetDataHeader(), fd.GetDataBody()); err != nil {
+			return nil, err
+		}
+		if u.schema == nil {
 			u.schema = fd.GetDataHeader()
 		}
+		return fd, nil
 	}
-	return fd, err
 }
 
 // unread gives fd back, for arrow's reader to read next.
@@ -377,10 +398,13 @@ func (u *upload) release() { u.rdr.Release() }
 // stream gives up on a client that sends nothing for the upload idle
 // timeout.
 func (s *service) openUpload(stream flight.DataStreamReader, call string) (*upload, error) {
-	up := &upload{stream: &idleRecv{DataStreamReader: stream, d: s.cfg.UploadIdleTimeout}}
+	up := &upload{stream: &idleRecv{DataStreamReader: stream, d: s.cfg.UploadIdleTimeout}, check: arrowipc.NewMessageCheck(call)}
 	rdr, err := flight.NewRecordReader(up)
 	if err != nil {
-		return nil, readError(call, err)
+		if err := passThrough(err); err != nil {
+			return nil, err
+		}
+		return nil, arrowipc.SchemaError(call, err)
 	}
 	up.rdr = rdr
 	return up, nil

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -142,7 +140,7 @@ func (s *service) receive(ctx context.Context, up *upload, name string, opts edg
 				break
 			}
 			if err != nil {
-				return nil, held, readError(name, err)
+				return nil, held, readError(name, batches, err)
 			}
 			if appended, err = a.AppendMessage(fd.DataHeader, fd.DataBody); err != nil {
 				return nil, held, err
@@ -176,25 +174,38 @@ func (s *service) receive(ctx context.Context, up *upload, name string, opts edg
 		return nil, held, err
 	}
 	if err := up.rdr.Err(); err != nil {
-		return nil, held, readError(name, err)
+		return nil, held, readError(name, batches, err)
 	}
 	t, err = a.Finish()
 	return t, held, err
 }
 
 // readError says that an upload's stream could not be read: a status from
-// the transport (the client went away) as it is, else bad data.
-func readError(name string, err error) error {
-	if st, ok := status.FromError(err); ok && st.Code() != codes.Unknown {
+// the transport (the client went away) as it is, a message the checks
+// refused as they said, else what arrow's reader said of record batch
+// batch, in a user's words.
+func readError(name string, batch int, err error) error {
+	if err := passThrough(err); err != nil {
 		return err
+	}
+	return arrowipc.BatchError(name, batch, err)
+}
+
+// passThrough is err's own status, the transport's or the checks', where it
+// has one, unwrapped from what arrow's readers wrap it in; else nil.
+func passThrough(err error) error {
+	var se interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &se) && se.GRPCStatus().Code() != codes.Unknown {
+		return se.GRPCStatus().Err()
+	}
+	var ue *usererr.Error
+	if errors.As(err, &ue) {
+		return ue
 	}
 	if errors.Is(err, context.Canceled) {
-		return err
+		return context.Canceled
 	}
-	msg := strings.TrimPrefix(err.Error(), "arrow/flight: ")
-	msg = strings.ReplaceAll(msg, "arrow/ipc: ", "")
-	return usererr.New(usererr.Input, fmt.Sprintf("%s: cannot read the record batches: %s", name, msg),
-		"send an Arrow schema, then record batches of that schema")
+	return nil
 }
 
 // build builds the graph of an upload's table in a job slot, then frees

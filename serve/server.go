@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	flightgen "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/experimental"
@@ -192,7 +193,8 @@ func New(cfg Config) (*Server, error) {
 		opts = append(opts, grpc.Creds(creds))
 	}
 	s := &Server{svc: svc, grpc: grpc.NewServer(opts...)}
-	flight.RegisterFlightServiceServer(s.grpc, svc)
+	desc := decodeRequests(flightgen.FlightService_ServiceDesc)
+	s.grpc.RegisterService(&desc, svc)
 	return s, nil
 }
 
