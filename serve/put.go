@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"time"
 
@@ -109,6 +110,7 @@ type builtGraph struct {
 // here; any other message (a dictionary batch, a compressed body, keys that
 // are dictionaries) is given to arrow's reader, which reads the same stream.
 func (s *service) receive(ctx context.Context, up *upload, name string, opts edges.Options) (t *edges.Table, held int64, err error) {
+	defer up.endReceive()
 	opts.Alloc = s.backend.Alloc()
 	if dev := s.place.builder(); dev != nil {
 		// The GPU build's kernels and staging memory, while the batches
@@ -161,11 +163,12 @@ func (s *service) receive(ctx context.Context, up *upload, name string, opts edg
 		call.rowsIn = a.Rows()
 		n := a.Bytes()
 		if max := s.cfg.MaxUploadBytes; max > 0 && n > max {
-			return nil, held, status.Errorf(codes.ResourceExhausted,
-				"%s: the upload is over the server's limit of %s per upload (--max-upload-bytes) at record batch %d (%d rows, %s); nothing was stored: send fewer edges, or ask for a higher limit",
-				name, bytesize.Format(max), batches-1, a.Rows(), bytesize.Format(n))
+			return nil, held, usererr.New(usererr.Limit,
+				fmt.Sprintf("%s: the upload is over the server's limit of %s per upload (--max-upload-bytes) at record batch %d (%d rows, %s); nothing was stored",
+					name, bytesize.Format(max), batches-1, a.Rows(), bytesize.Format(n)),
+				"send fewer edges, or ask for a higher limit")
 		}
-		if err := s.mem.reserve(n - held); err != nil {
+		if err := s.mem.reserve(n-held, name+"'s edge table"); err != nil {
 			return nil, held, err
 		}
 		held = n
@@ -224,7 +227,7 @@ func (s *service) build(ctx context.Context, t *edges.Table, held int64, lo pipe
 		t.Release()
 		s.mem.release(held)
 	}()
-	release, err := s.jobs.acquire(ctx)
+	release, err := s.jobs.acquire(ctx, t.NumEdges() <= s.cfg.smallJobEdges)
 	if err != nil {
 		return nil, err
 	}
@@ -263,7 +266,7 @@ func (s *service) build(ctx context.Context, t *edges.Table, held int64, lo pipe
 		g.Release()
 		s.mem.release(b.bytes)
 	}
-	if err := s.mem.reserve(b.bytes); err != nil {
+	if err := s.mem.reserve(b.bytes, "the built graph"); err != nil {
 		s.place.forget(g.Graph)
 		g.Release()
 		return nil, err
