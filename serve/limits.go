@@ -238,3 +238,19 @@ var byteUnits = map[string]float64{
 	"g": 1 << 30, "gb": 1e9, "gib": 1 << 30,
 	"t": 1 << 40, "tb": 1e12, "tib": 1 << 40,
 }
+
+// RuntimeMemoryLimit is the soft memory limit for the Go runtime of a
+// server with cfg (Server.Config: defaults filled in), as GOMEMLIMIT sets
+// it: --max-memory-bytes and a quarter more, so that the garbage collector
+// keeps the heap near what is live rather than let it grow to twice that
+// (GOGC=100) with the buffers uploads leave behind. The quarter is for
+// what the limit does not count: the queries' working memory and results,
+// the builds' scratch memory, the requests of other calls. It is a soft
+// limit: where they need more, the collector works harder and the heap
+// grows past it. 0 where the memory is not limited.
+func RuntimeMemoryLimit(cfg Config) int64 {
+	if cfg.MaxMemoryBytes <= 0 {
+		return 0
+	}
+	return cfg.MaxMemoryBytes + cfg.MaxMemoryBytes/4
+}

@@ -271,3 +271,23 @@ func TestSmallQueryWhileLongRun(t *testing.T) {
 	}
 	waitFor(t, "the long queries to stop", func() bool { return ts.svc.jobs.running() == 0 })
 }
+
+// TestBuildCounted checks that a graph being built counts in the memory
+// limit: an upload whose table fits, but not its table and its graph, is
+// refused before the build runs, saying so.
+func TestBuildCounted(t *testing.T) {
+	cfg := Config{MaxMessageBytes: 32 << 10, MaxUploadBytes: -1}
+	recs := randomEdges(4, 1000, 20000, false).records(false, 20) // 20 batches of 16 KB
+	cfg.MaxMemoryBytes = cfg.messageRoom() + 330<<10              // the table (313 KiB) fits, not twice it
+	ts := startServer(t, cfg)
+	c := dial(t, ts.addr)
+	_, err := put(context.Background(), c, pathDescriptor("g", nil), recs[0].Schema(), recs)
+	wantCode(t, err, codes.ResourceExhausted, "a put whose build does not fit")
+	wantMessage(t, err, "--max-memory-bytes", "for the graph being built")
+	if strings.Contains(ts.logs.String(), "build_s=") {
+		t.Errorf("the build ran:\n%s", ts.logs.String())
+	}
+	if used := ts.svc.mem.inUse(); used != 0 {
+		t.Errorf("memory in use %d after the refusal", used)
+	}
+}

@@ -223,10 +223,19 @@ func passThrough(err error) error {
 // for other runs (placement) and its memory counts in the budget, while
 // the layouts built on the device stay there for its first queries.
 func (s *service) build(ctx context.Context, t *edges.Table, held int64, lo pipeline.LoadOptions, stored bool) (*builtGraph, error) {
+	// The graph being built is counted at its table's size until its own
+	// is known, so that the limit holds during builds too: a table of
+	// integer keys takes 16 bytes an edge, its graph (out- and in-edges,
+	// 4 bytes each an edge, and the vertices) about as much or less.
+	building := held
 	defer func() {
 		t.Release()
-		s.mem.release(held)
+		s.mem.release(held + building)
 	}()
+	if err := s.mem.reserve(building, "the graph being built"); err != nil {
+		building = 0
+		return nil, err
+	}
 	release, err := s.jobs.acquire(ctx, t.NumEdges() <= s.cfg.smallJobEdges)
 	if err != nil {
 		return nil, err
@@ -260,6 +269,8 @@ func (s *service) build(ctx context.Context, t *edges.Table, held int64, lo pipe
 	if g.Built.Device == "gpu" {
 		s.place.built(g.Graph)
 	}
+	s.mem.release(building)
+	building = 0
 	b := &builtGraph{Graph: g, bytes: g.Bytes()}
 	b.free = func() {
 		s.place.forget(g.Graph)
