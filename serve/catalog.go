@@ -108,7 +108,7 @@ func (s *service) describedQuery(ctx context.Context, d *flight.FlightDescriptor
 // querySchema checks a query as DoGet would, short of running it, and
 // says its result's schema and row count.
 func (s *service) querySchema(q query) (*arrow.Schema, int, error) {
-	op, err := q.prepare()
+	op, err := q.prepare(s.cfg.MaxIterations)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -3,12 +3,15 @@ package serve
 import (
 	"fmt"
 	"math/bits"
+	"strings"
 	"sync"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/protoadapt"
@@ -60,6 +63,17 @@ func (flightCodec) Marshal(v any) (mem.BufferSlice, error) {
 }
 
 func (flightCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	if r, ok := v.(*request); ok {
+		if r.err = unmarshal(data, r.msg); r.err != nil {
+			r.err = malformed(r.msg, r.err)
+		}
+		return nil
+	}
+	return unmarshal(data, v)
+}
+
+// unmarshal decodes a received message into v.
+func unmarshal(data mem.BufferSlice, v any) error {
 	if fd, ok := v.(*flight.FlightData); ok {
 		msg := gatherAligned(data)
 		if aliasFlightData(msg, fd) {
@@ -74,6 +88,26 @@ func (flightCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
 	defer buf.Free()
 	return proto.Unmarshal(buf.ReadOnlyData(), m)
+}
+
+// request is a request message that the server decodes itself
+// (callStream.RecvMsg, decodeRequests): Unmarshal decodes into msg and
+// keeps what is wrong with it in err, rather than return an error that
+// gRPC would answer with Internal, a fault of the server's.
+type request struct {
+	msg any
+	err error // InvalidArgument
+}
+
+// malformed is the status of a request message that cannot be decoded:
+// the client's fault.
+func malformed(msg any, err error) error {
+	name := "protobuf"
+	if m := messageOf(msg); m != nil {
+		name = string(m.ProtoReflect().Descriptor().Name())
+	}
+	return status.Errorf(codes.InvalidArgument, "the request is not a valid %s message (%s); send the message Flight.proto defines",
+		name, strings.TrimPrefix(oneLine(err.Error()), "proto: "))
 }
 
 func messageOf(v any) proto.Message {

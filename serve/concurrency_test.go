@@ -211,7 +211,8 @@ func slowGraph() edgeList {
 	return e
 }
 
-// slowPageRank is a query on slowGraph that runs until it is canceled.
+// slowPageRank is a query on slowGraph that runs until it is canceled (on
+// a server without --max-iterations).
 func slowPageRank(graph string) map[string]any {
 	return map[string]any{"graph": graph, "op": "pagerank", "damping": 0.999999, "tolerance": 1e-300, "max_iterations": 1 << 30}
 }
@@ -220,7 +221,7 @@ func slowPageRank(graph string) map[string]any {
 // the work and leaves nothing behind: a DoGet canceled while the operator
 // runs and while the result streams, a DoPut canceled mid-upload.
 func TestCancelStopsWork(t *testing.T) {
-	ts := startServer(t, Config{MaxConcurrentJobs: 1})
+	ts := startServer(t, Config{MaxConcurrentJobs: 1, MaxIterations: -1})
 	base := runtime.NumGoroutine()
 	c := dial(t, ts.addr)
 	ctx := context.Background()
@@ -308,7 +309,7 @@ func TestCancelStopsWork(t *testing.T) {
 // the list at once, the query still gets its whole answer, and the memory
 // is freed when the query ends.
 func TestDropWhileQueried(t *testing.T) {
-	ts := startServer(t, Config{MaxConcurrentJobs: 1})
+	ts := startServer(t, Config{MaxConcurrentJobs: 1, smallJobEdges: -1})
 	c := dial(t, ts.addr)
 	ctx := context.Background()
 	edges := randomEdges(31, 300, 1200, true)
@@ -322,7 +323,7 @@ func TestDropWhileQueried(t *testing.T) {
 	lg.answers = append(lg.answers, reference(t, recs, edgeOptions{}, "sssp", paramsOf(t, lg.queries[0])))
 
 	// Hold the one job slot, so that the query waits holding the graph.
-	release, err := ts.svc.jobs.acquire(ctx)
+	release, err := ts.svc.jobs.acquire(ctx, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +362,7 @@ func TestDropWhileQueried(t *testing.T) {
 // nil, the graphs are freed and no goroutine is left.
 func TestShutdown(t *testing.T) {
 	base := runtime.NumGoroutine()
-	ts := startServer(t, Config{})
+	ts := startServer(t, Config{MaxIterations: -1})
 	c := dial(t, ts.addr)
 	ctx := context.Background()
 	recs := slowGraph().records(false, 1)

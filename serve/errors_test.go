@@ -310,9 +310,14 @@ func TestBadInputs(t *testing.T) {
 }
 
 // TestMemoryLimit checks --max-memory-bytes: an upload that would take the
-// server over it is refused, and fits again once a graph is dropped.
+// server over it is refused, and fits again once a graph is dropped. The
+// limit has room for one upload's messages in flight and its table of
+// about 48 KiB, or for its build (table and graph), not for a second
+// upload beside the first graph.
 func TestMemoryLimit(t *testing.T) {
-	ts := startServer(t, Config{MaxMemoryBytes: 100 << 10})
+	cfg := Config{MaxMessageBytes: 32 << 10, MaxUploadBytes: -1}
+	cfg.MaxMemoryBytes = cfg.messageRoom() + 54<<10
+	ts := startServer(t, cfg)
 	c := dial(t, ts.addr)
 	ctx := context.Background()
 	recs := randomEdges(4, 1000, 3000, false).records(false, 3)

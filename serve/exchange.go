@@ -38,7 +38,7 @@ func (s *service) DoExchange(stream flight.FlightService_DoExchangeServer) error
 		label = "exchange " + opts.Graph
 	}
 	q := opts.query()
-	op, err := q.prepare()
+	op, err := q.prepare(s.cfg.MaxIterations)
 	if err != nil {
 		return err
 	}

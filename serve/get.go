@@ -2,10 +2,13 @@ package serve
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/internal/pipeline"
@@ -35,7 +38,7 @@ func (s *service) query(ctx context.Context, ticket []byte, send func(q query, s
 	if err != nil {
 		return err
 	}
-	op, err := q.prepare()
+	op, err := q.prepare(s.cfg.MaxIterations)
 	if err != nil {
 		return err
 	}
@@ -72,15 +75,30 @@ func (s *service) run(ctx context.Context, g *pipeline.Graph, minWeight float64,
 			fmt.Sprintf("graph %q has negative edge weights (the smallest is %v) and %s needs weights >= 0", q.Graph, minWeight, spec.Name),
 			`put the graph again without them (or with "unweighted": true), or use sswp`)
 	}
-	release, err := s.jobs.acquire(ctx)
+	release, err := s.jobs.acquire(ctx, g.NumEdges() <= s.cfg.smallJobEdges)
 	if err != nil {
 		return nil, "", err
 	}
 	defer release()
+	qctx := ctx
+	if d := s.cfg.MaxQueryTime; d > 0 {
+		var cancel context.CancelFunc
+		qctx, cancel = context.WithTimeoutCause(ctx, d, errQueryTime)
+		defer cancel()
+	}
 	// Every caller releases the result once sent (DoGet, DoExchange), so
 	// a GPU run may download into pinned memory, lent until then.
-	return s.place.run(operators.PinnedResults(ctx), g, op, q.Params)
+	res, note, err = s.place.run(operators.PinnedResults(qctx), g, op, q.Params)
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(qctx), errQueryTime) {
+		return nil, "", status.Errorf(codes.DeadlineExceeded,
+			"%s ran longer than the server's limit of %v (--max-query-time) and was stopped: ask for less work (for pagerank a larger tolerance or fewer max_iterations), or ask for a longer limit",
+			op.Spec().Name, s.cfg.MaxQueryTime)
+	}
+	return res, note, err
 }
+
+// errQueryTime is the cause of a query's context ending at --max-query-time.
+var errQueryTime = errors.New("the query ran past --max-query-time")
 
 // resultMeta is the JSON in a result's schema metadata, under the key
 // "gpipe": what ran, where, and what it says about the result.

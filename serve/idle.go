@@ -20,19 +20,36 @@ import (
 // builds or computes.
 
 // idleRecv is an upload's stream whose Recv gives up when the client sends
-// nothing for d (d <= 0: no limit).
+// nothing for d (d <= 0: no limit), or when the upload has not ended by
+// deadline (zero: none), which --max-upload-time set: the idle timeout
+// alone lets a client that sends a batch now and then hold its memory and
+// graph slot for ever.
 type idleRecv struct {
 	flight.DataStreamReader
-	d   time.Duration
-	err error // once Recv gave up, the stream is not read again
+	d        time.Duration
+	total    time.Duration // --max-upload-time, for the message
+	deadline time.Time
+	err      error // once Recv gave up, the stream is not read again
 }
 
 func (r *idleRecv) Recv() (*flight.FlightData, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	fd, idle, err := untilIdle(r.d, r.DataStreamReader.Recv)
-	if idle {
+	wait, late := r.d, false
+	if !r.deadline.IsZero() {
+		left := time.Until(r.deadline)
+		if wait <= 0 || left < wait {
+			wait, late = max(left, time.Nanosecond), true
+		}
+	}
+	fd, idle, err := untilIdle(wait, r.DataStreamReader.Recv)
+	switch {
+	case idle && late:
+		r.err = status.Errorf(codes.DeadlineExceeded,
+			"the upload did not end within %v (the server's --max-upload-time), so it was abandoned and nothing was stored: send the edges in fewer, larger batches without pauses, or ask for a longer limit", r.total)
+		return nil, r.err
+	case idle:
 		r.err = status.Errorf(codes.DeadlineExceeded,
 			"the client sent nothing for %v (the server's --upload-idle-timeout), so the upload was abandoned and nothing was stored: send the record batches without long pauses, or ask for a longer timeout", r.d)
 		return nil, r.err

@@ -137,7 +137,7 @@ func TestGraphSlotsFix(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	err := r.reserve("c", false)
+	err := toStatus(context.Background(), r.reserve("c", false))
 	wantCode(t, err, codes.ResourceExhausted, "2 uploads")
 	wantMessage(t, err, "2 of 2 graph slots taken (--max-graphs): 2 uploads in progress; wait for an upload to end")
 	for _, name := range []string{"a", "b"} {
@@ -145,7 +145,7 @@ func TestGraphSlotsFix(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	err = r.reserve("c", false)
+	err = toStatus(context.Background(), r.reserve("c", false))
 	wantCode(t, err, codes.ResourceExhausted, "2 graphs")
 	wantMessage(t, err, "2 of 2 graph slots taken (--max-graphs): 2 stored graphs; drop a graph")
 }

@@ -9,6 +9,7 @@ import (
 	"math"
 	"path"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -90,11 +91,54 @@ type callStream struct {
 
 func (c *callStream) Context() context.Context { return c.ctx }
 
+// RecvMsg receives the client's next message; one that is not the protobuf
+// message it should be is InvalidArgument (gRPC would say Internal).
+func (c *callStream) RecvMsg(m any) error {
+	r := request{msg: m}
+	if err := c.ServerStream.RecvMsg(&r); err != nil {
+		return err
+	}
+	return r.err
+}
+
+// decodeRequests is desc with each unary method's request decoded as a
+// request, so that one the codec cannot decode is answered InvalidArgument
+// through the unary interceptor (which checks the token and logs the
+// call) instead of the method, rather than Internal by gRPC before any
+// interceptor runs.
+func decodeRequests(desc grpc.ServiceDesc) grpc.ServiceDesc {
+	desc.Methods = slices.Clone(desc.Methods)
+	for i := range desc.Methods {
+		handle := desc.Methods[i].Handler
+		desc.Methods[i].Handler = func(srv any, ctx context.Context, dec func(any) error, next grpc.UnaryServerInterceptor) (any, error) {
+			var bad error
+			decode := func(m any) error {
+				r := request{msg: m}
+				if err := dec(&r); err != nil {
+					return err
+				}
+				bad = r.err
+				return nil
+			}
+			intercept := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+				if bad != nil {
+					handler = func(context.Context, any) (any, error) { return nil, bad }
+				}
+				return next(ctx, req, info, handler)
+			}
+			return handle(srv, ctx, decode, intercept)
+		}
+	}
+	return desc
+}
+
 // finish turns a handler's outcome into the call's status and logs it.
 func (s *service) finish(ctx context.Context, method string, c *callLog, start time.Time, panicked any, err error) error {
 	if panicked != nil {
 		s.log.Error("panic in a call", "method", path.Base(method), "panic", fmt.Sprint(panicked), "stack", string(debug.Stack()))
-		err = status.Errorf(codes.Internal, "internal error: %v", panicked)
+		// The client gets no panic's text: it is the server's fault, and
+		// the log has it with its stack.
+		err = status.Error(codes.Internal, "internal error: the server failed on this call (a bug; its log has the details)")
 	}
 	err = toStatus(ctx, err)
 	st := status.Convert(err)

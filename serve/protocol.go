@@ -6,13 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 
+	"github.com/gpipe/gpipe/ingest/arrowipc"
 	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/internal/bytesize"
 	"github.com/gpipe/gpipe/internal/echo"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
@@ -137,8 +141,9 @@ func (k *keyText) UnmarshalJSON(b []byte) error {
 }
 
 // prepare checks the query's operator and parameters, before any graph is
-// touched, and fills the parameters' defaults.
-func (q *query) prepare() (operators.Operator, error) {
+// touched, and fills the parameters' defaults. maxIterations is the
+// server's ceiling on the iterations a query may ask for (<= 0: none).
+func (q *query) prepare(maxIterations int) (operators.Operator, error) {
 	if q.Op == "" {
 		return nil, usererr.New(usererr.Usage, "the query names no operator",
 			`add "op": one of `+strings.Join(operators.Names(), ", "))
@@ -151,8 +156,18 @@ func (q *query) prepare() (operators.Operator, error) {
 	if err := operators.CheckSet(op, q.Params, q.set, func(name string) string { return strconv.Quote(name) }); err != nil {
 		return nil, err
 	}
+	named := slices.Contains(q.set, operators.ParamMaxIterations)
+	if maxIterations > 0 && !named && slices.Contains(op.Spec().Params, operators.ParamMaxIterations) {
+		// The operator's default, where the server allows fewer.
+		q.Params.MaxIterations = min(operators.DefaultMaxIterations, maxIterations)
+	}
 	if err := op.Prepare(&q.Params); err != nil {
 		return nil, err
+	}
+	if maxIterations > 0 && q.Params.MaxIterations > maxIterations {
+		return nil, usererr.New(usererr.Limit,
+			fmt.Sprintf("max_iterations %d is more than the server allows (--max-iterations %d)", q.Params.MaxIterations, maxIterations),
+			fmt.Sprintf(`ask for at most %d, or ask for a higher limit`, maxIterations))
 	}
 	if err := operators.CheckGPUParams(op, q.Params); err != nil {
 		return nil, err
@@ -342,9 +357,18 @@ const (
 // arrowipc.Appender.AppendMessage. rdr is arrow's reader over the same
 // messages: receive reads each message itself, and gives back (unread) the
 // ones arrow's reader must read.
+//
+// Every message is checked as it arrives (check), as a file's or a
+// stream's are, because arrow's reader trusts the metadata: a bad offset is
+// a panic, a bad length an allocation of whatever it says. A message
+// without Arrow metadata (only a descriptor, or only app_metadata, which
+// Flight allows) is not given to arrow's reader, which cannot read it.
 type upload struct {
+	mem     *budget
+	room    int64 // of mem, while the upload receives (messageRoom)
 	stream  flight.DataStreamReader
 	rdr     *flight.Reader
+	check   *arrowipc.MessageCheck
 	desc    *flight.FlightDescriptor
 	schema  []byte // the schema message's metadata
 	pending *flight.FlightData
@@ -356,31 +380,71 @@ func (u *upload) Recv() (*flight.FlightData, error) {
 		u.pending = nil
 		return fd, nil
 	}
-	fd, err := u.stream.Recv()
-	if err == nil {
+	for {
+		fd, err := u.stream.Recv()
+		if err != nil {
+			return nil, err
+		}
 		if u.desc == nil {
 			u.desc = fd.GetFlightDescriptor()
 		}
-		if u.schema == nil && len(fd.GetDataHeader()) > 0 {
+		if len(fd.GetDataHeader()) == 0 {
+			if len(fd.GetDataBody()) > 0 {
+				return nil, usererr.New(usererr.Input, "a message has a body but no Arrow metadata (data_header)",
+					"send an Arrow schema, then record batches of that schema, as an Arrow IPC writer makes them")
+			}
+			continue
+		}
+		if err := u.check.Check(fd.GetDataHeader(), fd.GetDataBody()); err != nil {
+			return nil, err
+		}
+		if u.schema == nil {
 			u.schema = fd.GetDataHeader()
 		}
+		return fd, nil
 	}
-	return fd, err
 }
 
 // unread gives fd back, for arrow's reader to read next.
 func (u *upload) unread(fd *flight.FlightData) { u.pending = fd }
 
-func (u *upload) release() { u.rdr.Release() }
+// endReceive gives back the room for messages in flight, once the upload
+// has received its last message (or failed).
+func (u *upload) endReceive() {
+	u.mem.release(u.room)
+	u.room = 0
+}
 
-// openUpload starts reading an upload: arrow's reader reads the schema. The
-// stream gives up on a client that sends nothing for the upload idle
-// timeout.
+func (u *upload) release() {
+	u.endReceive()
+	if u.rdr != nil {
+		u.rdr.Release()
+	}
+}
+
+// openUpload starts reading an upload: it takes the room for its messages
+// in flight from the memory budget, before gRPC reads any of them beyond
+// the window, and arrow's reader reads the schema. The stream gives up on
+// a client that sends nothing for the upload idle timeout, or has not
+// ended the upload by --max-upload-time.
 func (s *service) openUpload(stream flight.DataStreamReader, call string) (*upload, error) {
-	up := &upload{stream: &idleRecv{DataStreamReader: stream, d: s.cfg.UploadIdleTimeout}}
+	room := s.cfg.messageRoom()
+	if err := s.mem.reserve(room, fmt.Sprintf("%s's messages in flight (--max-message-bytes %s and a window of %s)",
+		call, bytesize.Format(int64(s.cfg.MaxMessageBytes)), bytesize.Format(int64(uploadWindow(s.cfg.MaxMessageBytes))))); err != nil {
+		return nil, err
+	}
+	recv := &idleRecv{DataStreamReader: stream, d: s.cfg.UploadIdleTimeout, total: s.cfg.MaxUploadTime}
+	if recv.total > 0 {
+		recv.deadline = time.Now().Add(recv.total)
+	}
+	up := &upload{mem: s.mem, room: room, stream: recv, check: arrowipc.NewMessageCheck(call)}
 	rdr, err := flight.NewRecordReader(up)
 	if err != nil {
-		return nil, readError(call, err)
+		up.release()
+		if err := passThrough(err); err != nil {
+			return nil, err
+		}
+		return nil, arrowipc.SchemaError(call, err)
 	}
 	up.rdr = rdr
 	return up, nil

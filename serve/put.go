@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -111,6 +110,7 @@ type builtGraph struct {
 // here; any other message (a dictionary batch, a compressed body, keys that
 // are dictionaries) is given to arrow's reader, which reads the same stream.
 func (s *service) receive(ctx context.Context, up *upload, name string, opts edges.Options) (t *edges.Table, held int64, err error) {
+	defer up.endReceive()
 	opts.Alloc = s.backend.Alloc()
 	if dev := s.place.builder(); dev != nil {
 		// The GPU build's kernels and staging memory, while the batches
@@ -142,7 +142,7 @@ func (s *service) receive(ctx context.Context, up *upload, name string, opts edg
 				break
 			}
 			if err != nil {
-				return nil, held, readError(name, err)
+				return nil, held, readError(name, batches, err)
 			}
 			if appended, err = a.AppendMessage(fd.DataHeader, fd.DataBody); err != nil {
 				return nil, held, err
@@ -163,11 +163,12 @@ func (s *service) receive(ctx context.Context, up *upload, name string, opts edg
 		call.rowsIn = a.Rows()
 		n := a.Bytes()
 		if max := s.cfg.MaxUploadBytes; max > 0 && n > max {
-			return nil, held, status.Errorf(codes.ResourceExhausted,
-				"%s: the upload is over the server's limit of %s per upload (--max-upload-bytes) at record batch %d (%d rows, %s); nothing was stored: send fewer edges, or ask for a higher limit",
-				name, bytesize.Format(max), batches-1, a.Rows(), bytesize.Format(n))
+			return nil, held, usererr.New(usererr.Limit,
+				fmt.Sprintf("%s: the upload is over the server's limit of %s per upload (--max-upload-bytes) at record batch %d (%d rows, %s); nothing was stored",
+					name, bytesize.Format(max), batches-1, a.Rows(), bytesize.Format(n)),
+				"send fewer edges, or ask for a higher limit")
 		}
-		if err := s.mem.reserve(n - held); err != nil {
+		if err := s.mem.reserve(n-held, name+"'s edge table"); err != nil {
 			return nil, held, err
 		}
 		held = n
@@ -176,25 +177,38 @@ func (s *service) receive(ctx context.Context, up *upload, name string, opts edg
 		return nil, held, err
 	}
 	if err := up.rdr.Err(); err != nil {
-		return nil, held, readError(name, err)
+		return nil, held, readError(name, batches, err)
 	}
 	t, err = a.Finish()
 	return t, held, err
 }
 
 // readError says that an upload's stream could not be read: a status from
-// the transport (the client went away) as it is, else bad data.
-func readError(name string, err error) error {
-	if st, ok := status.FromError(err); ok && st.Code() != codes.Unknown {
+// the transport (the client went away) as it is, a message the checks
+// refused as they said, else what arrow's reader said of record batch
+// batch, in a user's words.
+func readError(name string, batch int, err error) error {
+	if err := passThrough(err); err != nil {
 		return err
+	}
+	return arrowipc.BatchError(name, batch, err)
+}
+
+// passThrough is err's own status, the transport's or the checks', where it
+// has one, unwrapped from what arrow's readers wrap it in; else nil.
+func passThrough(err error) error {
+	var se interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &se) && se.GRPCStatus().Code() != codes.Unknown {
+		return se.GRPCStatus().Err()
+	}
+	var ue *usererr.Error
+	if errors.As(err, &ue) {
+		return ue
 	}
 	if errors.Is(err, context.Canceled) {
-		return err
+		return context.Canceled
 	}
-	msg := strings.TrimPrefix(err.Error(), "arrow/flight: ")
-	msg = strings.ReplaceAll(msg, "arrow/ipc: ", "")
-	return usererr.New(usererr.Input, fmt.Sprintf("%s: cannot read the record batches: %s", name, msg),
-		"send an Arrow schema, then record batches of that schema")
+	return nil
 }
 
 // build builds the graph of an upload's table in a job slot, then frees
@@ -209,11 +223,20 @@ func readError(name string, err error) error {
 // for other runs (placement) and its memory counts in the budget, while
 // the layouts built on the device stay there for its first queries.
 func (s *service) build(ctx context.Context, t *edges.Table, held int64, lo pipeline.LoadOptions, stored bool) (*builtGraph, error) {
+	// The graph being built is counted at its table's size until its own
+	// is known, so that the limit holds during builds too: a table of
+	// integer keys takes 16 bytes an edge, its graph (out- and in-edges,
+	// 4 bytes each an edge, and the vertices) about as much or less.
+	building := held
 	defer func() {
 		t.Release()
-		s.mem.release(held)
+		s.mem.release(held + building)
 	}()
-	release, err := s.jobs.acquire(ctx)
+	if err := s.mem.reserve(building, "the graph being built"); err != nil {
+		building = 0
+		return nil, err
+	}
+	release, err := s.jobs.acquire(ctx, t.NumEdges() <= s.cfg.smallJobEdges)
 	if err != nil {
 		return nil, err
 	}
@@ -246,13 +269,15 @@ func (s *service) build(ctx context.Context, t *edges.Table, held int64, lo pipe
 	if g.Built.Device == "gpu" {
 		s.place.built(g.Graph)
 	}
+	s.mem.release(building)
+	building = 0
 	b := &builtGraph{Graph: g, bytes: g.Bytes()}
 	b.free = func() {
 		s.place.forget(g.Graph)
 		g.Release()
 		s.mem.release(b.bytes)
 	}
-	if err := s.mem.reserve(b.bytes); err != nil {
+	if err := s.mem.reserve(b.bytes, "the built graph"); err != nil {
 		s.place.forget(g.Graph)
 		g.Release()
 		return nil, err

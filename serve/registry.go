@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/gpipe/gpipe/internal/pipeline"
+	"github.com/gpipe/gpipe/internal/usererr"
 )
 
 // storedGraph is one graph the server holds. Everything but refs is fixed
@@ -122,8 +123,8 @@ func errSlotsTaken(max, stored, uploads int) error {
 	case stored == 0:
 		fix = "wait for an upload to end"
 	}
-	return status.Errorf(codes.ResourceExhausted, "%d of %d graph slots taken (--max-graphs): %s; %s, or ask for a higher limit",
-		stored+uploads, max, strings.Join(held, ", "), fix)
+	return usererr.New(usererr.Limit, fmt.Sprintf("%d of %d graph slots taken (--max-graphs): %s", stored+uploads, max, strings.Join(held, ", ")),
+		fix+", or ask for a higher limit")
 }
 
 // plural is n with its noun: "1 stored graph", "3 stored graphs".

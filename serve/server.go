@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	flightgen "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/experimental"
@@ -33,8 +34,8 @@ import (
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
-// Config is how a Server runs. Zero limits mean "no limit", except where
-// noted.
+// Config is how a Server runs. A zero limit means its default; a negative
+// one, no limit (see limits.go).
 type Config struct {
 	// Backend is "auto" (default), "cpu" or "gpu": where operators run.
 	Backend string
@@ -43,16 +44,32 @@ type Config struct {
 	Token string
 	// TLSCertFile and TLSKeyFile, both set, make the server speak TLS.
 	TLSCertFile, TLSKeyFile string
-	// MaxUploadBytes bounds the memory one upload's edge table may take.
-	MaxUploadBytes int64
+	// MachineMemory is the memory the default memory limits are fractions
+	// of; 0 means what the process may use (the machine's, or its
+	// container's limit where lower).
+	MachineMemory int64
 	// MaxMemoryBytes bounds the memory of all stored graphs together with
-	// the edge tables of the uploads under way.
+	// the uploads under way: their edge tables, and room for the messages
+	// each has in flight (messageRoom). Default: half of MachineMemory.
 	MaxMemoryBytes int64
+	// MaxUploadBytes bounds the memory one upload's edge table may take.
+	// Default: a quarter of MaxMemoryBytes (an eighth of MachineMemory
+	// where MaxMemoryBytes is no limit).
+	MaxUploadBytes int64
 	// MaxGraphs bounds the graphs stored (uploads under way count).
+	// Default: DefaultMaxGraphs.
 	MaxGraphs int
 	// MaxConcurrentJobs bounds the builds and operator runs at once;
-	// others wait their turn. 0 means DefaultConcurrentJobs.
+	// others wait their turn (jobs on small graphs have slots of their
+	// own besides). 0 means DefaultConcurrentJobs.
 	MaxConcurrentJobs int
+	// MaxQueryTime bounds a query's computation (from when it has its job
+	// slot); one that runs longer is stopped with DeadlineExceeded.
+	// Default: DefaultMaxQueryTime.
+	MaxQueryTime time.Duration
+	// MaxIterations bounds the iterations a query may ask for (PageRank's
+	// max_iterations). Default: DefaultMaxIterations.
+	MaxIterations int
 	// BatchRows is the most rows a result batch holds; 0 means
 	// DefaultBatchRows. A ticket may ask for fewer.
 	BatchRows int
@@ -62,14 +79,21 @@ type Config struct {
 	// UploadIdleTimeout abandons an upload (DoPut, DoExchange) whose client
 	// sends no message for this long, freeing its memory and its graph
 	// slot. ResultIdleTimeout cancels a result (DoGet, DoExchange) whose
-	// client takes no batch for this long, releasing its graph. 0 means
-	// DefaultIdleTimeout; a negative duration, no limit.
+	// client takes no batch for this long, releasing its graph. Default:
+	// DefaultIdleTimeout.
 	UploadIdleTimeout, ResultIdleTimeout time.Duration
+	// MaxUploadTime abandons an upload whose client has not sent its last
+	// message this long after the call began, however steadily it sends.
+	// Default: DefaultMaxUploadTime.
+	MaxUploadTime time.Duration
 	// Logger gets one line per call; nil means slog.Default().
 	Logger *slog.Logger
 
 	// gpu, when set, stands for the GPU (tests without one).
 	gpu gpuDevice
+	// smallJobEdges is the most edges of a small job's graph; 0 means
+	// defaultSmallJobEdges, a negative count that no job is small.
+	smallJobEdges int64
 }
 
 // Defaults for the zero values of Config.
@@ -118,7 +142,7 @@ type service struct {
 	place     *placement
 	graphs    *registry
 	mem       *budget
-	jobs      jobs
+	jobs      *jobs
 	// released, where set (tests), is called after a query's result is
 	// released (releaseResult).
 	released func()
@@ -127,23 +151,8 @@ type service struct {
 // New makes a server from cfg: it opens the backend (failing at once when
 // "gpu" is asked for and none is usable) and loads the TLS key pair.
 func New(cfg Config) (*Server, error) {
-	if cfg.MaxConcurrentJobs <= 0 {
-		cfg.MaxConcurrentJobs = DefaultConcurrentJobs
-	}
-	if cfg.BatchRows <= 0 {
-		cfg.BatchRows = DefaultBatchRows
-	}
-	if cfg.MaxMessageBytes <= 0 {
-		cfg.MaxMessageBytes = DefaultMaxMessageBytes
-	}
-	if cfg.UploadIdleTimeout == 0 {
-		cfg.UploadIdleTimeout = DefaultIdleTimeout
-	}
-	if cfg.ResultIdleTimeout == 0 {
-		cfg.ResultIdleTimeout = DefaultIdleTimeout
-	}
-	if cfg.MaxUploadBytes < 0 || cfg.MaxMemoryBytes < 0 || cfg.MaxGraphs < 0 {
-		return nil, usererr.New(usererr.Usage, "server limits must not be negative", "use 0 for no limit")
+	if err := cfg.withDefaults(); err != nil {
+		return nil, err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -176,8 +185,8 @@ func New(cfg Config) (*Server, error) {
 		experimental.BufferPool(serverBuffers),
 		grpc.WriteBufferSize(connBufferBytes),
 		grpc.ReadBufferSize(connBufferBytes),
-		grpc.InitialWindowSize(windowBytes),
-		grpc.InitialConnWindowSize(windowBytes),
+		grpc.InitialWindowSize(uploadWindow(cfg.MaxMessageBytes)),
+		grpc.InitialConnWindowSize(uploadWindow(cfg.MaxMessageBytes)),
 		grpc.ChainUnaryInterceptor(svc.unaryInterceptor),
 		grpc.ChainStreamInterceptor(svc.streamInterceptor),
 		// Stop waits for the handlers, so that their graph references are
@@ -192,7 +201,8 @@ func New(cfg Config) (*Server, error) {
 		opts = append(opts, grpc.Creds(creds))
 	}
 	s := &Server{svc: svc, grpc: grpc.NewServer(opts...)}
-	flight.RegisterFlightServiceServer(s.grpc, svc)
+	desc := decodeRequests(flightgen.FlightService_ServiceDesc)
+	s.grpc.RegisterService(&desc, svc)
 	return s, nil
 }
 
@@ -211,6 +221,10 @@ func loadTLS(certFile, keyFile string) (credentials.TransportCredentials, error)
 	}
 	return credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}), nil
 }
+
+// Config is the server's configuration with every default filled in (a
+// negative limit is none).
+func (s *Server) Config() Config { return s.svc.cfg }
 
 // TLS says whether the server speaks TLS.
 func (s *Server) TLS() bool { return s.svc.cfg.TLSCertFile != "" }

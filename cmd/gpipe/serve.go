@@ -4,18 +4,21 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/http/pprof"
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/gpipe/gpipe/internal/bytesize"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/serve"
 )
@@ -33,7 +36,8 @@ func serveCommand(e *env) *cli.Command {
 			"   DoExchange  command {\"op\": OPERATOR, ...upload options and parameters}: edges in, result out\n" +
 			"   ListFlights, GetFlightInfo  the graphs held; DoAction \"drop\" frees one\n\n" +
 			"Authentication: with --token-file, every call needs the header \"authorization: Bearer TOKEN\".\n" +
-			"Byte limits take units: 512MiB, 8GB, 1TiB. SIGINT or SIGTERM stops the server: running calls get\n" +
+			"Every limit is on by default (0 turns one off); the log's second line shows them. Byte limits take units:\n" +
+			"512MiB, 8GB, 1TiB. SIGINT or SIGTERM stops the server: running calls get\n" +
 			"--shutdown-timeout to finish (a second signal: none), then are canceled; the exit status is 0.\n" +
 			"See docs/serve.md for the protocol, its JSON and its status codes.",
 		Flags: []cli.Flag{
@@ -41,10 +45,15 @@ func serveCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: "tls-cert", Usage: "TLS certificate `FILE` (PEM); with --tls-key"},
 			&cli.StringFlag{Name: "tls-key", Usage: "TLS private key `FILE` (PEM); with --tls-cert"},
 			&cli.StringFlag{Name: "token-file", Usage: "`FILE` holding the bearer token every call must send (surrounding whitespace ignored)"},
-			&cli.StringFlag{Name: "max-upload-bytes", Value: "0", Usage: "`BYTES` one upload's edge table may hold in memory (0: no limit)"},
-			&cli.StringFlag{Name: "max-memory-bytes", Value: "0", Usage: "`BYTES` all stored graphs and running uploads may hold together (0: no limit)"},
-			&cli.IntFlag{Name: "max-graphs", Value: 64, Usage: "most graphs held at once, uploads under way included (0: no limit)"},
-			&cli.IntFlag{Name: "max-concurrent-jobs", Value: serve.DefaultConcurrentJobs, Usage: "most graph builds and operator runs at once; others wait"},
+			&cli.StringFlag{Name: "max-memory-bytes", DefaultText: "half the memory of the machine or container",
+				Usage: "`BYTES` all stored graphs and uploads under way (their tables, and --max-message-bytes + 16MiB each for messages in flight) may hold together (0: no limit)"},
+			&cli.StringFlag{Name: "max-upload-bytes", DefaultText: "a quarter of --max-memory-bytes",
+				Usage: "`BYTES` one upload's edge table may hold in memory (0: no limit)"},
+			&cli.IntFlag{Name: "max-graphs", Value: serve.DefaultMaxGraphs, Usage: "most graphs held at once, uploads under way included (0: no limit)"},
+			&cli.IntFlag{Name: "max-concurrent-jobs", Value: serve.DefaultConcurrentJobs, Usage: "most graph builds and operator runs at once; others wait (jobs on graphs of at most 262,144 edges have as many slots again)"},
+			&cli.DurationFlag{Name: "max-query-time", Value: serve.DefaultMaxQueryTime, Usage: "stop a query whose computation runs longer, with DeadlineExceeded (0: never)"},
+			&cli.IntFlag{Name: "max-iterations", Value: serve.DefaultMaxIterations, Usage: "most iterations a query may ask for (pagerank's max_iterations; 0: no limit)"},
+			&cli.DurationFlag{Name: "max-upload-time", Value: serve.DefaultMaxUploadTime, Usage: "abandon an upload not ended this long after it began, freeing its memory and graph slot (0: never)"},
 			&cli.StringFlag{Name: "max-message-bytes", Value: "64MiB", Usage: "largest record batch message accepted, in `BYTES`"},
 			&cli.IntFlag{Name: "batch-rows", Value: serve.DefaultBatchRows, Usage: "most rows in a result batch"},
 			&cli.StringFlag{Name: "backend", Value: "auto", Usage: "auto, cpu or gpu"},
@@ -97,8 +106,14 @@ func serveAction(c *cli.Context, e *env) error {
 		}
 		defer stop()
 	}
+	eff := srv.Config()
 	log.Info("serving Arrow Flight", "addr", lis.Addr().String(), "tls", srv.TLS(), "auth", cfg.Token != "", "backend", c.String("backend"),
 		"upload_idle_timeout", c.Duration("upload-idle-timeout"), "result_idle_timeout", c.Duration("result-idle-timeout"))
+	log.Info("limits", "max_memory_bytes", byteLimit(eff.MaxMemoryBytes), "max_upload_bytes", byteLimit(eff.MaxUploadBytes),
+		"max_message_bytes", bytesize.Format(int64(eff.MaxMessageBytes)), "max_graphs", countLimit(eff.MaxGraphs),
+		"max_concurrent_jobs", eff.MaxConcurrentJobs, "max_query_time", timeLimit(eff.MaxQueryTime),
+		"max_iterations", countLimit(eff.MaxIterations), "max_upload_time", timeLimit(eff.MaxUploadTime),
+		"go_memory_limit", byteLimit(runtimeLimit(eff)))
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
@@ -139,15 +154,16 @@ func serveConfig(c *cli.Context) (serve.Config, error) {
 		Backend:           c.String("backend"),
 		TLSCertFile:       c.String("tls-cert"),
 		TLSKeyFile:        c.String("tls-key"),
-		MaxGraphs:         c.Int("max-graphs"),
+		MaxGraphs:         noneIfZero(c.Int("max-graphs")),
 		MaxConcurrentJobs: c.Int("max-concurrent-jobs"),
+		MaxIterations:     noneIfZero(c.Int("max-iterations")),
 		BatchRows:         c.Int("batch-rows"),
 	}
 	var err error
-	if cfg.MaxUploadBytes, err = byteFlag(c, "max-upload-bytes"); err != nil {
+	if cfg.MaxUploadBytes, err = byteLimitFlag(c, "max-upload-bytes"); err != nil {
 		return cfg, err
 	}
-	if cfg.MaxMemoryBytes, err = byteFlag(c, "max-memory-bytes"); err != nil {
+	if cfg.MaxMemoryBytes, err = byteLimitFlag(c, "max-memory-bytes"); err != nil {
 		return cfg, err
 	}
 	msg, err := byteFlag(c, "max-message-bytes")
@@ -158,14 +174,19 @@ func serveConfig(c *cli.Context) (serve.Config, error) {
 		return cfg, usererr.New(usererr.Usage, fmt.Sprintf("--max-message-bytes %s is out of range", c.String("max-message-bytes")), "use 1MiB to 2GiB")
 	}
 	cfg.MaxMessageBytes = int(msg)
-	if cfg.MaxGraphs < 0 || cfg.MaxConcurrentJobs < 1 || cfg.BatchRows < 1 {
-		return cfg, usererr.New(usererr.Usage, "--max-graphs must be >= 0, --max-concurrent-jobs and --batch-rows >= 1", "see 'gpipe serve --help'")
+	if c.Int("max-graphs") < 0 || c.Int("max-iterations") < 0 || cfg.MaxConcurrentJobs < 1 || cfg.BatchRows < 1 {
+		return cfg, usererr.New(usererr.Usage, "--max-graphs and --max-iterations must be >= 0, --max-concurrent-jobs and --batch-rows >= 1", "see 'gpipe serve --help'")
 	}
-	if cfg.UploadIdleTimeout, err = idleFlag(c, "upload-idle-timeout"); err != nil {
-		return cfg, err
-	}
-	if cfg.ResultIdleTimeout, err = idleFlag(c, "result-idle-timeout"); err != nil {
-		return cfg, err
+	for _, d := range []struct {
+		name string
+		to   *time.Duration
+	}{
+		{"upload-idle-timeout", &cfg.UploadIdleTimeout}, {"result-idle-timeout", &cfg.ResultIdleTimeout},
+		{"max-upload-time", &cfg.MaxUploadTime}, {"max-query-time", &cfg.MaxQueryTime},
+	} {
+		if *d.to, err = idleFlag(c, d.name); err != nil {
+			return cfg, err
+		}
 	}
 	if f := c.String("token-file"); f != "" {
 		if cfg.Token, err = readToken(f); err != nil {
@@ -183,8 +204,71 @@ func byteFlag(c *cli.Context, name string) (int64, error) {
 	return n, nil
 }
 
-// idleFlag reads an idle timeout flag into serve.Config's terms, where 0 is
-// the default and a negative duration no limit.
+// byteLimitFlag reads a byte limit into serve.Config's terms, where 0 is
+// the default (the flag not given) and a negative count no limit (0 given).
+func byteLimitFlag(c *cli.Context, name string) (int64, error) {
+	if c.String(name) == "" {
+		return 0, nil
+	}
+	n, err := byteFlag(c, name)
+	return noneIfZero(n), err
+}
+
+// noneIfZero is a flag's count in serve.Config's terms: the flag's 0 (no
+// limit) is Config's negative.
+func noneIfZero[T int | int64](n T) T {
+	if n == 0 {
+		return -1
+	}
+	return n
+}
+
+// byteLimit, countLimit and timeLimit are limits as the start's log line
+// shows them.
+func byteLimit(n int64) string {
+	if n <= 0 {
+		return "none"
+	}
+	return bytesize.Format(n)
+}
+
+func countLimit(n int) string {
+	if n <= 0 {
+		return "none"
+	}
+	return fmt.Sprint(n)
+}
+
+func timeLimit(d time.Duration) string {
+	if d <= 0 {
+		return "none"
+	}
+	return d.String()
+}
+
+// runtimeLimit sets the Go runtime's soft memory limit (as GOMEMLIMIT
+// would) to the server's memory limit plus the margin it does not count
+// (serve.RuntimeMemoryLimit), so that the garbage collector keeps the
+// heap near what the limit allows rather than let it grow to twice what
+// is live; it leaves a GOMEMLIMIT the environment sets. It returns the
+// limit in force, 0 for none.
+func runtimeLimit(cfg serve.Config) int64 {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		n := debug.SetMemoryLimit(-1)
+		if n == math.MaxInt64 {
+			return 0
+		}
+		return n
+	}
+	n := serve.RuntimeMemoryLimit(cfg)
+	if n > 0 {
+		debug.SetMemoryLimit(n)
+	}
+	return n
+}
+
+// idleFlag reads a timeout flag into serve.Config's terms, where 0 is the
+// default and a negative duration no limit.
 func idleFlag(c *cli.Context, name string) (time.Duration, error) {
 	d := c.Duration(name)
 	switch {

@@ -133,3 +133,32 @@ func TestServeDebugAddr(t *testing.T) {
 	}
 	fails(t, t.TempDir(), nil, 2, []string{"cannot listen on 127.0.0.1:99999 for --debug-addr"}, "serve", "--debug-addr", "127.0.0.1:99999")
 }
+
+// TestServeLimitFlags checks the limits: on by default (the memory ones
+// from the machine's memory) and shown in the log's limits line, turned off
+// by 0, and refused when negative.
+func TestServeLimitFlags(t *testing.T) {
+	code, logs := serveUntilListening(t)
+	if code != 0 || !strings.Contains(logs, "msg=limits max_memory_bytes=") || strings.Contains(logs, "=none") {
+		t.Errorf("the defaults: exit %d, log:\n%s", code, logs)
+	}
+	for _, want := range []string{"max_graphs=64", "max_query_time=10m0s", "max_iterations=10000", "max_upload_time=30m0s", "go_memory_limit="} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("the log lacks %q:\n%s", want, logs)
+		}
+	}
+	code, logs = serveUntilListening(t, "--max-memory-bytes", "0", "--max-upload-bytes", "0", "--max-graphs", "0",
+		"--max-query-time", "0", "--max-iterations", "0", "--max-upload-time", "0")
+	if code != 0 || !strings.Contains(logs, "max_memory_bytes=none max_upload_bytes=none") ||
+		!strings.Contains(logs, "max_graphs=none max_concurrent_jobs=4 max_query_time=none max_iterations=none max_upload_time=none go_memory_limit=none") {
+		t.Errorf("no limits: exit %d, log:\n%s", code, logs)
+	}
+	code, logs = serveUntilListening(t, "--max-memory-bytes", "2GiB")
+	if code != 0 || !strings.Contains(logs, `max_memory_bytes="2 GiB" max_upload_bytes="512 MiB"`) || !strings.Contains(logs, `go_memory_limit="2.5 GiB"`) {
+		t.Errorf("--max-memory-bytes 2GiB: exit %d, log:\n%s", code, logs)
+	}
+	for _, flag := range []string{"--max-query-time", "--max-upload-time"} {
+		fails(t, t.TempDir(), nil, 2, []string{flag, "must not be negative"}, "serve", flag, "-5s")
+	}
+	fails(t, t.TempDir(), nil, 2, []string{"--max-iterations must be >= 0"}, "serve", "--max-iterations", "-1")
+}

@@ -1,7 +1,10 @@
 package arrowipc
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/endian"
@@ -112,4 +115,108 @@ func (a *Appender) AppendMessage(meta, body []byte) (bool, error) {
 	a.body, a.bodyHeld, a.copyBody = body, false, 2*edgeBytes < len(body)
 	defer func() { a.body = nil }()
 	return true, a.appendRaw(cols[:nc], int(b.length))
+}
+
+// MessageCheck checks the IPC messages of a stream that arrive one at a
+// time, each as its flatbuffer metadata and its body (Arrow Flight's
+// FlightData: data_header and data_body), as ReadStream checks a stream's:
+// arrow's reader trusts the metadata (a bad offset or length is a panic, or
+// an allocation of whatever a length says), so that every message must be
+// checked before it sees it. The first message must be the schema, whose
+// layout the record and dictionary batches after it are checked against.
+type MessageCheck struct {
+	name   string
+	layout *schemaLayout
+	n      int // messages checked
+}
+
+// NewMessageCheck checks the messages of the stream name (for errors).
+func NewMessageCheck(name string) *MessageCheck { return &MessageCheck{name: name} }
+
+// Check checks the stream's next message; the error is an Input error
+// saying what is wrong with it.
+func (c *MessageCheck) Check(meta, body []byte) error {
+	i := c.n
+	c.n++
+	root := flatbuf.Root(meta)
+	if !root.OK || !flatbuf.Check(root, messageShape) {
+		return c.damaged(i, "its metadata is not an Arrow IPC message")
+	}
+	if bodyLen, _ := root.Int64(messageBodyLength, 0); bodyLen < 0 {
+		return c.damaged(i, fmt.Sprintf("it claims a body of %d bytes", bodyLen))
+	}
+	ht, _ := root.Uint8(messageHeaderType, 0)
+	if ht == headerSchema && c.layout != nil {
+		return c.damaged(i, "it is a second schema; a stream has one, in its first message")
+	}
+	if ht != headerSchema && c.layout == nil {
+		return c.damaged(i, "it comes before the schema; a stream starts with its schema")
+	}
+	if problem := checkStreamMessage(&c.layout, meta, body); problem != "" {
+		return c.damaged(i, problem)
+	}
+	return nil
+}
+
+func (c *MessageCheck) damaged(i int, problem string) error {
+	return usererr.InFile(c.name, fmt.Sprintf("message %d of the stream is damaged: %s", i, problem),
+		"send an Arrow schema, then record batches of that schema, as an Arrow IPC writer makes them")
+}
+
+// checkStreamMessage checks one message of a stream whose metadata passed
+// flatbuf.Check: a schema, whose layout it keeps in *layout, and record
+// and dictionary batches against that layout and their bodies. It says
+// what is wrong, if anything.
+func checkStreamMessage(layout **schemaLayout, meta, body []byte) string {
+	root := flatbuf.Root(meta)
+	switch ht, _ := root.Uint8(messageHeaderType, 0); ht {
+	case headerSchema:
+		schema, _ := root.Table(messageHeader)
+		l, ok := layoutOf(schema)
+		if !ok {
+			return "its schema has a field of a type the Arrow format does not have"
+		}
+		*layout = l
+	case headerDictionary, headerRecordBatch:
+		b, problem := parseBatch(meta, ht)
+		if problem == "" && *layout == nil {
+			problem = "it comes before the schema"
+		}
+		if problem == "" {
+			b.body = body
+			problem = b.check(*layout)
+		}
+		if problem != "" && ht == headerDictionary {
+			problem = "a dictionary batch: " + problem
+		}
+		return problem
+	}
+	return ""
+}
+
+// BatchError is what arrow's reader of a stream of messages (Flight's)
+// said about record batch i of the stream name, as an Input error in a
+// user's words: a panic it recovered from (which it reports as "unknown
+// error while reading: runtime error: ...") as buffers that do not match
+// the batch's header, never the panic's text.
+func BatchError(name string, i int, err error) error {
+	return usererr.InFile(name, errBatch("the stream", i, err),
+		"send an Arrow schema, then record batches of that schema, as an Arrow IPC writer makes them")
+}
+
+// SchemaError is what arrow's reader of a stream of messages (Flight's)
+// said about the stream's schema, as an Input error in a user's words.
+func SchemaError(name string, err error) error {
+	text := cause(err)
+	for _, p := range []string{"arrow/flight: ", "could not create flight reader: ", "could not decode schema from message schema: "} {
+		text = strings.ReplaceAll(text, p, "")
+	}
+	problem := "cannot read the stream's schema (" + text + ")"
+	switch s := err.Error(); {
+	case errors.Is(err, io.EOF) || strings.HasSuffix(s, "EOF"):
+		problem = "the stream ended before its schema"
+	case errors.Is(err, errArrowFailed) || strings.Contains(s, "runtime error") || strings.Contains(s, "out of range") || strings.Contains(s, "nil pointer"):
+		problem = "cannot read the stream's schema (it is damaged)"
+	}
+	return usererr.InFile(name, problem, "send an Arrow schema, then record batches of that schema, as an Arrow IPC writer makes them")
 }

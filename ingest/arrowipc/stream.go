@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -184,30 +185,11 @@ func (s *streamMessages) Message() (*ipc.Message, error) {
 // check checks a message of the stream: the schema, whose layout it keeps,
 // and record and dictionary batches against it and their bodies.
 func (s *streamMessages) check(meta, body []byte) error {
-	root := flatbuf.Root(meta)
-	switch ht, _ := root.Uint8(messageHeaderType, 0); ht {
-	case headerSchema:
-		schema, _ := root.Table(messageHeader)
-		layout, ok := layoutOf(schema)
-		if !ok {
-			return errDamagedMessage{"its schema has a field of a type the Arrow format does not have"}
-		}
-		s.layout = layout
-	case headerDictionary, headerRecordBatch:
-		b, problem := parseBatch(meta, ht)
-		if problem == "" && s.layout == nil {
-			problem = "it comes before the schema"
-		}
-		if problem == "" {
-			b.body = body
-			problem = b.check(s.layout)
-		}
-		if problem != "" {
-			if ht == headerDictionary {
-				problem = "a dictionary batch before it: " + problem
-			}
-			return errDamagedMessage{problem}
-		}
+	if problem := checkStreamMessage(&s.layout, meta, body); problem != "" {
+		// A record batch's reading reports it: a dictionary batch is
+		// read as the batch after it needs it.
+		problem = strings.Replace(problem, "a dictionary batch: ", "a dictionary batch before it: ", 1)
+		return errDamagedMessage{problem}
 	}
 	return nil
 }
