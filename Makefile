@@ -54,4 +54,4 @@ fuzz:
 	$(GO) test ./ingest/csv -run XXX -fuzz FuzzCSV -fuzztime 30s
 
 clean:
-	rm -rf bin .gpu-bundle .gpu-bundle.tgz
+	rm -rf bin .gpu-bundle .gpu-bundle.tar.xz

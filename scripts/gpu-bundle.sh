@@ -5,8 +5,9 @@
 #   <pkg>.test             test binaries of the packages that use the GPU
 #                          (gpipe.test: the root package's, the library's face;
 #                          pipeline.test: internal/pipeline's, the load on the GPU)
+#   recordsbench           scripts/recordsbench (bench-records.sh)
 #   run.sh                 runs them with GPIPE_REQUIRE_GPU=1, then the benchmarks
-# and the same folder as .gpu-bundle.tgz. scripts/nccl-check.sh (NCCL and
+# and the same folder as .gpu-bundle.tar.xz (tar -xJf .gpu-bundle.tar.xz). scripts/nccl-check.sh (NCCL and
 # peer access) runs from the same gpipe and gpu.test.
 # Carry the folder to the GPU machine and run `.gpu-bundle/run.sh [OUTDIR]`
 # from the repository root (docs/gpu.md).
@@ -17,6 +18,7 @@ rm -rf "$out"
 mkdir -p "$out"
 export CGO_ENABLED=0 GOOS=linux GOARCH=amd64
 go build -trimpath -ldflags="-s -w" -o "$out/gpipe" ./cmd/gpipe
+go build -trimpath -ldflags="-s -w" -o "$out/recordsbench" ./scripts/recordsbench
 for pkg in gpu kernels operators serve; do
 	go test -c -trimpath -ldflags="-s -w" -o "$out/$pkg.test" "./$pkg"
 done
@@ -26,7 +28,8 @@ go test -c -trimpath -ldflags="-s -w" -o "$out/pipeline.test" ./internal/pipelin
 go test -c -trimpath -ldflags="-s -w" -o "$out/gpipe.test" .
 cp scripts/gpu-run.sh "$out/run.sh"
 chmod +x "$out/run.sh"
-# The binaries are large (gRPC and Arrow Flight in gpipe and serve.test); a
-# gzip of the folder is a third of the size, for transfers with a size limit.
-tar -czf .gpu-bundle.tgz "$out"
-du -sh "$out" .gpu-bundle.tgz
+# The binaries are large (gRPC and Arrow Flight in gpipe and the test
+# binaries): an xz of the folder is a tenth of the size (about 30 MB), for
+# transfers with a size limit (the device tool's 64 MiB with the tree).
+tar -cf - "$out" | xz -T0 -9 >.gpu-bundle.tar.xz
+du -sh "$out" .gpu-bundle.tar.xz

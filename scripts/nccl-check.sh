@@ -13,7 +13,7 @@ logs=${1:?usage: scripts/nccl-check.sh OUTDIR}
 mkdir -p "$logs"
 logs=$(cd "$logs" && pwd)
 for f in gpipe gpu.test; do
-	[ -x "$bundle/$f" ] || { echo "no $bundle/$f: run make gpu-bundle (here: tar xzf .gpu-bundle.tgz)" >&2; exit 2; }
+	[ -x "$bundle/$f" ] || { echo "no $bundle/$f: run make gpu-bundle (here: tar -xJf .gpu-bundle.tar.xz)" >&2; exit 2; }
 done
 status=0
 

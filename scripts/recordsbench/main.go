@@ -21,6 +21,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/gpipe/gpipe"
@@ -45,14 +46,15 @@ type report struct {
 func main() {
 	scale := flag.Int("scale", 22, "the Kronecker scale of the records (edge factor 16)")
 	backend := flag.String("backend", "cpu", "auto, cpu or gpu")
+	batch := flag.Int("batch", 0, "records of at most this many rows (slices of the generator's chunks of 4 Mi rows; 0: the chunks)")
 	flag.Parse()
-	if err := run(flag.Arg(0), flag.Arg(1), *scale, *backend); err != nil {
+	if err := run(flag.Arg(0), flag.Arg(1), *scale, *batch, *backend); err != nil {
 		fmt.Fprintln(os.Stderr, "recordsbench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(way, path string, scale int, backend string) error {
+func run(way, path string, scale, batch int, backend string) error {
 	ctx := context.Background()
 	opts := gpipe.LoadOptions{Undirected: true, Backend: backend}
 	var rr array.RecordReader
@@ -66,6 +68,12 @@ func run(way, path string, scale int, backend string) error {
 		defer t.Release()
 		rr = t.RecordReader()
 		defer rr.Release()
+		if batch > 0 {
+			if rr, err = sliced(rr, int64(batch)); err != nil {
+				return err
+			}
+			defer rr.Release()
+		}
 	} else if way != "arrow" && way != "parquet" {
 		return fmt.Errorf("the way is records, arrow FILE or parquet FILE, not %q", way)
 	}
@@ -108,4 +116,21 @@ func currentRSS() int64 {
 		return 0
 	}
 	return resident * int64(os.Getpagesize())
+}
+
+// sliced is rr's records cut into slices of at most batch rows (views, no
+// copies), as a producer that hands over small batches makes them.
+func sliced(rr array.RecordReader, batch int64) (array.RecordReader, error) {
+	var recs []arrow.RecordBatch
+	for rr.Next() {
+		rec := rr.RecordBatch()
+		for lo := int64(0); lo < rec.NumRows(); lo += batch {
+			recs = append(recs, rec.NewSlice(lo, min(lo+batch, rec.NumRows())))
+		}
+	}
+	out, err := array.NewRecordReader(rr.Schema(), recs)
+	for _, r := range recs {
+		r.Release()
+	}
+	return out, err
 }
