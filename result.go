@@ -15,6 +15,7 @@ import (
 	"github.com/gpipe/gpipe/internal/pipeline"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
+	"github.com/gpipe/gpipe/operators/gpuop"
 	"github.com/gpipe/gpipe/sink"
 )
 
@@ -89,7 +90,7 @@ func prepare(op string, p Params) (operators.Operator, operators.Params, error) 
 	if err := o.Prepare(&params); err != nil {
 		return nil, operators.Params{}, err
 	}
-	if err := operators.CheckGPUParams(o, params); err != nil {
+	if err := gpuop.Check(o, params); err != nil {
 		return nil, operators.Params{}, err
 	}
 	return o, params, nil

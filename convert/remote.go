@@ -13,7 +13,7 @@ import (
 
 // Graphs built off the host.
 //
-// A graph built on a GPU (operators.GPU.BuildGraph) keeps its edge arrays
+// A graph built on a GPU (gpuop.GPU.BuildGraph) keeps its edge arrays
 // where they were built: the host holds the vertex keys, the offsets of the
 // layouts and the statistics, and the targets and weights stay on the device
 // until something on the host reads them. Materialize copies them down. The

@@ -2,9 +2,6 @@ package operators
 
 import (
 	"context"
-	"fmt"
-
-	"github.com/gpipe/gpipe/internal/usererr"
 )
 
 // Backend runs operators somewhere: on the CPU cores, or on a GPU.
@@ -29,11 +26,4 @@ func (CPU) Run(ctx context.Context, op Operator, in Input) (*Result, error) {
 		return nil, err
 	}
 	return op.RunCPU(ctx, in)
-}
-
-// errNoGPUImplementation is what the GPU backend says about an operator it
-// cannot run yet.
-func errNoGPUImplementation(op string) error {
-	return usererr.New(usererr.Backend, fmt.Sprintf("operator %s has no GPU implementation yet", op),
-		"use --backend cpu (or auto) for it")
 }

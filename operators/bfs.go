@@ -19,6 +19,7 @@ type BFS struct{}
 func (BFS) Spec() Spec {
 	return Spec{
 		Name:        "bfs",
+		GPU:         true,
 		Summary:     "breadth-first search: hop distance and BFS-tree parent of every vertex reachable from the source",
 		NeedsSource: true,
 		Params:      []string{ParamSource},
@@ -45,7 +46,7 @@ const (
 // RunCPU runs direction-optimizing BFS (Beamer, Asanović, Patterson; the
 // GAP Benchmark Suite's bfs.cc) on all cores.
 func (BFS) RunCPU(ctx context.Context, in Input) (*Result, error) {
-	if err := checkSource("bfs", in); err != nil {
+	if err := CheckSource("bfs", in); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/gpipe/gpipe/operators/internal/optest"
+
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/pollctx"
@@ -23,19 +25,19 @@ import (
 func TestCanceledInsideSteps(t *testing.T) {
 	const k = 1 << 16
 	// broom: the source, k vertices it points at, and one more after each.
-	var broom []tedge
+	var broom []optest.Edge
 	for i := int64(1); i <= k; i++ {
-		broom = append(broom, tedge{0, i, 1}, tedge{i, k + i, 1})
+		broom = append(broom, optest.Edge{U: 0, V: i, W: 1}, optest.Edge{U: i, V: k + i, W: 1})
 	}
 	// chain: one Δ-stepping bucket when Δ is wider than the whole path, so
 	// one phase that a worker spends relaxing its own bucket, vertex by
 	// vertex (bucket fusion).
-	var chain []tedge
+	var chain []optest.Edge
 	for i := int64(0); i < k; i++ {
-		chain = append(chain, tedge{i, i + 1, 1})
+		chain = append(chain, optest.Edge{U: i, V: i + 1, W: 1})
 	}
-	wide := buildGraph(t, shape{name: "broom", edges: broom}, true, true, edges.KeyInt64)
-	long := buildGraph(t, shape{name: "chain", edges: chain}, true, true, edges.KeyInt64)
+	wide := optest.BuildGraph(t, optest.Shape{Name: "broom", Edges: broom}, true, true, edges.KeyInt64)
+	long := optest.BuildGraph(t, optest.Shape{Name: "chain", Edges: chain}, true, true, edges.KeyInt64)
 	fewIterations := Params{Tolerance: 1e-15, MaxIterations: 5}
 	for _, c := range []struct {
 		op    Operator

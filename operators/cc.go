@@ -19,6 +19,7 @@ type CC struct{}
 func (CC) Spec() Spec {
 	return Spec{
 		Name:    "cc",
+		GPU:     true,
 		Summary: "weakly connected components (Afforest), each named by its smallest vertex key",
 		// Directed graphs also link over the in-edges (Afforest's final phase).
 		NeedsIn: true,
@@ -31,9 +32,12 @@ func (CC) Spec() Spec {
 // Prepare has nothing to fill in: cc takes no parameters.
 func (CC) Prepare(*Params) error { return nil }
 
-// Afforest's parameters, as in GAP's cc.cc.
+// AfforestRounds is the neighbours a vertex links in Afforest's sampling
+// phase, as in GAP's cc.cc (the GPU's Afforest takes as many).
+const AfforestRounds = 2
+
+// Afforest's other parameters, as in GAP's cc.cc.
 const (
-	afforestRounds  = 2    // neighbours per vertex linked in the sampling phase
 	afforestSamples = 1024 // samples to find the largest intermediate component
 	ccGrain         = 16384
 )
@@ -77,7 +81,7 @@ func afforest(ctx context.Context, out, rev *convert.CSR) ([]uint32, error) {
 		}
 	})
 	offs, targets := out.Offsets, out.Targets
-	for r := int64(0); r < afforestRounds; r++ {
+	for r := int64(0); r < AfforestRounds; r++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -102,7 +106,7 @@ func afforest(ctx context.Context, out, rev *convert.CSR) ([]uint32, error) {
 				continue
 			}
 			uu := uint32(u)
-			if e := offs[u] + afforestRounds; e < offs[u+1] {
+			if e := offs[u] + AfforestRounds; e < offs[u+1] {
 				for _, v := range targets[e:offs[u+1]] {
 					link(uu, v, comp)
 				}

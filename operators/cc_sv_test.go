@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpipe/gpipe/operators/internal/optest"
+
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/par"
@@ -50,19 +52,19 @@ func shiloachVishkin(out *convert.CSR) []uint32 {
 }
 
 func TestShiloachVishkin(t *testing.T) {
-	for _, s := range shapes(t) {
-		g := buildGraph(t, s, false, false, edges.KeyInt64)
-		got, want := shiloachVishkin(&g.Out), refCC(g)
+	for _, s := range optest.Shapes(t) {
+		g := optest.BuildGraph(t, s, false, false, edges.KeyInt64)
+		got, want := shiloachVishkin(&g.Out), optest.RefCC(g)
 		for v := range want {
 			if got[v] != want[v] {
-				t.Fatalf("%s: vertex %d in %d, want %d", s.name, v, got[v], want[v])
+				t.Fatalf("%s: vertex %d in %d, want %d", s.Name, v, got[v], want[v])
 			}
 		}
 	}
 }
 
 func BenchmarkCCShiloachVishkin(b *testing.B) {
-	g := benchGraph(b)
+	g := optest.BenchGraph(b)
 	b.ResetTimer()
 	times := make([]time.Duration, 0, b.N)
 	for i := 0; i < b.N; i++ {
@@ -71,5 +73,5 @@ func BenchmarkCCShiloachVishkin(b *testing.B) {
 		times = append(times, time.Since(start))
 	}
 	b.StopTimer()
-	reportMedian(b, times)
+	optest.ReportMedian(b, times)
 }

@@ -12,8 +12,9 @@ import (
 // Helpers shared by the CPU implementations. Hot loops use plain slices and
 // sync/atomic on uint32/uint64; fan-out goes through internal/par.
 
-// checkSource checks that in.Source is a vertex of in.Graph.
-func checkSource(op string, in Input) error {
+// CheckSource checks that in.Source is a vertex of in.Graph (the CPU and
+// the GPU backends check it before they run).
+func CheckSource(op string, in Input) error {
 	n := in.Graph.NumVertices()
 	if int64(in.Source) >= int64(n) {
 		return usererr.Newf(usererr.Usage, "operator %s: source vertex id %d is out of range (the graph has %d vertices)", op, in.Source, n)

@@ -81,7 +81,10 @@ type Spec struct {
 	NeedsIn bool
 	// Params names the parameters the operator takes (Params' JSON names;
 	// those of the GPU strategies come on top where it has a GPU kernel).
-	Params  []string
+	Params []string
+	// GPU says the operator has GPU strategies (package gpuop), which take
+	// the GPU parameters (GPUParams).
+	GPU     bool
 	Columns []ColumnSpec
 }
 
@@ -121,13 +124,31 @@ type Result struct {
 	// the CPU).
 	GPUs    int
 	Columns []Column
-	// recycle is the columns' memory that Release gives back: Go memory
-	// (recycle) or the backend's pinned memory (lease).
-	recycle [][]byte
-	lease   *resultLease
 	// Warnings are things the user should know about a result that is
 	// still returned, such as PageRank stopping before it converged.
 	Warnings []string
+	// release gives the columns' memory back to the backend that made them
+	// (OnRelease).
+	release []func()
+}
+
+// OnRelease registers f to run when the result is released: a backend
+// gives back there the memory its columns took (reused Go memory, pinned
+// memory lent by a pool).
+func (r *Result) OnRelease(f func()) { r.release = append(r.release, f) }
+
+// Release gives the memory of the result's columns back to the backend
+// that made them, for later runs. Only for a caller that holds nothing of
+// the columns any more (no slice of them, no Arrow array over them): the
+// memory may be overwritten by the next run. The columns are emptied. A
+// result never released is collected as usual, but for memory a backend
+// lent (gpuop's pinned results), which stays lent.
+func (r *Result) Release() {
+	for _, f := range r.release {
+		f()
+	}
+	r.release = nil
+	r.Columns = nil
 }
 
 // Column is one result column; the field that matches its type is set.

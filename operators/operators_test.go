@@ -7,187 +7,15 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
-	"strconv"
 	"testing"
+
+	"github.com/gpipe/gpipe/operators/internal/optest"
 
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/ingest/edges"
-	"github.com/gpipe/gpipe/ingest/gen"
 	"github.com/gpipe/gpipe/internal/par"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
-
-// tedge is a test edge between integer keys.
-type tedge struct {
-	u, v int64
-	w    float64
-}
-
-// shape is a test graph as an edge list. Negative says some weights are
-// negative (so sssp does not apply).
-type shape struct {
-	name     string
-	edges    []tedge
-	negative bool
-}
-
-// buildGraph builds edges with keys of the given type (integer keys are
-// mapped so that neither their order nor their values are the ids'; string
-// keys sort differently from the numbers they spell).
-func buildGraph(t testing.TB, s shape, directed, weighted bool, kt edges.KeyType) *convert.Graph {
-	t.Helper()
-	tab := &edges.Table{
-		Name:      s.name,
-		Columns:   edges.Columns{}.WithDefaults(),
-		KeyType:   kt,
-		HasWeight: weighted,
-		RowsRead:  int64(len(s.edges)),
-		Skipped:   edges.Skips{},
-	}
-	// Two chunks, to exercise chunked tables.
-	half := len(s.edges) / 2
-	for ci, part := range [][]tedge{s.edges[:half], s.edges[half:]} {
-		c := edges.Chunk{FirstRow: int64(ci * half)}
-		var src, dst edges.Keys
-		switch kt {
-		case edges.KeyInt32:
-			src.Int32, dst.Int32 = make([]int32, 0, len(part)), make([]int32, 0, len(part))
-			for _, e := range part {
-				src.Int32 = append(src.Int32, int32(1000-3*e.u))
-				dst.Int32 = append(dst.Int32, int32(1000-3*e.v))
-			}
-		case edges.KeyInt64:
-			src.Int64, dst.Int64 = make([]int64, 0, len(part)), make([]int64, 0, len(part))
-			for _, e := range part {
-				src.Int64 = append(src.Int64, e.u<<33+5)
-				dst.Int64 = append(dst.Int64, e.v<<33+5)
-			}
-		case edges.KeyString:
-			src.Str, dst.Str = &edges.Strings{Offsets: []int64{0}}, &edges.Strings{Offsets: []int64{0}}
-			for _, e := range part {
-				for _, p := range []struct {
-					s *edges.Strings
-					k int64
-				}{{src.Str, e.u}, {dst.Str, e.v}} {
-					p.s.Data = append(p.s.Data, "k"+strconv.FormatInt(p.k, 10)...)
-					p.s.Offsets = append(p.s.Offsets, int64(len(p.s.Data)))
-				}
-			}
-		}
-		c.Src, c.Dst = src, dst
-		if weighted {
-			for _, e := range part {
-				c.Weight = append(c.Weight, e.w)
-			}
-		}
-		tab.Chunks = append(tab.Chunks, c)
-	}
-	g, err := convert.Build(context.Background(), tab, convert.BuildOptions{
-		Undirected: !directed, Weighted: weighted, Weights: convert.FiniteWeights, BuildIn: true,
-	})
-	if err != nil {
-		t.Fatalf("%s: build: %v", s.name, err)
-	}
-	return g
-}
-
-// kroneckerEdges draws a small Graph 500 graph with GAP's weights.
-func kroneckerEdges(t testing.TB, scale, edgeFactor int, seed uint64) []tedge {
-	t.Helper()
-	tab, err := gen.Kronecker{Scale: scale, EdgeFactor: edgeFactor, Seed: seed, Weighted: true}.Generate(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var edges []tedge
-	for _, c := range tab.Chunks {
-		for i := range c.Src.Int64 {
-			edges = append(edges, tedge{c.Src.Int64[i], c.Dst.Int64[i], c.Weight[i]})
-		}
-	}
-	return edges
-}
-
-// shapes are the graphs every operator is tested on.
-func shapes(t testing.TB) []shape {
-	rng := rand.New(rand.NewPCG(42, 7))
-	var list []shape
-	add := func(name string, edges []tedge, negative bool) {
-		list = append(list, shape{name, edges, negative})
-	}
-	add("one-vertex", []tedge{{7, 7, 1}}, false)
-	add("self-loops-only", []tedge{{1, 1, 1}, {2, 2, 3}, {3, 3, 2}}, false)
-	add("parallel-edges", []tedge{{0, 1, 5}, {0, 1, 2}, {1, 2, 3}, {1, 2, 9}, {0, 2, 10}, {2, 0, 1}, {2, 3, 4}, {3, 2, 1}, {2, 2, 1}}, false)
-	var dis []tedge
-	for i := int64(0); i < 30; i++ { // a cycle, a path, isolated pairs
-		dis = append(dis, tedge{i, (i + 1) % 30, float64(1 + i%4)})
-		dis = append(dis, tedge{100 + i, 101 + i, float64(1 + i%3)})
-		dis = append(dis, tedge{200 + 2*i, 201 + 2*i, 2})
-	}
-	add("disconnected", dis, false)
-	var star []tedge
-	for i := int64(1); i <= 3000; i++ {
-		star = append(star, tedge{0, i, float64(1 + i%7)}, tedge{i, 0, float64(1 + i%5)})
-		if i%10 == 0 {
-			star = append(star, tedge{i, i + 1, 1})
-		}
-	}
-	add("star", star, false)
-	var chain []tedge
-	for i := int64(0); i < 3000; i++ {
-		chain = append(chain, tedge{i, i + 1, float64(1 + rng.IntN(100))})
-	}
-	add("chain", chain, false)
-	var complete []tedge
-	for i := int64(0); i < 40; i++ {
-		for j := int64(0); j < 40; j++ {
-			if i != j {
-				complete = append(complete, tedge{i, j, float64(rng.IntN(5))})
-			}
-		}
-	}
-	add("complete", complete, false)
-	// Zero weights and many ties: shortest-path trees must stay trees.
-	var ties []tedge
-	for i := 0; i < 3000; i++ {
-		ties = append(ties, tedge{int64(rng.IntN(800)), int64(rng.IntN(800)), float64(rng.IntN(3))})
-	}
-	add("zero-weights-ties", ties, false)
-	var sparse []tedge
-	for i := 0; i < 6000; i++ {
-		sparse = append(sparse, tedge{int64(rng.IntN(3000)), int64(rng.IntN(3000)), rng.Float64() * 10})
-	}
-	add("random-sparse", sparse, false)
-	var neg []tedge
-	for i := 0; i < 6000; i++ {
-		neg = append(neg, tedge{int64(rng.IntN(2000)), int64(rng.IntN(2000)), math.Round((rng.Float64()*10-5)*100) / 100})
-	}
-	add("negative-weights", neg, true)
-	add("kronecker-10-seed1", kroneckerEdges(t, 10, 16, 1), false)
-	add("kronecker-11-seed2", kroneckerEdges(t, 11, 8, 2), false)
-	add("kronecker-12-seed3", kroneckerEdges(t, 12, 16, 3), false)
-	return list
-}
-
-// sourcesOf picks the first vertex, a middle one and the largest out-degree.
-func sourcesOf(g *convert.Graph) []uint32 {
-	n := g.NumVertices()
-	if n == 0 {
-		return nil
-	}
-	best := uint32(0)
-	for v := 1; v < n; v++ {
-		if g.Out.Degree(uint32(v)) > g.Out.Degree(best) {
-			best = uint32(v)
-		}
-	}
-	srcs := []uint32{0}
-	for _, s := range []uint32{uint32(n / 2), best} {
-		if s != srcs[len(srcs)-1] && s != 0 {
-			srcs = append(srcs, s)
-		}
-	}
-	return srcs
-}
 
 func run(t testing.TB, op Operator, g *convert.Graph, src uint32, p Params) *Result {
 	t.Helper()
@@ -216,10 +44,10 @@ func run(t testing.TB, op Operator, g *convert.Graph, src uint32, p Params) *Res
 
 // checkAll runs every operator on g and compares it with the references.
 func checkAll(t *testing.T, g *convert.Graph, negative bool) {
-	for _, src := range sourcesOf(g) {
+	for _, src := range optest.SourcesOf(g) {
 		r := run(t, BFS{}, g, src, Params{})
-		ref := refBFS(g, src)
-		if err := validateBFS(g, src, r.Column("depth").Int32, r.Column("parent").Vertex, ref); err != nil {
+		ref := optest.RefBFS(g, src)
+		if err := optest.ValidateBFS(g, src, r.Column("depth").Int32, r.Column("parent").Vertex, ref); err != nil {
 			t.Fatalf("bfs from %d: %v", src, err)
 		}
 		maxDepth := int32(0)
@@ -233,13 +61,13 @@ func checkAll(t *testing.T, g *convert.Graph, negative bool) {
 		if !negative {
 			for _, delta := range []float64{0, 0.7, 50} {
 				r = run(t, SSSP{}, g, src, Params{Delta: delta})
-				if err := validateSSSP(g, src, r.Column("distance").Float64, r.Column("parent").Vertex, refDijkstra(g, src)); err != nil {
+				if err := optest.ValidateSSSP(g, src, r.Column("distance").Float64, r.Column("parent").Vertex, optest.RefDijkstra(g, src)); err != nil {
 					t.Fatalf("sssp from %d (delta %v): %v", src, delta, err)
 				}
 			}
 		}
 
-		refW := refWidest(g, src)
+		refW := optest.RefWidest(g, src)
 		for _, delta := range []float64{0, 0.3, 1000} {
 			r = run(t, SSWP{}, g, src, Params{Delta: delta})
 			width := r.Column("width").Float64
@@ -257,7 +85,7 @@ func checkAll(t *testing.T, g *convert.Graph, negative bool) {
 
 	r := run(t, PageRank{}, g, 0, Params{})
 	rank := r.Column("rank").Float64
-	ref := refPageRank(g, DefaultDamping)
+	ref := optest.RefPageRank(g, DefaultDamping)
 	var l1, sum float64
 	for v := range rank {
 		l1 += math.Abs(rank[v] - ref[v])
@@ -271,7 +99,7 @@ func checkAll(t *testing.T, g *convert.Graph, negative bool) {
 	}
 
 	r = run(t, CC{}, g, 0, Params{})
-	comp, refComp := r.Column("component").Vertex, refCC(g)
+	comp, refComp := r.Column("component").Vertex, optest.RefCC(g)
 	for v := range comp {
 		if comp[v] != refComp[v] {
 			t.Fatalf("cc: vertex %d in component %d, reference %d", v, comp[v], refComp[v])
@@ -282,15 +110,15 @@ func checkAll(t *testing.T, g *convert.Graph, negative bool) {
 func TestOperatorsAgainstReferences(t *testing.T) {
 	keyTypes := []edges.KeyType{edges.KeyInt64, edges.KeyInt32, edges.KeyString}
 	k := 0
-	for _, s := range shapes(t) {
+	for _, s := range optest.Shapes(t) {
 		for _, directed := range []bool{false, true} {
 			for _, weighted := range []bool{false, true} {
 				kt := keyTypes[k%len(keyTypes)]
 				k++
-				name := fmt.Sprintf("%s/directed=%v/weighted=%v/%v", s.name, directed, weighted, kt)
+				name := fmt.Sprintf("%s/directed=%v/weighted=%v/%v", s.Name, directed, weighted, kt)
 				t.Run(name, func(t *testing.T) {
-					g := buildGraph(t, s, directed, weighted, kt)
-					checkAll(t, g, s.negative && weighted)
+					g := optest.BuildGraph(t, s, directed, weighted, kt)
+					checkAll(t, g, s.Negative && weighted)
 				})
 			}
 		}
@@ -301,13 +129,13 @@ func TestOperatorsAgainstReferences(t *testing.T) {
 // number, so that chunk boundaries and contention differ from the default.
 func TestOperatorsOddWorkers(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(5))
-	for _, s := range shapes(t) {
-		if s.name != "kronecker-12-seed3" && s.name != "star" && s.name != "zero-weights-ties" {
+	for _, s := range optest.Shapes(t) {
+		if s.Name != "kronecker-12-seed3" && s.Name != "star" && s.Name != "zero-weights-ties" {
 			continue
 		}
 		for _, directed := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/directed=%v", s.name, directed), func(t *testing.T) {
-				checkAll(t, buildGraph(t, s, directed, true, edges.KeyInt64), false)
+			t.Run(fmt.Sprintf("%s/directed=%v", s.Name, directed), func(t *testing.T) {
+				checkAll(t, optest.BuildGraph(t, s, directed, true, edges.KeyInt64), false)
 			})
 		}
 	}
@@ -409,7 +237,7 @@ func TestParams(t *testing.T) {
 }
 
 func TestSourceOutOfRange(t *testing.T) {
-	g := buildGraph(t, shape{name: "pair", edges: []tedge{{1, 2, 1}}}, false, true, edges.KeyInt64)
+	g := optest.BuildGraph(t, optest.Shape{Name: "pair", Edges: []optest.Edge{{U: 1, V: 2, W: 1}}}, false, true, edges.KeyInt64)
 	for _, op := range []Operator{BFS{}, SSSP{}, SSWP{}} {
 		if _, err := op.RunCPU(context.Background(), Input{Graph: g, Source: 2}); usererr.KindOf(err) != usererr.Usage {
 			t.Errorf("%s with source 2 of 2 vertices: %v", op.Spec().Name, err)
@@ -418,7 +246,7 @@ func TestSourceOutOfRange(t *testing.T) {
 }
 
 func TestPageRankNotConverged(t *testing.T) {
-	g := buildGraph(t, shape{name: "k10", edges: kroneckerEdges(t, 10, 16, 1)}, true, false, edges.KeyInt64)
+	g := optest.BuildGraph(t, optest.Shape{Name: "k10", Edges: optest.KroneckerEdges(t, 10, 16, 1)}, true, false, edges.KeyInt64)
 	r := run(t, PageRank{}, g, 0, Params{MaxIterations: 3})
 	if r.Iterations != 3 || len(r.Warnings) != 1 {
 		t.Fatalf("iterations %d, warnings %q", r.Iterations, r.Warnings)
@@ -440,7 +268,7 @@ func TestPageRankNotConverged(t *testing.T) {
 // equation on a small directed graph with a dangling vertex.
 func TestPageRankSmall(t *testing.T) {
 	// 0→1, 0→2, 1→2, 2→0, 3→2, and 4 dangling (1→4).
-	g := buildGraph(t, shape{name: "small", edges: []tedge{{0, 1, 1}, {0, 2, 1}, {1, 2, 1}, {2, 0, 1}, {3, 2, 1}, {1, 4, 1}}}, true, false, edges.KeyInt64)
+	g := optest.BuildGraph(t, optest.Shape{Name: "small", Edges: []optest.Edge{{U: 0, V: 1, W: 1}, {U: 0, V: 2, W: 1}, {U: 1, V: 2, W: 1}, {U: 2, V: 0, W: 1}, {U: 3, V: 2, W: 1}, {U: 1, V: 4, W: 1}}}, true, false, edges.KeyInt64)
 	r := run(t, PageRank{}, g, 0, Params{Tolerance: 1e-15})
 	rank := r.Column("rank").Float64
 	// The fixed point satisfies the networkx equation exactly.
@@ -454,7 +282,7 @@ func TestPageRankSmall(t *testing.T) {
 	for v := range rank {
 		var in float64
 		for u := 0; u < 5; u++ {
-			if edgeIndex(&g.Out, uint32(u), uint32(v)) >= 0 {
+			if optest.EdgeIndex(&g.Out, uint32(u), uint32(v)) >= 0 {
 				in += rank[u] / float64(g.Out.Degree(uint32(u)))
 			}
 		}
@@ -466,7 +294,7 @@ func TestPageRankSmall(t *testing.T) {
 }
 
 func TestCanceled(t *testing.T) {
-	g := buildGraph(t, shape{name: "k10", edges: kroneckerEdges(t, 10, 16, 1)}, false, true, edges.KeyInt64)
+	g := optest.BuildGraph(t, optest.Shape{Name: "k10", Edges: optest.KroneckerEdges(t, 10, 16, 1)}, false, true, edges.KeyInt64)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	for _, op := range All() {
@@ -483,39 +311,27 @@ func TestCanceled(t *testing.T) {
 // TestDeltaFar uses bucket widths far below the weights, so that most
 // relaxations land beyond the bucket ring and wait in the far lists.
 func TestDeltaFar(t *testing.T) {
-	for _, s := range shapes(t) {
-		if s.name != "chain" && s.name != "random-sparse" && s.name != "kronecker-10-seed1" && s.name != "negative-weights" {
+	for _, s := range optest.Shapes(t) {
+		if s.Name != "chain" && s.Name != "random-sparse" && s.Name != "kronecker-10-seed1" && s.Name != "negative-weights" {
 			continue
 		}
-		g := buildGraph(t, s, true, true, edges.KeyInt64)
-		for _, src := range sourcesOf(g) {
-			if !s.negative {
+		g := optest.BuildGraph(t, s, true, true, edges.KeyInt64)
+		for _, src := range optest.SourcesOf(g) {
+			if !s.Negative {
 				r := run(t, SSSP{}, g, src, Params{Delta: 1e-4})
-				if err := validateSSSP(g, src, r.Column("distance").Float64, r.Column("parent").Vertex, refDijkstra(g, src)); err != nil {
-					t.Fatalf("%s: sssp from %d: %v", s.name, src, err)
+				if err := optest.ValidateSSSP(g, src, r.Column("distance").Float64, r.Column("parent").Vertex, optest.RefDijkstra(g, src)); err != nil {
+					t.Fatalf("%s: sssp from %d: %v", s.Name, src, err)
 				}
 			}
 			r := run(t, SSWP{}, g, src, Params{Delta: 1e-5})
-			ref := refWidest(g, src)
+			ref := optest.RefWidest(g, src)
 			for v, x := range r.Column("width").Float64 {
 				if !(x == ref[v] || math.IsNaN(x) && math.IsInf(ref[v], -1)) {
-					t.Fatalf("%s: sswp from %d: vertex %d width %v, reference %v", s.name, src, v, x, ref[v])
+					t.Fatalf("%s: sswp from %d: vertex %d width %v, reference %v", s.Name, src, v, x, ref[v])
 				}
 			}
 		}
 	}
-}
-
-// nanUnreached is dist with +Inf replaced by NaN, as results carry it.
-func nanUnreached(dist []float64) []float64 {
-	out := make([]float64, len(dist))
-	for i, d := range dist {
-		out[i] = d
-		if math.IsInf(d, 1) {
-			out[i] = math.NaN()
-		}
-	}
-	return out
 }
 
 // TestSSSPLogChunks shrinks the relaxation log's chunks so that parents
@@ -524,15 +340,15 @@ func TestSSSPLogChunks(t *testing.T) {
 	defer func(c int) { relaxChunk = c }(relaxChunk)
 	for _, chunk := range []int{1, 100, 300} {
 		relaxChunk = chunk
-		for _, s := range shapes(t) {
-			if s.name != "kronecker-12-seed3" && s.name != "zero-weights-ties" {
+		for _, s := range optest.Shapes(t) {
+			if s.Name != "kronecker-12-seed3" && s.Name != "zero-weights-ties" {
 				continue
 			}
-			g := buildGraph(t, s, false, true, edges.KeyInt64)
-			for _, src := range sourcesOf(g) {
+			g := optest.BuildGraph(t, s, false, true, edges.KeyInt64)
+			for _, src := range optest.SourcesOf(g) {
 				r := run(t, SSSP{}, g, src, Params{})
-				if err := validateSSSP(g, src, r.Column("distance").Float64, r.Column("parent").Vertex, refDijkstra(g, src)); err != nil {
-					t.Fatalf("%s, chunks of %d: sssp from %d: %v", s.name, chunk, src, err)
+				if err := optest.ValidateSSSP(g, src, r.Column("distance").Float64, r.Column("parent").Vertex, optest.RefDijkstra(g, src)); err != nil {
+					t.Fatalf("%s, chunks of %d: sssp from %d: %v", s.Name, chunk, src, err)
 				}
 			}
 		}
@@ -540,27 +356,27 @@ func TestSSSPLogChunks(t *testing.T) {
 }
 
 // TestPageRankFloat32 checks the float32-contribution path (tolerances of
-// prFloat32Tolerance and looser) against the float64 one and the reference,
+// Float32Tolerance and looser) against the float64 one and the reference,
 // on both directions and with dangling vertices.
 func TestPageRankFloat32(t *testing.T) {
-	for _, s := range shapes(t) {
-		switch s.name {
+	for _, s := range optest.Shapes(t) {
+		switch s.Name {
 		case "star", "disconnected", "kronecker-11-seed2", "kronecker-12-seed3", "random-sparse":
 		default:
 			continue
 		}
 		for _, directed := range []bool{false, true} {
-			g := buildGraph(t, s, directed, false, edges.KeyInt64)
-			ref := refPageRank(g, DefaultDamping)
-			for _, tol := range []float64{prFloat32Tolerance, 1e-4} {
+			g := optest.BuildGraph(t, s, directed, false, edges.KeyInt64)
+			ref := optest.RefPageRank(g, DefaultDamping)
+			for _, tol := range []float64{Float32Tolerance, 1e-4} {
 				r32 := run(t, PageRank{}, g, 0, Params{Tolerance: tol})
 				if r32.Strategy != "pull (float32 contributions)" {
 					t.Fatalf("tolerance %g: strategy %q", tol, r32.Strategy)
 				}
 				// Just below the threshold: the float64 path.
-				r64 := run(t, PageRank{}, g, 0, Params{Tolerance: prFloat32Tolerance * 0.999})
+				r64 := run(t, PageRank{}, g, 0, Params{Tolerance: Float32Tolerance * 0.999})
 				if r64.Strategy != "pull" {
-					t.Fatalf("tolerance %g: strategy %q", prFloat32Tolerance*0.999, r64.Strategy)
+					t.Fatalf("tolerance %g: strategy %q", Float32Tolerance*0.999, r64.Strategy)
 				}
 				x32, x64 := r32.Column("rank").Float64, r64.Column("rank").Float64
 				var d64, dRef, sum float64
@@ -573,10 +389,10 @@ func TestPageRankFloat32(t *testing.T) {
 				// each is within a few tolerances of the fixed point.
 				if dRef > 20*tol || d64 > 20*tol || math.Abs(sum-1) > 1e-6 {
 					t.Fatalf("%s directed=%v tolerance %g: L1 to float64 path %g, to reference %g, sum %v",
-						s.name, directed, tol, d64, dRef, sum)
+						s.Name, directed, tol, d64, dRef, sum)
 				}
 				if len(r32.Warnings) != 0 {
-					t.Fatalf("%s: warnings %q", s.name, r32.Warnings)
+					t.Fatalf("%s: warnings %q", s.Name, r32.Warnings)
 				}
 			}
 		}
@@ -688,26 +504,26 @@ func TestDeltaFrontierOrder(t *testing.T) {
 			sortMin = 1
 			runtime.GOMAXPROCS(-m)
 		}
-		for _, s := range shapes(t) {
-			switch s.name {
+		for _, s := range optest.Shapes(t) {
+			switch s.Name {
 			case "star", "chain", "zero-weights-ties", "kronecker-11-seed2", "kronecker-12-seed3", "negative-weights":
 			default:
 				continue
 			}
 			for _, weighted := range []bool{false, true} {
-				g := buildGraph(t, s, false, weighted, edges.KeyInt64)
-				for _, src := range sourcesOf(g) {
-					if !(s.negative && weighted) {
+				g := optest.BuildGraph(t, s, false, weighted, edges.KeyInt64)
+				for _, src := range optest.SourcesOf(g) {
+					if !(s.Negative && weighted) {
 						r := run(t, SSSP{}, g, src, Params{})
-						if err := validateSSSP(g, src, r.Column("distance").Float64, r.Column("parent").Vertex, refDijkstra(g, src)); err != nil {
-							t.Fatalf("%s weighted=%v sortMin %d (workers %d): sssp from %d: %v", s.name, weighted, sortMin, par.Workers(), src, err)
+						if err := optest.ValidateSSSP(g, src, r.Column("distance").Float64, r.Column("parent").Vertex, optest.RefDijkstra(g, src)); err != nil {
+							t.Fatalf("%s weighted=%v sortMin %d (workers %d): sssp from %d: %v", s.Name, weighted, sortMin, par.Workers(), src, err)
 						}
 					}
 					r := run(t, SSWP{}, g, src, Params{})
-					ref := refWidest(g, src)
+					ref := optest.RefWidest(g, src)
 					for v, x := range r.Column("width").Float64 {
 						if !(x == ref[v] || math.IsNaN(x) && math.IsInf(ref[v], -1)) {
-							t.Fatalf("%s weighted=%v sortMin %d (workers %d): sswp from %d: vertex %d width %v, reference %v", s.name, weighted, sortMin, par.Workers(), src, v, x, ref[v])
+							t.Fatalf("%s weighted=%v sortMin %d (workers %d): sswp from %d: vertex %d width %v, reference %v", s.Name, weighted, sortMin, par.Workers(), src, v, x, ref[v])
 						}
 					}
 				}
@@ -749,20 +565,20 @@ func TestDeltaFusion(t *testing.T) {
 		fuseEdges, splitEdges, pieceEdges = c.fuse, c.split, c.piece
 		for _, procs := range []int{1, 3, 2*runtime.NumCPU() + 1} {
 			runtime.GOMAXPROCS(procs)
-			for _, s := range shapes(t) {
-				switch s.name {
+			for _, s := range optest.Shapes(t) {
+				switch s.Name {
 				case "star", "chain", "zero-weights-ties", "kronecker-11-seed2", "kronecker-12-seed3":
 				default:
 					continue
 				}
-				g := buildGraph(t, s, false, true, edges.KeyInt64)
-				for _, src := range sourcesOf(g) {
+				g := optest.BuildGraph(t, s, false, true, edges.KeyInt64)
+				for _, src := range optest.SourcesOf(g) {
 					runSSSPBothWidths(t, g, src, Params{})
 					r := run(t, SSWP{}, g, src, Params{})
-					ref := refWidest(g, src)
+					ref := optest.RefWidest(g, src)
 					for v, x := range r.Column("width").Float64 {
 						if !(x == ref[v] || math.IsNaN(x) && math.IsInf(ref[v], -1)) {
-							t.Fatalf("%s %+v (workers %d): sswp from %d: vertex %d width %v, reference %v", s.name, c, procs, src, v, x, ref[v])
+							t.Fatalf("%s %+v (workers %d): sswp from %d: vertex %d width %v, reference %v", s.Name, c, procs, src, v, x, ref[v])
 						}
 					}
 				}

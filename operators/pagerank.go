@@ -32,6 +32,7 @@ const (
 func (PageRank) Spec() Spec {
 	return Spec{
 		Name:    "pagerank",
+		GPU:     true,
 		Summary: "PageRank (networkx definition: dangling rank spread evenly), pulled over the in-edges",
 		NeedsIn: true,
 		Params:  []string{ParamTolerance, ParamMaxIterations, ParamDamping},
@@ -79,7 +80,7 @@ func (PageRank) Prepare(p *Params) error {
 // add and two stores.
 const prGrain = 1024
 
-// prFloat32Tolerance is the tightest tolerance at which contributions are
+// Float32Tolerance is the tightest tolerance at which contributions are
 // kept as float32. The ranks and every sum stay float64; a float32
 // contribution is off by at most 2^-24 of itself, so an iteration's ranks
 // are off by about 6e-8 of their sum (1) in L1, far below a tolerance of
@@ -87,7 +88,7 @@ const prGrain = 1024
 // float32 instead of float64) keeps more of it in cache: on Kronecker 20
 // the gather over all in-edges takes 15 ms instead of 18.6, a whole run of
 // 8 iterations 150 ms instead of 163.
-const prFloat32Tolerance = 1e-6
+const Float32Tolerance = 1e-6
 
 // The pull reads the contributions in hubs-first order (convert.HubOrder)
 // on graphs of at least prHubOrderMin vertices whose largest out-degree is
@@ -152,7 +153,7 @@ func (PageRank) RunCPU(ctx context.Context, in Input) (*Result, error) {
 		change    float64
 		err       error
 	)
-	if p.Tolerance >= prFloat32Tolerance {
+	if p.Tolerance >= Float32Tolerance {
 		notes = append([]string{"float32 contributions"}, notes...)
 		c, nc := getScratch[float32](&scratchF32, n), getScratch[float32](&scratchF32, n)
 		defer putScratch(&scratchF32, c)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpipe/gpipe/operators/internal/optest"
+
 	"github.com/gpipe/gpipe/ingest/edges"
 )
 
@@ -14,10 +16,10 @@ import (
 // vertices included) and both contribution widths; and the reference.
 func TestPageRankHubOrder(t *testing.T) {
 	defer func(m int, k float64) { prHubOrderMin, prHubSkew = m, k }(prHubOrderMin, prHubSkew)
-	for _, s := range shapes(t) {
+	for _, s := range optest.Shapes(t) {
 		for _, directed := range []bool{false, true} {
-			g := buildGraph(t, s, directed, false, edges.KeyInt64)
-			ref := refPageRank(g, DefaultDamping)
+			g := optest.BuildGraph(t, s, directed, false, edges.KeyInt64)
+			ref := optest.RefPageRank(g, DefaultDamping)
 			for _, tol := range []float64{1e-4, DefaultTolerance} {
 				prHubOrderMin, prHubSkew = 0, 0
 				hub := run(t, PageRank{}, g, 0, Params{Tolerance: tol})
@@ -27,18 +29,18 @@ func TestPageRankHubOrder(t *testing.T) {
 					t.Fatalf("strategies %q and %q", hub.Strategy, plain.Strategy)
 				}
 				if hub.Iterations != plain.Iterations {
-					t.Fatalf("%s directed=%v tolerance %g: %d iterations hubs first, %d in vertex order", s.name, directed, tol, hub.Iterations, plain.Iterations)
+					t.Fatalf("%s directed=%v tolerance %g: %d iterations hubs first, %d in vertex order", s.Name, directed, tol, hub.Iterations, plain.Iterations)
 				}
 				xh, xp := hub.Column("rank").Float64, plain.Column("rank").Float64
 				var l1 float64
 				for v := range xh {
 					if xh[v] != xp[v] {
-						t.Fatalf("%s directed=%v tolerance %g: vertex %d rank %v hubs first, %v in vertex order", s.name, directed, tol, v, xh[v], xp[v])
+						t.Fatalf("%s directed=%v tolerance %g: vertex %d rank %v hubs first, %v in vertex order", s.Name, directed, tol, v, xh[v], xp[v])
 					}
 					l1 += math.Abs(xh[v] - ref[v])
 				}
 				if l1 > 20*tol {
-					t.Fatalf("%s directed=%v tolerance %g: L1 distance %g to the reference", s.name, directed, tol, l1)
+					t.Fatalf("%s directed=%v tolerance %g: L1 distance %g to the reference", s.Name, directed, tol, l1)
 				}
 			}
 		}

@@ -18,9 +18,21 @@ const (
 	ParamDelta         = "delta"
 )
 
-// gpuParams are the GPU strategies' parameters, which every operator with a
-// GPU implementation takes.
-var gpuParams = []string{"strategy", "vwarp", "defer_outliers", "dynamic", "chunk_size", "vertex_group"}
+// The GPU strategies' parameters, which every operator with a GPU
+// implementation (Spec.GPU) takes.
+const (
+	ParamStrategy      = "strategy"
+	ParamVWarp         = "vwarp"
+	ParamDeferOutliers = "defer_outliers"
+	ParamDynamic       = "dynamic"
+	ParamChunkSize     = "chunk_size"
+	ParamVertexGroup   = "vertex_group"
+)
+
+// GPUParams lists the GPU strategies' parameters.
+func GPUParams() []string {
+	return []string{ParamStrategy, ParamVWarp, ParamDeferOutliers, ParamDynamic, ParamChunkSize, ParamVertexGroup}
+}
 
 // zeroMeansDefault are the parameters where Params' zero stands for the
 // default but 0 itself is not a valid value: a caller who gives 0 means 0.
@@ -32,14 +44,14 @@ var zeroMeansDefault = map[string]func(Params) bool{
 
 // ParamNames lists every operator parameter.
 func ParamNames() []string {
-	return append([]string{ParamSource, ParamTolerance, ParamMaxIterations, ParamDamping, ParamDelta}, gpuParams...)
+	return append([]string{ParamSource, ParamTolerance, ParamMaxIterations, ParamDamping, ParamDelta}, GPUParams()...)
 }
 
 // Takes lists the parameters op takes.
 func Takes(op Operator) []string {
 	names := slices.Clone(op.Spec().Params)
-	if _, ok := op.(gpuOperator); ok {
-		names = append(names, gpuParams...)
+	if op.Spec().GPU {
+		names = append(names, GPUParams()...)
 	}
 	return names
 }

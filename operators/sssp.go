@@ -24,6 +24,7 @@ type SSSP struct{}
 func (SSSP) Spec() Spec {
 	return Spec{
 		Name:        "sssp",
+		GPU:         true,
 		Summary:     "single-source shortest paths (delta-stepping): distance and shortest-path-tree parent of every vertex reachable from the source",
 		NeedsSource: true,
 		Weighted:    true,
@@ -47,10 +48,10 @@ func checkDelta(op string, delta float64) error {
 	return nil
 }
 
-// sampleWeights estimates the mean, smallest and largest weight of c from a
+// SampleWeights estimates the mean, smallest and largest weight of c from a
 // fixed sample of its edges (all 1 without weights), so that choosing Δ
 // costs no pass over the weights.
-func sampleWeights(c *convert.CSR) (mean, lo, hi float64) {
+func SampleWeights(c *convert.CSR) (mean, lo, hi float64) {
 	m := c.NumEdges()
 	if m == 0 || c.Weights == nil {
 		return 1, 1, 1
@@ -93,7 +94,7 @@ var ssspDeltaFactor = 0.5
 // fixed costs and last stragglers 16 cores pay on every one.
 func defaultSSSPDelta(g *convert.Graph) float64 {
 	c := &g.Out
-	mean, _, _ := sampleWeights(c)
+	mean, _, _ := SampleWeights(c)
 	n := c.NumVertices()
 	if n == 0 || c.NumEdges() == 0 || mean <= 0 {
 		return 1
@@ -123,7 +124,7 @@ func ringSpan(maxW, delta float64) uint64 {
 // RunCPU runs Δ-stepping, recording parents as it goes (see ssspRelaxer),
 // on uint32 distances where the weights allow (see intDistances).
 func (SSSP) RunCPU(ctx context.Context, in Input) (*Result, error) {
-	if err := checkSource("sssp", in); err != nil {
+	if err := CheckSource("sssp", in); err != nil {
 		return nil, err
 	}
 	if err := checkDelta("sssp", in.Params.Delta); err != nil {
@@ -456,7 +457,7 @@ func deltaStepSSSP32(ctx context.Context, c *convert.CSR, w32 []uint32, src uint
 // deltaStep runs the Δ-stepping driver with r from src and returns the
 // number of phases.
 func deltaStep(ctx context.Context, r relaxer, c *convert.CSR, src uint32, delta float64) (int, error) {
-	_, _, maxW := sampleWeights(c)
+	_, _, maxW := SampleWeights(c)
 	d := getDeltaStepper(ringSpan(maxW, delta))
 	phases, err := d.run(ctx, r, src, c.Offsets)
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/gpipe/gpipe/operators/internal/optest"
+
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/ingest/edges"
 )
@@ -27,13 +29,13 @@ func sameDistances(a, b []float64) int {
 // against Dijkstra, and checks that they agree to the last bit.
 func runSSSPBothWidths(t *testing.T, g *convert.Graph, src uint32, p Params) {
 	t.Helper()
-	ref := refDijkstra(g, src)
+	ref := optest.RefDijkstra(g, src)
 	narrow := run(t, SSSP{}, g, src, p)
 	ssspWideDistances = true
 	wide := run(t, SSSP{}, g, src, p)
 	ssspWideDistances = false
 	for _, r := range []*Result{narrow, wide} {
-		if err := validateSSSP(g, src, r.Column("distance").Float64, r.Column("parent").Vertex, ref); err != nil {
+		if err := optest.ValidateSSSP(g, src, r.Column("distance").Float64, r.Column("parent").Vertex, ref); err != nil {
 			t.Fatalf("sssp from %d (delta %v): %v", src, p.Delta, err)
 		}
 	}
@@ -49,20 +51,20 @@ func runSSSPBothWidths(t *testing.T, g *convert.Graph, src uint32, p Params) {
 // uint32 path gives what the float64 one gives.
 func TestSSSPDistanceWidths(t *testing.T) {
 	defer func() { ssspWideDistances = false }()
-	for _, s := range shapes(t) {
-		if s.negative {
+	for _, s := range optest.Shapes(t) {
+		if s.Negative {
 			continue
 		}
 		ints := true
-		for _, e := range s.edges {
-			ints = ints && e.w == math.Trunc(e.w)
+		for _, e := range s.Edges {
+			ints = ints && e.W == math.Trunc(e.W)
 		}
 		for _, weighted := range []bool{false, true} {
-			g := buildGraph(t, s, true, weighted, edges.KeyInt64)
+			g := optest.BuildGraph(t, s, true, weighted, edges.KeyInt64)
 			if want := ints || !weighted; intDistances(g) != want {
-				t.Fatalf("%s weighted=%v: uint32 distances %v, want %v", s.name, weighted, !want, want)
+				t.Fatalf("%s weighted=%v: uint32 distances %v, want %v", s.Name, weighted, !want, want)
 			}
-			for _, src := range sourcesOf(g) {
+			for _, src := range optest.SourcesOf(g) {
 				for _, delta := range []float64{0, 0.7, 50} {
 					runSSSPBothWidths(t, g, src, Params{Delta: delta})
 				}
@@ -82,17 +84,17 @@ func TestSSSPNearOverflow(t *testing.T) {
 	top := (math.MaxUint32 - 1) / n
 	for _, w := range []int{top, top + 1} {
 		rng := rand.New(rand.NewPCG(uint64(w), 3))
-		var chain []tedge
+		var chain []optest.Edge
 		for i := int64(0); i+1 < n; i++ {
-			chain = append(chain, tedge{i, i + 1, float64(w)})
+			chain = append(chain, optest.Edge{U: i, V: i + 1, W: float64(w)})
 		}
-		shortcuts := append([]tedge(nil), chain...)
+		shortcuts := append([]optest.Edge(nil), chain...)
 		for k := 0; k < 2*n; k++ {
 			u := int64(rng.IntN(n - 1))
-			shortcuts = append(shortcuts, tedge{u, u + 1 + int64(rng.IntN(n-1-int(u))), float64(w - rng.IntN(3))})
+			shortcuts = append(shortcuts, optest.Edge{U: u, V: u + 1 + int64(rng.IntN(n-1-int(u))), W: float64(w - rng.IntN(3))})
 		}
-		for _, es := range [][]tedge{chain, shortcuts} {
-			g := buildGraph(t, shape{name: fmt.Sprintf("chain-%d", w), edges: es}, true, true, edges.KeyInt64)
+		for _, es := range [][]optest.Edge{chain, shortcuts} {
+			g := optest.BuildGraph(t, optest.Shape{Name: fmt.Sprintf("chain-%d", w), Edges: es}, true, true, edges.KeyInt64)
 			if g.NumVertices() != n {
 				t.Fatalf("%d vertices, want %d", g.NumVertices(), n)
 			}
@@ -103,8 +105,8 @@ func TestSSSPNearOverflow(t *testing.T) {
 				runSSSPBothWidths(t, g, 0, Params{Delta: delta})
 			}
 		}
-		// buildGraph keeps the keys' order: vertex n−1 is the chain's end.
-		g := buildGraph(t, shape{name: "chain", edges: chain}, true, true, edges.KeyInt64)
+		// optest.BuildGraph keeps the keys' order: vertex n−1 is the chain's end.
+		g := optest.BuildGraph(t, optest.Shape{Name: "chain", Edges: chain}, true, true, edges.KeyInt64)
 		if d := run(t, SSSP{}, g, 0, Params{}).Column("distance").Float64[n-1]; d != float64((n-1)*w) {
 			t.Fatalf("far end at %v, want %d", d, (n-1)*w)
 		}
@@ -119,17 +121,17 @@ func TestSSSPDefaultDelta(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	rng := rand.New(rand.NewPCG(14, 2))
 	const n = 300
-	var ints, floats []tedge
+	var ints, floats []optest.Edge
 	for k := 0; k < 40*n; k++ {
 		u, v := int64(rng.IntN(n)), int64(rng.IntN(n))
 		w := 3 + rng.IntN(8)
-		ints = append(ints, tedge{u, v, float64(w)})
-		floats = append(floats, tedge{u, v, float64(w) + 0.5})
+		ints = append(ints, optest.Edge{U: u, V: v, W: float64(w)})
+		floats = append(floats, optest.Edge{U: u, V: v, W: float64(w) + 0.5})
 	}
-	gi := buildGraph(t, shape{name: "dense-int", edges: ints}, true, true, edges.KeyInt64)
-	gf := buildGraph(t, shape{name: "dense-float", edges: floats}, true, true, edges.KeyInt64)
-	gu := buildGraph(t, shape{name: "dense-unweighted", edges: ints}, true, false, edges.KeyInt64)
-	mean, _, _ := sampleWeights(&gf.Out)
+	gi := optest.BuildGraph(t, optest.Shape{Name: "dense-int", Edges: ints}, true, true, edges.KeyInt64)
+	gf := optest.BuildGraph(t, optest.Shape{Name: "dense-float", Edges: floats}, true, true, edges.KeyInt64)
+	gu := optest.BuildGraph(t, optest.Shape{Name: "dense-unweighted", Edges: ints}, true, false, edges.KeyInt64)
+	mean, _, _ := SampleWeights(&gf.Out)
 	byDegree := ssspDeltaFactor * mean / (float64(gf.NumEdges()) / float64(gf.NumVertices()))
 	if d := defaultSSSPDelta(gf); d != byDegree || d >= 1 {
 		t.Fatalf("float weights: Δ %v, want the degree rule's %v (below 1 here)", d, byDegree)

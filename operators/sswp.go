@@ -21,6 +21,7 @@ type SSWP struct{}
 func (SSWP) Spec() Spec {
 	return Spec{
 		Name:        "sswp",
+		GPU:         true,
 		Summary:     "single-source widest paths: the largest path bottleneck (minimum edge weight) from the source to every reachable vertex",
 		NeedsSource: true,
 		Weighted:    true,
@@ -42,7 +43,7 @@ const sswpBuckets = 1024
 // current bucket relaxed label-correcting with an atomic max on the widths'
 // float64 bits.
 func (SSWP) RunCPU(ctx context.Context, in Input) (*Result, error) {
-	if err := checkSource("sswp", in); err != nil {
+	if err := CheckSource("sswp", in); err != nil {
 		return nil, err
 	}
 	if err := checkDelta("sswp", in.Params.Delta); err != nil {
@@ -54,7 +55,7 @@ func (SSWP) RunCPU(ctx context.Context, in Input) (*Result, error) {
 	g := in.Graph
 	start := time.Now()
 	c := &g.Out
-	_, lo, hi := sampleWeights(c)
+	_, lo, hi := SampleWeights(c)
 	delta := in.Params.Delta
 	if delta == 0 {
 		delta = (hi - lo) / sswpBuckets

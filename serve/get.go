@@ -14,6 +14,7 @@ import (
 	"github.com/gpipe/gpipe/internal/pipeline"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
+	"github.com/gpipe/gpipe/operators/gpuop"
 )
 
 // DoGet runs the ticket's query on a stored graph and streams the result:
@@ -88,7 +89,7 @@ func (s *service) run(ctx context.Context, g *pipeline.Graph, minWeight float64,
 	}
 	// Every caller releases the result once sent (DoGet, DoExchange), so
 	// a GPU run may download into pinned memory, lent until then.
-	res, note, err = s.place.run(operators.PinnedResults(qctx), g, op, q.Params)
+	res, note, err = s.place.run(gpuop.PinnedResults(qctx), g, op, q.Params)
 	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(qctx), errQueryTime) {
 		return nil, "", status.Errorf(codes.DeadlineExceeded,
 			"%s ran longer than the server's limit of %v (--max-query-time) and was stopped: ask for less work (for pagerank a larger tolerance or fewer max_iterations), or ask for a longer limit",

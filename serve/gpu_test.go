@@ -73,7 +73,7 @@ func TestGPUBackend(t *testing.T) {
 		t.Error(err)
 	}
 	// A query's GPU result is downloaded into pinned memory lent to it
-	// (operators.PinnedResults, which service.run asks for), and each
+	// (gpuop.PinnedResults, which service.run asks for), and each
 	// DoGet and DoExchange gave it back once sent.
 	gpuBackend, _ := pipeline.SharedGPU()
 	if n := gpuBackend.LentPinnedBytes(); n != 0 {

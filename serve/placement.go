@@ -15,11 +15,12 @@ import (
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/kernels"
 	"github.com/gpipe/gpipe/operators"
+	"github.com/gpipe/gpipe/operators/gpuop"
 )
 
 // Where a query runs. With --backend cpu, on the CPU. With gpu or auto, on
 // the GPU when the run fits in its memory, which holds the device copies
-// of the graphs queried on it (kept for the next query, as operators.GPU
+// of the graphs queried on it (kept for the next query, as gpuop.GPU
 // keeps them) and the workspace of the runs under way (an upload's build on
 // the GPU counts as one). A run that does not
 // fit now waits for the GPU to itself, and frees the copies of the graphs
@@ -31,7 +32,7 @@ import (
 // check) is handled the same way: it never fails for lack of GPU memory
 // while another run or a graph's copy was in the way.
 
-// gpuDevice is the GPU as the server places runs on it: operators.GPU, or
+// gpuDevice is the GPU as the server places runs on it: gpuop.GPU, or
 // a stand-in in tests.
 type gpuDevice interface {
 	operators.Backend
@@ -46,8 +47,8 @@ type gpuDevice interface {
 	Forget(g *convert.Graph)
 }
 
-// deviceGPU is operators.GPU as a gpuDevice.
-type deviceGPU struct{ *operators.GPU }
+// deviceGPU is gpuop.GPU as a gpuDevice.
+type deviceGPU struct{ *gpuop.GPU }
 
 func (d deviceGPU) MemInfo() (free, total int64, err error) { return d.Device().MemInfo() }
 
@@ -87,7 +88,7 @@ func newPlacement(choice string, dev gpuDevice) *placement {
 	return pl
 }
 
-// warm loads the GPU's kernels (operators.GPU.LoadKernels) before the
+// warm loads the GPU's kernels (gpuop.GPU.LoadKernels) before the
 // server takes calls, so that no upload or query waits for the driver's
 // JIT compilation: 10–13 s for all modules on a machine whose driver has
 // not compiled them yet, milliseconds once its cache has them. Loading them
@@ -233,7 +234,7 @@ func (pl *placement) othersByUse(keep *convert.Graph) []*convert.Graph {
 // nil with --backend cpu or without a GPU (or with a stand-in, in tests).
 // A graph built there keeps its layouts on the device as the copies its
 // queries use, so the first query copies nothing.
-func (pl *placement) builder() *operators.GPU {
+func (pl *placement) builder() *gpuop.GPU {
 	if pl == nil {
 		return nil
 	}

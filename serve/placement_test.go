@@ -17,14 +17,14 @@ import (
 
 // fakeGPU stands for a GPU of total bytes in the placement tests: a run
 // on a graph makes the graph's copy (copyBytes per stored edge) resident,
-// as operators.GPU does, and takes work bytes more while it runs; a run
+// as gpuop.GPU does, and takes work bytes more while it runs; a run
 // that does not fit fails as cuMemAlloc does. The results are the CPU's.
 type fakeGPU struct {
 	total, work, copyBytes int64
 	// short makes Need leave out the workspace, as an estimate that is too
 	// low would: runs then find the GPU out of memory.
 	short bool
-	// check makes a run that does not fit fail as operators.GPU's own check
+	// check makes a run that does not fit fail as gpuop.GPU's own check
 	// of the free memory does (a usererr.Backend error), not as cuMemAlloc.
 	check bool
 

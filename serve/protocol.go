@@ -20,6 +20,7 @@ import (
 	"github.com/gpipe/gpipe/internal/echo"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
+	"github.com/gpipe/gpipe/operators/gpuop"
 )
 
 // The JSON a client sends: the options of an upload (in a DoPut or
@@ -169,7 +170,7 @@ func (q *query) prepare(maxIterations int) (operators.Operator, error) {
 			fmt.Sprintf("max_iterations %d is more than the server allows (--max-iterations %d)", q.Params.MaxIterations, maxIterations),
 			fmt.Sprintf(`ask for at most %d, or ask for a higher limit`, maxIterations))
 	}
-	if err := operators.CheckGPUParams(op, q.Params); err != nil {
+	if err := gpuop.Check(op, q.Params); err != nil {
 		return nil, err
 	}
 	if op.Spec().NeedsSource && q.Params.Source == "" {

@@ -216,7 +216,7 @@ func passThrough(err error) error {
 // is an upload's graph (DoPut), which many queries may read, rather than
 // an exchange's, which one query reads.
 //
-// Where queries run on a GPU, the graph is built there (operators.GPU's
+// Where queries run on a GPU, the graph is built there (gpuop.GPU's
 // build, as `gpipe run --backend gpu` builds; the host builds what the GPU
 // declines), then its edges are copied to the host: a stored graph is
 // whole on the host, so that its device copies can be freed to make room

@@ -24,6 +24,7 @@ import (
 	"github.com/gpipe/gpipe/internal/rusage"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
+	"github.com/gpipe/gpipe/operators/gpuop"
 )
 
 // Config is one `gpipe bench`: load and build once, then run an operator
@@ -137,7 +138,7 @@ func Run(ctx context.Context, cfg Config) ([]*Report, error) {
 	for _, s := range strategies {
 		p := cfg.Params
 		p.Strategy = strings.TrimSpace(s)
-		if err := operators.CheckGPUParams(op, p); err != nil {
+		if err := gpuop.Check(op, p); err != nil {
 			return nil, err
 		}
 	}

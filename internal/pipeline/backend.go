@@ -10,6 +10,8 @@ import (
 	"github.com/gpipe/gpipe/gpu"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
+	"github.com/gpipe/gpipe/operators/gpuop"
+	"github.com/gpipe/gpipe/operators/multigpu"
 )
 
 // Backend is a backend choice ("auto", "cpu", "gpu") opened before the input
@@ -18,14 +20,14 @@ import (
 // staging), and once the graph is built, which backend runs the operator.
 type Backend struct {
 	choice string
-	gpu    *operators.GPU // nil when no GPU is usable (or cpu was chosen)
-	noGPU  error          // why gpu is nil, for auto's report
+	gpu    *gpuop.GPU // nil when no GPU is usable (or cpu was chosen)
+	noGPU  error      // why gpu is nil, for auto's report
 	// gpus is what --gpus asked for (0: every usable GPU where that is
 	// faster or one is too small), usable how many GPUs there are to
 	// spread over (1: no spreading); multi, opened on first use, spreads
 	// the operators with a partitioned path over them.
 	gpus, usable int
-	multi        *operators.MultiGPU
+	multi        *multigpu.MultiGPU
 }
 
 // OpenBackend opens a backend choice on one GPU. "gpu" fails here, before
@@ -67,20 +69,20 @@ func OpenBackendGPUs(choice string, gpus int) (*Backend, error) {
 
 var shared struct {
 	once sync.Once
-	gpu  *operators.GPU
+	gpu  *gpuop.GPU
 	err  error
 }
 
 // SharedGPU is the process's GPU backend, on the first GPU gpipe's kernels
 // run on, opened once; or the reason no GPU is usable.
-func SharedGPU() (*operators.GPU, error) {
+func SharedGPU() (*gpuop.GPU, error) {
 	shared.once.Do(func() {
 		c, err := gpu.Default()
 		if err != nil {
 			shared.err = err
 			return
 		}
-		shared.gpu = operators.NewGPU(c)
+		shared.gpu = gpuop.NewGPU(c)
 	})
 	return shared.gpu, shared.err
 }
@@ -108,8 +110,8 @@ func (b *Backend) Alloc() memory.Allocator {
 // BuildDevice is the GPU to build the graph on for op (LoadOptions.Device):
 // the backend's GPU when a GPU may run op, else nil (the host builds). op
 // nil stands for a graph any operator may run on.
-func (b *Backend) BuildDevice(op operators.Operator) *operators.GPU {
-	if b.gpu == nil || op != nil && len(operators.GPUStrategies(op.Spec().Name)) == 0 {
+func (b *Backend) BuildDevice(op operators.Operator) *gpuop.GPU {
+	if b.gpu == nil || op != nil && len(gpuop.Strategies(op.Spec().Name)) == 0 {
 		return nil
 	}
 	return b.gpu
@@ -118,7 +120,7 @@ func (b *Backend) BuildDevice(op operators.Operator) *operators.GPU {
 // Check fails at once when the backend cannot run op at all, before any
 // input is read: the GPU chosen for an operator it has no kernels for.
 func (b *Backend) Check(op operators.Operator) error {
-	if b.choice == "gpu" && len(operators.GPUStrategies(op.Spec().Name)) == 0 {
+	if b.choice == "gpu" && len(gpuop.Strategies(op.Spec().Name)) == 0 {
 		return usererr.New(usererr.Backend, fmt.Sprintf("operator %s has no GPU implementation yet", op.Spec().Name),
 			"use --backend cpu (or auto) for it")
 	}
@@ -154,18 +156,30 @@ func (b *Backend) For(g *convert.Graph, op operators.Operator, p operators.Param
 	case "cpu":
 		return operators.CPU{}, "", nil
 	case "gpu":
-		if err := b.gpu.Fits(op, g, p); err != nil {
-			return nil, "", err
-		}
-		return b.gpu, "", nil
+		return b.plan(g, op, p)
 	}
 	if b.gpu == nil {
 		return operators.CPU{}, "no usable GPU: " + b.noGPU.Error(), nil
 	}
-	if err := b.gpu.Fits(op, g, p); err != nil {
+	pl, _, err := b.plan(g, op, p)
+	if err != nil {
 		return operators.CPU{}, err.Error(), nil
 	}
-	return b.gpu, fmt.Sprintf("%s is usable and the graph fits in its memory", b.gpu.Device().Name), nil
+	return pl, fmt.Sprintf("%s is usable and the graph fits in its memory", b.gpu.Device().Name), nil
+}
+
+// plan is the GPU's plan for op on g, decided here once: the strategy the
+// run takes, sized as it runs (gpuop.Plan). It is the runner: nothing below
+// chooses again.
+func (b *Backend) plan(g *convert.Graph, op operators.Operator, p operators.Params) (operators.Backend, string, error) {
+	pl, err := b.gpu.Plan(op, g, p)
+	if err == nil {
+		err = pl.Fits(g)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	return pl, "", nil
 }
 
 // spreadEdges is, by operator, the size from which --gpus 0 spreads a graph
@@ -179,7 +193,7 @@ var spreadEdges = map[string]int64{"pagerank": 1 << 28, "bfs": 2_000_000_000}
 
 // spread says whether op on g runs partitioned over the GPUs, and why.
 func (b *Backend) spread(g *convert.Graph, op operators.Operator, p operators.Params) (string, bool) {
-	if !operators.Partitioned(op) {
+	if !multigpu.Partitioned(op) {
 		return "", false
 	}
 	k := b.usable

@@ -15,6 +15,7 @@ import (
 	"github.com/gpipe/gpipe/internal/rusage"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
+	"github.com/gpipe/gpipe/operators/gpuop"
 	"github.com/gpipe/gpipe/sink"
 )
 
@@ -123,7 +124,7 @@ func RunJob(ctx context.Context, job Job) (*Report, error) {
 	if err := checkSource(op, job.Params); err != nil {
 		return nil, err
 	}
-	if err := operators.CheckGPUParams(op, job.Params); err != nil {
+	if err := gpuop.Check(op, job.Params); err != nil {
 		return nil, err
 	}
 	if job.Output != "" {

@@ -19,6 +19,7 @@ import (
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
+	"github.com/gpipe/gpipe/operators/gpuop"
 )
 
 // LoadOptions control how an edge table is read and built into a graph.
@@ -43,11 +44,11 @@ type LoadOptions struct {
 	// Alloc holds the edge columns and layouts; nil means Go memory.
 	Alloc memory.Allocator
 	// Device, when set, builds the graph on this GPU where it can
-	// (operators.GPU.BuildGraph): its layouts stay there for the operator,
+	// (gpuop.GPU.BuildGraph): its layouts stay there for the operator,
 	// and the host keeps the keys and offsets. The edge columns are then
 	// read into Go memory, not Alloc: they reach the GPU through a pinned
 	// ring (docs/architecture.md, "The device build").
-	Device *operators.GPU
+	Device *gpuop.GPU
 	// Stage, when set, is called as each stage starts ("read", "build").
 	Stage func(name string)
 }
@@ -64,7 +65,7 @@ type Graph struct {
 	// ReadTime and BuildTime are the wall time of the two stages.
 	ReadTime, BuildTime time.Duration
 	// Built says where the graph was built (the GPU or the host) and why.
-	Built operators.BuildReport
+	Built gpuop.BuildReport
 }
 
 // Load reads the edge table at input ("-" for an Arrow IPC stream on
@@ -78,7 +79,7 @@ func Load(ctx context.Context, input string, opts LoadOptions) (*Graph, error) {
 	stage(opts, "read")
 	start := time.Now()
 	readOpts := edges.Options{Columns: opts.Columns, Format: opts.Format, SkipInvalid: opts.SkipInvalid, Alloc: opts.ReadAlloc()}
-	var up *operators.ColumnUpload
+	var up *gpuop.ColumnUpload
 	if opts.Device != nil {
 		// Load the build's kernels and pin its staging ring while the
 		// table is read, and copy the columns to the GPU as the reader
@@ -114,7 +115,7 @@ func Build(ctx context.Context, t *edges.Table, opts LoadOptions) (*Graph, error
 
 // build is Build from the columns up copied to the GPU during the read
 // (up nil: none).
-func build(ctx context.Context, t *edges.Table, opts LoadOptions, up *operators.ColumnUpload) (*Graph, error) {
+func build(ctx context.Context, t *edges.Table, opts LoadOptions, up *gpuop.ColumnUpload) (*Graph, error) {
 	stage(opts, "build")
 	start := time.Now()
 	bopts := convert.BuildOptions{
@@ -126,7 +127,7 @@ func build(ctx context.Context, t *edges.Table, opts LoadOptions, up *operators.
 		Alloc:       opts.Alloc,
 	}
 	var cg *convert.Graph
-	built := operators.BuildReport{Device: "cpu"}
+	built := gpuop.BuildReport{Device: "cpu"}
 	var err error
 	if opts.Device != nil {
 		cg, built, err = opts.Device.BuildGraphFrom(ctx, t, bopts, up)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/operators"
+	"github.com/gpipe/gpipe/operators/gpuop"
 )
 
 // The GPU build through the whole load: a Parquet file of many row groups,
@@ -24,7 +25,7 @@ import (
 // against the host's build of the same file. The test skips without a GPU
 // and fails under GPIPE_REQUIRE_GPU=1.
 
-func loadTestGPU(t *testing.T) *operators.GPU {
+func loadTestGPU(t *testing.T) *gpuop.GPU {
 	t.Helper()
 	g, err := SharedGPU()
 	if err != nil {

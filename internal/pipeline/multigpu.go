@@ -8,12 +8,13 @@ import (
 
 	"github.com/gpipe/gpipe/gpu"
 	"github.com/gpipe/gpipe/internal/usererr"
-	"github.com/gpipe/gpipe/operators"
+	"github.com/gpipe/gpipe/operators/gpuop"
+	"github.com/gpipe/gpipe/operators/multigpu"
 )
 
 var sharedMulti struct {
 	mu      sync.Mutex
-	byCount map[int]*operators.MultiGPU
+	byCount map[int]*multigpu.MultiGPU
 }
 
 // SharedMultiGPU is the process's backend over gpus GPUs (0: every usable
@@ -21,7 +22,7 @@ var sharedMulti struct {
 // next usable ones by ordinal; NCCL's communicators over them where libnccl
 // loads, else peer copies (or as $GPIPE_TRANSPORT says). It is nil, without an error, where only one GPU
 // would take part.
-func SharedMultiGPU(gpus int) (*operators.MultiGPU, error) {
+func SharedMultiGPU(gpus int) (*multigpu.MultiGPU, error) {
 	transport, err := chosenTransport()
 	if err != nil {
 		return nil, err
@@ -40,7 +41,7 @@ func SharedMultiGPU(gpus int) (*operators.MultiGPU, error) {
 	if m := sharedMulti.byCount[gpus]; m != nil {
 		return m, nil
 	}
-	backends := []*operators.GPU{first}
+	backends := []*gpuop.GPU{first}
 	var ctxs []*gpu.Context
 	for i, d := range usable {
 		c, err := d.Context()
@@ -49,7 +50,7 @@ func SharedMultiGPU(gpus int) (*operators.MultiGPU, error) {
 		}
 		ctxs = append(ctxs, c)
 		if i > 0 {
-			backends = append(backends, operators.NewGPU(c))
+			backends = append(backends, gpuop.NewGPU(c))
 		}
 	}
 	// Peer access lets the peer copies (the transport without NCCL) go
@@ -61,9 +62,9 @@ func SharedMultiGPU(gpus int) (*operators.MultiGPU, error) {
 			}
 		}
 	}
-	var m *operators.MultiGPU
+	var m *multigpu.MultiGPU
 	if transport == "peer" {
-		m = operators.NewMultiGPU(backends, nil, "")
+		m = multigpu.NewMultiGPU(backends, nil, "")
 	} else {
 		var comms []*gpu.Comm
 		_, nerr := gpu.LoadNCCL()
@@ -72,18 +73,18 @@ func SharedMultiGPU(gpus int) (*operators.MultiGPU, error) {
 		}
 		switch {
 		case nerr == nil:
-			m = operators.NewMultiGPU(backends, comms, "")
+			m = multigpu.NewMultiGPU(backends, comms, "")
 		case transport == "nccl":
 			return nil, usererr.New(usererr.Backend, fmt.Sprintf("%s=nccl, but NCCL cannot carry the exchanges: %v", transportEnv, nerr),
 				fmt.Sprintf("install NCCL or set GPIPE_NCCL (docs/multi-gpu.md), or unset %s to fall back to the driver's peer copies", transportEnv))
 		default:
-			m = operators.NewMultiGPU(backends, nil, nerr.Error())
+			m = multigpu.NewMultiGPU(backends, nil, nerr.Error())
 		}
 	}
 	// GPIPE_TRANSPORT=nccl keeps every exchange on NCCL, BFS's bitmaps too.
 	m.PeerStores = transport != "nccl"
 	if sharedMulti.byCount == nil {
-		sharedMulti.byCount = map[int]*operators.MultiGPU{}
+		sharedMulti.byCount = map[int]*multigpu.MultiGPU{}
 	}
 	sharedMulti.byCount[gpus] = m
 	return m, nil

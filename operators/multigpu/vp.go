@@ -1,0 +1,668 @@
+package multigpu
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/gpipe/gpipe/convert"
+	"github.com/gpipe/gpipe/gpu"
+	"github.com/gpipe/gpipe/kernels"
+	"github.com/gpipe/gpipe/operators"
+	"github.com/gpipe/gpipe/operators/gpuop"
+)
+
+// SSSP, SSWP and CC over several GPUs by Vertex Refinement
+// (khorasani-dissertation §2.3), on the partition of mgpu.go. Offline, the
+// partition marks each part's boundary vertices (those with an out-edge into
+// another part: convert.Partition.BoundaryBits), which also sizes the
+// outboxes and inboxes. Each iteration, every GPU pulls its active vertices
+// (mg_pull: Warp Segmentation's rounds; the longest rows a block each),
+// lists those it improved, and collects the improved boundary vertices with
+// their values into its outbox, a ballot and one atomic a warp (online
+// refinement). The outboxes travel, only as long as they are filled, into
+// the other GPUs' inboxes; each GPU writes what it received into its values
+// and marks active its own vertices that the received and its own updates
+// reach (its part's out-edges end in its vertices). The run ends when an
+// iteration improves nothing anywhere.
+//
+// Permissive Partitioning (§3.3): where the GPUs' memory allows, each part
+// holds a quarter more than its own range on each side
+// (MultiGPU.Permissive, convert.Partitions' extra; the offline phase), and
+// before each iteration every GPU counts its own range's active vertices by
+// 128-vertex section (mg_count_sections). The host weighs each section's
+// count by the section's mean in-degree, and cuts the sum into equal loads,
+// each cut kept where both neighbours hold the vertices (slideCuts): the
+// range a GPU pulls in the iteration. Boundary vertices then include the
+// vertices another part holds, so whichever GPU computes a vertex, every
+// GPU that may compute it or read it next receives it.
+//
+// A vertex's value is final on its owner and, for a boundary vertex, on
+// every GPU; the result is read from the owners. SSSP's tree comes from the
+// same passes as on one GPU (gpu_sssp.go), each part's pass over its edges
+// (which end in its vertices), the passes' marks gathered between passes.
+
+// mgProgram picks the vertex program for a graph and says how its values
+// and result are read.
+type mgProgram int
+
+const (
+	mgSSSP mgProgram = iota
+	mgSSWP
+	mgCC
+)
+
+// mgVPPart is one part's run.
+type mgVPPart struct {
+	b                    *gpuop.GPU
+	s                    *gpu.Stream
+	part                 convert.Partition
+	inOff, inSrc, inW    *gpu.DeviceBuffer
+	outOff, outTgt, outW *gpu.DeviceBuffer
+	values               *gpu.DeviceBuffer
+	active               [2]*gpu.DeviceBuffer
+	boundary             *gpu.DeviceBuffer
+	changed              *gpu.DeviceBuffer // the improved vertices
+	sections             *gpu.DeviceBuffer // active vertices by section of the owned range
+	outIDs, outVals      *gpu.DeviceBuffer // the outbox
+	inIDs, inVals        []*gpu.DeviceBuffer
+	counts               *gpu.DeviceBuffer // changed, outbox entries, edges examined (u64)
+	hubs                 *gpu.DeviceBuffer
+	hubCount             int
+	host                 *gpuop.Counters
+	transfer             time.Duration
+	gpuop.Releases
+
+	pull, hubPull   *gpuop.Kernel
+	apply, activate *gpuop.Kernel
+	count           *gpuop.Kernel
+}
+
+// The counters after an iteration.
+const (
+	mgChangedAt  = 0
+	mgOutboxAt   = 4
+	mgExaminedAt = 8
+	mgCountBytes = 16
+)
+
+func runVPMulti(ctx context.Context, m *MultiGPU, in operators.Input, which mgProgram, extra float64) (*operators.Result, error) {
+	g := in.Graph
+	op := map[mgProgram]operators.Operator{mgSSSP: operators.SSSP{}, mgSSWP: operators.SSWP{}, mgCC: operators.CC{}}[which]
+	if which == mgCC && g.Directed {
+		// Weak components need both directions of every edge; a part holds
+		// only the edges into its vertices.
+		res, err := m.gpus[0].Run(ctx, operators.CC{}, in)
+		if err == nil {
+			res.StrategyReason = "cc on a directed graph runs on one GPU: a part holds only the edges into its vertices, and weak components need both directions"
+		}
+		return res, err
+	}
+	var prog gpuop.Program
+	var seed uint64
+	switch which {
+	case mgSSSP:
+		if err := operators.CheckSource("sssp", in); err != nil {
+			return nil, err
+		}
+		prog = m.First().SSSPProgram(g)
+	case mgSSWP:
+		if err := operators.CheckSource("sswp", in); err != nil {
+			return nil, err
+		}
+		prog = m.First().SSWPProgram(g)
+		seed = uint64(gpuop.Key32(math.Inf(1)))
+		if prog.Wide {
+			seed = gpuop.Key64(math.Inf(1))
+		}
+	default:
+		prog = gpuop.CCLabels
+	}
+	name := op.Spec().Name
+	res := &operators.Result{Op: name, Backend: "gpu"}
+	n := int64(g.NumVertices())
+	parts, err := m.partitions(g, extra)
+	if err != nil {
+		return nil, err
+	}
+	k := len(parts)
+	ps := make([]*mgVPPart, k)
+	streams := make([]*gpu.Stream, k)
+	defer func() {
+		for _, x := range ps {
+			if x != nil {
+				x.Free()
+			}
+		}
+	}()
+	for i, part := range parts {
+		x, err := newMGVPPart(m.gpus[i], part, parts, prog, n)
+		if err != nil {
+			return nil, err
+		}
+		ps[i], streams[i] = x, x.s
+		res.Transfer += x.transfer
+	}
+	vb := prog.ValueBytes()
+	// Start: every value none, then the labels or the source's value; the
+	// first iteration pulls every vertex (cc) or the source's out-neighbours.
+	for _, x := range ps {
+		if err := x.values.Memset8(x.s, prog.None); err != nil {
+			return nil, err
+		}
+		if which == mgCC {
+			iota, err := x.b.Kernel(kernels.VPCommon, "vp_iota")
+			if err != nil {
+				return nil, err
+			}
+			if err := iota.Launch(x.s, x.values, n); err != nil {
+				return nil, err
+			}
+			if err := x.active[0].Memset8(x.s, 0xff); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		at, _ := x.values.Slice(int64(in.Source)*vb, vb)
+		var err error
+		if prog.Wide {
+			err = gpu.Upload(x.s, at, []uint64{seed})
+		} else {
+			err = gpu.Upload(x.s, at, []uint32{uint32(seed)})
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := x.active[0].Memset8(x.s, 0); err != nil {
+			return nil, err
+		}
+		if err := gpu.Upload(x.s, x.changed, []uint32{in.Source}); err != nil {
+			return nil, err
+		}
+		if err := x.activate.LaunchFor(x.s, 32, gpuop.BlockSize, x.changed, uint32(1), x.outOff, x.outTgt, x.active[0]); err != nil {
+			return nil, err
+		}
+	}
+	if err := gpuop.SyncAll(streams); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	cuts := make([]uint32, k+1)
+	for i, part := range parts {
+		cuts[i] = part.Lo
+	}
+	cuts[k] = uint32(n)
+	var slider *sectionLoads
+	if extra > 0 {
+		slider = newSectionLoads(g.In().Offsets, parts)
+	}
+	slides := 0
+	changed := make([]uint32, k)
+	outbox := make([]int64, k)
+	var examined int64
+	cur := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if int64(res.Iterations) > gpuop.VPMaxIterations(n) {
+			return nil, fmt.Errorf("operators: %s over %d GPUs did not settle in %d iterations (a bug; use --backend cpu)", name, k, res.Iterations)
+		}
+		next := 1 - cur
+		if slider != nil {
+			moved, err := slider.cut(ps, cur, cuts)
+			if err != nil {
+				return nil, err
+			}
+			if moved {
+				slides++
+			}
+		}
+		for i, x := range ps {
+			if err := x.active[next].Memset8(x.s, 0); err != nil {
+				return nil, err
+			}
+			if err := x.counts.Memset8(x.s, 0); err != nil {
+				return nil, err
+			}
+			cnt := x.counts.Ptr()
+			tail := []any{x.boundary, x.changed, cnt + mgChangedAt, x.outIDs, x.outVals, cnt + mgOutboxAt, cnt + mgExaminedAt}
+			lo, hi := int64(cuts[i]), int64(cuts[i+1])
+			if err := x.pull.LaunchFor(x.s, hi-lo, gpuop.BlockSize, append([]any{x.inOff, x.inSrc, gpuop.PtrOf(x.inW), x.values, x.active[cur],
+				lo, hi, x.b.HubDegree()}, tail...)...); err != nil {
+				return nil, err
+			}
+			if x.hubCount > 0 {
+				if err := gpu.Launch(x.hubPull.Fn, gpu.Dim(uint32(min(x.hubCount, 65535))), gpu.Dim(gpuop.BlockSize), 0, x.s,
+					append([]any{x.inOff, x.inSrc, gpuop.PtrOf(x.inW), x.values, x.active[cur], lo, hi, x.hubs, uint32(x.hubCount)}, tail...)...); err != nil {
+					return nil, err
+				}
+			}
+		}
+		var total int64
+		err := readParts(streams, func(i int) error { return ps[i].host.Fetch(ps[i].s, ps[i].counts) }, func(i int) error {
+			raw, err := ps[i].host.Wait(ps[i].s, ps[i].counts)
+			if err != nil {
+				return err
+			}
+			changed[i] = binary.LittleEndian.Uint32(raw[mgChangedAt:])
+			outbox[i] = int64(binary.LittleEndian.Uint32(raw[mgOutboxAt:]))
+			examined += int64(binary.LittleEndian.Uint64(raw[mgExaminedAt:]))
+			total += int64(changed[i])
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		res.Iterations++
+		if total == 0 {
+			break
+		}
+		if err := m.exchangeOutboxes(ps, streams, outbox, vb); err != nil {
+			return nil, err
+		}
+		for i, x := range ps {
+			for r := range ps {
+				if r == i || outbox[r] == 0 {
+					continue
+				}
+				if err := x.apply.LaunchFor(x.s, outbox[r], gpuop.BlockSize, x.inIDs[r], x.inVals[r], uint32(outbox[r]), x.values); err != nil {
+					return nil, err
+				}
+				if err := x.activate.LaunchFor(x.s, 32*outbox[r], gpuop.BlockSize, x.inIDs[r], uint32(outbox[r]), x.outOff, x.outTgt, x.active[next]); err != nil {
+					return nil, err
+				}
+			}
+			if changed[i] > 0 {
+				if err := x.activate.LaunchFor(x.s, 32*int64(changed[i]), gpuop.BlockSize, x.changed, changed[i], x.outOff, x.outTgt, x.active[next]); err != nil {
+					return nil, err
+				}
+			}
+		}
+		cur = next
+	}
+	var parent []uint32
+	if which == mgSSSP {
+		var err error
+		if parent, err = mgParents(ctx, m, ps, streams, prog, in.Source, n); err != nil {
+			return nil, err
+		}
+	}
+	if err := gpuop.SyncAll(streams); err != nil {
+		return nil, err
+	}
+	res.Compute = time.Since(start)
+	res.EdgesExamined = examined
+	res.Strategy = fmt.Sprintf("vertex refinement over warpseg rounds, %s", prog.DescribeValues())
+	if extra > 0 {
+		res.Strategy += fmt.Sprintf(", permissive partitioning (parts hold %.0f%% more on each side; borders moved in %d of %d iterations)", 100*extra, slides, res.Iterations)
+	}
+	res.Strategy += " (" + m.describe(parts) + ")"
+	res.StrategyReason = fmt.Sprintf("%d GPUs: each pulls its active vertices; only the updated boundary vertices travel (Vertex Refinement)", k)
+	raw, err := mgOwnedValues(ps, n, vb)
+	if err != nil {
+		return nil, err
+	}
+	switch which {
+	case mgSSSP:
+		dist := make([]float64, n)
+		for v := range dist {
+			dist[v] = rawValue(raw, v, prog.Wide, gpuop.Distance64, gpuop.Distance32)
+		}
+		res.Columns = []operators.Column{{Name: "distance", Type: operators.Float64Column, Float64: dist}, {Name: "parent", Type: operators.VertexColumn, Vertex: parent}}
+	case mgSSWP:
+		width := make([]float64, n)
+		for v := range width {
+			width[v] = rawValue(raw, v, prog.Wide, gpuop.Width64, gpuop.Width32)
+		}
+		res.Columns = []operators.Column{{Name: "width", Type: operators.Float64Column, Float64: width}}
+	default:
+		comp := make([]uint32, n)
+		for v := range comp {
+			comp[v] = binary.LittleEndian.Uint32(raw[4*v:])
+		}
+		res.Columns = []operators.Column{{Name: "component", Type: operators.VertexColumn, Vertex: comp}}
+	}
+	return res, nil
+}
+
+// rawValue is vertex v's value in raw, read by value64 or value32 as the
+// program's width says.
+func rawValue(raw []byte, v int, wide bool, value64 func(uint64) float64, value32 func(uint32) float64) float64 {
+	if wide {
+		return value64(binary.LittleEndian.Uint64(raw[8*v:]))
+	}
+	return value32(binary.LittleEndian.Uint32(raw[4*v:]))
+}
+
+// exchangeOutboxes sends every part's outbox, as long as it is filled, to
+// inbox r of every other part.
+func (m *MultiGPU) exchangeOutboxes(ps []*mgVPPart, streams []*gpu.Stream, outbox []int64, vb int64) error {
+	k := len(ps)
+	for _, field := range []struct {
+		out func(*mgVPPart) *gpu.DeviceBuffer
+		in  func(*mgVPPart, int) *gpu.DeviceBuffer
+		w   int64
+	}{
+		{func(x *mgVPPart) *gpu.DeviceBuffer { return x.outIDs }, func(x *mgVPPart, r int) *gpu.DeviceBuffer { return x.inIDs[r] }, 4},
+		{func(x *mgVPPart) *gpu.DeviceBuffer { return x.outVals }, func(x *mgVPPart, r int) *gpu.DeviceBuffer { return x.inVals[r] }, vb},
+	} {
+		src := make([]gpu.DevicePtr, k)
+		dst := make([][]gpu.DevicePtr, k)
+		bytes := make([]int64, k)
+		for r, x := range ps {
+			src[r] = field.out(x).Ptr()
+			bytes[r] = outbox[r] * field.w
+		}
+		for p, x := range ps {
+			dst[p] = make([]gpu.DevicePtr, k)
+			for r := range ps {
+				if r != p {
+					dst[p][r] = field.in(x, r).Ptr()
+				}
+			}
+		}
+		if err := m.link.broadcast(streams, src, dst, bytes); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mgOwnedValues reads every vertex's value from its owner, as raw bytes.
+func mgOwnedValues(ps []*mgVPPart, n, vb int64) ([]byte, error) {
+	raw := make([]byte, n*vb)
+	for _, x := range ps {
+		lo, hi := int64(x.part.Lo), int64(x.part.Hi)
+		if lo == hi {
+			continue
+		}
+		src, _ := x.values.Slice(lo*vb, (hi-lo)*vb)
+		if err := src.CopyToHost(x.s, raw[lo*vb:hi*vb]); err != nil {
+			return nil, err
+		}
+		if err := x.s.Synchronize(); err != nil {
+			return nil, err
+		}
+	}
+	return raw, nil
+}
+
+// newMGVPPart copies the part's layouts to b and allocates its buffers:
+// full-length values and activeness masks, the owned vertices' lists, the
+// outbox (the part's boundary vertices at most) and an inbox for every other
+// part (its boundary vertices at most).
+func newMGVPPart(b *gpuop.GPU, part convert.Partition, parts []convert.Partition, prog gpuop.Program, n int64) (x *mgVPPart, err error) {
+	x = &mgVPPart{b: b, part: part}
+	defer func() {
+		if err != nil {
+			x.Free()
+		}
+	}()
+	if x.s, err = b.Context().NewStream(); err != nil {
+		return nil, err
+	}
+	x.Add(func() { x.s.Destroy() })
+	want := []gpuop.Layout{gpuop.InOffsets, gpuop.InSources, gpuop.OutOffsets, gpuop.OutTargets}
+	if prog.Weights != gpuop.NoWeights {
+		want = append(want, gpuop.InWeightsOf(prog.Weights), prog.Weights)
+	}
+	lay, transfer, err := b.Layouts(part.Graph, x.s, want...)
+	if err != nil {
+		return nil, err
+	}
+	x.transfer = transfer
+	x.inOff, x.inSrc, x.outOff, x.outTgt = lay[0], lay[1], lay[2], lay[3]
+	if prog.Weights != gpuop.NoWeights {
+		x.inW, x.outW = lay[4], lay[5]
+	}
+	var hubs []uint32
+	in := part.Graph.In()
+	for v := part.HoldLo; v < part.HoldHi; v++ {
+		if in.Degree(v) > b.HubDegree() {
+			hubs = append(hubs, v)
+		}
+	}
+	x.hubCount = len(hubs)
+	vb := prog.ValueBytes()
+	words := 4 * (n/32 + 1)
+	held := max(int64(part.HoldHi)-int64(part.HoldLo), 1)
+	sizes := []int64{n * vb, words, words, words, held * 4, max(part.Boundary, 1) * 4, max(part.Boundary, 1) * vb,
+		mgCountBytes, int64(max(len(hubs), 1)) * 4, 4 * max(sectionsOf(part), 1)}
+	for _, other := range parts {
+		sizes = append(sizes, max(other.Boundary, 1)*4, max(other.Boundary, 1)*vb)
+	}
+	bufs, free, err := b.Buffers(sizes...)
+	if err != nil {
+		return nil, err
+	}
+	x.Add(free)
+	x.values, x.active[0], x.active[1], x.boundary = bufs[0], bufs[1], bufs[2], bufs[3]
+	x.changed, x.outIDs, x.outVals, x.counts, x.hubs, x.sections = bufs[4], bufs[5], bufs[6], bufs[7], bufs[8], bufs[9]
+	for r := range parts {
+		x.inIDs = append(x.inIDs, bufs[10+2*r])
+		x.inVals = append(x.inVals, bufs[11+2*r])
+	}
+	if err := b.PoisonBuffers(x.s, bufs...); err != nil {
+		return nil, err
+	}
+	boundary, _ := x.boundary.Slice(0, 4*int64(len(part.BoundaryBits)))
+	if len(part.BoundaryBits) > 0 {
+		if err := gpu.Upload(x.s, boundary, part.BoundaryBits); err != nil {
+			return nil, err
+		}
+	}
+	if len(hubs) > 0 {
+		if err := gpu.Upload(x.s, x.hubs, hubs); err != nil {
+			return nil, err
+		}
+	}
+	apply := "mg_apply32"
+	if prog.Wide {
+		apply = "mg_apply64"
+	}
+	err = b.KernelsOf(kernels.MultiGPU, map[string]**gpuop.Kernel{
+		"mg_pull_" + prog.Name: &x.pull, "mg_hubs_" + prog.Name: &x.hubPull, apply: &x.apply, "mg_activate": &x.activate,
+		"mg_count_sections": &x.count,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if x.host, err = gpuop.NewCounters(b, mgCountBytes); err != nil {
+		return nil, err
+	}
+	x.Add(x.host.Free)
+	return x, nil
+}
+
+// mgParents finds SSSP's tree by gpu_sssp.go's passes, each part's pass
+// over its out-edges (into its own vertices) with the final distances of
+// the vertices they come from (its own, and boundary vertices, which
+// travelled), the passes' marks of the owned vertices gathered between
+// passes.
+func mgParents(ctx context.Context, m *MultiGPU, ps []*mgVPPart, streams []*gpu.Stream, prog gpuop.Program, source uint32, n int64) ([]uint32, error) {
+	k := len(ps)
+	type pass struct {
+		parent, round, count *gpu.DeviceBuffer
+		pass, init, left     *gpuop.Kernel
+		free                 func()
+	}
+	pp := make([]pass, k)
+	defer func() {
+		for _, p := range pp {
+			if p.free != nil {
+				p.free()
+			}
+		}
+	}()
+	unresolved := "vp_unresolved32"
+	if prog.Wide {
+		unresolved = "vp_unresolved64"
+	}
+	for i, x := range ps {
+		bufs, free, err := x.b.Buffers(n*4, n*4, 8)
+		if err != nil {
+			return nil, err
+		}
+		pp[i] = pass{parent: bufs[0], round: bufs[1], count: bufs[2], free: free}
+		if err := x.b.KernelsOf(kernels.VPCommon, map[string]**gpuop.Kernel{"vp_parent_init": &pp[i].init, unresolved: &pp[i].left}); err != nil {
+			return nil, err
+		}
+		if pp[i].pass, err = x.b.Kernel(kernels.VPVWC, "csr_parent_"+prog.Name); err != nil {
+			return nil, err
+		}
+		if err := pp[i].parent.Memset8(x.s, 0xff); err != nil {
+			return nil, err
+		}
+		if err := pp[i].round.Memset8(x.s, 0xff); err != nil {
+			return nil, err
+		}
+		if err := gpu.Launch(pp[i].init.Fn, gpu.Dim(1), gpu.Dim(1), 0, x.s, pp[i].parent, pp[i].round, source); err != nil {
+			return nil, err
+		}
+	}
+	cuts := make([]int64, k+1)
+	for r, x := range ps {
+		cuts[r] = 4 * int64(x.part.Lo)
+	}
+	cuts[k] = 4 * n
+	before := int64(-1)
+	for r := uint32(0); ; r++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		var left int64
+		for i, x := range ps {
+			if err := pp[i].pass.Launch(x.s, x.outOff, x.outTgt, gpuop.PtrOf(x.outW), n, x.values, pp[i].parent, pp[i].round, r, source); err != nil {
+				return nil, err
+			}
+		}
+		rounds := make([]*gpu.DeviceBuffer, k)
+		for i := range pp {
+			rounds[i] = pp[i].round
+		}
+		if err := gatherRanges(m.link, streams, rounds, cuts); err != nil {
+			return nil, err
+		}
+		for i, x := range ps {
+			// Each part counts the reached vertices without a parent among
+			// those whose distances it holds; its own are all there.
+			if err := pp[i].count.Memset8(x.s, 0); err != nil {
+				return nil, err
+			}
+			if err := pp[i].left.Launch(x.s, x.values, pp[i].round, n, pp[i].count); err != nil {
+				return nil, err
+			}
+			c := []uint32{0}
+			if err := gpu.Download(x.s, c, pp[i].count); err != nil {
+				return nil, err
+			}
+			left += int64(c[0])
+		}
+		if left == 0 {
+			break
+		}
+		if r > 0 && left == before {
+			return nil, fmt.Errorf("operators: sssp over %d GPUs: %d reached vertices found no parent in pass %d (a bug; use --backend cpu)", k, left, r)
+		}
+		before = left
+	}
+	parent := make([]uint32, n)
+	gpuop.PoisonHost(ps[0].b, parent, 0xdeadbeef)
+	for i, x := range ps {
+		lo, hi := int64(x.part.Lo), int64(x.part.Hi)
+		if lo == hi {
+			continue
+		}
+		src, _ := pp[i].parent.Slice(4*lo, 4*(hi-lo))
+		if err := gpu.Download(x.s, parent[lo:hi], src); err != nil {
+			return nil, err
+		}
+	}
+	return parent, nil
+}
+
+// ---- Permissive Partitioning's online phase ----
+
+// sectionVertices is the dissertation's section: a block's 128 vertices.
+const sectionVertices = convert.PartitionAlign
+
+// sectionsOf is the number of sections of the part's own range.
+func sectionsOf(part convert.Partition) int64 {
+	return (int64(part.Hi) - int64(part.Lo) + sectionVertices - 1) / sectionVertices
+}
+
+// sectionLoads weighs each section's active vertices by the section's mean
+// in-degree (plus one, for the vertex's own cost), to cut the next
+// iteration's work into equal shares.
+type sectionLoads struct {
+	parts  []convert.Partition
+	weight []float64 // mean in-degree + 1, by section of the whole graph
+	counts []uint32  // active vertices, by section
+	load   []float64 // running sum of weight × count
+}
+
+func newSectionLoads(inOffsets []int64, parts []convert.Partition) *sectionLoads {
+	n := int64(len(inOffsets) - 1)
+	sections := (n + sectionVertices - 1) / sectionVertices
+	l := &sectionLoads{parts: parts, weight: make([]float64, sections), counts: make([]uint32, sections), load: make([]float64, sections+1)}
+	for s := range l.weight {
+		lo, hi := int64(s)*sectionVertices, min(int64(s+1)*sectionVertices, n)
+		l.weight[s] = float64(inOffsets[hi]-inOffsets[lo])/float64(hi-lo) + 1
+	}
+	return l
+}
+
+// cut counts the active vertices of mask cur on every part (each its own
+// range, which its mask covers exactly) and moves cuts to balance their
+// load; it says whether a cut moved.
+func (l *sectionLoads) cut(ps []*mgVPPart, cur int, cuts []uint32) (bool, error) {
+	for _, x := range ps {
+		sections := sectionsOf(x.part)
+		if sections == 0 {
+			continue
+		}
+		words := (int64(len(l.weight))*sectionVertices + 31) / 32
+		if err := x.count.LaunchFor(x.s, sections, gpuop.BlockSize, x.active[cur], int64(x.part.Lo)/32, sections, words, x.sections); err != nil {
+			return false, err
+		}
+		first := int64(x.part.Lo) / sectionVertices
+		buf, _ := x.sections.Slice(0, 4*sections)
+		if err := gpu.Download(x.s, l.counts[first:first+sections], buf); err != nil {
+			return false, err
+		}
+	}
+	for s, c := range l.counts {
+		l.load[s+1] = l.load[s] + float64(c)*l.weight[s]
+	}
+	return slideCuts(l.parts, l.load, cuts), nil
+}
+
+// slideCuts sets cuts[1..k-1] where the running load load (by section)
+// passes each k-th of its total, each cut kept inside both neighbours'
+// held ranges and their own ranges (so that a part's range never passes a
+// neighbour's whole range) and in order; it says whether a cut moved.
+func slideCuts(parts []convert.Partition, load []float64, cuts []uint32) bool {
+	k := len(parts)
+	total := load[len(load)-1]
+	moved := false
+	for p := 1; p < k; p++ {
+		want := total * float64(p) / float64(k)
+		s := sort.SearchFloat64s(load, want)
+		v := uint32(min(int64(s)*sectionVertices, int64(cuts[k])))
+		lo := max(parts[p].HoldLo, parts[p-1].Lo, cuts[p-1])
+		hi := min(parts[p-1].HoldHi, parts[p].Hi)
+		if total == 0 {
+			v = parts[p].Lo
+		}
+		v = max(min(v, hi), lo)
+		if v != cuts[p] {
+			moved = true
+		}
+		cuts[p] = v
+	}
+	return moved
+}
