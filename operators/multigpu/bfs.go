@@ -142,314 +142,422 @@ func speculates(mode int, frontierHubs uint32, hubTotal int64) bool {
 // turn; a source alone (one hub at most) does not speculate.
 const speculateHubShare = 128
 
+// mgSearch is one BFS over the parts: the parts' searches and what a
+// level's steps share.
+type mgSearch struct {
+	m       *MultiGPU
+	g       *convert.Graph
+	n       int64
+	parts   []convert.Partition
+	ps      []*mgBFSPart
+	streams []*gpu.Stream
+	// stores says the parts store their words into each other's bitmaps
+	// (else the transport gathers them); cuts are the bitmap's words by
+	// owner, in bytes.
+	stores   bool
+	cuts     []int64
+	hubTotal int64 // the whole graph's hubs
+	transfer time.Duration
+	// A level's per-part state: errors, stats, queue counts.
+	errs   []error
+	stats  []gpuop.EntStats
+	counts [][gpuop.Classes]uint32
+	calls  *roundTrace
+	trace  *gpuop.LevelTrace
+}
+
 func runBFSMulti(ctx context.Context, m *MultiGPU, in operators.Input, _ float64) (*operators.Result, error) {
-	g := in.Graph
-	n := int64(g.NumVertices())
-	parts, err := m.partitions(g, 0)
-	if err != nil {
+	s := &mgSearch{m: m, g: in.Graph, n: int64(in.Graph.NumVertices())}
+	defer s.close()
+	if err := s.setUp(); err != nil {
 		return nil, err
 	}
-	k := len(parts)
-	ps := make([]*mgBFSPart, k)
-	streams := make([]*gpu.Stream, k)
-	defer func() {
-		// A part's kernels may still store into another part's bitmap
-		// when a level fails midway: every stream finishes before any
-		// part's memory goes back.
-		for _, s := range streams {
-			if s != nil {
-				_ = s.Synchronize() // the run's own error is the one to report
-			}
-		}
-		for _, p := range ps {
-			if p != nil {
-				p.Free()
-			}
-		}
-	}()
-	stores := m.PeerStores && m.reachesPeers()
-	var transfer time.Duration
-	for i, part := range parts {
-		b := m.gpus[i]
-		e, err := gpuop.NewEntSearch(b, part.Graph, g)
-		if err != nil {
-			return nil, err
-		}
-		p := &mgBFSPart{EntSearch: e, part: part}
-		ps[i], streams[i] = p, e.Stream
-		transfer += e.Transfer
-		if stores {
-			if p.push, err = b.Kernel(kernels.MultiGPU, "mg_push_clear"); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if stores {
-		if err := listPeers(ps); err != nil {
-			return nil, err
-		}
-	}
-	// The bitmap's words by owner: part r's from word ⌈Lo/32⌉ (a part's Lo
-	// is a multiple of 32 unless it owns nothing) to the next part's.
-	words := (n + 31) / 32
-	cuts := make([]int64, k+1)
-	for r, part := range parts {
-		cuts[r] = 4 * ((int64(part.Lo) + 31) / 32)
-	}
-	cuts[k] = 4 * words
-	for r, p := range ps {
-		p.Lo, p.Hi = int64(p.part.Lo), int64(p.part.Hi)
-		p.OwnWords = [2]int64{cuts[r] / 4, cuts[r+1] / 4}
-	}
-	hubTotal := ps[0].HubCount // the whole graph's hubs
-	for _, p := range ps {
-		// Both levels clear: level 0 writes 1, and the warm-up below reads
-		// both bitmaps (after these clears, on the same stream).
-		for q := range 2 {
-			if err := p.ClearLevel(q); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if stores {
-		// The first stores into another GPU's fresh allocation cost about
-		// 100 µs on the GPU (four H200s: levels 0 and 1 of every search,
-		// BENCHMARKS.md), so the set-up touches both bitmaps of every
-		// peer, as allocating them is set-up: zeros, each part's bitmap q
-		// read while the launch clears the other level's buffer.
-		for _, p := range ps {
-			for q := range 2 {
-				if err := p.pushClear(q, q^1, true, false); err != nil {
-					return nil, err
-				}
-			}
-		}
-	}
-	errs := make([]error, k)
-	// eachPart runs f for every part at once, a part a worker of par's
-	// team: the host's driver calls for the GPUs go out side by side
-	// rather than part after part (a small level is a few calls a part, at
-	// 3 to 5 µs each). Where the transport gathers the bitmaps, its
-	// collectives are queued between two such rounds, from this goroutine.
-	eachPart := func(f func(p *mgBFSPart, i int) error) error {
-		par.ForWorker(k, 1, func(_, lo, hi int) {
-			for i := lo; i < hi; i++ {
-				errs[i] = f(ps[i], i)
-			}
-		})
-		return errors.Join(errs...)
-	}
-	// The set-up's wait is a round too: it wakes the team's workers,
-	// which then spin for the first level rather than sleep through it
-	// (waking them there cost level 0 about 100 µs on four GPUs).
-	if err := eachPart(func(p *mgBFSPart, _ int) error { return p.Stream.Synchronize() }); err != nil {
-		return nil, err
-	}
-	calls, err := newRoundTrace(ps, stores)
+	calls, err := newRoundTrace(s.ps, s.stores)
 	if err != nil {
 		return nil, err
 	}
 	defer calls.destroy()
-	// Timed from the search's start, as one GPU's search is: each part
-	// marks its own vertices unvisited and queues the source.
+	s.calls = calls
+	return s.search(ctx, in.Source)
+}
+
+// setUp makes the parts' searches, their peers' addresses, the bitmap's
+// cuts, and the first stores into every peer.
+func (s *mgSearch) setUp() error {
+	parts, err := s.m.partitions(s.g, 0)
+	if err != nil {
+		return err
+	}
+	k := len(parts)
+	s.parts, s.ps, s.streams = parts, make([]*mgBFSPart, k), make([]*gpu.Stream, k)
+	s.errs, s.stats, s.counts = make([]error, k), make([]gpuop.EntStats, k), make([][gpuop.Classes]uint32, k)
+	s.stores = s.m.PeerStores && s.m.reachesPeers()
+	for i, part := range parts {
+		if err := s.addPart(i, part); err != nil {
+			return err
+		}
+	}
+	if s.stores {
+		if err := listPeers(s.ps); err != nil {
+			return err
+		}
+	}
+	s.cutWords()
+	s.hubTotal = s.ps[0].HubCount
+	if err := s.clearLevels(); err != nil {
+		return err
+	}
+	// The set-up's wait is a round too: it wakes the team's workers,
+	// which then spin for the first level rather than sleep through it
+	// (waking them there cost level 0 about 100 µs on four GPUs).
+	return s.eachPart(func(p *mgBFSPart, _ int) error { return p.Stream.Synchronize() })
+}
+
+// addPart makes part i's search on the i-th GPU.
+func (s *mgSearch) addPart(i int, part convert.Partition) error {
+	b := s.m.gpus[i]
+	e, err := gpuop.NewEntSearch(b, part.Graph, s.g)
+	if err != nil {
+		return err
+	}
+	p := &mgBFSPart{EntSearch: e, part: part}
+	s.ps[i], s.streams[i] = p, e.Stream
+	s.transfer += e.Transfer
+	if s.stores {
+		if p.push, err = b.Kernel(kernels.MultiGPU, "mg_push_clear"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cutWords cuts the bitmap's words by owner: part r's from word ⌈Lo/32⌉ (a
+// part's Lo is a multiple of 32 unless it owns nothing) to the next
+// part's.
+func (s *mgSearch) cutWords() {
+	k := len(s.parts)
+	s.cuts = make([]int64, k+1)
+	for r, part := range s.parts {
+		s.cuts[r] = 4 * ((int64(part.Lo) + 31) / 32)
+	}
+	s.cuts[k] = 4 * ((s.n + 31) / 32)
+	for r, p := range s.ps {
+		p.Lo, p.Hi = int64(p.part.Lo), int64(p.part.Hi)
+		p.OwnWords = [2]int64{s.cuts[r] / 4, s.cuts[r+1] / 4}
+	}
+}
+
+// clearLevels clears both levels' buffers (level 0 writes 1, and the
+// warm-up reads both bitmaps, after these clears, on the same stream);
+// by peer stores, it then touches both bitmaps of every peer: the first
+// stores into another GPU's fresh allocation cost about 100 µs on the GPU
+// (four H200s: levels 0 and 1 of every search, BENCHMARKS.md), so that
+// cost is the set-up's, as allocating them is: zeros, each part's bitmap q
+// read while the launch clears the other level's buffer.
+func (s *mgSearch) clearLevels() error {
+	for _, p := range s.ps {
+		for q := range 2 {
+			if err := p.ClearLevel(q); err != nil {
+				return err
+			}
+		}
+	}
+	if !s.stores {
+		return nil
+	}
+	for _, p := range s.ps {
+		for q := range 2 {
+			if err := p.pushClear(q, q^1, true, false); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// eachPart runs f for every part at once, a part a worker of par's team:
+// the host's driver calls for the GPUs go out side by side rather than
+// part after part (a small level is a few calls a part, at 3 to 5 µs
+// each). Where the transport gathers the bitmaps, its collectives are
+// queued between two such rounds, from the caller's goroutine.
+func (s *mgSearch) eachPart(f func(p *mgBFSPart, i int) error) error {
+	par.ForWorker(len(s.ps), 1, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			s.errs[i] = f(s.ps[i], i)
+		}
+	})
+	return errors.Join(s.errs...)
+}
+
+// read reads part i's stats q.
+func (s *mgSearch) read(p *mgBFSPart, i, q int) (err error) {
+	s.stats[i], err = p.Read(q)
+	return err
+}
+
+// close waits for every part's stream, then frees the parts: a part's
+// kernels may still store into another part's bitmap when a level fails
+// midway.
+func (s *mgSearch) close() {
+	for _, st := range s.streams {
+		if st != nil {
+			_ = st.Synchronize() // the run's own error is the one to report
+		}
+	}
+	for _, p := range s.ps {
+		if p != nil {
+			p.Free()
+		}
+	}
+}
+
+// level is what one level of the search found and did: the whole search's
+// stats, and whether the stores' counts decided the direction (decided)
+// and turned it bottom-up (turned).
+type level struct {
+	st              gpuop.EntStats
+	decided, turned bool
+}
+
+// search runs the levels from source, timed from the search's start as one
+// GPU's search is: each part marks its own vertices unvisited and queues
+// the source.
+func (s *mgSearch) search(ctx context.Context, source uint32) (*operators.Result, error) {
 	start := time.Now()
-	counts := make([][gpuop.Classes]uint32, k)
-	err = eachPart(func(p *mgBFSPart, i int) error {
-		c := gpuop.DegreeClass(p.part.Graph.Out.Degree(in.Source))
-		counts[i][c] = 1
-		return p.Start(in.Source, c)
+	err := s.eachPart(func(p *mgBFSPart, i int) error {
+		c := gpuop.DegreeClass(p.part.Graph.Out.Degree(source))
+		s.counts[i][c] = 1
+		return p.Start(source, c)
 	})
 	if err != nil {
 		return nil, err
 	}
-	trace := gpuop.NewLevelTrace("enterprise, multi-GPU")
+	s.trace = gpuop.NewLevelTrace("enterprise, multi-GPU")
 	cur, topDown := 0, true
 	var directions gpuop.LevelDirections
-	stats := make([]gpuop.EntStats, k)
-	// frontierHubs is the hubs in the frontier a level expands.
-	var frontierHubs uint32
-	read := func(p *mgBFSPart, i, q int) (err error) {
-		stats[i], err = p.Read(q)
-		return err
-	}
-	for level := int32(0); ; level++ {
+	var frontierHubs uint32 // the hubs in the frontier a level expands
+	for lv := int32(0); ; lv++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		directions.Note(topDown)
 		next := cur ^ 1
-		// By peer stores, a part's level is its expansion and its stores
-		// (which also count its part of the next frontier, copy the
-		// counters to the host and clear this level's buffer, cur): the
-		// round ends once every part's stores are done. Bottom-up nothing
-		// reads them until the next level: one round a level. Top-down a
-		// second round reads every part's words: the queue pass, or, where
-		// the stores' counts turn the search bottom-up, the hub list and
-		// the unvisited vertices' queues (the top-down queues would be
-		// dropped: on one GPU, which learns the count from the queue pass,
-		// that pass is 84 µs of Kronecker 26's switch level). Where the
-		// level may turn the search bottom-up, each part also queues its
-		// unvisited vertices once its visits are in, and its stores list
-		// the hubs into every part's hub list (atomics into the peers'
-		// memory, so only where they are native: peerAtomics): the turn's
-		// second round, made in the first, so that a level that turns is
-		// one round too.
-		spec := stores && topDown && m.peerAtomics() && speculates(m.speculate, frontierHubs, hubTotal)
-		calls.begin()
-		err := eachPart(func(p *mgBFSPart, i int) error {
-			calls.mark(i, 0, p.Stream)
-			if err := p.Expand(cur, next, counts[i], topDown, level); err != nil {
-				return err
-			}
-			calls.mark(i, 1, p.Stream)
-			if !stores {
-				return nil
-			}
-			if spec {
-				if err := p.QueueUnvisited(next); err != nil { // its counts are clear: cleared with the level
-					return err
-				}
-			}
-			if err := p.pushClear(next, cur, false, spec); err != nil {
-				return err
-			}
-			calls.mark(i, 2, p.Stream)
-			var err error
-			stats[i], err = p.Wait(next) // the stores' kernel copied them
-			calls.mark(i, 3, nil)
-			return err
-		})
+		l, err := s.level(lv, cur, next, topDown, frontierHubs)
 		if err != nil {
 			return nil, err
 		}
-		calls.print(level)
-		var st gpuop.EntStats
-		decided, turned := false, false
-		switch {
-		case stores && topDown:
-			trace.Phase("expand, stores", streams...)
-			own := ownStats(stats)
-			if own.Found == 0 {
-				st = own
-				break
-			}
-			decided, turned = true, gpuop.SwitchesDirection(true, own, hubTotal, n)
-			if turned && spec {
-				// The first round queued the unvisited and listed the hubs;
-				// no queue pass counted the frontier's vertices and hubs
-				// (0 in stats), which the stores' own counts sum up.
-				st = combineStats(stats, false)
-				st.Found, st.Hubs = own.Found, own.Hubs
-				if m.afterTurn != nil {
-					if err := m.afterTurn(ps, next); err != nil {
-						return nil, err
-					}
-				}
-				break
-			}
-			err := eachPart(func(p *mgBFSPart, i int) (err error) {
-				if turned {
-					if err := p.BottomUpFrom(next); err != nil {
-						return err
-					}
-					return read(p, i, next)
-				}
-				if spec {
-					// The queue pass counts afresh what the first round's
-					// bottom-up queues and hub lists counted.
-					if err := p.ClearQueueCounts(next); err != nil {
-						return err
-					}
-				}
-				if err := p.TopDownQueues(next); err != nil {
-					return err
-				}
-				stats[i], err = p.Wait(next) // the queue pass copied them
-				return err
-			})
-			if err != nil {
-				return nil, err
-			}
-			if turned {
-				trace.Phase("hub list, bottom-up queues", streams...)
-			} else {
-				trace.Phase("queue and counters", streams...)
-			}
-			st = combineStats(stats, !turned)
-		case stores:
-			trace.Phase("expand, stores", streams...)
-			st = combineStats(stats, false)
-		default:
-			trace.Phase("expand", streams...)
-			bufs := make([]*gpu.DeviceBuffer, k)
-			for i, p := range ps {
-				bufs[i] = p.Buf.Bits[next]
-			}
-			if err := gatherRanges(m.link, streams, bufs, cuts); err != nil {
-				return nil, err
-			}
-			trace.Phase("gather", streams...)
-			err := eachPart(func(p *mgBFSPart, i int) error {
-				if topDown {
-					if err := p.TopDownQueues(next); err != nil {
-						return err
-					}
-				}
-				if err := p.ClearLevel(cur); err != nil {
-					return err
-				}
-				return read(p, i, next)
-			})
-			if err != nil {
-				return nil, err
-			}
-			trace.Phase("queue and counters", streams...)
-			st = combineStats(stats, topDown)
+		if l.st.Found == 0 {
+			return s.result(int(lv)+1, time.Since(start), directions)
 		}
-		trace.Level("level %d %s: next %v, %d hubs, %d found", level, gpuop.Direction(topDown), st.Count, st.Hubs, st.Found)
-		if turned {
-			trace.Level("bottom-up queues %v", st.Count)
+		if topDown, err = s.direction(&l, next, topDown); err != nil {
+			return nil, err
 		}
-		switch {
-		case st.Found == 0:
-			compute := time.Since(start)
-			res, err := mgBFSResult(ps, n, int(level)+1, compute, transfer)
-			if err != nil {
-				return nil, err
-			}
-			bitmaps, how := "gathered", "gathered by "+m.link.name()
-			if stores {
-				bitmaps, how = "by peer stores", "stored by the kernels into the other GPUs' memory"
-			}
-			res.Strategy = fmt.Sprintf("enterprise multi-GPU (%v; %s; bitmaps %s)", directions, m.describe(parts), bitmaps)
-			res.StrategyReason = fmt.Sprintf("%d GPUs: Enterprise's 1-D partition (§4.4), the status exchanged as bitmaps, %s", k, how)
-			return res, nil
-		case turned:
-			topDown = false
-		case decided: // top-down on, by the stores' counts before the queue pass
-		case gpuop.SwitchesDirection(topDown, st, hubTotal, n):
-			err := eachPart(func(p *mgBFSPart, i int) error {
-				if err := p.Turn(next, topDown); err != nil {
-					return err
-				}
-				return read(p, i, next)
-			})
-			if err != nil {
-				return nil, err
-			}
-			topDown = !topDown
-			if topDown {
-				// The turn's queue pass counted the frontier's hubs, which
-				// the bottom-up level's stats do not.
-				st.Hubs = combineStats(stats, true).Hubs
-			}
+		for i := range s.ps {
+			s.counts[i] = s.stats[i].Count
 		}
-		for i := range ps {
-			counts[i] = stats[i].Count
-		}
-		frontierHubs = st.Hubs
+		frontierHubs = l.st.Hubs
 		cur = next
 	}
+}
+
+// level runs level lv from bitmap and queues cur into next: the expansion
+// (and by peer stores the stores, in the same round), then the exchange or
+// the queue pass, and says what the level found.
+func (s *mgSearch) level(lv int32, cur, next int, topDown bool, frontierHubs uint32) (level, error) {
+	// Where the level may turn the search bottom-up, each part also queues
+	// its unvisited vertices once its visits are in, and its stores list
+	// the hubs into every part's hub list (atomics into the peers' memory,
+	// so only where they are native: peerAtomics): the turn's second
+	// round, made in the first, so that a level that turns is one round
+	// too.
+	spec := s.stores && topDown && s.m.peerAtomics() && speculates(s.m.speculate, frontierHubs, s.hubTotal)
+	if err := s.expandRound(lv, cur, next, topDown, spec); err != nil {
+		return level{}, err
+	}
+	var l level
+	var err error
+	switch {
+	case s.stores && topDown:
+		l, err = s.storesTopDown(next, spec)
+	case s.stores:
+		s.trace.Phase("expand, stores", s.streams...)
+		l.st = combineStats(s.stats, false)
+	default:
+		l, err = s.gathered(cur, next, topDown)
+	}
+	if err != nil {
+		return level{}, err
+	}
+	s.trace.Level("level %d %s: next %v, %d hubs, %d found", lv, gpuop.Direction(topDown), l.st.Count, l.st.Hubs, l.st.Found)
+	if l.turned {
+		s.trace.Level("bottom-up queues %v", l.st.Count)
+	}
+	return l, nil
+}
+
+// expandRound is a level's first round: by peer stores, a part's
+// expansion and its stores (which also count its part of the next
+// frontier, copy the counters to the host and clear this level's buffer,
+// cur), so that the round ends once every part's stores are done; spec
+// also queues the part's unvisited vertices and lists the hubs.
+func (s *mgSearch) expandRound(lv int32, cur, next int, topDown, spec bool) error {
+	s.calls.begin()
+	err := s.eachPart(func(p *mgBFSPart, i int) error {
+		s.calls.mark(i, 0, p.Stream)
+		if err := p.Expand(cur, next, s.counts[i], topDown, lv); err != nil {
+			return err
+		}
+		s.calls.mark(i, 1, p.Stream)
+		if !s.stores {
+			return nil
+		}
+		if spec {
+			if err := p.QueueUnvisited(next); err != nil { // its counts are clear: cleared with the level
+				return err
+			}
+		}
+		if err := p.pushClear(next, cur, false, spec); err != nil {
+			return err
+		}
+		s.calls.mark(i, 2, p.Stream)
+		var err error
+		s.stats[i], err = p.Wait(next) // the stores' kernel copied them
+		s.calls.mark(i, 3, nil)
+		return err
+	})
+	s.calls.print(lv)
+	return err
+}
+
+// storesTopDown is a top-down level by peer stores after its first round:
+// bottom-up nothing reads the stores until the next level, but top-down a
+// second round reads every part's words: the queue pass, or, where the
+// stores' counts turn the search bottom-up, the hub list and the unvisited
+// vertices' queues (the top-down queues would be dropped: on one GPU,
+// which learns the count from the queue pass, that pass is 84 µs of
+// Kronecker 26's switch level). A speculating level that turns needs no
+// second round.
+func (s *mgSearch) storesTopDown(next int, spec bool) (level, error) {
+	s.trace.Phase("expand, stores", s.streams...)
+	own := ownStats(s.stats)
+	if own.Found == 0 {
+		return level{st: own}, nil
+	}
+	l := level{decided: true, turned: gpuop.SwitchesDirection(true, own, s.hubTotal, s.n)}
+	if l.turned && spec {
+		// The first round queued the unvisited and listed the hubs; no
+		// queue pass counted the frontier's vertices and hubs (0 in
+		// stats), which the stores' own counts sum up.
+		l.st = combineStats(s.stats, false)
+		l.st.Found, l.st.Hubs = own.Found, own.Hubs
+		if s.m.afterTurn != nil {
+			if err := s.m.afterTurn(s.ps, next); err != nil {
+				return level{}, err
+			}
+		}
+		return l, nil
+	}
+	err := s.eachPart(func(p *mgBFSPart, i int) (err error) {
+		if l.turned {
+			if err := p.BottomUpFrom(next); err != nil {
+				return err
+			}
+			return s.read(p, i, next)
+		}
+		if spec {
+			// The queue pass counts afresh what the first round's
+			// bottom-up queues and hub lists counted.
+			if err := p.ClearQueueCounts(next); err != nil {
+				return err
+			}
+		}
+		if err := p.TopDownQueues(next); err != nil {
+			return err
+		}
+		s.stats[i], err = p.Wait(next) // the queue pass copied them
+		return err
+	})
+	if err != nil {
+		return level{}, err
+	}
+	if l.turned {
+		s.trace.Phase("hub list, bottom-up queues", s.streams...)
+	} else {
+		s.trace.Phase("queue and counters", s.streams...)
+	}
+	l.st = combineStats(s.stats, !l.turned)
+	return l, nil
+}
+
+// gathered is a level whose bitmaps the transport gathers: after the
+// expansion, the gather, then each part's queue pass and the clearing of
+// this level's buffer.
+func (s *mgSearch) gathered(cur, next int, topDown bool) (level, error) {
+	s.trace.Phase("expand", s.streams...)
+	bufs := make([]*gpu.DeviceBuffer, len(s.ps))
+	for i, p := range s.ps {
+		bufs[i] = p.Buf.Bits[next]
+	}
+	if err := gatherRanges(s.m.link, s.streams, bufs, s.cuts); err != nil {
+		return level{}, err
+	}
+	s.trace.Phase("gather", s.streams...)
+	err := s.eachPart(func(p *mgBFSPart, i int) error {
+		if topDown {
+			if err := p.TopDownQueues(next); err != nil {
+				return err
+			}
+		}
+		if err := p.ClearLevel(cur); err != nil {
+			return err
+		}
+		return s.read(p, i, next)
+	})
+	if err != nil {
+		return level{}, err
+	}
+	s.trace.Phase("queue and counters", s.streams...)
+	return level{st: combineStats(s.stats, topDown)}, nil
+}
+
+// direction is the direction of the level after l, turning the parts'
+// queues (next) where the rule says so. Turning back top-down, the turn's
+// queue pass counted the frontier's hubs, which the bottom-up level's
+// stats do not: l's hubs become those.
+func (s *mgSearch) direction(l *level, next int, topDown bool) (bool, error) {
+	switch {
+	case l.turned:
+		return false, nil
+	case l.decided: // top-down on, by the stores' counts before the queue pass
+		return topDown, nil
+	case !gpuop.SwitchesDirection(topDown, l.st, s.hubTotal, s.n):
+		return topDown, nil
+	}
+	err := s.eachPart(func(p *mgBFSPart, i int) error {
+		if err := p.Turn(next, topDown); err != nil {
+			return err
+		}
+		return s.read(p, i, next)
+	})
+	if err == nil && !topDown {
+		l.st.Hubs = combineStats(s.stats, true).Hubs
+	}
+	return !topDown, err
+}
+
+// result gathers the search's depths and parents after levels levels.
+func (s *mgSearch) result(levels int, compute time.Duration, directions gpuop.LevelDirections) (*operators.Result, error) {
+	res, err := mgBFSResult(s.ps, s.n, levels, compute, s.transfer)
+	if err != nil {
+		return nil, err
+	}
+	bitmaps, how := "gathered", "gathered by "+s.m.link.name()
+	if s.stores {
+		bitmaps, how = "by peer stores", "stored by the kernels into the other GPUs' memory"
+	}
+	res.Strategy = fmt.Sprintf("enterprise multi-GPU (%v; %s; bitmaps %s)", directions, s.m.describe(s.parts), bitmaps)
+	res.StrategyReason = fmt.Sprintf("%d GPUs: Enterprise's 1-D partition (§4.4), the status exchanged as bitmaps, %s", len(s.ps), how)
+	return res, nil
 }
 
 // ownStats is what the parts' stores counted of the next frontier: its

@@ -89,10 +89,30 @@ const (
 	mgCountBytes = 16
 )
 
+// mgVPRun is one run of a vertex program over the parts.
+type mgVPRun struct {
+	m       *MultiGPU
+	in      operators.Input
+	which   mgProgram
+	prog    gpuop.Program
+	seed    uint64 // the source's value
+	n, vb   int64  // vertices, a value's bytes
+	parts   []convert.Partition
+	ps      []*mgVPPart
+	streams []*gpu.Stream
+	res     *operators.Result
+	// An iteration's ranges (cuts, which Permissive Partitioning slides),
+	// and what each part changed and put in its outbox.
+	cuts            []uint32
+	slider          *sectionLoads
+	slides          int
+	changed         []uint32
+	outbox          []int64
+	examined, total int64
+}
+
 func runVPMulti(ctx context.Context, m *MultiGPU, in operators.Input, which mgProgram, extra float64) (*operators.Result, error) {
-	g := in.Graph
-	op := map[mgProgram]operators.Operator{mgSSSP: operators.SSSP{}, mgSSWP: operators.SSWP{}, mgCC: operators.CC{}}[which]
-	if which == mgCC && g.Directed {
+	if which == mgCC && in.Graph.Directed {
 		// Weak components need both directions of every edge; a part holds
 		// only the edges into its vertices.
 		res, err := m.gpus[0].Run(ctx, operators.CC{}, in)
@@ -101,222 +121,259 @@ func runVPMulti(ctx context.Context, m *MultiGPU, in operators.Input, which mgPr
 		}
 		return res, err
 	}
-	var prog gpuop.Program
-	var seed uint64
-	switch which {
-	case mgSSSP:
-		if err := operators.CheckSource("sssp", in); err != nil {
-			return nil, err
-		}
-		prog = m.First().SSSPProgram(g)
-	case mgSSWP:
-		if err := operators.CheckSource("sswp", in); err != nil {
-			return nil, err
-		}
-		prog = m.First().SSWPProgram(g)
-		seed = uint64(gpuop.Key32(math.Inf(1)))
-		if prog.Wide {
-			seed = gpuop.Key64(math.Inf(1))
-		}
-	default:
-		prog = gpuop.CCLabels
-	}
-	name := op.Spec().Name
-	res := &operators.Result{Op: name, Backend: "gpu"}
-	n := int64(g.NumVertices())
-	parts, err := m.partitions(g, extra)
+	r, err := newMGVPRun(m, in, which)
 	if err != nil {
 		return nil, err
 	}
-	k := len(parts)
-	ps := make([]*mgVPPart, k)
-	streams := make([]*gpu.Stream, k)
-	defer func() {
-		for _, x := range ps {
-			if x != nil {
-				x.Free()
-			}
-		}
-	}()
-	for i, part := range parts {
-		x, err := newMGVPPart(m.gpus[i], part, parts, prog, n)
-		if err != nil {
-			return nil, err
-		}
-		ps[i], streams[i] = x, x.s
-		res.Transfer += x.transfer
-	}
-	vb := prog.ValueBytes()
-	// Start: every value none, then the labels or the source's value; the
-	// first iteration pulls every vertex (cc) or the source's out-neighbours.
-	for _, x := range ps {
-		if err := x.values.Memset8(x.s, prog.None); err != nil {
-			return nil, err
-		}
-		if which == mgCC {
-			iota, err := x.b.Kernel(kernels.VPCommon, "vp_iota")
-			if err != nil {
-				return nil, err
-			}
-			if err := iota.Launch(x.s, x.values, n); err != nil {
-				return nil, err
-			}
-			if err := x.active[0].Memset8(x.s, 0xff); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		at, _ := x.values.Slice(int64(in.Source)*vb, vb)
-		var err error
-		if prog.Wide {
-			err = gpu.Upload(x.s, at, []uint64{seed})
-		} else {
-			err = gpu.Upload(x.s, at, []uint32{uint32(seed)})
-		}
-		if err != nil {
-			return nil, err
-		}
-		if err := x.active[0].Memset8(x.s, 0); err != nil {
-			return nil, err
-		}
-		if err := gpu.Upload(x.s, x.changed, []uint32{in.Source}); err != nil {
-			return nil, err
-		}
-		if err := x.activate.LaunchFor(x.s, 32, gpuop.BlockSize, x.changed, uint32(1), x.outOff, x.outTgt, x.active[0]); err != nil {
-			return nil, err
-		}
-	}
-	if err := gpuop.SyncAll(streams); err != nil {
+	defer r.free()
+	if err := r.setUp(extra); err != nil {
 		return nil, err
 	}
 	start := time.Now()
-	cuts := make([]uint32, k+1)
-	for i, part := range parts {
-		cuts[i] = part.Lo
-	}
-	cuts[k] = uint32(n)
-	var slider *sectionLoads
-	if extra > 0 {
-		slider = newSectionLoads(g.In().Offsets, parts)
-	}
-	slides := 0
-	changed := make([]uint32, k)
-	outbox := make([]int64, k)
-	var examined int64
-	cur := 0
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if int64(res.Iterations) > gpuop.VPMaxIterations(n) {
-			return nil, fmt.Errorf("operators: %s over %d GPUs did not settle in %d iterations (a bug; use --backend cpu)", name, k, res.Iterations)
-		}
-		next := 1 - cur
-		if slider != nil {
-			moved, err := slider.cut(ps, cur, cuts)
-			if err != nil {
-				return nil, err
-			}
-			if moved {
-				slides++
-			}
-		}
-		for i, x := range ps {
-			if err := x.active[next].Memset8(x.s, 0); err != nil {
-				return nil, err
-			}
-			if err := x.counts.Memset8(x.s, 0); err != nil {
-				return nil, err
-			}
-			cnt := x.counts.Ptr()
-			tail := []any{x.boundary, x.changed, cnt + mgChangedAt, x.outIDs, x.outVals, cnt + mgOutboxAt, cnt + mgExaminedAt}
-			lo, hi := int64(cuts[i]), int64(cuts[i+1])
-			if err := x.pull.LaunchFor(x.s, hi-lo, gpuop.BlockSize, append([]any{x.inOff, x.inSrc, gpuop.PtrOf(x.inW), x.values, x.active[cur],
-				lo, hi, x.b.HubDegree()}, tail...)...); err != nil {
-				return nil, err
-			}
-			if x.hubCount > 0 {
-				if err := gpu.Launch(x.hubPull.Fn, gpu.Dim(uint32(min(x.hubCount, 65535))), gpu.Dim(gpuop.BlockSize), 0, x.s,
-					append([]any{x.inOff, x.inSrc, gpuop.PtrOf(x.inW), x.values, x.active[cur], lo, hi, x.hubs, uint32(x.hubCount)}, tail...)...); err != nil {
-					return nil, err
-				}
-			}
-		}
-		var total int64
-		err := readParts(streams, func(i int) error { return ps[i].host.Fetch(ps[i].s, ps[i].counts) }, func(i int) error {
-			raw, err := ps[i].host.Wait(ps[i].s, ps[i].counts)
-			if err != nil {
-				return err
-			}
-			changed[i] = binary.LittleEndian.Uint32(raw[mgChangedAt:])
-			outbox[i] = int64(binary.LittleEndian.Uint32(raw[mgOutboxAt:]))
-			examined += int64(binary.LittleEndian.Uint64(raw[mgExaminedAt:]))
-			total += int64(changed[i])
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		res.Iterations++
-		if total == 0 {
-			break
-		}
-		if err := m.exchangeOutboxes(ps, streams, outbox, vb); err != nil {
-			return nil, err
-		}
-		for i, x := range ps {
-			for r := range ps {
-				if r == i || outbox[r] == 0 {
-					continue
-				}
-				if err := x.apply.LaunchFor(x.s, outbox[r], gpuop.BlockSize, x.inIDs[r], x.inVals[r], uint32(outbox[r]), x.values); err != nil {
-					return nil, err
-				}
-				if err := x.activate.LaunchFor(x.s, 32*outbox[r], gpuop.BlockSize, x.inIDs[r], uint32(outbox[r]), x.outOff, x.outTgt, x.active[next]); err != nil {
-					return nil, err
-				}
-			}
-			if changed[i] > 0 {
-				if err := x.activate.LaunchFor(x.s, 32*int64(changed[i]), gpuop.BlockSize, x.changed, changed[i], x.outOff, x.outTgt, x.active[next]); err != nil {
-					return nil, err
-				}
-			}
-		}
-		cur = next
+	if err := r.iterate(ctx); err != nil {
+		return nil, err
 	}
 	var parent []uint32
 	if which == mgSSSP {
-		var err error
-		if parent, err = mgParents(ctx, m, ps, streams, prog, in.Source, n); err != nil {
+		if parent, err = mgParents(ctx, m, r.ps, r.streams, r.prog, in.Source, r.n); err != nil {
 			return nil, err
 		}
 	}
-	if err := gpuop.SyncAll(streams); err != nil {
+	if err := gpuop.SyncAll(r.streams); err != nil {
 		return nil, err
 	}
-	res.Compute = time.Since(start)
-	res.EdgesExamined = examined
-	res.Strategy = fmt.Sprintf("vertex refinement over warpseg rounds, %s", prog.DescribeValues())
-	if extra > 0 {
-		res.Strategy += fmt.Sprintf(", permissive partitioning (parts hold %.0f%% more on each side; borders moved in %d of %d iterations)", 100*extra, slides, res.Iterations)
+	r.res.Compute = time.Since(start)
+	return r.result(extra, parent)
+}
+
+// newMGVPRun is the run of which's program on in's graph.
+func newMGVPRun(m *MultiGPU, in operators.Input, which mgProgram) (*mgVPRun, error) {
+	g := in.Graph
+	r := &mgVPRun{m: m, in: in, which: which, prog: gpuop.CCLabels, n: int64(g.NumVertices())}
+	name := "cc"
+	switch which {
+	case mgSSSP:
+		r.prog, name = m.First().SSSPProgram(g), "sssp"
+	case mgSSWP:
+		r.prog, name = m.First().SSWPProgram(g), "sswp"
+		r.seed = uint64(gpuop.Key32(math.Inf(1)))
+		if r.prog.Wide {
+			r.seed = gpuop.Key64(math.Inf(1))
+		}
 	}
-	res.Strategy += " (" + m.describe(parts) + ")"
-	res.StrategyReason = fmt.Sprintf("%d GPUs: each pulls its active vertices; only the updated boundary vertices travel (Vertex Refinement)", k)
-	raw, err := mgOwnedValues(ps, n, vb)
+	if which != mgCC {
+		if err := operators.CheckSource(name, in); err != nil {
+			return nil, err
+		}
+	}
+	r.vb = r.prog.ValueBytes()
+	r.res = &operators.Result{Op: name, Backend: "gpu"}
+	return r, nil
+}
+
+// setUp cuts the graph, makes the parts and starts them: every value none,
+// then the labels or the source's value; the first iteration pulls every
+// vertex (cc) or the source's out-neighbours.
+func (r *mgVPRun) setUp(extra float64) error {
+	parts, err := r.m.partitions(r.in.Graph, extra)
+	if err != nil {
+		return err
+	}
+	k := len(parts)
+	r.parts, r.ps, r.streams = parts, make([]*mgVPPart, k), make([]*gpu.Stream, k)
+	r.changed, r.outbox = make([]uint32, k), make([]int64, k)
+	for i, part := range parts {
+		x, err := newMGVPPart(r.m.gpus[i], part, parts, r.prog, r.n)
+		if err != nil {
+			return err
+		}
+		r.ps[i], r.streams[i] = x, x.s
+		r.res.Transfer += x.transfer
+	}
+	for _, x := range r.ps {
+		if err := r.start(x); err != nil {
+			return err
+		}
+	}
+	r.cuts = make([]uint32, k+1)
+	for i, part := range parts {
+		r.cuts[i] = part.Lo
+	}
+	r.cuts[k] = uint32(r.n)
+	if extra > 0 {
+		r.slider = newSectionLoads(r.in.Graph.In().Offsets, parts)
+	}
+	return gpuop.SyncAll(r.streams)
+}
+
+// start starts part x: its values none, then the labels (every vertex
+// active) or the source's value (the source's out-neighbours active).
+func (r *mgVPRun) start(x *mgVPPart) error {
+	if err := x.values.Memset8(x.s, r.prog.None); err != nil {
+		return err
+	}
+	if r.which == mgCC {
+		iota, err := x.b.Kernel(kernels.VPCommon, "vp_iota")
+		if err != nil {
+			return err
+		}
+		if err := iota.Launch(x.s, x.values, r.n); err != nil {
+			return err
+		}
+		return x.active[0].Memset8(x.s, 0xff)
+	}
+	at, _ := x.values.Slice(int64(r.in.Source)*r.vb, r.vb)
+	var err error
+	if r.prog.Wide {
+		err = gpu.Upload(x.s, at, []uint64{r.seed})
+	} else {
+		err = gpu.Upload(x.s, at, []uint32{uint32(r.seed)})
+	}
+	if err != nil {
+		return err
+	}
+	if err := x.active[0].Memset8(x.s, 0); err != nil {
+		return err
+	}
+	if err := gpu.Upload(x.s, x.changed, []uint32{r.in.Source}); err != nil {
+		return err
+	}
+	return x.activate.LaunchFor(x.s, 32, gpuop.BlockSize, x.changed, uint32(1), x.outOff, x.outTgt, x.active[0])
+}
+
+// iterate runs iterations until one improves nothing anywhere.
+func (r *mgVPRun) iterate(ctx context.Context) error {
+	for cur := 0; ; cur = 1 - cur {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if int64(r.res.Iterations) > gpuop.VPMaxIterations(r.n) {
+			return fmt.Errorf("operators: %s over %d GPUs did not settle in %d iterations (a bug; use --backend cpu)", r.res.Op, len(r.ps), r.res.Iterations)
+		}
+		if r.slider != nil {
+			moved, err := r.slider.cut(r.ps, cur, r.cuts)
+			if err != nil {
+				return err
+			}
+			if moved {
+				r.slides++
+			}
+		}
+		if err := r.pull(cur); err != nil {
+			return err
+		}
+		if err := r.readCounts(); err != nil {
+			return err
+		}
+		r.res.Iterations++
+		if r.total == 0 {
+			return nil
+		}
+		if err := r.exchange(1 - cur); err != nil {
+			return err
+		}
+	}
+}
+
+// pull queues every part's pull of its range's active vertices (set cur),
+// rows longer than the hub degree a block each.
+func (r *mgVPRun) pull(cur int) error {
+	next := 1 - cur
+	for i, x := range r.ps {
+		if err := x.active[next].Memset8(x.s, 0); err != nil {
+			return err
+		}
+		if err := x.counts.Memset8(x.s, 0); err != nil {
+			return err
+		}
+		cnt := x.counts.Ptr()
+		tail := []any{x.boundary, x.changed, cnt + mgChangedAt, x.outIDs, x.outVals, cnt + mgOutboxAt, cnt + mgExaminedAt}
+		lo, hi := int64(r.cuts[i]), int64(r.cuts[i+1])
+		if err := x.pull.LaunchFor(x.s, hi-lo, gpuop.BlockSize, append([]any{x.inOff, x.inSrc, gpuop.PtrOf(x.inW), x.values, x.active[cur],
+			lo, hi, x.b.HubDegree()}, tail...)...); err != nil {
+			return err
+		}
+		if x.hubCount > 0 {
+			if err := gpu.Launch(x.hubPull.Fn, gpu.Dim(uint32(min(x.hubCount, 65535))), gpu.Dim(gpuop.BlockSize), 0, x.s,
+				append([]any{x.inOff, x.inSrc, gpuop.PtrOf(x.inW), x.values, x.active[cur], lo, hi, x.hubs, uint32(x.hubCount)}, tail...)...); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// readCounts reads what each part's pull changed and put in its outbox.
+func (r *mgVPRun) readCounts() error {
+	r.total = 0
+	ps := r.ps
+	return readParts(r.streams, func(i int) error { return ps[i].host.Fetch(ps[i].s, ps[i].counts) }, func(i int) error {
+		raw, err := ps[i].host.Wait(ps[i].s, ps[i].counts)
+		if err != nil {
+			return err
+		}
+		r.changed[i] = binary.LittleEndian.Uint32(raw[mgChangedAt:])
+		r.outbox[i] = int64(binary.LittleEndian.Uint32(raw[mgOutboxAt:]))
+		r.examined += int64(binary.LittleEndian.Uint64(raw[mgExaminedAt:]))
+		r.total += int64(r.changed[i])
+		return nil
+	})
+}
+
+// exchange sends the outboxes into the other parts' inboxes, where each
+// part writes them into its values and activates (set next) its vertices
+// the received and its own updates reach.
+func (r *mgVPRun) exchange(next int) error {
+	if err := r.m.exchangeOutboxes(r.ps, r.streams, r.outbox, r.vb); err != nil {
+		return err
+	}
+	for i, x := range r.ps {
+		for from := range r.ps {
+			if from == i || r.outbox[from] == 0 {
+				continue
+			}
+			got := r.outbox[from]
+			if err := x.apply.LaunchFor(x.s, got, gpuop.BlockSize, x.inIDs[from], x.inVals[from], uint32(got), x.values); err != nil {
+				return err
+			}
+			if err := x.activate.LaunchFor(x.s, 32*got, gpuop.BlockSize, x.inIDs[from], uint32(got), x.outOff, x.outTgt, x.active[next]); err != nil {
+				return err
+			}
+		}
+		if r.changed[i] > 0 {
+			if err := x.activate.LaunchFor(x.s, 32*int64(r.changed[i]), gpuop.BlockSize, x.changed, r.changed[i], x.outOff, x.outTgt, x.active[next]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// result reads the owners' values into the result's columns.
+func (r *mgVPRun) result(extra float64, parent []uint32) (*operators.Result, error) {
+	res, n := r.res, r.n
+	res.EdgesExamined = r.examined
+	res.Strategy = fmt.Sprintf("vertex refinement over warpseg rounds, %s", r.prog.DescribeValues())
+	if extra > 0 {
+		res.Strategy += fmt.Sprintf(", permissive partitioning (parts hold %.0f%% more on each side; borders moved in %d of %d iterations)", 100*extra, r.slides, res.Iterations)
+	}
+	res.Strategy += " (" + r.m.describe(r.parts) + ")"
+	res.StrategyReason = fmt.Sprintf("%d GPUs: each pulls its active vertices; only the updated boundary vertices travel (Vertex Refinement)", len(r.ps))
+	raw, err := mgOwnedValues(r.ps, n, r.vb)
 	if err != nil {
 		return nil, err
 	}
-	switch which {
+	switch r.which {
 	case mgSSSP:
 		dist := make([]float64, n)
 		for v := range dist {
-			dist[v] = rawValue(raw, v, prog.Wide, gpuop.Distance64, gpuop.Distance32)
+			dist[v] = rawValue(raw, v, r.prog.Wide, gpuop.Distance64, gpuop.Distance32)
 		}
 		res.Columns = []operators.Column{{Name: "distance", Type: operators.Float64Column, Float64: dist}, {Name: "parent", Type: operators.VertexColumn, Vertex: parent}}
 	case mgSSWP:
 		width := make([]float64, n)
 		for v := range width {
-			width[v] = rawValue(raw, v, prog.Wide, gpuop.Width64, gpuop.Width32)
+			width[v] = rawValue(raw, v, r.prog.Wide, gpuop.Width64, gpuop.Width32)
 		}
 		res.Columns = []operators.Column{{Name: "width", Type: operators.Float64Column, Float64: width}}
 	default:
@@ -327,6 +384,15 @@ func runVPMulti(ctx context.Context, m *MultiGPU, in operators.Input, which mgPr
 		res.Columns = []operators.Column{{Name: "component", Type: operators.VertexColumn, Vertex: comp}}
 	}
 	return res, nil
+}
+
+// free frees the parts.
+func (r *mgVPRun) free() {
+	for _, x := range r.ps {
+		if x != nil {
+			x.Free()
+		}
+	}
 }
 
 // rawValue is vertex v's value in raw, read by value64 or value32 as the
