@@ -200,8 +200,22 @@ func renumberInts[T intKey](ctx context.Context, t *edges.Table, spans []span, d
 // renumberDirect renumbers keys whose ordinals lie in [lo, lo+r): a bitmap
 // marks the keys present, per-word ranks turn it into ids.
 func renumberDirect[T intKey](ctx context.Context, t *edges.Table, spans []span, drop []uint64, lo, r uint64) ([]T, edgeIDs, error) {
-	nw := int((r + 63) / 64)
-	words := make([]rankWord, nw)
+	words := make([]rankWord, int((r+63)/64))
+	if err := markDirect[T](ctx, t, spans, drop, lo, words); err != nil {
+		return nil, nil, err
+	}
+	counts := wordCounts(words)
+	if n := counts[len(counts)-1]; n > maxVertices {
+		return nil, nil, tooManyVertices(t, fmt.Sprint(n))
+	}
+	keys := rankWords[T](words, counts, lo)
+	return keys, &rankedIDs[T]{words: words, lo: lo, drop: drop}, nil
+}
+
+// markDirect sets the presence bits of the keys (ordinals less lo) of the
+// edges not dropped in words.
+func markDirect[T intKey](ctx context.Context, t *edges.Table, spans []span, drop []uint64, lo uint64, words []rankWord) error {
+	nw := len(words)
 	// Each worker marks its own bitmap where they fit in little memory:
 	// shared words would bounce between the cores' caches on every new key.
 	workers := par.Workers()
@@ -238,22 +252,33 @@ func renumberDirect[T intKey](ctx context.Context, t *edges.Table, spans []span,
 		}
 	})
 	if err := ctx.Err(); err != nil {
-		return nil, nil, err
+		return err
 	}
 	if private != nil {
-		par.For(nw, 1<<12, func(lo, hi int) {
-			for _, bm := range private {
-				if bm == nil {
-					continue
-				}
-				for i, x := range bm[lo:hi] {
-					words[lo+i].bits |= x
-				}
-			}
-		})
+		orBitmaps(words, private)
 	}
+	return nil
+}
 
-	// The rank of word w is the number of keys before it.
+// orBitmaps ORs the workers' bitmaps (nil for a worker that had no span)
+// into the presence bits of words.
+func orBitmaps(words []rankWord, private [][]uint64) {
+	par.For(len(words), 1<<12, func(lo, hi int) {
+		for _, bm := range private {
+			if bm == nil {
+				continue
+			}
+			for i, x := range bm[lo:hi] {
+				words[lo+i].bits |= x
+			}
+		}
+	})
+}
+
+// wordCounts is the number of keys before each block of words (par.Blocks),
+// then the number of keys in all.
+func wordCounts(words []rankWord) []int64 {
+	nw := len(words)
 	counts := make([]int64, par.NumBlocks(nw)+1)
 	par.Blocks(nw, func(b, blo, bhi int) {
 		var c int
@@ -265,12 +290,14 @@ func renumberDirect[T intKey](ctx context.Context, t *edges.Table, spans []span,
 	for b := 1; b < len(counts); b++ {
 		counts[b] += counts[b-1]
 	}
-	n := counts[len(counts)-1]
-	if n > maxVertices {
-		return nil, nil, tooManyVertices(t, fmt.Sprint(n))
-	}
-	keys := make([]T, n)
-	par.Blocks(nw, func(b, blo, bhi int) {
+	return counts
+}
+
+// rankWords sets the rank of each word, the number of keys before it, from
+// its block's count, and returns the keys (ordinals less lo) in rank order.
+func rankWords[T intKey](words []rankWord, counts []int64, lo uint64) []T {
+	keys := make([]T, counts[len(counts)-1])
+	par.Blocks(len(words), func(b, blo, bhi int) {
 		c := uint32(counts[b])
 		for w := blo; w < bhi; w++ {
 			words[w].rank = c
@@ -280,8 +307,7 @@ func renumberDirect[T intKey](ctx context.Context, t *edges.Table, spans []span,
 			}
 		}
 	})
-
-	return keys, &rankedIDs[T]{words: words, lo: lo, drop: drop}, nil
+	return keys
 }
 
 // rankWord is 64 keys' presence bits and the number of keys before them, side
