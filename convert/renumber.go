@@ -342,9 +342,44 @@ func rankKeys[T intKey](keys []T, lo uint64, words []rankWord, ids []uint32) {
 // hash table (each endpoint's slot noted in src/dst), are sorted, and the
 // slots are then replaced by the ranks.
 func renumberHashed[T intKey](ctx context.Context, t *edges.Table, spans []span, drop []uint64, src, dst []uint32) ([]T, error) {
-	workers := par.Workers()
-	sketches := make([]hll, workers)
-	forSpans(ctx, spans, func(w int, s *span) {
+	e := &hashedEdges{t: t, spans: spans, drop: drop, src: src, dst: dst}
+	size, err := sketchInts[T](ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	tab, err := hashInts[T](ctx, e, size)
+	if err != nil {
+		return nil, err
+	}
+	distinct, err := sortedKeys(ctx, t, tab)
+	if err != nil {
+		return nil, err
+	}
+	keys, rankOf := rankInts[T](ctx, tab, distinct)
+	relabel(ctx, spans, src, dst, rankOf)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return keys, nil
+}
+
+// hashedEdges is the edges of a renumbering through a hash table: the table
+// and its spans, the edges dropped (nil: none), and src and dst, which note
+// each endpoint's slot (NoVertex for a dropped edge's source) and then its
+// id.
+type hashedEdges struct {
+	t        *edges.Table
+	spans    []span
+	drop     []uint64
+	src, dst []uint32
+}
+
+// sketchInts is the number of slots for the distinct keys of the edges, as
+// a HyperLogLog sketch of them estimates it.
+func sketchInts[T intKey](ctx context.Context, e *hashedEdges) (int64, error) {
+	drop := e.drop
+	sketches := make([]hll, par.Workers())
+	forSpans(ctx, e.spans, func(w int, s *span) {
 		sk, dk := column[T](&s.c.Src)[s.lo:s.hi], column[T](&s.c.Dst)[s.lo:s.hi]
 		dk = dk[:len(sk)]
 		h := &sketches[w]
@@ -357,61 +392,78 @@ func renumberHashed[T intKey](ctx context.Context, t *edges.Table, spans []span,
 		}
 	})
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return 0, err
 	}
-	for w := 1; w < workers; w++ {
+	return sketchSlots(sketches), nil
+}
+
+// sketchSlots merges the workers' sketches and returns the number of slots
+// for the distinct keys they estimate.
+func sketchSlots(sketches []hll) int64 {
+	for w := 1; w < len(sketches); w++ {
 		sketches[0].merge(&sketches[w])
 	}
-	size := tableSlots(sketches[0].estimate(), workers)
+	return tableSlots(sketches[0].estimate(), len(sketches))
+}
 
-	var tab *intTable
+// hashInts inserts every key into a table of size slots, rebuilt twice as
+// large while it fills, and notes each endpoint's slot.
+func hashInts[T intKey](ctx context.Context, e *hashedEdges, size int64) (*intTable, error) {
 	for {
-		tab = newIntTable(size)
-		forSpans(ctx, spans, func(_ int, s *span) {
-			if tab.full.Load() {
-				return
-			}
-			sk, dk := column[T](&s.c.Src)[s.lo:s.hi], column[T](&s.c.Dst)[s.lo:s.hi]
-			i0 := s.base + s.lo
-			ss, ds := src[i0:i0+len(sk)], dst[i0:i0+len(sk)]
-			dk = dk[:len(sk)]
-			var fresh int64
-			for j := range sk {
-				if drop != nil && isDropped(drop, i0+j) {
-					ss[j] = NoVertex
-					continue
-				}
-				var n1, n2 bool
-				ss[j], n1 = tab.insert(ord(sk[j]))
-				ds[j], n2 = tab.insert(ord(dk[j]))
-				if n1 {
-					fresh++
-				}
-				if n2 {
-					fresh++
-				}
-				if fresh >= flushEvery {
-					if !tab.addCount(fresh) {
-						return
-					}
-					fresh = 0
-				}
-			}
-			tab.addCount(fresh)
-		})
+		tab := newIntTable(size)
+		insertInts[T](ctx, e, tab)
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		if !tab.full.Load() {
-			break
+			return tab, nil
 		}
 		if size == maxSlots {
-			return nil, tooManyVertices(t, fmt.Sprintf("more than %d", tab.limit))
+			return nil, tooManyVertices(e.t, fmt.Sprintf("more than %d", tab.limit))
 		}
 		size = min(2*size, maxSlots)
 	}
+}
 
-	// The distinct keys, sorted.
+// insertInts is one pass of hashInts: it stops early once tab is full.
+func insertInts[T intKey](ctx context.Context, e *hashedEdges, tab *intTable) {
+	drop, src, dst := e.drop, e.src, e.dst
+	forSpans(ctx, e.spans, func(_ int, s *span) {
+		if tab.full.Load() {
+			return
+		}
+		sk, dk := column[T](&s.c.Src)[s.lo:s.hi], column[T](&s.c.Dst)[s.lo:s.hi]
+		i0 := s.base + s.lo
+		ss, ds := src[i0:i0+len(sk)], dst[i0:i0+len(sk)]
+		dk = dk[:len(sk)]
+		var fresh int64
+		for j := range sk {
+			if drop != nil && isDropped(drop, i0+j) {
+				ss[j] = NoVertex
+				continue
+			}
+			var n1, n2 bool
+			ss[j], n1 = tab.insert(ord(sk[j]))
+			ds[j], n2 = tab.insert(ord(dk[j]))
+			if n1 {
+				fresh++
+			}
+			if n2 {
+				fresh++
+			}
+			if fresh >= flushEvery {
+				if !tab.addCount(fresh) {
+					return
+				}
+				fresh = 0
+			}
+		}
+		tab.addCount(fresh)
+	})
+}
+
+// sortedKeys is the distinct keys (ordinals) in tab, sorted.
+func sortedKeys(ctx context.Context, t *edges.Table, tab *intTable) ([]uint64, error) {
 	distinct, err := occupied(ctx, tab.slots)
 	if err != nil {
 		return nil, err
@@ -425,8 +477,12 @@ func renumberHashed[T intKey](ctx context.Context, t *edges.Table, spans []span,
 	if err := psort(ctx, distinct, slices.Sort[[]uint64], func(a, b uint64) bool { return a < b }); err != nil {
 		return nil, err
 	}
+	return distinct, nil
+}
 
-	// rankOf[slot] is the id of the slot's key.
+// rankInts is the keys of the sorted distinct ordinals and, for each slot
+// of tab, the id of its key (rankOf[slot]). Canceled, it stops part done.
+func rankInts[T intKey](ctx context.Context, tab *intTable, distinct []uint64) ([]T, []uint32) {
 	rankOf := make([]uint32, len(tab.slots)+1)
 	keys := make([]T, len(distinct))
 	par.For(len(distinct), 1<<14, func(lo, hi int) {
@@ -438,11 +494,7 @@ func renumberHashed[T intKey](ctx context.Context, t *edges.Table, spans []span,
 			keys[i] = unord[T](distinct[i])
 		}
 	})
-	relabel(ctx, spans, src, dst, rankOf)
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return keys, nil
+	return keys, rankOf
 }
 
 // occupied is the non-zero values of slots, gathered in parallel.
