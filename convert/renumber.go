@@ -545,9 +545,35 @@ func relabel(ctx context.Context, spans []span, src, dst []uint32, rankOf []uint
 // renumberStrings renumbers string keys, in bytewise order, through a hash
 // table of references into the key columns.
 func renumberStrings(ctx context.Context, t *edges.Table, spans []span, drop []uint64, src, dst []uint32) (*edges.Strings, error) {
-	workers := par.Workers()
-	sketches := make([]hll, workers)
-	forSpans(ctx, spans, func(w int, s *span) {
+	e := &hashedEdges{t: t, spans: spans, drop: drop, src: src, dst: dst}
+	size, err := sketchStrings(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	tab, err := hashStrings(ctx, e, size)
+	if err != nil {
+		return nil, err
+	}
+	order, err := sortedSlots(ctx, t, tab)
+	if err != nil {
+		return nil, err
+	}
+	keys, rankOf, err := stringKeys(ctx, tab, order)
+	if err != nil {
+		return nil, err
+	}
+	relabel(ctx, spans, src, dst, rankOf)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return keys, nil
+}
+
+// sketchStrings is sketchInts for string keys.
+func sketchStrings(ctx context.Context, e *hashedEdges) (int64, error) {
+	drop := e.drop
+	sketches := make([]hll, par.Workers())
+	forSpans(ctx, e.spans, func(w int, s *span) {
 		ks, kd := s.c.Src.Str, s.c.Dst.Str
 		h := &sketches[w]
 		for j := s.lo; j < s.hi; j++ {
@@ -559,60 +585,68 @@ func renumberStrings(ctx context.Context, t *edges.Table, spans []span, drop []u
 		}
 	})
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return 0, err
 	}
-	for w := 1; w < workers; w++ {
-		sketches[0].merge(&sketches[w])
-	}
-	size := tableSlots(sketches[0].estimate(), workers)
+	return sketchSlots(sketches), nil
+}
 
-	var tab *strTable
+// hashStrings is hashInts for string keys.
+func hashStrings(ctx context.Context, e *hashedEdges, size int64) (*strTable, error) {
 	for {
-		tab = newStrTable(size, spans)
-		forSpans(ctx, spans, func(_ int, s *span) {
-			if tab.full.Load() {
-				return
-			}
-			ks, kd := s.c.Src.Str, s.c.Dst.Str
-			var fresh int64
-			for j := s.lo; j < s.hi; j++ {
-				i := s.base + j
-				if drop != nil && isDropped(drop, i) {
-					src[i] = NoVertex
-					continue
-				}
-				a, b := ks.At(j), kd.At(j)
-				var n1, n2 bool
-				src[i], n1 = tab.insert(a, hashBytes(a), strRef(s.idx, j, 0, s))
-				dst[i], n2 = tab.insert(b, hashBytes(b), strRef(s.idx, j, 1, s))
-				if n1 {
-					fresh++
-				}
-				if n2 {
-					fresh++
-				}
-				if fresh >= flushEvery {
-					if !tab.addCount(fresh) {
-						return
-					}
-					fresh = 0
-				}
-			}
-			tab.addCount(fresh)
-		})
+		tab := newStrTable(size, e.spans)
+		insertStrings(ctx, e, tab)
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		if !tab.full.Load() {
-			break
+			return tab, nil
 		}
 		if size == maxSlots {
-			return nil, tooManyVertices(t, fmt.Sprintf("more than %d", tab.limit))
+			return nil, tooManyVertices(e.t, fmt.Sprintf("more than %d", tab.limit))
 		}
 		size = min(2*size, maxSlots)
 	}
+}
 
-	// The occupied slots, sorted by their strings.
+// insertStrings is one pass of hashStrings: it stops early once tab is
+// full.
+func insertStrings(ctx context.Context, e *hashedEdges, tab *strTable) {
+	drop, src, dst := e.drop, e.src, e.dst
+	forSpans(ctx, e.spans, func(_ int, s *span) {
+		if tab.full.Load() {
+			return
+		}
+		ks, kd := s.c.Src.Str, s.c.Dst.Str
+		var fresh int64
+		for j := s.lo; j < s.hi; j++ {
+			i := s.base + j
+			if drop != nil && isDropped(drop, i) {
+				src[i] = NoVertex
+				continue
+			}
+			a, b := ks.At(j), kd.At(j)
+			var n1, n2 bool
+			src[i], n1 = tab.insert(a, hashBytes(a), strRef(s.idx, j, 0, s))
+			dst[i], n2 = tab.insert(b, hashBytes(b), strRef(s.idx, j, 1, s))
+			if n1 {
+				fresh++
+			}
+			if n2 {
+				fresh++
+			}
+			if fresh >= flushEvery {
+				if !tab.addCount(fresh) {
+					return
+				}
+				fresh = 0
+			}
+		}
+		tab.addCount(fresh)
+	})
+}
+
+// sortedSlots is the occupied slots of tab, sorted by their strings.
+func sortedSlots(ctx context.Context, t *edges.Table, tab *strTable) ([]uint32, error) {
 	nb := par.NumBlocks(len(tab.slots))
 	counts := make([]int, nb+1)
 	par.Blocks(len(tab.slots), func(b, lo, hi int) {
@@ -646,8 +680,14 @@ func renumberStrings(ctx context.Context, t *edges.Table, spans []span, drop []u
 	if err != nil {
 		return nil, err
 	}
+	return order, nil
+}
 
-	// The keys, in id order, and the ids of the slots.
+// stringKeys is the keys of the slots in order, in id order, and for each
+// slot of tab the id of its key (rankOf[slot]). Canceled while it copies
+// the keys, it stops part done (the caller checks ctx.Err).
+func stringKeys(ctx context.Context, tab *strTable, order []uint32) (*edges.Strings, []uint32, error) {
+	n := len(order)
 	keys := &edges.Strings{Offsets: make([]int64, n+1)}
 	rankOf := make([]uint32, len(tab.slots))
 	par.For(n, 1<<14, func(lo, hi int) {
@@ -660,7 +700,7 @@ func renumberStrings(ctx context.Context, t *edges.Table, spans []span, drop []u
 		}
 	})
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	size64 := par.PrefixSum(keys.Offsets)
 	keys.Data = make([]byte, size64)
@@ -681,9 +721,5 @@ func renumberStrings(ctx context.Context, t *edges.Table, spans []span, drop []u
 			}
 		}
 	})
-	relabel(ctx, spans, src, dst, rankOf)
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return keys, nil
+	return keys, rankOf, nil
 }
