@@ -132,19 +132,18 @@ func scatter(ctx context.Context, n int, ids edgeIDs, spans []span, opts BuildOp
 // its targets and weights allocated). Canceled, it stops part done.
 func copyRows(ctx context.Context, sc *scattered, c *CSR) {
 	start, tgt, wt := sc.start, sc.tgt, sc.wt
-	off, targets, weights := c.Offsets, c.Targets, c.Weights
-	weighted := weights != nil
+	weighted := c.Weights != nil
 	done := ctx.Done()
-	par.For(len(off)-1, rowGrain*4, func(lo, hi int) {
+	par.For(len(c.Offsets)-1, rowGrain*4, func(lo, hi int) {
 		if canceled(done) {
 			return
 		}
 		for u := lo; u < hi; u++ {
 			from := start[u]
-			o, e := off[u], off[u+1]
-			copy(targets[o:e], tgt[from:])
+			o, e := c.Offsets[u], c.Offsets[u+1]
+			copy(c.Targets[o:e], tgt[from:])
 			if weighted {
-				copy(weights[o:e], wt[from:])
+				copy(c.Weights[o:e], wt[from:])
 			}
 		}
 	})
