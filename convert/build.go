@@ -185,60 +185,111 @@ func isDropped(drop []uint64, i int) bool {
 // its file, column and row. With it the offending edges are marked in the
 // returned bitmap (nil when there are none) and counted in skipped.
 func applyWeightRule(ctx context.Context, t *edges.Table, spans []span, opts BuildOptions, skipped edges.Skips) ([]uint64, int64, error) {
-	nonNeg := opts.Weights == NonNegativeWeights
-	bad := func(w float64) bool { return !(w-w == 0) || (nonNeg && w < 0) } // w-w is NaN for NaN and ±Inf
-	m := t.NumEdges()
 	if !opts.SkipInvalid {
-		first := atomic.Int64{}
-		first.Store(math.MaxInt64)
-		forSpans(ctx, spans, func(_ int, s *span) {
-			if int64(s.base+s.lo) > first.Load() {
-				return
-			}
-			ws := s.c.Weight[s.lo:s.hi]
-			for j, w := range ws {
-				if bad(w) {
-					i := int64(s.base + s.lo + j)
-					for cur := first.Load(); i < cur && !first.CompareAndSwap(cur, i); cur = first.Load() {
-					}
-					return
-				}
-			}
-		})
-		if err := ctx.Err(); err != nil {
+		i, err := firstBadWeight(ctx, spans, opts.Weights == NonNegativeWeights)
+		if err != nil || i == math.MaxInt64 {
 			return nil, 0, err
 		}
-		if i := first.Load(); i != math.MaxInt64 {
-			for k := range spans {
-				s := &spans[k]
-				if j := int(i) - s.base; j >= s.lo && j < s.hi {
-					w := s.c.Weight[j]
-					e := usererr.AtRow(t.Name, t.Columns.Weight, s.c.Row(j), weightProblem(w, opts.Weights),
-						"fix the weight or pass --skip-invalid to drop such rows")
-					e.Line = t.LineOf(e.Row)
-					if note, fix := t.MirrorOf(s.c, j); note != "" {
-						// An edge the input did not write, but implied.
-						e.Problem, e.Fix = e.Problem+" for "+note, fix
-					}
-					return nil, 0, e
-				}
-			}
-		}
+		return nil, 0, weightError(t, spans, i, opts.Weights)
+	}
+	drop, per, err := markBadWeights(ctx, spans, opts.Weights == NonNegativeWeights, t.NumEdges())
+	if err != nil {
+		return nil, 0, err
+	}
+	var total int64
+	for _, c := range per {
+		total += c.addTo(skipped, t, opts.Weights)
+	}
+	if total == 0 {
 		return nil, 0, nil
 	}
+	return drop, total, nil
+}
 
-	// Per-worker counts of the offending values (NaN apart, since NaN is not
-	// a usable map key): a few map updates per bad row, no allocation.
-	type counts struct {
-		nan int64
-		bad map[float64]int64
+// badWeight says whether w breaks the weight rule: NaN and ±Inf always,
+// negative weights where nonNeg.
+func badWeight(w float64, nonNeg bool) bool {
+	return !(w-w == 0) || (nonNeg && w < 0) // w-w is NaN for NaN and ±Inf
+}
+
+// firstBadWeight is the first edge (in input order) whose weight is bad,
+// math.MaxInt64 if none is.
+func firstBadWeight(ctx context.Context, spans []span, nonNeg bool) (int64, error) {
+	first := atomic.Int64{}
+	first.Store(math.MaxInt64)
+	forSpans(ctx, spans, func(_ int, s *span) {
+		if int64(s.base+s.lo) > first.Load() {
+			return
+		}
+		ws := s.c.Weight[s.lo:s.hi]
+		for j, w := range ws {
+			if badWeight(w, nonNeg) {
+				i := int64(s.base + s.lo + j)
+				for cur := first.Load(); i < cur && !first.CompareAndSwap(cur, i); cur = first.Load() {
+				}
+				return
+			}
+		}
+	})
+	if err := ctx.Err(); err != nil {
+		return 0, err
 	}
-	per := make([]counts, par.Workers())
+	return first.Load(), nil
+}
+
+// weightError is the error for edge i's weight, which breaks rule: its
+// file, column and row (and line), and the edge it mirrors where the input
+// did not write it.
+func weightError(t *edges.Table, spans []span, i int64, rule WeightRule) error {
+	for k := range spans {
+		s := &spans[k]
+		if j := int(i) - s.base; j >= s.lo && j < s.hi {
+			w := s.c.Weight[j]
+			e := usererr.AtRow(t.Name, t.Columns.Weight, s.c.Row(j), weightProblem(w, rule),
+				"fix the weight or pass --skip-invalid to drop such rows")
+			e.Line = t.LineOf(e.Row)
+			if note, fix := t.MirrorOf(s.c, j); note != "" {
+				// An edge the input did not write, but implied.
+				e.Problem, e.Fix = e.Problem+" for "+note, fix
+			}
+			return e
+		}
+	}
+	return nil
+}
+
+// badCounts is a worker's counts of the bad weights it found (NaN apart,
+// since NaN is not a usable map key): a few map updates per bad row, no
+// allocation.
+type badCounts struct {
+	nan int64
+	bad map[float64]int64
+}
+
+// addTo adds the counts to skipped, each with its reason, and returns
+// their sum.
+func (c *badCounts) addTo(skipped edges.Skips, t *edges.Table, rule WeightRule) int64 {
+	var total int64
+	if c.nan > 0 {
+		skipped.Add(fmt.Sprintf("%s in column %q", weightProblem(math.NaN(), rule), t.Columns.Weight), c.nan)
+		total += c.nan
+	}
+	for w, n := range c.bad {
+		skipped.Add(fmt.Sprintf("%s in column %q", weightProblem(w, rule), t.Columns.Weight), n)
+		total += n
+	}
+	return total
+}
+
+// markBadWeights marks the edges with bad weights in a bitmap of m bits and
+// counts their weights, per worker.
+func markBadWeights(ctx context.Context, spans []span, nonNeg bool, m int64) ([]uint64, []badCounts, error) {
+	per := make([]badCounts, par.Workers())
 	drop := make([]uint64, (m+63)/64)
 	forSpans(ctx, spans, func(wk int, s *span) {
 		ws := s.c.Weight[s.lo:s.hi]
 		for j, w := range ws {
-			if !bad(w) {
+			if !badWeight(w, nonNeg) {
 				continue
 			}
 			i := s.base + s.lo + j
@@ -254,23 +305,9 @@ func applyWeightRule(ctx context.Context, t *edges.Table, spans []span, opts Bui
 		}
 	})
 	if err := ctx.Err(); err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
-	var total int64
-	for _, c := range per {
-		if c.nan > 0 {
-			skipped.Add(fmt.Sprintf("%s in column %q", weightProblem(math.NaN(), opts.Weights), t.Columns.Weight), c.nan)
-			total += c.nan
-		}
-		for w, n := range c.bad {
-			skipped.Add(fmt.Sprintf("%s in column %q", weightProblem(w, opts.Weights), t.Columns.Weight), n)
-			total += n
-		}
-	}
-	if total == 0 {
-		return nil, 0, nil
-	}
-	return drop, total, nil
+	return drop, per, nil
 }
 
 // bigSlice is make([]T, n) for the builder's large scratch arrays, backed by

@@ -46,42 +46,26 @@ var testAtomicCounts = false
 // one atomic counter per row, as GAP does.
 func buildCSR(ctx context.Context, n int, ids edgeIDs, spans []span, opts BuildOptions, st *Stats) (CSR, error) {
 	a := opts.Alloc
-	weighted, undirected := opts.Weighted, opts.Undirected
 	if n == 0 { // no vertices, so every edge was dropped
 		c := CSR{Offsets: layoutSlice[int64](a, 1), Targets: layoutSlice[uint32](a, 0)}
-		if weighted {
+		if opts.Weighted {
 			c.Weights = layoutSlice[float64](a, 0)
 		}
 		return c, nil
 	}
-	entries := int64(0)
-	if len(spans) > 0 {
-		entries = int64(spans[len(spans)-1].base + spans[len(spans)-1].hi)
-	}
-	if undirected {
-		entries *= 2
-	}
-	var start []int64 // row u of the scattered edges is [start[u], start[u+1])
-	var tgt []uint32
-	var wt []float64
-	var self int64
-	var err error
-	if blocks := min(par.Workers(), len(spans)); blockedCounts(blocks, n, entries) {
-		start, tgt, wt, self, err = scatterBlocked(ctx, n, blocks, ids, spans, weighted, undirected)
-	} else {
-		start, tgt, wt, self, err = scatterAtomic(ctx, n, ids, spans, weighted, undirected)
-	}
+	sc, err := scatter(ctx, n, ids, spans, opts)
 	if err != nil {
 		return CSR{}, err
 	}
-	st.SelfLoops = self
+	st.SelfLoops = sc.self
 	ids = nil // stored ids are garbage from here on
 	phase("scatter")
 
 	// Sort, clean and measure every row.
 	c := CSR{Offsets: layoutSlice[int64](a, n+1)}
+	start := sc.start
 	bounds := func(u int) (int64, int64) { return start[u], start[u+1] }
-	merged, maxDeg := cleanRows(ctx, n, bounds, tgt, wt, c.Offsets)
+	merged, maxDeg := cleanRows(ctx, n, bounds, sc.tgt, sc.wt, c.Offsets)
 	if err := ctx.Err(); err != nil {
 		c.free(a)
 		return CSR{}, err
@@ -90,15 +74,15 @@ func buildCSR(ctx context.Context, n int, ids edgeIDs, spans []span, opts BuildO
 	phase("rows")
 
 	kept := par.PrefixSum(c.Offsets)
-	if a == nil && kept >= int64(len(tgt))-int64(len(tgt))/8 {
+	if a == nil && kept >= int64(len(sc.tgt))-int64(len(sc.tgt))/8 {
 		// Go memory and little to drop: the scatter arrays become the layout.
-		compactRows(ctx, n, start, c.Offsets, tgt, wt)
+		compactRows(ctx, n, sc.start, c.Offsets, sc.tgt, sc.wt)
 		if err := ctx.Err(); err != nil {
 			return CSR{}, err
 		}
-		c.Targets = tgt[:kept:kept]
-		if weighted {
-			c.Weights = wt[:kept:kept]
+		c.Targets = sc.tgt[:kept:kept]
+		if opts.Weighted {
+			c.Weights = sc.wt[:kept:kept]
 		}
 		phase("compact")
 		return c, nil
@@ -106,11 +90,51 @@ func buildCSR(ctx context.Context, n int, ids edgeIDs, spans []span, opts BuildO
 
 	// Copy the rows into the final layout.
 	c.Targets = layoutSlice[uint32](a, int(kept))
-	if weighted {
+	if opts.Weighted {
 		c.Weights = layoutSlice[float64](a, int(kept))
 	}
+	copyRows(ctx, &sc, &c)
+	if err := ctx.Err(); err != nil {
+		c.free(a)
+		return CSR{}, err
+	}
+	phase("copy")
+	return c, nil
+}
+
+// scattered is the edges counting-sorted by source: row u is [start[u],
+// start[u+1]) of tgt (and wt, for a weighted graph); self is the number of
+// self loops dropped.
+type scattered struct {
+	start []int64
+	tgt   []uint32
+	wt    []float64
+	self  int64
+}
+
+// scatter is the counting sort by source of buildCSR: with a counter per
+// block and row where they fit, else with one atomic counter per row.
+func scatter(ctx context.Context, n int, ids edgeIDs, spans []span, opts BuildOptions) (scattered, error) {
+	entries := int64(0)
+	if len(spans) > 0 {
+		entries = int64(spans[len(spans)-1].base + spans[len(spans)-1].hi)
+	}
+	if opts.Undirected {
+		entries *= 2
+	}
+	if blocks := min(par.Workers(), len(spans)); blockedCounts(blocks, n, entries) {
+		return scatterBlocked(ctx, n, blocks, ids, spans, opts.Weighted, opts.Undirected)
+	}
+	return scatterAtomic(ctx, n, ids, spans, opts.Weighted, opts.Undirected)
+}
+
+// copyRows copies the cleaned rows of sc into c's layout (its offsets set,
+// its targets and weights allocated). Canceled, it stops part done.
+func copyRows(ctx context.Context, sc *scattered, c *CSR) {
+	start, tgt, wt := sc.start, sc.tgt, sc.wt
+	weighted := c.Weights != nil
 	done := ctx.Done()
-	par.For(n, rowGrain*4, func(lo, hi int) {
+	par.For(len(c.Offsets)-1, rowGrain*4, func(lo, hi int) {
 		if canceled(done) {
 			return
 		}
@@ -123,12 +147,6 @@ func buildCSR(ctx context.Context, n int, ids edgeIDs, spans []span, opts BuildO
 			}
 		}
 	})
-	if err := ctx.Err(); err != nil {
-		c.free(a)
-		return CSR{}, err
-	}
-	phase("copy")
-	return c, nil
 }
 
 // compactRows moves row u of t (and w) from start[u] to off[u], its length
@@ -192,115 +210,151 @@ func spanGroups(spans []span, blocks int) []int {
 }
 
 // scatterBlocked is the counting sort by source with a counter per block and
-// row. It returns the row starts (n+1), the scattered targets and weights,
-// and the number of self loops dropped.
-func scatterBlocked(ctx context.Context, n, blocks int, ids edgeIDs, spans []span, weighted, undirected bool) ([]int64, []uint32, []float64, int64, error) {
-	groups := spanGroups(spans, blocks)
-	cnt := bigSlice[uint32](blocks * n)
+// row: each block of spans counts its edges into its own counters, then
+// scatters them, in span order, through its own cursors.
+func scatterBlocked(ctx context.Context, n, blocks int, ids edgeIDs, spans []span, weighted, undirected bool) (scattered, error) {
+	s := &blockScatter{
+		n: n, ids: ids, spans: spans, groups: spanGroups(spans, blocks),
+		cnt: bigSlice[uint32](blocks * n), bufs: make([]idBuf, blocks),
+		weighted: weighted, undirected: undirected,
+	}
 	loops := make([]padded, blocks)
-	bufs := make([]idBuf, blocks)
 	done := ctx.Done()
 	par.For(blocks, 1, func(blo, bhi int) {
 		for b := blo; b < bhi; b++ {
-			c := cnt[b*n : (b+1)*n]
-			var self int64
-			for k := groups[b]; k < groups[b+1]; k++ {
-				if canceled(done) {
-					return
-				}
-				s := &spans[k]
-				ss, ds := ids.ids(s, &bufs[b])
-				ds = ds[:len(ss)]
-				for j, u := range ss {
-					v := ds[j]
-					if u == NoVertex {
-						continue
-					}
-					if u == v {
-						self++
-						continue
-					}
-					c[u]++
-					if undirected {
-						c[v]++
-					}
-				}
+			self, ok := s.count(done, b)
+			if !ok {
+				return
 			}
 			loops[b].n = self
 		}
 	})
 	if err := ctx.Err(); err != nil {
-		return nil, nil, nil, 0, err
+		return scattered{}, err
 	}
-	var self int64
+	sc := scattered{start: bigSlice[int64](n + 1)}
 	for _, l := range loops {
-		self += l.n
+		sc.self += l.n
 	}
-
-	start := bigSlice[int64](n + 1)
-	total := blockCursors(cnt, n, blocks, start)
+	total := blockCursors(s.cnt, n, blocks, sc.start)
 	phase("count")
 
-	tgt := bigSlice[uint32](int(total))
-	var wt []float64
+	sc.tgt = bigSlice[uint32](int(total))
 	if weighted {
-		wt = bigSlice[float64](int(total))
+		sc.wt = bigSlice[float64](int(total))
 	}
 	par.For(blocks, 1, func(blo, bhi int) {
 		for b := blo; b < bhi; b++ {
-			c := cnt[b*n : (b+1)*n]
-			for k := groups[b]; k < groups[b+1]; k++ {
-				if canceled(done) {
-					return
-				}
-				s := &spans[k]
-				ss, ds := ids.ids(s, &bufs[b])
-				ds = ds[:len(ss)]
-				if !weighted {
-					for j, u := range ss {
-						v := ds[j]
-						if u == NoVertex || u == v {
-							continue
-						}
-						p := c[u]
-						c[u] = p + 1
-						tgt[p] = v
-						if undirected {
-							p := c[v]
-							c[v] = p + 1
-							tgt[p] = u
-						}
-					}
-					continue
-				}
-				ws := s.c.Weight[s.lo:s.hi]
-				ws = ws[:len(ss)]
-				for j, u := range ss {
-					v := ds[j]
-					if u == NoVertex || u == v {
-						continue
-					}
-					p := c[u]
-					c[u] = p + 1
-					tgt[p], wt[p] = v, ws[j]
-					if undirected {
-						p := c[v]
-						c[v] = p + 1
-						tgt[p], wt[p] = u, ws[j]
-					}
-				}
+			if !s.fill(done, b, sc.tgt, sc.wt) {
+				return
 			}
 		}
 	})
 	if err := ctx.Err(); err != nil {
-		return nil, nil, nil, 0, err
+		return scattered{}, err
 	}
-	return start, tgt, wt, self, nil
+	return sc, nil
+}
+
+// blockScatter is the state of scatterBlocked: block b takes the spans
+// spans[groups[b]:groups[b+1]] and counts into cnt[b*n:(b+1)*n], which
+// blockCursors then turns into its cursors.
+type blockScatter struct {
+	n          int
+	ids        edgeIDs
+	spans      []span
+	groups     []int
+	cnt        []uint32
+	bufs       []idBuf // each block's
+	weighted   bool
+	undirected bool
+}
+
+// count counts block b's edges by source (and by target, undirected) and
+// returns its self loops; false if done closed first.
+func (bs *blockScatter) count(done <-chan struct{}, b int) (int64, bool) {
+	n, ids, spans, undirected := bs.n, bs.ids, bs.spans, bs.undirected
+	c := bs.cnt[b*n : (b+1)*n]
+	buf := &bs.bufs[b]
+	var self int64
+	for k := bs.groups[b]; k < bs.groups[b+1]; k++ {
+		if canceled(done) {
+			return 0, false
+		}
+		s := &spans[k]
+		ss, ds := ids.ids(s, buf)
+		ds = ds[:len(ss)]
+		for j, u := range ss {
+			v := ds[j]
+			if u == NoVertex {
+				continue
+			}
+			if u == v {
+				self++
+				continue
+			}
+			c[u]++
+			if undirected {
+				c[v]++
+			}
+		}
+	}
+	return self, true
+}
+
+// fill scatters block b's edges into tgt (and their weights into wt, when
+// weighted) through the block's cursors; false if done closed first.
+func (bs *blockScatter) fill(done <-chan struct{}, b int, tgt []uint32, wt []float64) bool {
+	n, ids, spans, weighted, undirected := bs.n, bs.ids, bs.spans, bs.weighted, bs.undirected
+	c := bs.cnt[b*n : (b+1)*n]
+	buf := &bs.bufs[b]
+	for k := bs.groups[b]; k < bs.groups[b+1]; k++ {
+		if canceled(done) {
+			return false
+		}
+		s := &spans[k]
+		ss, ds := ids.ids(s, buf)
+		ds = ds[:len(ss)]
+		if !weighted {
+			for j, u := range ss {
+				v := ds[j]
+				if u == NoVertex || u == v {
+					continue
+				}
+				p := c[u]
+				c[u] = p + 1
+				tgt[p] = v
+				if undirected {
+					p := c[v]
+					c[v] = p + 1
+					tgt[p] = u
+				}
+			}
+			continue
+		}
+		ws := s.c.Weight[s.lo:s.hi]
+		ws = ws[:len(ss)]
+		for j, u := range ss {
+			v := ds[j]
+			if u == NoVertex || u == v {
+				continue
+			}
+			p := c[u]
+			c[u] = p + 1
+			tgt[p], wt[p] = v, ws[j]
+			if undirected {
+				p := c[v]
+				c[v] = p + 1
+				tgt[p], wt[p] = u, ws[j]
+			}
+		}
+	}
+	return true
 }
 
 // scatterAtomic is the counting sort by source with one atomic counter per
 // row, shared by all workers.
-func scatterAtomic(ctx context.Context, n int, ids edgeIDs, spans []span, weighted, undirected bool) ([]int64, []uint32, []float64, int64, error) {
+func scatterAtomic(ctx context.Context, n int, ids edgeIDs, spans []span, weighted, undirected bool) (scattered, error) {
 	off := bigSlice[int64](n + 1)
 	loops := make([]padded, par.Workers())
 	bufs := make([]idBuf, par.Workers())
@@ -325,7 +379,7 @@ func scatterAtomic(ctx context.Context, n int, ids edgeIDs, spans []span, weight
 		loops[w].n += self
 	})
 	if err := ctx.Err(); err != nil {
-		return nil, nil, nil, 0, err
+		return scattered{}, err
 	}
 	var self int64
 	for _, l := range loops {
@@ -367,11 +421,11 @@ func scatterAtomic(ctx context.Context, n int, ids edgeIDs, spans []span, weight
 		}
 	})
 	if err := ctx.Err(); err != nil {
-		return nil, nil, nil, 0, err
+		return scattered{}, err
 	}
 	copy(off[1:n+1], off[:n]) // off[u] was the end of row u
 	off[0] = 0
-	return off, tgt, wt, self, nil
+	return scattered{start: off, tgt: tgt, wt: wt, self: self}, nil
 }
 
 // transpose is the layout of the reversed edges, from a (nil: Go memory):

@@ -200,8 +200,22 @@ func renumberInts[T intKey](ctx context.Context, t *edges.Table, spans []span, d
 // renumberDirect renumbers keys whose ordinals lie in [lo, lo+r): a bitmap
 // marks the keys present, per-word ranks turn it into ids.
 func renumberDirect[T intKey](ctx context.Context, t *edges.Table, spans []span, drop []uint64, lo, r uint64) ([]T, edgeIDs, error) {
-	nw := int((r + 63) / 64)
-	words := make([]rankWord, nw)
+	words := make([]rankWord, int((r+63)/64))
+	if err := markDirect[T](ctx, t, spans, drop, lo, words); err != nil {
+		return nil, nil, err
+	}
+	counts := wordCounts(words)
+	if n := counts[len(counts)-1]; n > maxVertices {
+		return nil, nil, tooManyVertices(t, fmt.Sprint(n))
+	}
+	keys := rankWords[T](words, counts, lo)
+	return keys, &rankedIDs[T]{words: words, lo: lo, drop: drop}, nil
+}
+
+// markDirect sets the presence bits of the keys (ordinals less lo) of the
+// edges not dropped in words.
+func markDirect[T intKey](ctx context.Context, t *edges.Table, spans []span, drop []uint64, lo uint64, words []rankWord) error {
+	nw := len(words)
 	// Each worker marks its own bitmap where they fit in little memory:
 	// shared words would bounce between the cores' caches on every new key.
 	workers := par.Workers()
@@ -238,22 +252,33 @@ func renumberDirect[T intKey](ctx context.Context, t *edges.Table, spans []span,
 		}
 	})
 	if err := ctx.Err(); err != nil {
-		return nil, nil, err
+		return err
 	}
 	if private != nil {
-		par.For(nw, 1<<12, func(lo, hi int) {
-			for _, bm := range private {
-				if bm == nil {
-					continue
-				}
-				for i, x := range bm[lo:hi] {
-					words[lo+i].bits |= x
-				}
-			}
-		})
+		orBitmaps(words, private)
 	}
+	return nil
+}
 
-	// The rank of word w is the number of keys before it.
+// orBitmaps ORs the workers' bitmaps (nil for a worker that had no span)
+// into the presence bits of words.
+func orBitmaps(words []rankWord, private [][]uint64) {
+	par.For(len(words), 1<<12, func(lo, hi int) {
+		for _, bm := range private {
+			if bm == nil {
+				continue
+			}
+			for i, x := range bm[lo:hi] {
+				words[lo+i].bits |= x
+			}
+		}
+	})
+}
+
+// wordCounts is the number of keys before each block of words (par.Blocks),
+// then the number of keys in all.
+func wordCounts(words []rankWord) []int64 {
+	nw := len(words)
 	counts := make([]int64, par.NumBlocks(nw)+1)
 	par.Blocks(nw, func(b, blo, bhi int) {
 		var c int
@@ -265,12 +290,14 @@ func renumberDirect[T intKey](ctx context.Context, t *edges.Table, spans []span,
 	for b := 1; b < len(counts); b++ {
 		counts[b] += counts[b-1]
 	}
-	n := counts[len(counts)-1]
-	if n > maxVertices {
-		return nil, nil, tooManyVertices(t, fmt.Sprint(n))
-	}
-	keys := make([]T, n)
-	par.Blocks(nw, func(b, blo, bhi int) {
+	return counts
+}
+
+// rankWords sets the rank of each word, the number of keys before it, from
+// its block's count, and returns the keys (ordinals less lo) in rank order.
+func rankWords[T intKey](words []rankWord, counts []int64, lo uint64) []T {
+	keys := make([]T, counts[len(counts)-1])
+	par.Blocks(len(words), func(b, blo, bhi int) {
 		c := uint32(counts[b])
 		for w := blo; w < bhi; w++ {
 			words[w].rank = c
@@ -280,8 +307,7 @@ func renumberDirect[T intKey](ctx context.Context, t *edges.Table, spans []span,
 			}
 		}
 	})
-
-	return keys, &rankedIDs[T]{words: words, lo: lo, drop: drop}, nil
+	return keys
 }
 
 // rankWord is 64 keys' presence bits and the number of keys before them, side
@@ -316,9 +342,44 @@ func rankKeys[T intKey](keys []T, lo uint64, words []rankWord, ids []uint32) {
 // hash table (each endpoint's slot noted in src/dst), are sorted, and the
 // slots are then replaced by the ranks.
 func renumberHashed[T intKey](ctx context.Context, t *edges.Table, spans []span, drop []uint64, src, dst []uint32) ([]T, error) {
-	workers := par.Workers()
-	sketches := make([]hll, workers)
-	forSpans(ctx, spans, func(w int, s *span) {
+	e := &hashedEdges{t: t, spans: spans, drop: drop, src: src, dst: dst}
+	size, err := sketchInts[T](ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	tab, err := hashInts[T](ctx, e, size)
+	if err != nil {
+		return nil, err
+	}
+	distinct, err := sortedKeys(ctx, t, tab)
+	if err != nil {
+		return nil, err
+	}
+	keys, rankOf := rankInts[T](ctx, tab, distinct)
+	relabel(ctx, spans, src, dst, rankOf)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return keys, nil
+}
+
+// hashedEdges is the edges of a renumbering through a hash table: the table
+// and its spans, the edges dropped (nil: none), and src and dst, which note
+// each endpoint's slot (NoVertex for a dropped edge's source) and then its
+// id.
+type hashedEdges struct {
+	t        *edges.Table
+	spans    []span
+	drop     []uint64
+	src, dst []uint32
+}
+
+// sketchInts is the number of slots for the distinct keys of the edges, as
+// a HyperLogLog sketch of them estimates it.
+func sketchInts[T intKey](ctx context.Context, e *hashedEdges) (int64, error) {
+	drop := e.drop
+	sketches := make([]hll, par.Workers())
+	forSpans(ctx, e.spans, func(w int, s *span) {
 		sk, dk := column[T](&s.c.Src)[s.lo:s.hi], column[T](&s.c.Dst)[s.lo:s.hi]
 		dk = dk[:len(sk)]
 		h := &sketches[w]
@@ -331,61 +392,78 @@ func renumberHashed[T intKey](ctx context.Context, t *edges.Table, spans []span,
 		}
 	})
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return 0, err
 	}
-	for w := 1; w < workers; w++ {
+	return sketchSlots(sketches), nil
+}
+
+// sketchSlots merges the workers' sketches and returns the number of slots
+// for the distinct keys they estimate.
+func sketchSlots(sketches []hll) int64 {
+	for w := 1; w < len(sketches); w++ {
 		sketches[0].merge(&sketches[w])
 	}
-	size := tableSlots(sketches[0].estimate(), workers)
+	return tableSlots(sketches[0].estimate(), len(sketches))
+}
 
-	var tab *intTable
+// hashInts inserts every key into a table of size slots, rebuilt twice as
+// large while it fills, and notes each endpoint's slot.
+func hashInts[T intKey](ctx context.Context, e *hashedEdges, size int64) (*intTable, error) {
 	for {
-		tab = newIntTable(size)
-		forSpans(ctx, spans, func(_ int, s *span) {
-			if tab.full.Load() {
-				return
-			}
-			sk, dk := column[T](&s.c.Src)[s.lo:s.hi], column[T](&s.c.Dst)[s.lo:s.hi]
-			i0 := s.base + s.lo
-			ss, ds := src[i0:i0+len(sk)], dst[i0:i0+len(sk)]
-			dk = dk[:len(sk)]
-			var fresh int64
-			for j := range sk {
-				if drop != nil && isDropped(drop, i0+j) {
-					ss[j] = NoVertex
-					continue
-				}
-				var n1, n2 bool
-				ss[j], n1 = tab.insert(ord(sk[j]))
-				ds[j], n2 = tab.insert(ord(dk[j]))
-				if n1 {
-					fresh++
-				}
-				if n2 {
-					fresh++
-				}
-				if fresh >= flushEvery {
-					if !tab.addCount(fresh) {
-						return
-					}
-					fresh = 0
-				}
-			}
-			tab.addCount(fresh)
-		})
+		tab := newIntTable(size)
+		insertInts[T](ctx, e, tab)
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		if !tab.full.Load() {
-			break
+			return tab, nil
 		}
 		if size == maxSlots {
-			return nil, tooManyVertices(t, fmt.Sprintf("more than %d", tab.limit))
+			return nil, tooManyVertices(e.t, fmt.Sprintf("more than %d", tab.limit))
 		}
 		size = min(2*size, maxSlots)
 	}
+}
 
-	// The distinct keys, sorted.
+// insertInts is one pass of hashInts: it stops early once tab is full.
+func insertInts[T intKey](ctx context.Context, e *hashedEdges, tab *intTable) {
+	drop, src, dst := e.drop, e.src, e.dst
+	forSpans(ctx, e.spans, func(_ int, s *span) {
+		if tab.full.Load() {
+			return
+		}
+		sk, dk := column[T](&s.c.Src)[s.lo:s.hi], column[T](&s.c.Dst)[s.lo:s.hi]
+		i0 := s.base + s.lo
+		ss, ds := src[i0:i0+len(sk)], dst[i0:i0+len(sk)]
+		dk = dk[:len(sk)]
+		var fresh int64
+		for j := range sk {
+			if drop != nil && isDropped(drop, i0+j) {
+				ss[j] = NoVertex
+				continue
+			}
+			var n1, n2 bool
+			ss[j], n1 = tab.insert(ord(sk[j]))
+			ds[j], n2 = tab.insert(ord(dk[j]))
+			if n1 {
+				fresh++
+			}
+			if n2 {
+				fresh++
+			}
+			if fresh >= flushEvery {
+				if !tab.addCount(fresh) {
+					return
+				}
+				fresh = 0
+			}
+		}
+		tab.addCount(fresh)
+	})
+}
+
+// sortedKeys is the distinct keys (ordinals) in tab, sorted.
+func sortedKeys(ctx context.Context, t *edges.Table, tab *intTable) ([]uint64, error) {
 	distinct, err := occupied(ctx, tab.slots)
 	if err != nil {
 		return nil, err
@@ -399,8 +477,12 @@ func renumberHashed[T intKey](ctx context.Context, t *edges.Table, spans []span,
 	if err := psort(ctx, distinct, slices.Sort[[]uint64], func(a, b uint64) bool { return a < b }); err != nil {
 		return nil, err
 	}
+	return distinct, nil
+}
 
-	// rankOf[slot] is the id of the slot's key.
+// rankInts is the keys of the sorted distinct ordinals and, for each slot
+// of tab, the id of its key (rankOf[slot]). Canceled, it stops part done.
+func rankInts[T intKey](ctx context.Context, tab *intTable, distinct []uint64) ([]T, []uint32) {
 	rankOf := make([]uint32, len(tab.slots)+1)
 	keys := make([]T, len(distinct))
 	par.For(len(distinct), 1<<14, func(lo, hi int) {
@@ -412,11 +494,7 @@ func renumberHashed[T intKey](ctx context.Context, t *edges.Table, spans []span,
 			keys[i] = unord[T](distinct[i])
 		}
 	})
-	relabel(ctx, spans, src, dst, rankOf)
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return keys, nil
+	return keys, rankOf
 }
 
 // occupied is the non-zero values of slots, gathered in parallel.
@@ -467,9 +545,35 @@ func relabel(ctx context.Context, spans []span, src, dst []uint32, rankOf []uint
 // renumberStrings renumbers string keys, in bytewise order, through a hash
 // table of references into the key columns.
 func renumberStrings(ctx context.Context, t *edges.Table, spans []span, drop []uint64, src, dst []uint32) (*edges.Strings, error) {
-	workers := par.Workers()
-	sketches := make([]hll, workers)
-	forSpans(ctx, spans, func(w int, s *span) {
+	e := &hashedEdges{t: t, spans: spans, drop: drop, src: src, dst: dst}
+	size, err := sketchStrings(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	tab, err := hashStrings(ctx, e, size)
+	if err != nil {
+		return nil, err
+	}
+	order, err := sortedSlots(ctx, t, tab)
+	if err != nil {
+		return nil, err
+	}
+	keys, rankOf, err := stringKeys(ctx, tab, order)
+	if err != nil {
+		return nil, err
+	}
+	relabel(ctx, spans, src, dst, rankOf)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return keys, nil
+}
+
+// sketchStrings is sketchInts for string keys.
+func sketchStrings(ctx context.Context, e *hashedEdges) (int64, error) {
+	drop := e.drop
+	sketches := make([]hll, par.Workers())
+	forSpans(ctx, e.spans, func(w int, s *span) {
 		ks, kd := s.c.Src.Str, s.c.Dst.Str
 		h := &sketches[w]
 		for j := s.lo; j < s.hi; j++ {
@@ -481,60 +585,68 @@ func renumberStrings(ctx context.Context, t *edges.Table, spans []span, drop []u
 		}
 	})
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return 0, err
 	}
-	for w := 1; w < workers; w++ {
-		sketches[0].merge(&sketches[w])
-	}
-	size := tableSlots(sketches[0].estimate(), workers)
+	return sketchSlots(sketches), nil
+}
 
-	var tab *strTable
+// hashStrings is hashInts for string keys.
+func hashStrings(ctx context.Context, e *hashedEdges, size int64) (*strTable, error) {
 	for {
-		tab = newStrTable(size, spans)
-		forSpans(ctx, spans, func(_ int, s *span) {
-			if tab.full.Load() {
-				return
-			}
-			ks, kd := s.c.Src.Str, s.c.Dst.Str
-			var fresh int64
-			for j := s.lo; j < s.hi; j++ {
-				i := s.base + j
-				if drop != nil && isDropped(drop, i) {
-					src[i] = NoVertex
-					continue
-				}
-				a, b := ks.At(j), kd.At(j)
-				var n1, n2 bool
-				src[i], n1 = tab.insert(a, hashBytes(a), strRef(s.idx, j, 0, s))
-				dst[i], n2 = tab.insert(b, hashBytes(b), strRef(s.idx, j, 1, s))
-				if n1 {
-					fresh++
-				}
-				if n2 {
-					fresh++
-				}
-				if fresh >= flushEvery {
-					if !tab.addCount(fresh) {
-						return
-					}
-					fresh = 0
-				}
-			}
-			tab.addCount(fresh)
-		})
+		tab := newStrTable(size, e.spans)
+		insertStrings(ctx, e, tab)
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		if !tab.full.Load() {
-			break
+			return tab, nil
 		}
 		if size == maxSlots {
-			return nil, tooManyVertices(t, fmt.Sprintf("more than %d", tab.limit))
+			return nil, tooManyVertices(e.t, fmt.Sprintf("more than %d", tab.limit))
 		}
 		size = min(2*size, maxSlots)
 	}
+}
 
-	// The occupied slots, sorted by their strings.
+// insertStrings is one pass of hashStrings: it stops early once tab is
+// full.
+func insertStrings(ctx context.Context, e *hashedEdges, tab *strTable) {
+	drop, src, dst := e.drop, e.src, e.dst
+	forSpans(ctx, e.spans, func(_ int, s *span) {
+		if tab.full.Load() {
+			return
+		}
+		ks, kd := s.c.Src.Str, s.c.Dst.Str
+		var fresh int64
+		for j := s.lo; j < s.hi; j++ {
+			i := s.base + j
+			if drop != nil && isDropped(drop, i) {
+				src[i] = NoVertex
+				continue
+			}
+			a, b := ks.At(j), kd.At(j)
+			var n1, n2 bool
+			src[i], n1 = tab.insert(a, hashBytes(a), strRef(s.idx, j, 0, s))
+			dst[i], n2 = tab.insert(b, hashBytes(b), strRef(s.idx, j, 1, s))
+			if n1 {
+				fresh++
+			}
+			if n2 {
+				fresh++
+			}
+			if fresh >= flushEvery {
+				if !tab.addCount(fresh) {
+					return
+				}
+				fresh = 0
+			}
+		}
+		tab.addCount(fresh)
+	})
+}
+
+// sortedSlots is the occupied slots of tab, sorted by their strings.
+func sortedSlots(ctx context.Context, t *edges.Table, tab *strTable) ([]uint32, error) {
 	nb := par.NumBlocks(len(tab.slots))
 	counts := make([]int, nb+1)
 	par.Blocks(len(tab.slots), func(b, lo, hi int) {
@@ -568,8 +680,14 @@ func renumberStrings(ctx context.Context, t *edges.Table, spans []span, drop []u
 	if err != nil {
 		return nil, err
 	}
+	return order, nil
+}
 
-	// The keys, in id order, and the ids of the slots.
+// stringKeys is the keys of the slots in order, in id order, and for each
+// slot of tab the id of its key (rankOf[slot]). Canceled while it copies
+// the keys, it stops part done (the caller checks ctx.Err).
+func stringKeys(ctx context.Context, tab *strTable, order []uint32) (*edges.Strings, []uint32, error) {
+	n := len(order)
 	keys := &edges.Strings{Offsets: make([]int64, n+1)}
 	rankOf := make([]uint32, len(tab.slots))
 	par.For(n, 1<<14, func(lo, hi int) {
@@ -582,7 +700,7 @@ func renumberStrings(ctx context.Context, t *edges.Table, spans []span, drop []u
 		}
 	})
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	size64 := par.PrefixSum(keys.Offsets)
 	keys.Data = make([]byte, size64)
@@ -603,9 +721,5 @@ func renumberStrings(ctx context.Context, t *edges.Table, spans []span, drop []u
 			}
 		}
 	})
-	relabel(ctx, spans, src, dst, rankOf)
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return keys, nil
+	return keys, rankOf, nil
 }

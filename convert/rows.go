@@ -286,23 +286,11 @@ var testBigRow int64
 // length.
 func cleanRows(ctx context.Context, n int, bounds func(u int) (int64, int64), t []uint32, w []float64, deg []int64) (merged, maxDeg int64) {
 	workers := par.Workers()
-	type acc struct {
-		merged, maxDeg int64
-		sorter         *rowSorter
-		_              [40]byte
-	}
-	accs := make([]acc, workers)
+	accs := make([]rowAcc, workers)
 	big := bigRow(len(t))
 	var bigMu sync.Mutex
 	var bigRows []int
 	done := ctx.Done()
-	finish := func(a *acc, u int, l, k int64) {
-		if deg != nil {
-			deg[u] = k
-			a.merged += l - k
-			a.maxDeg = max(a.maxDeg, k)
-		}
-	}
 	par.ForWorker(n, rowGrain, func(wk, lo, hi int) {
 		if canceled(done) {
 			return
@@ -323,40 +311,25 @@ func cleanRows(ctx context.Context, n int, bounds func(u int) (int64, int64), t 
 			if w != nil {
 				rw = w[rlo:rhi]
 			}
-			finish(a, u, rhi-rlo, a.sorter.clean(t[rlo:rhi], rw, deg != nil))
+			a.finish(deg, u, rhi-rlo, a.sorter.clean(t[rlo:rhi], rw, deg != nil))
 		}
 	})
 	if len(bigRows) > 0 {
 		s := newRowSorter(n, true)
-	bigRows:
 		for _, u := range bigRows {
 			if ctx.Err() != nil {
 				break
 			}
 			rlo, rhi := bounds(u)
-			row := t[rlo:rhi]
-			var k int64
-			switch {
-			case w == nil && s.useMarks(len(row)):
-				k = s.markSort(row)
-			case w == nil:
-				if psort(ctx, row, slices.Sort[[]uint32], func(a, b uint32) bool { return a < b }) != nil {
-					break bigRows
-				}
-				k = int64(len(row))
-				if deg != nil {
-					k = dedupe32(row)
-				}
-			default:
-				if sortBigTW(ctx, row, w[rlo:rhi]) != nil {
-					break bigRows
-				}
-				k = int64(len(row))
-				if deg != nil {
-					k = dedupeMin(row, w[rlo:rhi])
-				}
+			var rw []float64
+			if w != nil {
+				rw = w[rlo:rhi]
 			}
-			finish(&accs[0], u, rhi-rlo, k)
+			k, err := cleanBigRow(ctx, s, t[rlo:rhi], rw, deg != nil)
+			if err != nil {
+				break
+			}
+			accs[0].finish(deg, u, rhi-rlo, k)
 		}
 	}
 	for _, x := range accs {
@@ -364,6 +337,48 @@ func cleanRows(ctx context.Context, n int, bounds func(u int) (int64, int64), t 
 		maxDeg = max(maxDeg, x.maxDeg)
 	}
 	return merged, maxDeg
+}
+
+// rowAcc is a cleanRows worker's sorter and its sums over the rows it
+// cleaned, on its own cache line.
+type rowAcc struct {
+	merged, maxDeg int64
+	sorter         *rowSorter
+	_              [40]byte
+}
+
+// finish records that row u, l long, is k long once cleaned: in deg[u],
+// where deg is set, and in a's sums.
+func (a *rowAcc) finish(deg []int64, u int, l, k int64) {
+	if deg != nil {
+		deg[u] = k
+		a.merged += l - k
+		a.maxDeg = max(a.maxDeg, k)
+	}
+}
+
+// cleanBigRow is rowSorter.clean for a row of bigRow entries or more, on all
+// cores; canceled, it returns ctx.Err().
+func cleanBigRow(ctx context.Context, s *rowSorter, row []uint32, w []float64, dedupe bool) (int64, error) {
+	switch {
+	case w == nil && s.useMarks(len(row)):
+		return s.markSort(row), nil
+	case w == nil:
+		if err := psort(ctx, row, slices.Sort[[]uint32], func(a, b uint32) bool { return a < b }); err != nil {
+			return 0, err
+		}
+		if dedupe {
+			return dedupe32(row), nil
+		}
+	default:
+		if err := sortBigTW(ctx, row, w); err != nil {
+			return 0, err
+		}
+		if dedupe {
+			return dedupeMin(row, w), nil
+		}
+	}
+	return int64(len(row)), nil
 }
 
 // tw is a target with its weight, for sorting long weighted rows.

@@ -117,6 +117,21 @@ func (g *Graph) buildShards(symmetric bool) (*Shards, error) {
 // count and scatter on their own, in source order, so each shard comes out
 // sorted by source with no sorting.
 func buildShards(n int, rows []*CSR, weights []float64, N int) *Shards {
+	sh := newShards(n, rows, weights != nil, N)
+	if n == 0 {
+		return sh
+	}
+	first := sourceBlocks(n, rows, int64(len(sh.SrcIndex)))
+	cnt := countShards(rows, first, N, sh.Count)
+	sh.cursors(cnt, len(first)-1)
+	sh.fill(rows, weights, first, cnt)
+	sh.setWindows()
+	return sh
+}
+
+// newShards is the empty shards of n vertices, N a shard, sized for the
+// edges of rows.
+func newShards(n int, rows []*CSR, weighted bool, N int) *Shards {
 	S := (n + N - 1) / N
 	sh := &Shards{N: N, Count: S, Start: make([]uint32, S+1), Windows: make([]uint32, S*(S+1))}
 	var m int64
@@ -125,15 +140,17 @@ func buildShards(n int, rows []*CSR, weights []float64, N int) *Shards {
 	}
 	sh.SrcIndex = make([]uint32, m)
 	sh.DestIndex = make([]uint16, m)
-	if weights != nil {
+	if weighted {
 		sh.Weights = make([]float64, m)
 	}
-	if n == 0 {
-		return sh
-	}
-	// Blocks of sources of about equal edge counts.
+	return sh
+}
+
+// sourceBlocks cuts the n sources into blocks of about equal edge counts (m
+// edges in all): block b is the sources [first[b], first[b+1]).
+func sourceBlocks(n int, rows []*CSR, m int64) (first []int) {
 	blocks := min(4*par.Workers(), n)
-	first := make([]int, blocks+1)
+	first = make([]int, blocks+1)
 	if len(rows) == 1 {
 		for b := 1; b < blocks; b++ {
 			want := m * int64(b) / int64(blocks)
@@ -145,6 +162,13 @@ func buildShards(n int, rows []*CSR, weights []float64, N int) *Shards {
 		}
 	}
 	first[blocks] = n
+	return first
+}
+
+// countShards counts each block's edges into each of the S shards of N
+// vertices: cnt[b*S+j] is block b's edges into shard j.
+func countShards(rows []*CSR, first []int, N, S int) []uint32 {
+	blocks := len(first) - 1
 	cnt := make([]uint32, blocks*S)
 	par.For(blocks, 1, func(lo, hi int) {
 		for b := lo; b < hi; b++ {
@@ -158,8 +182,14 @@ func buildShards(n int, rows []*CSR, weights []float64, N int) *Shards {
 			}
 		}
 	})
-	// Shard-major prefix sums: block b's entries of shard j follow those of
-	// blocks before it.
+	return cnt
+}
+
+// cursors sets the shards' starts and turns the blocks' counts into their
+// cursors, by shard-major prefix sums: block b's entries of shard j follow
+// those of blocks before it.
+func (sh *Shards) cursors(cnt []uint32, blocks int) {
+	S := sh.Count
 	var pos uint32
 	for j := 0; j < S; j++ {
 		sh.Start[j] = pos
@@ -170,7 +200,13 @@ func buildShards(n int, rows []*CSR, weights []float64, N int) *Shards {
 		}
 	}
 	sh.Start[S] = pos
-	par.For(blocks, 1, func(lo, hi int) {
+}
+
+// fill puts each block's edges into the shards through the block's
+// cursors, in source order.
+func (sh *Shards) fill(rows []*CSR, weights []float64, first []int, cnt []uint32) {
+	N, S := sh.N, sh.Count
+	par.For(len(first)-1, 1, func(lo, hi int) {
 		for b := lo; b < hi; b++ {
 			cb := cnt[b*S : (b+1)*S]
 			for u := first[b]; u < first[b+1]; u++ {
@@ -191,7 +227,12 @@ func buildShards(n int, rows []*CSR, weights []float64, N int) *Shards {
 			}
 		}
 	})
-	// Windows: each shard is sorted by source, so one merge per shard.
+}
+
+// setWindows finds the windows: each shard is sorted by source, so one
+// merge per shard.
+func (sh *Shards) setWindows() {
+	S, N := sh.Count, sh.N
 	par.For(S, 1, func(lo, hi int) {
 		for j := lo; j < hi; j++ {
 			w := sh.Windows[j*(S+1) : (j+1)*(S+1)]
@@ -206,7 +247,6 @@ func buildShards(n int, rows []*CSR, weights []float64, N int) *Shards {
 			w[S] = end
 		}
 	})
-	return sh
 }
 
 // Window is W_ij: the entries of shard j whose sources are in shard i.

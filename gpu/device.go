@@ -178,6 +178,7 @@ func Default() (*Context, error) {
 	return nil, first
 }
 
+// openDevice opens GPU ordinal and reads its name, memory and attributes.
 func openDevice(ordinal int) (*Device, error) {
 	var h int32
 	if r := ccall(drv.deviceGet, uintptr(unsafe.Pointer(&h)), uintptr(ordinal)); r != success {
@@ -199,65 +200,81 @@ func openDevice(ordinal int) (*Device, error) {
 		return nil, backendError(fmt.Sprintf("cannot read GPU %d's memory size (%v)", ordinal, err), fixNoGPU, err)
 	}
 	d.TotalMemory = int64(total)
+	r := attrReader{h: h}
+	r.read(&d.Attributes)
+	if r.err != nil {
+		return nil, backendError(fmt.Sprintf("cannot read GPU %d's attributes (%v)", ordinal, r.err), fixNoGPU, r.err)
+	}
+	d.Attributes.PCIBusID = r.pciBusID()
+	return d, nil
+}
 
-	// The attributes a launch depends on must be there; the rest are
-	// informative and read as 0 where a driver does not report them.
-	var firstErr error
-	attr := func(a int, required bool) int {
-		var v int32
-		if r := ccall(drv.deviceGetAttribute, uintptr(unsafe.Pointer(&v)), uintptr(a), uintptr(h)); r != success {
-			if required && firstErr == nil {
-				firstErr = newError("cuDeviceGetAttribute", r)
-			}
-			return 0
+// attrReader reads the attributes of the device h. The attributes a launch
+// depends on must be there; the rest are informative and read as 0 where a
+// driver does not report them.
+type attrReader struct {
+	h   int32
+	err error // the first required attribute that could not be read
+}
+
+// get is attribute attr, 0 where it cannot be read.
+func (r *attrReader) get(attr int, required bool) int {
+	var v int32
+	if res := ccall(drv.deviceGetAttribute, uintptr(unsafe.Pointer(&v)), uintptr(attr), uintptr(r.h)); res != success {
+		if required && r.err == nil {
+			r.err = newError("cuDeviceGetAttribute", res)
 		}
-		return int(v)
+		return 0
 	}
-	a := &d.Attributes
-	a.ComputeMajor = attr(attrComputeCapabilityMajor, true)
-	a.ComputeMinor = attr(attrComputeCapabilityMinor, true)
-	a.SMs = attr(attrMultiprocessorCount, true)
-	a.WarpSize = attr(attrWarpSize, true)
-	a.MaxThreadsPerBlock = attr(attrMaxThreadsPerBlock, true)
-	a.MaxThreadsPerSM = attr(attrMaxThreadsPerSM, true)
-	a.MaxBlocksPerSM = attr(attrMaxBlocksPerSM, false)
+	return int(v)
+}
+
+// read fills a, all but its PCI bus id.
+func (r *attrReader) read(a *Attributes) {
+	a.ComputeMajor = r.get(attrComputeCapabilityMajor, true)
+	a.ComputeMinor = r.get(attrComputeCapabilityMinor, true)
+	a.SMs = r.get(attrMultiprocessorCount, true)
+	a.WarpSize = r.get(attrWarpSize, true)
+	a.MaxThreadsPerBlock = r.get(attrMaxThreadsPerBlock, true)
+	a.MaxThreadsPerSM = r.get(attrMaxThreadsPerSM, true)
+	a.MaxBlocksPerSM = r.get(attrMaxBlocksPerSM, false)
 	for i := 0; i < 3; i++ {
-		a.MaxBlockDim[i] = attr(attrMaxBlockDimX+i, true)
-		a.MaxGridDim[i] = attr(attrMaxGridDimX+i, true)
+		a.MaxBlockDim[i] = r.get(attrMaxBlockDimX+i, true)
+		a.MaxGridDim[i] = r.get(attrMaxGridDimX+i, true)
 	}
-	a.SharedMemPerBlock = attr(attrMaxSharedMemoryPerBlock, true)
-	a.SharedMemPerBlockOptin = attr(attrMaxSharedMemoryPerBlockOp, false)
+	a.SharedMemPerBlock = r.get(attrMaxSharedMemoryPerBlock, true)
+	a.SharedMemPerBlockOptin = r.get(attrMaxSharedMemoryPerBlockOp, false)
 	if a.SharedMemPerBlockOptin < a.SharedMemPerBlock {
 		a.SharedMemPerBlockOptin = a.SharedMemPerBlock
 	}
-	a.SharedMemPerSM = attr(attrMaxSharedMemoryPerSM, false)
-	a.ReservedSharedMemPerBlock = attr(attrReservedSharedMemPerBlock, false)
-	a.ConstantMemory = attr(attrTotalConstantMemory, false)
-	a.RegistersPerBlock = attr(attrMaxRegistersPerBlock, false)
-	a.RegistersPerSM = attr(attrMaxRegistersPerSM, false)
-	a.L2CacheSize = attr(attrL2CacheSize, false)
-	a.MemoryBusWidth = attr(attrGlobalMemoryBusWidth, false)
-	a.MemoryClockKHz = attr(attrMemoryClockRate, false)
-	a.ClockKHz = attr(attrClockRate, false)
-	a.ConcurrentKernels = attr(attrConcurrentKernels, false) != 0
-	a.AsyncEngines = attr(attrAsyncEngineCount, false)
-	a.UnifiedAddressing = attr(attrUnifiedAddressing, false) != 0
-	a.CanMapHostMemory = attr(attrCanMapHostMemory, false) != 0
-	a.Integrated = attr(attrIntegrated, false) != 0
-	a.ECC = attr(attrECCEnabled, false) != 0
-	a.CooperativeLaunch = attr(attrCooperativeLaunch, false) != 0
-	a.ComputeMode = attr(attrComputeMode, false)
-	if firstErr != nil {
-		return nil, backendError(fmt.Sprintf("cannot read GPU %d's attributes (%v)", ordinal, firstErr), fixNoGPU, firstErr)
-	}
+	a.SharedMemPerSM = r.get(attrMaxSharedMemoryPerSM, false)
+	a.ReservedSharedMemPerBlock = r.get(attrReservedSharedMemPerBlock, false)
+	a.ConstantMemory = r.get(attrTotalConstantMemory, false)
+	a.RegistersPerBlock = r.get(attrMaxRegistersPerBlock, false)
+	a.RegistersPerSM = r.get(attrMaxRegistersPerSM, false)
+	a.L2CacheSize = r.get(attrL2CacheSize, false)
+	a.MemoryBusWidth = r.get(attrGlobalMemoryBusWidth, false)
+	a.MemoryClockKHz = r.get(attrMemoryClockRate, false)
+	a.ClockKHz = r.get(attrClockRate, false)
+	a.ConcurrentKernels = r.get(attrConcurrentKernels, false) != 0
+	a.AsyncEngines = r.get(attrAsyncEngineCount, false)
+	a.UnifiedAddressing = r.get(attrUnifiedAddressing, false) != 0
+	a.CanMapHostMemory = r.get(attrCanMapHostMemory, false) != 0
+	a.Integrated = r.get(attrIntegrated, false) != 0
+	a.ECC = r.get(attrECCEnabled, false) != 0
+	a.CooperativeLaunch = r.get(attrCooperativeLaunch, false) != 0
+	a.ComputeMode = r.get(attrComputeMode, false)
+}
+
+// pciBusID is the device's PCI bus id, lower case ("0000:17:00.0"), from
+// the driver's string where it has one, else from the attributes.
+func (r *attrReader) pciBusID() string {
 	var bus [32]byte
 	if drv.deviceGetPCIBusID != 0 &&
-		ccall(drv.deviceGetPCIBusID, uintptr(unsafe.Pointer(&bus[0])), uintptr(len(bus)-1), uintptr(h)) == success {
-		a.PCIBusID = strings.ToLower(cStringIn(bus[:]))
-	} else {
-		a.PCIBusID = fmt.Sprintf("%04x:%02x:%02x.0", attr(attrPCIDomainID, false), attr(attrPCIBusID, false), attr(attrPCIDeviceID, false))
+		ccall(drv.deviceGetPCIBusID, uintptr(unsafe.Pointer(&bus[0])), uintptr(len(bus)-1), uintptr(r.h)) == success {
+		return strings.ToLower(cStringIn(bus[:]))
 	}
-	return d, nil
+	return fmt.Sprintf("%04x:%02x:%02x.0", r.get(attrPCIDomainID, false), r.get(attrPCIBusID, false), r.get(attrPCIDeviceID, false))
 }
 
 // cStringIn is the NUL-terminated string at the start of b.

@@ -46,6 +46,7 @@ func main() {
 	}
 }
 
+// run takes the example's four steps against the server at addr.
 func run(addr, input, caFile string, top int) error {
 	creds, err := transport(caFile)
 	if err != nil {
@@ -61,9 +62,21 @@ func run(addr, input, caFile string, top int) error {
 		// The bearer token travels in every call's headers.
 		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token)
 	}
+	if err := upload(ctx, client, input); err != nil {
+		return err
+	}
+	if err := pagerank(ctx, client, top); err != nil {
+		return err
+	}
+	if err := exchangeCC(ctx, client, input); err != nil {
+		return err
+	}
+	return listAndDrop(ctx, client)
+}
 
-	// 1. Upload: the descriptor's path names the graph, its command holds
-	// the options as JSON. The put's result describes the built graph.
+// upload is step 1: the descriptor's path names the graph, its command
+// holds the options as JSON. The put's result describes the built graph.
+func upload(ctx context.Context, client flight.Client, input string) error {
 	table, err := ingest.Open(ctx, input, nil, edges.Options{})
 	if err != nil {
 		return err
@@ -78,31 +91,40 @@ func run(addr, input, caFile string, top int) error {
 		return fmt.Errorf("put: %w", err)
 	}
 	fmt.Printf("uploaded karate: %v vertices, %v edges, %v bytes\n", info["vertices"], info["edges"], info["memory_bytes"])
+	return nil
+}
 
-	// 2. Query: the ticket is JSON naming the graph, the operator and its
-	// parameters.
+// pagerank is step 2, a query: the ticket is JSON naming the graph, the
+// operator and its parameters.
+func pagerank(ctx context.Context, client flight.Client, top int) error {
 	rec, err := get(ctx, client, `{"graph": "karate", "op": "pagerank", "damping": 0.85}`)
 	if err != nil {
 		return fmt.Errorf("pagerank: %w", err)
 	}
 	printTop(rec, "rank", top)
+	return nil
+}
 
-	// 3. Exchange: edges in, results out in one call; the server keeps
-	// nothing. The descriptor's command holds the upload options and the
-	// query.
-	again, err := ingest.Open(ctx, input, nil, edges.Options{})
+// exchangeCC is step 3, an exchange: edges in, results out in one call;
+// the server keeps nothing. The descriptor's command holds the upload
+// options and the query.
+func exchangeCC(ctx context.Context, client flight.Client, input string) error {
+	table, err := ingest.Open(ctx, input, nil, edges.Options{})
 	if err != nil {
 		return err
 	}
-	defer again.Release()
-	comps, err := exchange(ctx, client, `{"op": "cc", "undirected": true}`, again.RecordReader())
+	defer table.Release()
+	comps, err := exchange(ctx, client, `{"op": "cc", "undirected": true}`, table.RecordReader())
 	if err != nil {
 		return fmt.Errorf("exchange: %w", err)
 	}
 	fmt.Printf("exchange cc: %d vertices, %d components\n", comps.NumRows(), countDistinct(comps, "component"))
 	comps.Release()
+	return nil
+}
 
-	// 4. The catalog, then drop.
+// listAndDrop is step 4: the catalog, then drop.
+func listAndDrop(ctx context.Context, client flight.Client) error {
 	flights, err := client.ListFlights(ctx, &flight.Criteria{})
 	if err != nil {
 		return err

@@ -121,32 +121,82 @@ type Report struct {
 // the graph to the device stay out of them; the first run of each strategy
 // is a warm-up and is not counted.
 func Run(ctx context.Context, cfg Config) ([]*Report, error) {
-	if (cfg.Input == "") == (cfg.Gen == "") {
-		return nil, usererr.New(usererr.Usage, "give exactly one of --input and --gen", "see 'gpipe bench --help'")
-	}
-	if err := checkCounts(cfg); err != nil {
-		return nil, err
-	}
-	op, err := operators.Lookup(cfg.Op)
+	op, strategies, err := prepare(&cfg)
 	if err != nil {
 		return nil, err
 	}
-	if err := op.Prepare(&cfg.Params); err != nil {
+	backend, err := openBackend(&cfg, op)
+	if err != nil {
 		return nil, err
+	}
+	g, name, inputBytes, err := benchGraph(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	b := benchedGraph{g: g, name: name, inputBytes: inputBytes, peak: peakRSS()}
+	defer g.Release()
+	defer backend.Release(g.Graph)
+	spec := op.Spec()
+	if spec.NeedsSource {
+		if b.sources, err = randomSources(g, cfg); err != nil {
+			return nil, err
+		}
+	}
+	var reps []*Report
+	for _, s := range strategies {
+		p := cfg.Params
+		p.Strategy = strings.TrimSpace(s)
+		runner, reason, err := backend.For(g.Graph, op, p)
+		if err != nil {
+			return nil, err
+		}
+		rep := b.report(cfg, spec, runner.Name(), reason)
+		if err := benchTrials(ctx, cfg, g, runner, p, b.sources, rep); err != nil {
+			return nil, err
+		}
+		rep.PeakHostBytes = rusage.PeakRSS()
+		reps = append(reps, rep)
+		cfg.CPUProfile = nil // a profile of the first strategy's trials only
+	}
+	return reps, nil
+}
+
+// prepare checks cfg, prepares its parameters for the operator and sets
+// what the operator needs loaded. It returns the operator and the
+// strategies to run.
+func prepare(cfg *Config) (operators.Operator, []string, error) {
+	if (cfg.Input == "") == (cfg.Gen == "") {
+		return nil, nil, usererr.New(usererr.Usage, "give exactly one of --input and --gen", "see 'gpipe bench --help'")
+	}
+	if err := checkCounts(*cfg); err != nil {
+		return nil, nil, err
+	}
+	op, err := operators.Lookup(cfg.Op)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := op.Prepare(&cfg.Params); err != nil {
+		return nil, nil, err
 	}
 	strategies := strings.Split(cfg.Params.Strategy, ",")
 	for _, s := range strategies {
 		p := cfg.Params
 		p.Strategy = strings.TrimSpace(s)
 		if err := gpuop.Check(op, p); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	spec := op.Spec()
 	cfg.Load.Columns.ReadWeight = spec.Weighted
 	cfg.Load.Weights = spec.Weights
 	cfg.Load.BuildIn = cfg.Load.BuildIn || spec.NeedsIn
+	return op, strategies, nil
+}
 
+// openBackend opens the backend cfg asks for, checks that it runs op, and
+// has the graph loaded into its memory and built on its device unless cfg
+// says otherwise.
+func openBackend(cfg *Config, op operators.Operator) (*pipeline.Backend, error) {
 	backend, err := pipeline.OpenBackendGPUs(cfg.Backend, cfg.GPUs)
 	if err != nil {
 		return nil, err
@@ -160,46 +210,34 @@ func Run(ctx context.Context, cfg Config) ([]*Report, error) {
 	if cfg.Load.Device == nil {
 		cfg.Load.Device = backend.BuildDevice(op)
 	}
-	g, name, inputBytes, err := benchGraph(ctx, cfg)
-	if err != nil {
-		return nil, err
+	return backend, nil
+}
+
+// benchedGraph is the graph a benchmark runs on and what its reports say
+// of it.
+type benchedGraph struct {
+	g                *pipeline.Graph
+	name             string
+	inputBytes, peak int64 // the edge table's columns; the peak RSS once built
+	sources          []string
+}
+
+// report is a strategy's report before its trials: the graph, how it was
+// read and built, and the backend (with the reason it was chosen).
+func (b *benchedGraph) report(cfg Config, spec operators.Spec, backend, reason string) *Report {
+	g := b.g
+	rep := &Report{
+		Op: cfg.Op, Backend: backend, Input: b.name, BackendReason: reason, Sources: b.sources,
+		Vertices: g.NumVertices(), Edges: g.NumEdges(), InputEdges: g.Stats.InputEdges,
+		ReadS: g.ReadTime.Seconds(), BuildS: g.BuildTime.Seconds(),
+		UploadS: g.Built.Upload.Seconds(), BuildDevice: g.Built.Device, BuildReason: g.Built.Reason,
+		InputBytes: b.inputBytes, LayoutBytes: g.Bytes(), PeakRSSBytes: b.peak,
+		Notes: pipeline.WeightColumnNotes(spec, cfg.Load.Columns),
 	}
-	peak := peakRSS()
-	defer g.Release()
-	defer backend.Release(g.Graph)
-	var sources []string
-	if spec.NeedsSource {
-		if sources, err = randomSources(g, cfg); err != nil {
-			return nil, err
-		}
+	if b.peak > 0 && g.Stats.InputEdges > 0 {
+		rep.BytesPerEdge = float64(b.peak) / float64(g.Stats.InputEdges)
 	}
-	var reps []*Report
-	for _, s := range strategies {
-		p := cfg.Params
-		p.Strategy = strings.TrimSpace(s)
-		runner, reason, err := backend.For(g.Graph, op, p)
-		if err != nil {
-			return nil, err
-		}
-		rep := &Report{
-			Op: cfg.Op, Backend: runner.Name(), Input: name, BackendReason: reason, Sources: sources,
-			Vertices: g.NumVertices(), Edges: g.NumEdges(), InputEdges: g.Stats.InputEdges,
-			ReadS: g.ReadTime.Seconds(), BuildS: g.BuildTime.Seconds(),
-			UploadS: g.Built.Upload.Seconds(), BuildDevice: g.Built.Device, BuildReason: g.Built.Reason,
-			InputBytes: inputBytes, LayoutBytes: g.Bytes(), PeakRSSBytes: peak,
-			Notes: pipeline.WeightColumnNotes(spec, cfg.Load.Columns),
-		}
-		if peak > 0 && g.Stats.InputEdges > 0 {
-			rep.BytesPerEdge = float64(peak) / float64(g.Stats.InputEdges)
-		}
-		if err := benchTrials(ctx, cfg, g, runner, p, sources, rep); err != nil {
-			return nil, err
-		}
-		rep.PeakHostBytes = rusage.PeakRSS()
-		reps = append(reps, rep)
-		cfg.CPUProfile = nil // a profile of the first strategy's trials only
-	}
-	return reps, nil
+	return rep
 }
 
 // MaxTrials is the most trials (and distinct sources) a benchmark runs:

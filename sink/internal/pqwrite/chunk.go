@@ -90,13 +90,47 @@ func putBuffer(b []byte) {
 	}
 }
 
-// encode encodes c's rows in parts (rows in all) as one column chunk.
+// encode encodes c's rows in parts (rows in all) as one column chunk: the
+// dictionary page where a dictionary pays, the data pages, then what the
+// footer says of them.
 func (e *encoder) encode(c *column, parts []part, rows int) (chunk, error) {
 	// The byte array dictionary views the records' buffers: forgotten after
 	// the chunk, so that a pooled encoder pins no caller's memory.
 	defer e.bytes.reset()
 	out := chunk{values: int64(rows), buf: getBuffer()}
 	st := newStats(c.kind)
+	if err := countNulls(c, parts, &st); err != nil {
+		return out, err
+	}
+	dictSize, useDict := e.dictionary(c.kind, parts)
+	if useDict {
+		if err := e.dictionaryPage(&out, c.kind, dictSize, &st); err != nil {
+			return out, err
+		}
+	} else {
+		dictSize = 0
+	}
+	dataPages, err := e.dataPages(&out, c, parts, rows, dictSize, &st)
+	if err != nil {
+		return out, err
+	}
+	out.stats = st.thrift()
+	valueEnc := format.Plain
+	out.encodings = []format.Encoding{format.Plain}
+	if useDict {
+		valueEnc = format.RLEDictionary
+		out.encodings = append(out.encodings, valueEnc)
+	}
+	out.pages = append(out.pages, format.PageEncodingStats{PageType: format.DataPage, Encoding: valueEnc, Count: int32(dataPages)})
+	if c.optional {
+		out.encodings = append(out.encodings, format.RLE)
+	}
+	return out, nil
+}
+
+// countNulls adds the nulls of c's parts to st; they are an error in a
+// column that is not nullable.
+func countNulls(c *column, parts []part, st *stats) error {
 	for i := range parts {
 		st.nulls += int64(parts[i].nulls)
 	}
@@ -105,23 +139,22 @@ func (e *encoder) encode(c *column, parts []part, rows int) (chunk, error) {
 		if st.nulls > 1 {
 			nulls = fmt.Sprintf("%d nulls", st.nulls)
 		}
-		return out, fmt.Errorf("column %q is not nullable but has %s", c.name, nulls)
+		return fmt.Errorf("column %q is not nullable but has %s", c.name, nulls)
 	}
+	return nil
+}
 
-	dictSize, useDict := e.dictionary(c.kind, parts)
-	if useDict {
-		if err := e.dictionaryPage(&out, c.kind, dictSize, &st); err != nil {
-			return out, err
-		}
-	}
-	pageRows := pageRowsOf(c.kind, parts, rows, useDict)
-
+// dataPages appends the data pages of c's rows in parts to out, values
+// indexed into the dictionary of dictSize entries (e.idx) or, where
+// dictSize is 0, PLAIN and added to st. It returns the number of pages.
+func (e *encoder) dataPages(out *chunk, c *column, parts []part, rows, dictSize int, st *stats) (int, error) {
+	pageRows := pageRowsOf(c.kind, parts, rows, dictSize > 0)
 	cur := cursor{parts: parts}
 	vi := 0 // next dictionary index
 	dataPages := 0
 	for lo := 0; lo < rows; lo += pageRows {
 		if e.stop.Load() {
-			return out, errStopped
+			return dataPages, errStopped
 		}
 		n := min(pageRows, rows-lo)
 		pieces := cur.take(n)
@@ -132,46 +165,41 @@ func (e *encoder) encode(c *column, parts []part, rows int) (chunk, error) {
 		}
 		var enc format.Encoding
 		switch {
-		case useDict:
+		case dictSize > 0:
 			enc = format.RLEDictionary
 			k := n - nulls
 			page = e.appendIndexes(page, e.idx[vi:vi+k], bitWidth(dictSize))
 			vi += k
 		case c.kind == kindBytes:
 			enc = format.Plain
-			page = appendPlainBytes(page, pieces, &st)
+			page = appendPlainBytes(page, pieces, st)
 		default:
 			enc = format.Plain
-			page = appendPlainFixed(page, pieces, c.kind.width(), &st)
+			page = appendPlainFixed(page, pieces, c.kind.width(), st)
 		}
 		e.page = page
-		hdr := format.PageHeader{
-			Type: format.DataPage,
-			DataPageHeader: thrift.New(format.DataPageHeader{
-				NumValues:               int32(n),
-				Encoding:                enc,
-				DefinitionLevelEncoding: format.RLE,
-				RepetitionLevelEncoding: format.RLE,
-				Statistics:              format.Statistics{NullCount: int64(nulls)},
-			}),
-		}
-		if err := e.appendPage(&out, &hdr, page); err != nil {
-			return out, err
+		hdr := dataPageHeader(n, nulls, enc)
+		if err := e.appendPage(out, &hdr, page); err != nil {
+			return dataPages, err
 		}
 		dataPages++
 	}
-	out.stats = st.thrift()
-	if useDict {
-		out.encodings = []format.Encoding{format.Plain, format.RLEDictionary}
-		out.pages = append(out.pages, format.PageEncodingStats{PageType: format.DataPage, Encoding: format.RLEDictionary, Count: int32(dataPages)})
-	} else {
-		out.encodings = []format.Encoding{format.Plain}
-		out.pages = append(out.pages, format.PageEncodingStats{PageType: format.DataPage, Encoding: format.Plain, Count: int32(dataPages)})
+	return dataPages, nil
+}
+
+// dataPageHeader is the header of a data page of n rows, nulls of them
+// null, its values in enc and its levels in RLE.
+func dataPageHeader(n, nulls int, enc format.Encoding) format.PageHeader {
+	return format.PageHeader{
+		Type: format.DataPage,
+		DataPageHeader: thrift.New(format.DataPageHeader{
+			NumValues:               int32(n),
+			Encoding:                enc,
+			DefinitionLevelEncoding: format.RLE,
+			RepetitionLevelEncoding: format.RLE,
+			Statistics:              format.Statistics{NullCount: int64(nulls)},
+		}),
 	}
-	if c.optional {
-		out.encodings = append(out.encodings, format.RLE)
-	}
-	return out, nil
 }
 
 // appendPage compresses page and appends it, after its header, to the
