@@ -130,16 +130,17 @@ type column struct {
 // chunkState is what a task leaves for the assembly of its row group.
 type chunkState struct {
 	err       error
-	loss      edges.DecimalLoss // decimal weights rounded
-	firstNull int               // row within the row group of the first null (errors mode); -1 if none
-	firstBad  int               // row of the first string key that is not UTF-8 (errors mode); -1 if none
-	nulls     []uint64          // bitmap of null rows (SkipInvalid), nil if none
-	bad       []uint64          // bitmap of rows whose key is not UTF-8 (SkipInvalid), nil if none
-	str       edges.Strings     // string keys
-	hint      int64             // the chunk's uncompressed size, for string buffers
+	firstNull int           // row within the row group of the first null (errors mode); -1 if none
+	firstBad  int           // row of the first string key that is not UTF-8 (errors mode); -1 if none
+	nulls     []uint64      // bitmap of null rows (SkipInvalid), nil if none
+	bad       []uint64      // bitmap of rows whose key is not UTF-8 (SkipInvalid), nil if none
+	str       edges.Strings // string keys
+	hint      int64         // the chunk's uncompressed size, for string buffers
 	codec     format.CompressionCodec
 	start     int64 // the chunk's bytes in the file
 	end       int64
+	// loss counts the decimal weights a float64 rounds.
+	loss edges.DecimalLoss
 }
 
 type group struct {
