@@ -34,6 +34,8 @@ type Config struct {
 	// reads it). Exactly one is set.
 	Input, Gen string
 	Load       pipeline.LoadOptions
+	// Unweighted reads no weight column (pipeline.Job's).
+	Unweighted bool
 	Op         string
 	// Params are the operator's parameters. Params.Strategy may list
 	// several GPU strategies, separated by commas, to compare them side by
@@ -142,7 +144,7 @@ func Run(ctx context.Context, cfg Config) ([]*Report, error) {
 		}
 	}
 	spec := op.Spec()
-	cfg.Load.Columns.ReadWeight = spec.Weighted
+	cfg.Load.Columns.ReadWeight = spec.Weighted && !cfg.Unweighted
 	cfg.Load.Weights = spec.Weights
 	cfg.Load.BuildIn = cfg.Load.BuildIn || spec.NeedsIn
 
@@ -186,7 +188,8 @@ func Run(ctx context.Context, cfg Config) ([]*Report, error) {
 			ReadS: g.ReadTime.Seconds(), BuildS: g.BuildTime.Seconds(),
 			UploadS: g.Built.Upload.Seconds(), BuildDevice: g.Built.Device, BuildReason: g.Built.Reason,
 			InputBytes: inputBytes, LayoutBytes: g.Bytes(), PeakRSSBytes: peak,
-			Notes: pipeline.WeightColumnNotes(spec, cfg.Load.Columns),
+			Notes: slices.Concat(pipeline.WeightColumnNotes(spec, cfg.Load.Columns), g.Notes,
+				pipeline.MissingWeightNotes(spec, g.Weighted, cfg.Unweighted, cfg.Load.Columns)),
 		}
 		if peak > 0 && g.Stats.InputEdges > 0 {
 			rep.BytesPerEdge = float64(peak) / float64(g.Stats.InputEdges)
@@ -312,6 +315,7 @@ func benchGraph(ctx context.Context, cfg Config) (*pipeline.Graph, string, int64
 		}
 		t, err = ingest.Open(ctx, cfg.Input, cfg.Load.Stdin, edges.Options{
 			Columns: cfg.Load.Columns, Format: cfg.Load.Format, SkipInvalid: cfg.Load.SkipInvalid, Alloc: cfg.Load.ReadAlloc(),
+			Header: cfg.Load.Header, Delimiter: cfg.Load.Delimiter, Progress: cfg.Load.Progress,
 		})
 	} else {
 		var g gen.Generator
