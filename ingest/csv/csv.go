@@ -75,6 +75,7 @@ func Read(ctx context.Context, name string, r io.Reader, opts edges.Options) (*e
 		return nil, err
 	}
 	first.fields = append([]string(nil), first.fields...)
+	recs.first = first.fields
 	header, ambiguous, err := recs.hasHeader(first, cols, opts.Header)
 	if err != nil {
 		return nil, err
@@ -283,6 +284,8 @@ type records struct {
 	// reading on after them gave (nil: nothing yet).
 	ahead    []record
 	aheadErr error
+	// first is the first record's fields, for hints.
+	first []string
 }
 
 // next is the next record (io.EOF at the end), or a user error; a record
@@ -315,7 +318,15 @@ func (r *records) read() (record, error) {
 		if err == io.EOF {
 			return record{}, err
 		}
-		return record{}, userError(r.name, err, r.cr)
+		uerr := userError(r.name, err, r.cr)
+		// A line of another field count after a first line of one field
+		// that holds another delimiter: ; with decimal commas, say.
+		if ue, ok := uerr.(*usererr.Error); ok && errors.Is(err, csv.ErrFieldCount) {
+			if hint := delimiterHint(r.first, r.cr.Comma); hint != "" {
+				ue.Fix = hint
+			}
+		}
+		return record{}, uerr
 	}
 	end := r.cr.InputOffset()
 	if end-r.start > int64(input.MaxLine) {
@@ -376,6 +387,9 @@ func (r *records) hasHeader(first record, cols edges.Columns, mode edges.Header)
 			bytes += len(f)
 		}
 		r.ahead = append(r.ahead, rec)
+	}
+	if len(r.ahead) == 0 && r.aheadErr != nil && r.aheadErr != io.EOF {
+		return false, false, r.aheadErr // the second record is malformed: that is the news
 	}
 	kinds := columnKinds(r.ahead, len(first.fields))
 	numeric := false
