@@ -23,19 +23,19 @@ const semantics = `Graph semantics:
    Edges are directed unless --undirected, which makes every edge count in both
    directions. Self loops are dropped. Parallel edges are merged into one edge
    with the minimum weight. Weights come from --weight-col (default "weight");
-   where that column is absent every weight is 1; bfs, pagerank and cc use no
-   weights and do not read it. Vertex keys may be int32, int64, uint32, uint64
-   or string; the output has one row per vertex that appears in any edge, in
-   ascending key order, and its "vertex" column has the input's key type.
-   Unreachable vertices get nulls.
+   where that column is absent every weight is 1 (a note says so; --unweighted
+   says it is meant); bfs, pagerank and cc use no weights and do not read it.
+   Vertex keys may be int32, int64, uint32, uint64 or string; the output has
+   one row per vertex that appears in any edge, in ascending key order, and its
+   "vertex" column has the input's key type. Unreachable vertices get nulls.
 
 Operators and their columns:
    bfs       depth (int32), parent (key); the source is its own parent
    sssp      distance (float64), parent (key); weights must be >= 0
    pagerank  rank (float64): damping 0.85, the rank of vertices without
              out-edges spread uniformly, start 1/n, stop when the L1 change
-             is below --tolerance or after --max-iterations; ranks sum to 1
-             (networkx.pagerank's definition); edge weights are not used
+             is below --tolerance or after --max-iterations; ranks sum to 1;
+             networkx.pagerank(G, weight=None): edge weights are not used
    cc        component (key): the smallest key of the vertex's weakly
              connected component
    sswp      width (float64): the widest-path bottleneck from the source,
