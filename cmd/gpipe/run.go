@@ -318,6 +318,13 @@ func runAction(c *cli.Context, e *env) error {
 		return err
 	}
 	defer rep.Release()
+	return reportRun(c, e, rep)
+}
+
+// reportRun says what a successful run did: skipped rows, warnings and
+// notes on stderr, the --json object, and the summary (on stdout without
+// --output, else one line on stderr).
+func reportRun(c *cli.Context, e *env, rep *pipeline.Report) error {
 	if rep.RowsSkipped > 0 {
 		fmt.Fprintf(e.stderr, "gpipe: skipped %s (%s)\n", invalidRows(rep.RowsSkipped), edges.Skips(rep.Skipped))
 	}
@@ -334,9 +341,9 @@ func runAction(c *cli.Context, e *env) error {
 		}
 	}
 	switch {
-	case job.Output == "":
+	case rep.Output == "":
 		printSummary(e.stdout, rep)
-	case job.Output != "-" && !c.Bool("json") && !c.Bool("quiet"):
+	case rep.Output != "-" && !c.Bool("json") && !c.Bool("quiet"):
 		// A job's log shows what it did; a filter (--output -) and --json
 		// (which says it all) stay quiet.
 		fmt.Fprintln(e.stderr, summaryLine(rep))

@@ -80,6 +80,51 @@ func fixedOffsets(buf []uint32, n, width int) []uint32 {
 	return buf
 }
 
+// pageData is a data page's values as pageValues decoded them: raw (with
+// offs for byte arrays), or with dictionary the indexes idx; def its
+// definition levels (nil: no nulls).
+type pageData struct {
+	raw        []byte
+	offs       []uint32
+	idx        []int32
+	dictionary bool
+	def        []byte
+}
+
+// decimalPage decodes a page of a decimal weight column into rows
+// [pos, pos+rows) of its row group, the file's rows from lo: integers into
+// the column's slots, byte arrays into sd.
+func decimalPage(c *column, sd *stringCol, s *pageBuffers, pos, rows int, lo int64, p pageData) error {
+	switch hi := lo + int64(rows); c.kind {
+	case valInt32:
+		return fixed[int32](intDecimalDst(c, lo, hi), p.raw, s.dict, p.idx, p.dictionary, p.def, c.maxDef)
+	case valInt64:
+		return fixed[int64](intDecimalDst(c, lo, hi), p.raw, s.dict, p.idx, p.dictionary, p.def, c.maxDef)
+	}
+	return sd.page(pos, rows, p.raw, p.offs, s.dict, s.dictOffs, p.idx, p.dictionary, p.def, c.maxDef)
+}
+
+// fixedValues are the offsets of a page's n FIXED_LEN_BYTE_ARRAY values
+// raw, as a byte array column's, checked to fill raw.
+func (s *pageBuffers) fixedValues(c *column, raw []byte, n int) ([]uint32, error) {
+	if len(raw) != n*c.size() {
+		return nil, fmt.Errorf("a page has %d bytes of values where %d values need %d", len(raw), n, n*c.size())
+	}
+	s.offs = fixedOffsets(s.offs, n, c.size())
+	return s.offs, nil
+}
+
+// deltaFixed decodes a DELTA_BYTE_ARRAY page of n FIXED_LEN_BYTE_ARRAY
+// values: their bytes and offsets.
+func (s *pageBuffers) deltaFixed(c *column, data []byte, n int) ([]byte, []uint32, error) {
+	var err error
+	if s.vals, err = parquet.LookupEncoding(format.DeltaByteArray).DecodeFixedLenByteArray(s.vals[:0], data, c.size()); err != nil {
+		return nil, nil, err
+	}
+	offs, err := s.fixedValues(c, s.vals, n)
+	return s.vals, offs, err
+}
+
 // intDecimalDst is where an INT32 or INT64 decimal page's values go: the
 // weight column's float64 slots for rows [lo, hi), seen as int64.
 func intDecimalDst(c *column, lo, hi int64) []int64 {

@@ -262,10 +262,9 @@ func (r *reader) pageValues(c *column, grp *group, st *chunkState, sd *stringCol
 		}
 		raw, offs = s.vals, s.offs
 	case c.kind == valFixed && enc == format.DeltaByteArray:
-		if s.vals, err = parquet.LookupEncoding(enc).DecodeFixedLenByteArray(s.vals[:0], data, c.size()); err != nil {
+		if raw, offs, err = s.deltaFixed(c, data, nonNull); err != nil {
 			return err
 		}
-		raw = s.vals
 	case enc == format.Plain:
 		n := nonNull * c.size()
 		if len(data) < n {
@@ -277,24 +276,16 @@ func (r *reader) pageValues(c *column, grp *group, st *chunkState, sd *stringCol
 			return err
 		}
 	}
-	if c.kind == valFixed && !dictionary {
-		if len(raw) != nonNull*c.size() {
-			return fmt.Errorf("a page has %d bytes of values where %d values need %d", len(raw), nonNull, nonNull*c.size())
+	if c.kind == valFixed && !dictionary && offs == nil {
+		if offs, err = s.fixedValues(c, raw, nonNull); err != nil {
+			return err
 		}
-		s.offs = fixedOffsets(s.offs, nonNull, c.size())
-		offs = s.offs
 	}
 
 	lo, hi := grp.first+int64(pos), grp.first+int64(pos+rows)
 	dict := s.dict
 	if c.role == roleWeight && c.dec != nil {
-		switch c.kind {
-		case valInt32:
-			return fixed[int32](intDecimalDst(c, lo, hi), raw, dict, idx, dictionary, def, c.maxDef)
-		case valInt64:
-			return fixed[int64](intDecimalDst(c, lo, hi), raw, dict, idx, dictionary, def, c.maxDef)
-		}
-		return sd.page(pos, rows, raw, offs, s.dict, s.dictOffs, idx, dictionary, def, c.maxDef)
+		return decimalPage(c, sd, s, pos, rows, lo, pageData{raw, offs, idx, dictionary, def})
 	}
 	if c.role == roleWeight {
 		dst := c.f64[lo:hi]

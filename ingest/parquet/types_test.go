@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding"
 
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/ingest/internal/edgetest"
@@ -131,11 +132,11 @@ func TestParquetKeysSignedAndUnsigned(t *testing.T) {
 // decimalFile writes src, dst and a DECIMAL(precision, scale) weight
 // column of physical type typ with parquet-go, the weights given by their
 // unscaled values (nil: null).
-func decimalFile(t *testing.T, path string, typ parquet.Type, precision, scale int, dict bool, unscaled []*big.Int) {
+func decimalFile(t *testing.T, path string, typ parquet.Type, precision, scale int, enc encoding.Encoding, unscaled []*big.Int) {
 	t.Helper()
 	node := parquet.Decimal(scale, precision, typ)
-	if dict {
-		node = parquet.Encoded(node, &parquet.RLEDictionary)
+	if enc != nil {
+		node = parquet.Encoded(node, enc)
 	}
 	schema := parquet.NewSchema("edges", parquet.Group{
 		"src":    parquet.Leaf(parquet.Int64Type),
@@ -208,19 +209,23 @@ func TestParquetDecimalWeights(t *testing.T) {
 		name      string
 		typ       parquet.Type
 		precision int
-		dict      bool
+		enc       encoding.Encoding
 	}{
-		{"int32", parquet.Int32Type, 9, false},
-		{"int32-dict", parquet.Int32Type, 9, true},
-		{"int64", parquet.Int64Type, 18, false},
-		{"flba16", parquet.FixedLenByteArrayType(16), 38, false},
-		{"flba16-dict", parquet.FixedLenByteArrayType(16), 38, true},
-		{"flba32", parquet.FixedLenByteArrayType(32), 76, false},
-		{"bytes", parquet.ByteArrayType, 38, false},
-		{"bytes-dict", parquet.ByteArrayType, 38, true},
+		{"int32", parquet.Int32Type, 9, nil},
+		{"int32-dict", parquet.Int32Type, 9, &parquet.RLEDictionary},
+		{"int64", parquet.Int64Type, 18, nil},
+		{"int64-delta", parquet.Int64Type, 18, &parquet.DeltaBinaryPacked},
+		{"flba16", parquet.FixedLenByteArrayType(16), 38, nil},
+		{"flba16-dict", parquet.FixedLenByteArrayType(16), 38, &parquet.RLEDictionary},
+		{"flba16-delta", parquet.FixedLenByteArrayType(16), 38, &parquet.DeltaByteArray},
+		{"flba16-split", parquet.FixedLenByteArrayType(16), 38, &parquet.ByteStreamSplit},
+		{"flba32", parquet.FixedLenByteArrayType(32), 76, nil},
+		{"bytes", parquet.ByteArrayType, 38, nil},
+		{"bytes-dict", parquet.ByteArrayType, 38, &parquet.RLEDictionary},
+		{"bytes-delta", parquet.ByteArrayType, 38, &parquet.DeltaByteArray},
 	} {
 		path := filepath.Join(dir, tc.name+".parquet")
-		decimalFile(t, path, tc.typ, tc.precision, 2, tc.dict, small)
+		decimalFile(t, path, tc.typ, tc.precision, 2, tc.enc, small)
 		readChecked(t, path, edges.Options{Columns: edges.Columns{ReadWeight: true}}, func(tbl *edges.Table) {
 			got := edgetest.Edges(t, tbl)
 			for i, e := range got {
@@ -241,7 +246,7 @@ func TestParquetDecimalWeights(t *testing.T) {
 		typ  parquet.Type
 	}{{"wide-flba", parquet.FixedLenByteArrayType(32)}, {"wide-bytes", parquet.ByteArrayType}} {
 		path := filepath.Join(dir, tc.name+".parquet")
-		decimalFile(t, path, tc.typ, 76, 3, false, wide)
+		decimalFile(t, path, tc.typ, 76, 3, nil, wide)
 		ue := readErr(t, path, edges.Options{Columns: edges.Columns{ReadWeight: true}})
 		if !strings.Contains(ue.Error(), `column "weight", row 2: null weight`) {
 			t.Errorf("%s: %v", tc.name, ue)

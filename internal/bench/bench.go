@@ -188,8 +188,7 @@ func Run(ctx context.Context, cfg Config) ([]*Report, error) {
 			ReadS: g.ReadTime.Seconds(), BuildS: g.BuildTime.Seconds(),
 			UploadS: g.Built.Upload.Seconds(), BuildDevice: g.Built.Device, BuildReason: g.Built.Reason,
 			InputBytes: inputBytes, LayoutBytes: g.Bytes(), PeakRSSBytes: peak,
-			Notes: slices.Concat(pipeline.WeightColumnNotes(spec, cfg.Load.Columns), g.Notes,
-				pipeline.MissingWeightNotes(spec, g.Weighted, cfg.Unweighted, cfg.Load.Columns)),
+			Notes: benchNotes(spec, g, cfg),
 		}
 		if peak > 0 && g.Stats.InputEdges > 0 {
 			rep.BytesPerEdge = float64(peak) / float64(g.Stats.InputEdges)
@@ -202,6 +201,12 @@ func Run(ctx context.Context, cfg Config) ([]*Report, error) {
 		cfg.CPUProfile = nil // a profile of the first strategy's trials only
 	}
 	return reps, nil
+}
+
+// benchNotes are a benchmark's notes, as pipeline.Report's.
+func benchNotes(spec operators.Spec, g *pipeline.Graph, cfg Config) []string {
+	return slices.Concat(pipeline.WeightColumnNotes(spec, cfg.Load.Columns), g.Notes,
+		pipeline.MissingWeightNotes(spec, g.Weighted, cfg.Unweighted, cfg.Load.Columns))
 }
 
 // MaxTrials is the most trials (and distinct sources) a benchmark runs:
