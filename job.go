@@ -124,7 +124,7 @@ func newReport(rep *pipeline.Report) *Report {
 		RowsRead: rep.RowsRead, RowsSkipped: rep.RowsSkipped, Skipped: rep.Skipped, Vertices: rep.Vertices,
 		Edges: rep.Edges, InputEdges: rep.InputEdges, SelfLoops: rep.SelfLoops, MergedEdges: rep.MergedEdges,
 		BuildDevice: rep.BuildDevice, BuildReason: rep.BuildReason, PeakHostBytes: rep.PeakHostBytes,
-		Iterations: rep.Iterations, Unreached: rep.Unreached, Warnings: rep.Warnings, Notes: rep.Notes,
+		Iterations: rep.Iterations, Unreached: rep.Unreached, Warnings: rep.Warnings, Notes: libraryNotes(rep.Notes),
 		Result: &Result{
 			Op: res.Op, Backend: res.Backend, BackendReason: rep.BackendReason, Strategy: res.Strategy,
 			StrategyReason: res.StrategyReason, GPUs: rep.GPUs, Iterations: res.Iterations, Unreached: rep.Unreached,
@@ -132,4 +132,17 @@ func newReport(rep *pipeline.Report) *Report {
 		},
 		rep: rep,
 	}
+}
+
+// libraryNotes are a report's notes with the command line's flags named as
+// the library's options.
+func libraryNotes(notes []string) []string {
+	out := make([]string, len(notes))
+	for i, n := range notes {
+		out[i] = libraryHints.Replace(n)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }

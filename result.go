@@ -134,6 +134,7 @@ var libraryHints = strings.NewReplacer(
 	"--src-col", "LoadOptions.Src",
 	"--dst-col", "LoadOptions.Dst",
 	"--weight-col", "LoadOptions.Weight",
+	"pass --unweighted", "set LoadOptions.Unweighted",
 	"--backend", "LoadOptions.Backend",
 	"--gpus", "LoadOptions.GPUs",
 	"--strategy", "Params.Strategy",

@@ -36,13 +36,15 @@ const (
 	FormatParquet     = "parquet"
 	FormatArrowFile   = "arrow"  // Arrow IPC file (.arrow, .feather)
 	FormatArrowStream = "arrows" // Arrow IPC stream (.arrows, and "-")
-	FormatCSV         = "csv"    // CSV with a header row
-	FormatText        = "text"   // whitespace-separated edge list (.txt, .el, .wel, .tsv, .edges)
+	FormatCSV         = "csv"    // CSV, with a header row or without (Options.Header)
+	FormatTSV         = "tsv"    // CSV separated by tabs (.tsv)
+	FormatText        = "text"   // whitespace-separated edge list (.txt, .el, .wel, .edges)
 	FormatMTX         = "mtx"    // Matrix Market coordinate format
 )
 
 // FormatOf is the format a path's extension implies; "-" is an Arrow IPC
-// stream on standard input.
+// stream on standard input (Open tells a Parquet or Arrow IPC file there
+// from its first bytes).
 func FormatOf(path string) (string, error) {
 	if path == "-" {
 		return FormatArrowStream, nil
@@ -57,7 +59,9 @@ func FormatOf(path string) (string, error) {
 		return FormatArrowStream, nil
 	case ".csv":
 		return FormatCSV, nil
-	case ".txt", ".el", ".wel", ".tsv", ".edges", ".snap":
+	case ".tsv":
+		return FormatTSV, nil
+	case ".txt", ".el", ".wel", ".edges", ".snap":
 		return FormatText, nil
 	case ".mtx":
 		return FormatMTX, nil
@@ -65,8 +69,8 @@ func FormatOf(path string) (string, error) {
 	// An unknown extension is a usage error (exit 2), as for outputs.
 	return "", &usererr.Error{Kind: usererr.Usage, File: path, Row: -1,
 		Problem: fmt.Sprintf("cannot tell the input format from the extension %s", echo.Quote(ext)),
-		Fix: "use .parquet, .arrow/.feather (Arrow IPC file), .arrows (Arrow IPC stream), .csv, .txt/.el/.wel/.tsv (edge list) or .mtx (Matrix Market); " +
-			"or name the format (--input-format parquet, arrow, arrows, csv, text or mtx)"}
+		Fix: "use .parquet, .arrow/.feather (Arrow IPC file), .arrows (Arrow IPC stream), .csv, .tsv, .txt/.el/.wel (edge list) or .mtx (Matrix Market); " +
+			"or name the format (--input-format parquet, arrow, arrows, csv, tsv, text or mtx)"}
 }
 
 // Open reads the edge table at path in the format its extension (or
@@ -85,6 +89,12 @@ func Open(ctx context.Context, path string, stdin io.Reader, opts edges.Options)
 	if path == "-" {
 		if stdin == nil {
 			stdin = os.Stdin
+		}
+		if opts.Format == "" {
+			var err error
+			if format, stdin, err = sniffStdin(ctx, stdin); err != nil {
+				return nil, err
+			}
 		}
 		return openStream(ctx, "-", stdin, format, opts)
 	}
@@ -133,13 +143,18 @@ func readFrom(ctx context.Context, name string, r io.Reader, format string, opts
 		return arrowipc.ReadStream(ctx, name, r, opts)
 	case FormatCSV:
 		return csv.Read(ctx, name, r, opts)
+	case FormatTSV:
+		if opts.Delimiter == 0 {
+			opts.Delimiter = '\t'
+		}
+		return csv.Read(ctx, name, r, opts)
 	case FormatText:
 		return text.Read(ctx, name, r, opts)
 	case FormatMTX:
 		return text.ReadMatrixMarket(ctx, name, r, opts)
 	}
 	return nil, usererr.New(usererr.Usage, fmt.Sprintf("unknown input format %s", echo.Quote(format)),
-		"use parquet, arrow, arrows, csv, text or mtx")
+		"use parquet, arrow, arrows, csv, tsv, text or mtx")
 }
 
 // errOpen reports a path that cannot be opened.
@@ -248,6 +263,7 @@ var formatNames = map[string]string{
 	FormatArrowFile:   "an Arrow IPC file",
 	FormatArrowStream: "an Arrow IPC stream",
 	FormatCSV:         "a CSV file",
+	FormatTSV:         "a TSV file",
 	FormatText:        "an edge list",
 	FormatMTX:         "a Matrix Market file",
 }

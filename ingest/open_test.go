@@ -109,14 +109,47 @@ func TestStdinFormats(t *testing.T) {
 		pr.Close()
 	}
 
-	// Read as a stream (no --input-format), each other format says what it
+	// Without --input-format, Parquet and Arrow IPC files and streams are
+	// told from their first bytes, from a bytes.Reader, a file and a pipe.
+	for _, format := range []string{FormatParquet, FormatArrowFile, FormatArrowStream} {
+		data := inputs[format]
+		noFormat := edges.Options{Columns: edges.Columns{ReadWeight: true}}
+		tbl, err := Open(context.Background(), "-", bytes.NewReader(data), noFormat)
+		check := func(how string, tbl *edges.Table, err error) {
+			t.Helper()
+			if err != nil {
+				t.Fatalf("%s from %s without a format: %v", format, how, err)
+			}
+			edgetest.Same(t, edgetest.Edges(t, tbl), want)
+			tbl.Release()
+		}
+		check("a bytes.Reader", tbl, err)
+		f, err := os.Open(filepath.Join(dir, "in-"+format))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tbl, err = Open(context.Background(), "-", f, noFormat)
+		check("a regular file", tbl, err)
+		f.Close()
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			_, _ = pw.Write(data)
+			pw.Close()
+		}()
+		tbl, err = Open(context.Background(), "-", pr, noFormat)
+		check("a pipe", tbl, err)
+		pr.Close()
+	}
+
+	// Read as a stream (no --input-format), each text format says what it
 	// looks like and which --input-format reads it.
 	for format, says := range map[string]string{
-		FormatCSV:       "-: the input is not an Arrow IPC stream: it looks like CSV text; pass --input-format csv",
-		FormatParquet:   "-: the input is not an Arrow IPC stream: it looks like a Parquet file; pass --input-format parquet",
-		FormatArrowFile: "-: the input is not an Arrow IPC stream: it looks like an Arrow IPC file; pass --input-format arrow",
-		FormatMTX:       "-: the input is not an Arrow IPC stream: it looks like a Matrix Market file; pass --input-format mtx",
-		FormatText:      "-: the input is not an Arrow IPC stream: it looks like text (an edge list?); pass --input-format text",
+		FormatCSV:  "-: the input is not an Arrow IPC stream: it looks like CSV text; pass --input-format csv",
+		FormatMTX:  "-: the input is not an Arrow IPC stream: it looks like a Matrix Market file; pass --input-format mtx",
+		FormatText: "-: the input is not an Arrow IPC stream: it looks like text (an edge list?); pass --input-format text",
 	} {
 		_, err := Open(context.Background(), "-", io.MultiReader(bytes.NewReader(inputs[format])), edges.Options{})
 		edgetest.UserErr(t, err, "-", says)
@@ -150,7 +183,7 @@ func TestStdinFormats(t *testing.T) {
 func TestEdgeListExtensions(t *testing.T) {
 	dir := t.TempDir()
 	want := []edgetest.Edge{{Row: 0, Src: int64(1), Dst: int64(2), W: 0.5}, {Row: 1, Src: int64(2), Dst: int64(3), W: 1.5}}
-	for _, ext := range []string{".txt", ".el", ".wel", ".tsv", ".edges", ".snap"} {
+	for _, ext := range []string{".txt", ".el", ".wel", ".edges", ".snap"} {
 		path := filepath.Join(dir, "g"+ext)
 		if err := os.WriteFile(path, []byte("# c\n1\t2\t0.5\n2 3 1.5\n"), 0o644); err != nil {
 			t.Fatal(err)
@@ -162,6 +195,39 @@ func TestEdgeListExtensions(t *testing.T) {
 		}
 		tbl.Release()
 	}
+}
+
+// A .tsv file is CSV separated by tabs, with a header line or without
+// (--header auto tells), and --input-format tsv reads one from stdin.
+func TestTSV(t *testing.T) {
+	dir := t.TempDir()
+	want := []edgetest.Edge{{Row: 0, Src: int64(1), Dst: int64(2), W: 0.5}, {Row: 1, Src: int64(2), Dst: int64(3), W: 1.5}}
+	weighted := edges.Options{Columns: edges.Columns{ReadWeight: true}}
+	for _, data := range []string{"src\tdst\tweight\n1\t2\t0.5\n2\t3\t1.5\n", "1\t2\t0.5\n2\t3\t1.5\n", "\"src\"\t\"dst\"\tweight\n1\t2\t0.5\n2\t3\t1.5\n"} {
+		path := filepath.Join(dir, "g.tsv")
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tbl := readFile(t, path, weighted)
+		edgetest.Same(t, edgetest.Edges(t, tbl), want)
+		tbl.Release()
+		stdin := weighted
+		stdin.Format = FormatTSV
+		tbl, err := Open(context.Background(), "-", strings.NewReader(data), stdin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		edgetest.Same(t, edgetest.Edges(t, tbl), want)
+		tbl.Release()
+	}
+	// The header of a TSV file is never an edge (it was, read as an edge
+	// list, for bfs, cc and pagerank).
+	path := filepath.Join(dir, "h.tsv")
+	if err := os.WriteFile(path, []byte("from\tto\n1\t2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(context.Background(), path, nil, edges.Options{})
+	edgetest.UserErr(t, err, path, `no source column "src" (columns: from, to)`)
 }
 
 // The format names the readers' messages suggest (--input-format csv, name

@@ -26,6 +26,7 @@ type writerFixture struct {
 	cols    edges.Columns
 	intW    bool    // weights are integers: i % 97
 	nullRow []int64 // rows with a null key or weight (skipped with SkipInvalid)
+	delim   rune    // the CSV delimiter, where it is not the extension's
 }
 
 var writerFixtures = map[string]writerFixture{
@@ -58,6 +59,15 @@ var writerFixtures = map[string]writerFixture{
 	"duckdb-enum.parquet":                          {keys: "string"},
 	"duckdb-int64.csv":                             {keys: "int64"},
 	"duckdb-string.csv":                            {keys: "string"},
+	// Issue 37: DECIMAL weights (INT32, INT64, FIXED_LEN_BYTE_ARRAY), int32
+	// sources beside BIGINT destinations, TSV, ;-separated and headerless CSV.
+	"duckdb-decimal9-int64.parquet":   {keys: "int64"},
+	"duckdb-decimal18-int32.parquet":  {keys: "int32"},
+	"duckdb-decimal38-string.parquet": {keys: "string"},
+	"duckdb-int32-bigint.parquet":     {keys: "int32"},
+	"duckdb-int64.tsv":                {keys: "int64"},
+	"duckdb-semicolon-string.csv":     {keys: "string", delim: ';'},
+	"duckdb-noheader-int64.csv":       {keys: "int64"},
 }
 
 // writersKey is key(x) of scripts/fixtures/pyarrow-writers.py, normalized
@@ -109,7 +119,7 @@ func TestOtherWriters(t *testing.T) {
 		seen[name] = true
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(dir, name)
-			opts := edges.Options{Columns: f.cols}
+			opts := edges.Options{Columns: f.cols, Delimiter: f.delim}
 			opts.Columns.ReadWeight = true
 			var want []edgetest.Edge
 			skip := map[int64]bool{}

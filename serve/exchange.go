@@ -68,7 +68,7 @@ func (s *service) DoExchange(stream flight.FlightService_DoExchangeServer) error
 	}
 	meta := resultMeta{
 		Graph: opts.Graph, Vertices: g.NumVertices(), Edges: g.NumEdges(), BackendNote: note,
-		InputRows: g.RowsRead, SkippedRows: g.Skipped.Total(),
+		InputRows: g.RowsRead, SkippedRows: g.Skipped.Total(), Notes: resultNotes(g.Graph, q.Op, opts.Unweighted),
 	}
 	defer s.releaseResult(res)
 	return s.sendResult(ctx, stream, res, q.BatchRows, meta)

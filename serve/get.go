@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -11,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/gpipe/gpipe/convert"
+	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/pipeline"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
@@ -25,7 +27,8 @@ import (
 func (s *service) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetServer) error {
 	ctx := stream.Context()
 	return s.query(ctx, tkt.GetTicket(), func(q query, sg *storedGraph, res *pipeline.Result, note string) error {
-		meta := resultMeta{Graph: q.Graph, Vertices: sg.info.Vertices, Edges: sg.info.Edges, BackendNote: note}
+		meta := resultMeta{Graph: q.Graph, Vertices: sg.info.Vertices, Edges: sg.info.Edges, BackendNote: note,
+			Notes: resultNotes(sg.g, q.Op, sg.unweighted)}
 		return s.sendResult(ctx, stream, res, q.BatchRows, meta)
 	})
 }
@@ -118,9 +121,30 @@ type resultMeta struct {
 	Edges       int64    `json:"edges"`
 	Unreached   int      `json:"unreached"`
 	Warnings    []string `json:"warnings,omitempty"`
+	// Notes say what the graph's upload and the query did that a reader
+	// of the result might not expect, as `gpipe run --json`'s do: weights
+	// taken as 1 by an operator that uses them, decimal weights rounded.
+	Notes []string `json:"notes,omitempty"`
 	// An exchange's upload: rows read and skipped.
 	InputRows   int64 `json:"input_rows,omitempty"`
 	SkippedRows int64 `json:"skipped_rows"`
+}
+
+// resultNotes are the notes of op's result on g: the upload's, and
+// pipeline.MissingWeightNotes where op uses weights g has none of and the
+// upload did not say it meant that (unweighted). Flags become the fields
+// a client sets.
+func resultNotes(g *pipeline.Graph, op string, unweighted bool) []string {
+	var notes []string
+	o, err := operators.Lookup(op)
+	if err == nil {
+		notes = pipeline.MissingWeightNotes(o.Spec(), g.Weighted, unweighted, edges.Columns{})
+	}
+	notes = append(slices.Clone(g.Notes), notes...)
+	for i, n := range notes {
+		notes[i] = wireHints.Replace(n)
+	}
+	return notes
 }
 
 // MetadataKey is the result schema's metadata key whose value is a JSON

@@ -302,9 +302,10 @@ func (s *service) storedGraph(name string, b *builtGraph, cols edges.Columns, up
 	info.Backend, info.BackendNote = s.backendOf(g)
 	return &storedGraph{
 		name: name, g: g, info: info,
-		schema:    edgeSchema(cols, g),
-		minWeight: minWeight(g),
-		free:      b.free,
+		schema:     edgeSchema(cols, g),
+		minWeight:  minWeight(g),
+		unweighted: !cols.ReadWeight,
+		free:       b.free,
 	}
 }
 

@@ -31,7 +31,10 @@ type storedGraph struct {
 	// minWeight is the smallest edge weight (+Inf when unweighted), so that
 	// operators that need weights >= 0 can refuse a graph at once.
 	minWeight float64
-	free      func()
+	// unweighted says the upload asked for no weights ("unweighted"), so
+	// that a weighted operator's result does not note their absence.
+	unweighted bool
+	free       func()
 
 	refs int // guarded by registry.mu
 }

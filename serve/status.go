@@ -61,6 +61,7 @@ var wireHints = strings.NewReplacer(
 	"--src-col", `the "src" option`,
 	"--dst-col", `the "dst" option`,
 	"--weight-col", `the "weight" option`,
+	"pass --unweighted", `put it with "unweighted": true`,
 	"use --backend cpu (or auto)", "start the server with --backend cpu (or auto)",
 )
 

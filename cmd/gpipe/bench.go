@@ -41,10 +41,12 @@ func benchCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: "src-col", Value: "src", Usage: "source vertex column"},
 			&cli.StringFlag{Name: "dst-col", Value: "dst", Usage: "destination vertex column"},
 			&cli.StringFlag{Name: "weight-col", Value: "weight", Usage: weightColUsage},
+			unweightedFlag(),
 			&cli.StringFlag{Name: "input-format", Usage: "input format, overriding the extension"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object on stdout"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the timed trials to `FILE` (go tool pprof)"},
-		}, paramFlags()...),
+			quietFlag(),
+		}, append(textFlags(), paramFlags()...)...),
 		Before: e.endOnSecondSignal,
 		Action: func(c *cli.Context) error {
 			if c.String("op") == "" {
@@ -77,7 +79,14 @@ func benchCommand(e *env) *cli.Command {
 			if err := checkGPUsFlag(c); err != nil {
 				return err
 			}
-			progress := newProgress(e.stderr)
+			header, delim, err := textOptions(c)
+			if err != nil {
+				return err
+			}
+			if c.Bool("unweighted") && c.IsSet("weight-col") {
+				return usererr.New(usererr.Usage, "--unweighted with --weight-col: one reads no weights, the other names them", "leave one of them out")
+			}
+			progress := newProgress(e.stderr, c.Bool("quiet"))
 			defer progress.Stop()
 			reps, err := bench.Run(c.Context, bench.Config{
 				Input: c.String("input"), Gen: c.String("gen"),
@@ -90,8 +99,10 @@ func benchCommand(e *env) *cli.Command {
 					Undirected: c.Bool("undirected"),
 					Stdin:      e.stdin,
 					Stage:      progress.Stage(c.String("input") + c.String("gen")),
+					Header:     header, Delimiter: delim, Progress: progress.Rows(),
 				},
-				Op: c.String("op"), Params: params, Backend: c.String("backend"), GPUs: c.Int("gpus"),
+				Unweighted: c.Bool("unweighted"),
+				Op:         c.String("op"), Params: params, Backend: c.String("backend"), GPUs: c.Int("gpus"),
 				Trials: c.Int("trials"), Sources: c.Int("sources"), Seed: c.Uint64("seed"),
 				Stage: progress.Stage(""), CPUProfile: profile,
 			})
@@ -134,6 +145,9 @@ func printBench(e *env, rep *bench.Report) {
 	}
 	if rep.Iterations > 0 {
 		fmt.Fprintf(tw, "iterations\t%d, %.3f ms each\n", rep.Iterations, rep.SPerIteration*1e3)
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(tw, "note\t%s\n", n)
 	}
 	tw.Flush()
 }

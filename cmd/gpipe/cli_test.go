@@ -447,7 +447,9 @@ func writeInput(t *testing.T, dir, name string, tb table) []byte {
 		writeFile(t, path, arrowStream(t, tb, 3))
 	case ext == ".csv":
 		writeFile(t, path, []byte(csvText(tb)))
-	case ext == ".txt" || ext == ".el" || ext == ".wel" || ext == ".tsv":
+	case ext == ".tsv":
+		writeFile(t, path, []byte(strings.ReplaceAll(csvText(tb), ",", "\t")))
+	case ext == ".txt" || ext == ".el" || ext == ".wel":
 		writeFile(t, path, []byte(edgeListText(tb)))
 	default:
 		t.Fatalf("writeInput: no writer for %q", name)

@@ -234,7 +234,7 @@ func TestMalformedText(t *testing.T) {
 		"one.txt":    {"# c\n1 2\n3\n4 5\n", []string{"one.txt, line 3", "1 field"}},
 		"four.el":    {"1 2\n2 3\n% x\n3 4 5 6\n", []string{"four.el, line 4", "more than 3 fields"}},
 		"weight.txt": {"1 2 1.5\n2 3 heavy\n", []string{`weight.txt: column "weight", line 2`, `"heavy" is not a number`}},
-		"mixed.tsv":  {"1\t2\t3\n2\t3\n", []string{"mixed.tsv, line 2", "2 fields"}},
+		"mixed.tsv":  {"1\t2\t3\n2\t3\n", []string{"mixed.tsv, line 2", "wrong number of fields"}},
 		"bad.csv":    {"src,dst\n1,2\n\"3,4\n", []string{"bad.csv"}},
 		"bad.mtx":    {"%%MatrixMarket matrix coordinate pattern general\n3 3 2\n1 2\n", []string{"bad.mtx, line", "1 of the 2 entries"}},
 		"range.mtx":  {"%%MatrixMarket matrix coordinate pattern general\n3 3 1\n1 4\n", []string{"range.mtx, line 3", "outside 1..3"}},

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -44,9 +45,10 @@ func genCommand(e *env) *cli.Command {
 				if !c.IsSet("scale") || c.String("output") == "" {
 					return usererr.New(usererr.Usage, "--scale and --output are required", "see 'gpipe gen kronecker --help'")
 				}
+				made := new(atomic.Int64)
 				return generate(c, e, gen.Kronecker{
-					Scale: c.Int("scale"), EdgeFactor: c.Int("edge-factor"), Seed: c.Uint64("seed"), Weighted: c.Bool("weighted"),
-				})
+					Scale: c.Int("scale"), EdgeFactor: c.Int("edge-factor"), Seed: c.Uint64("seed"), Weighted: c.Bool("weighted"), Progress: made,
+				}, fmt.Sprintf("kronecker scale %d", c.Int("scale")), made)
 			},
 		}, {
 			Name:      "grid",
@@ -65,7 +67,9 @@ func genCommand(e *env) *cli.Command {
 				if !c.IsSet("rows") || !c.IsSet("cols") || c.String("output") == "" {
 					return usererr.New(usererr.Usage, "--rows, --cols and --output are required", "see 'gpipe gen grid --help'")
 				}
-				return generate(c, e, gen.Grid{Rows: c.Int("rows"), Cols: c.Int("cols"), Seed: c.Uint64("seed"), Weighted: c.Bool("weighted")})
+				made := new(atomic.Int64)
+				return generate(c, e, gen.Grid{Rows: c.Int("rows"), Cols: c.Int("cols"), Seed: c.Uint64("seed"), Weighted: c.Bool("weighted"), Progress: made},
+					fmt.Sprintf("grid %dx%d", c.Int("rows"), c.Int("cols")), made)
 			},
 		}},
 	}
@@ -80,11 +84,13 @@ func genOutputFlags() []cli.Flag {
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "edge table `PATH` (\"-\": Arrow IPC stream on stdout)"},
 		&cli.StringFlag{Name: "output-format", Usage: "override the extension: parquet, arrow, arrows, csv, text (an edge list: src dst [weight] lines)"},
 		checksumFlag(),
+		quietFlag(),
 	}
 }
 
-// generate makes g's table and writes it where --output says.
-func generate(c *cli.Context, e *env, g gen.Generator) error {
+// generate makes g's table (what names it for the progress line, made
+// counts its edges as they are made) and writes it where --output says.
+func generate(c *cli.Context, e *env, g gen.Generator, what string, made *atomic.Int64) error {
 	if err := checkNotTerminal(e, c.String("output"), c.String("output-format")); err != nil {
 		return err
 	}
@@ -94,15 +100,21 @@ func generate(c *cli.Context, e *env, g gen.Generator) error {
 		}
 	}
 	start := time.Now()
+	progress := newProgress(e.stderr, c.Bool("quiet"))
+	defer progress.Stop()
+	progress.Begin("generating "+what, made, 0)
 	t, err := g.Generate(c.Context)
 	if err != nil {
 		return err
 	}
 	defer t.Release()
-	if err := writeTable(c, e, t); err != nil {
+	written := new(atomic.Int64)
+	progress.Begin("writing "+c.String("output"), written, t.NumEdges())
+	if err := writeTable(c, e, t, written); err != nil {
 		return err
 	}
-	if c.String("output") != "-" {
+	progress.Stop()
+	if c.String("output") != "-" && !c.Bool("quiet") {
 		fmt.Fprintf(e.stderr, "gpipe: wrote %d edges to %s in %.1f s\n", t.NumEdges(), c.String("output"), time.Since(start).Seconds())
 	}
 	return nil
@@ -110,17 +122,18 @@ func generate(c *cli.Context, e *env, g gen.Generator) error {
 
 // writeTable writes an edge table through the sink, record by record, or
 // as a whitespace edge list.
-func writeTable(c *cli.Context, e *env, t *edges.Table) error {
+// written counts the rows written so far.
+func writeTable(c *cli.Context, e *env, t *edges.Table, written *atomic.Int64) error {
 	out, format := c.String("output"), c.String("output-format")
 	if sep, ok := edgeListSeparator(out, format); ok {
 		if out == "-" {
 			w := bufio.NewWriterSize(e.stdout, 1<<20)
-			if err := writeEdgeLines(c, w, t, sep); err != nil {
+			if err := writeEdgeLines(c, w, t, sep, written); err != nil {
 				return err
 			}
 			return w.Flush()
 		}
-		return writeEdgeList(c, out, t, sep)
+		return writeEdgeList(c, out, t, sep, written)
 	}
 	w, err := sink.Create(c.String("output"), t.Schema(), sink.Options{Format: c.String("output-format"), Stdout: e.stdout, Checksum: c.Bool("checksum")})
 	if err != nil {
@@ -140,6 +153,7 @@ func writeTable(c *cli.Context, e *env, t *edges.Table) error {
 			}
 			piece := rec.NewSlice(lo, min(lo+sink.DefaultIPCBatch, rec.NumRows()))
 			err := w.Write(piece)
+			written.Add(piece.NumRows())
 			piece.Release()
 			if err != nil {
 				return err
@@ -171,14 +185,14 @@ func edgeListSeparator(out, format string) (byte, bool) {
 // benchmark suite read them (its .el and .wel), so that one generated graph
 // can be run by both. The sink's file output writes it as it writes its
 // tables: a temporary file beside out, renamed when complete.
-func writeEdgeList(c *cli.Context, out string, t *edges.Table, sep byte) error {
+func writeEdgeList(c *cli.Context, out string, t *edges.Table, sep byte, written *atomic.Int64) error {
 	f, err := sink.CreateFile(out, c.Bool("checksum"))
 	if err != nil {
 		return err
 	}
 	defer f.Abort()
 	w := bufio.NewWriterSize(f, 1<<20)
-	if err := writeEdgeLines(c, w, t, sep); err != nil {
+	if err := writeEdgeLines(c, w, t, sep, written); err != nil {
 		return err
 	}
 	if err := w.Flush(); err != nil {
@@ -189,8 +203,8 @@ func writeEdgeList(c *cli.Context, out string, t *edges.Table, sep byte) error {
 
 // writeEdgeLines writes t's edges (int64 keys, as the generator makes
 // them) to w, one "src dst [weight]" line each, checking for cancellation
-// every linesPerCheck lines.
-func writeEdgeLines(c *cli.Context, w *bufio.Writer, t *edges.Table, sep byte) error {
+// (and counting the lines in written) every linesPerCheck lines.
+func writeEdgeLines(c *cli.Context, w *bufio.Writer, t *edges.Table, sep byte, written *atomic.Int64) error {
 	const linesPerCheck = 1 << 16
 	var line []byte
 	for _, ch := range t.Chunks {
@@ -199,6 +213,7 @@ func writeEdgeLines(c *cli.Context, w *bufio.Writer, t *edges.Table, sep byte) e
 				if err := c.Context.Err(); err != nil {
 					return err
 				}
+				written.Add(int64(min(linesPerCheck, len(ch.Src.Int64)-i)))
 			}
 			line = strconv.AppendInt(line[:0], s, 10)
 			line = append(line, sep)

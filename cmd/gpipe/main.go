@@ -22,6 +22,9 @@ import (
 // Exit codes beyond usererr's kinds.
 const exitInterrupted = 130
 
+// version is the release a build names with -ldflags "-X main.version=v1.2.0";
+// without it, --version gives the module version or commit the go command
+// recorded in the binary (version.go).
 var version = "dev"
 
 func main() {
@@ -58,9 +61,15 @@ func (e *env) endOnSecondSignal(c *cli.Context) error {
 func run(ctx context.Context, args []string, e *env) int {
 	stdout, stderr := e.stdout, e.stderr
 	app := &cli.App{
-		Name:    "gpipe",
-		Usage:   "graph analytics on Arrow and Parquet edge tables, on an NVIDIA GPU or all CPU cores",
-		Version: version,
+		Name:  "gpipe",
+		Usage: "graph analytics on Arrow and Parquet edge tables, on an NVIDIA GPU or all CPU cores",
+		// --version is the app's own flag, so that it says more than
+		// urfave/cli's (the commit, the Go version, the CUDA driver).
+		HideVersion: true,
+		Flags:       []cli.Flag{&cli.BoolFlag{Name: "version", Aliases: []string{"v"}, Usage: "print the version: the release or commit, the Go version, the CUDA driver"}},
+		// bash and zsh completion ask gpipe for the words that may come
+		// next (gpipe completion prints the scripts).
+		EnableBashCompletion: true,
 		Description: "Edges are directed unless --undirected; self loops are dropped and parallel edges\n" +
 			"merged with the minimum weight (weight 1 where the input has none). The result has one\n" +
 			"row per vertex, in ascending key order, with the input's key type; unreachable vertices\n" +
@@ -73,6 +82,8 @@ func run(ctx context.Context, args []string, e *env) int {
 			benchCommand(e),
 			serveCommand(e),
 			devicesCommand(e),
+			completionCommand(e),
+			manCommand(e),
 		},
 		// Errors are printed by run, once; urfave/cli must not exit or print.
 		ExitErrHandler: func(*cli.Context, error) {},
@@ -81,9 +92,16 @@ func run(ctx context.Context, args []string, e *env) int {
 		},
 		HideHelpCommand: true,
 		Action: func(c *cli.Context) error {
+			if c.Bool("version") {
+				_, err := fmt.Fprint(stdout, versionText(version))
+				return err
+			}
 			if c.NArg() > 0 {
-				return usererr.New(usererr.Usage, fmt.Sprintf("unknown command %q", c.Args().First()),
-					"the commands are "+commandNames(c.App)+"; see 'gpipe --help'")
+				fix := "the commands are " + commandNames(c.App) + "; see 'gpipe --help'"
+				if s := suggestCommand(c.App, c.Args().First()); s != "" {
+					fix = fmt.Sprintf("did you mean %s? (%s)", s, fix)
+				}
+				return usererr.New(usererr.Usage, fmt.Sprintf("unknown command %q", c.Args().First()), fix)
 			}
 			return cli.ShowAppHelp(c)
 		},
@@ -107,10 +125,18 @@ func run(ctx context.Context, args []string, e *env) int {
 // the help is.
 func usageError(c *cli.Context, err error) error {
 	cmd := "gpipe"
+	var flags []cli.Flag
 	if c != nil && c.Command != nil && c.Command.HelpName != "" {
 		cmd = c.Command.HelpName // "gpipe", "gpipe run", "gpipe gen kronecker"
+		flags = c.Command.Flags
+	} else if c != nil && c.App != nil {
+		flags = c.App.Flags
 	}
-	return usererr.New(usererr.Usage, err.Error(), fmt.Sprintf("see '%s --help'", cmd))
+	fix := fmt.Sprintf("see '%s --help'", cmd)
+	if s := suggestFlag(flags, err); s != "" {
+		fix = fmt.Sprintf("did you mean %s? (see '%s --help')", s, cmd)
+	}
+	return usererr.New(usererr.Usage, err.Error(), fix)
 }
 
 // setOnUsageError makes cmds and their subcommands report flag errors as

@@ -10,7 +10,9 @@ import (
 	"golang.org/x/term"
 
 	"github.com/gpipe/gpipe/ingest"
+	"github.com/gpipe/gpipe/ingest/csv"
 	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/internal/echo"
 	"github.com/gpipe/gpipe/internal/pipeline"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
@@ -21,19 +23,19 @@ const semantics = `Graph semantics:
    Edges are directed unless --undirected, which makes every edge count in both
    directions. Self loops are dropped. Parallel edges are merged into one edge
    with the minimum weight. Weights come from --weight-col (default "weight");
-   where that column is absent every weight is 1; bfs, pagerank and cc use no
-   weights and do not read it. Vertex keys may be int32, int64, uint32, uint64
-   or string; the output has one row per vertex that appears in any edge, in
-   ascending key order, and its "vertex" column has the input's key type.
-   Unreachable vertices get nulls.
+   where that column is absent every weight is 1 (a note says so; --unweighted
+   says it is meant); bfs, pagerank and cc use no weights and do not read it.
+   Vertex keys may be int32, int64, uint32, uint64 or string; the output has
+   one row per vertex that appears in any edge, in ascending key order, and its
+   "vertex" column has the input's key type. Unreachable vertices get nulls.
 
 Operators and their columns:
    bfs       depth (int32), parent (key); the source is its own parent
    sssp      distance (float64), parent (key); weights must be >= 0
    pagerank  rank (float64): damping 0.85, the rank of vertices without
              out-edges spread uniformly, start 1/n, stop when the L1 change
-             is below --tolerance or after --max-iterations; ranks sum to 1
-             (networkx.pagerank's definition); edge weights are not used
+             is below --tolerance or after --max-iterations; ranks sum to 1;
+             networkx.pagerank(G, weight=None): edge weights are not used
    cc        component (key): the smallest key of the vertex's weakly
              connected component
    sswp      width (float64): the widest-path bottleneck from the source,
@@ -51,10 +53,20 @@ GPU strategies (--strategy; auto picks the fastest measured that fits in the
    cc        afforest, vwc (label propagation), gshards, cw, kites, warpseg
 
 Formats, by extension: .parquet/.pq, .arrow/.feather/.ipc (Arrow IPC file),
-   .arrows (Arrow IPC stream), .csv; input also .txt/.el/.wel/.tsv/.edges/.snap
-   (whitespace edge lists, # and % comments) and .mtx (Matrix Market). "-" is
-   stdin or stdout: an Arrow IPC stream, or the format --input-format or
-   --output-format names.
+   .arrows (Arrow IPC stream), .csv; input also .tsv (CSV with tabs),
+   .txt/.el/.wel/.edges/.snap (whitespace edge lists, # and % comments) and .mtx
+   (Matrix Market). CSV and TSV: a header line names the columns, or without one
+   (--header no, or auto when the first line is data like the rest) the fields
+   are src, dst [, weight]; --delimiter for ; or |. "-" is stdin or stdout: on
+   stdin a Parquet or Arrow IPC file or stream (told from its first bytes), or
+   the format --input-format names; on stdout an Arrow IPC stream, or the
+   format --output-format names.
+
+Weights: sssp and sswp read --weight-col; on a table without one every weight
+   is 1, and gpipe says so (a note on stderr and in --json) unless --unweighted
+   says that is meant. DECIMAL weights are read as float64, with a note where
+   one has more digits than a float64 holds. Integer key columns of different
+   types (int32 and int64) are read as one type that holds both.
 
 Exit codes: 0 success, 1 internal error or a failed write (full disk), 2 bad
    flags or parameters, 3 bad input data or an unknown source key, 4 backend
@@ -65,6 +77,77 @@ Exit codes: 0 success, 1 internal error or a failed write (full disk), 2 bad
 func checksumFlag() cli.Flag {
 	return &cli.BoolFlag{Name: "checksum", Usage: "write the output's SHA-256 beside it, in OUTPUT.sha256 (as sha256sum -c reads it), " +
 		"which gpipe checks when it reads OUTPUT; not with --output -"}
+}
+
+// unweightedFlag is --unweighted, in run and bench.
+func unweightedFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "unweighted", Usage: "read no weight column: every weight is 1, as meant (sssp and sswp note weights taken as 1 otherwise)"}
+}
+
+// quietFlag is --quiet, in run, bench and gen.
+func quietFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress and no summary line on stderr (errors, warnings and notes still)"}
+}
+
+// textFlags say how CSV and text inputs are read, in run and bench.
+func textFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "header", Value: "auto", Usage: "CSV, TSV and edge lists: yes, no or auto (a CSV's first line is a header unless it is data like the lines after it; an edge list's header line is refused)"},
+		&cli.StringFlag{Name: "delimiter", Usage: "CSV: the field delimiter, one character or tab", DefaultText: ", (tab for .tsv)"},
+	}
+}
+
+// textOptions reads --header and --delimiter, refusing them for formats
+// they do not apply to.
+func textOptions(c *cli.Context) (edges.Header, rune, error) {
+	header, ok := edges.ParseHeader(c.String("header"))
+	if !ok {
+		return "", 0, usererr.New(usererr.Usage, fmt.Sprintf("--header %s is not yes, no or auto", echo.Quote(c.String("header"))), "pass --header yes, no or auto")
+	}
+	format := c.String("input-format")
+	if format == "" && c.String("input") != "" && c.String("input") != "-" {
+		format, _ = ingest.FormatOf(c.String("input"))
+	}
+	csvLike := format == ingest.FormatCSV || format == ingest.FormatTSV
+	var delim rune
+	if c.IsSet("delimiter") {
+		if !csvLike {
+			return "", 0, usererr.New(usererr.Usage, fmt.Sprintf("--delimiter applies to CSV and TSV inputs, and %s is %s", c.String("input"), formatName(format)),
+				"leave it out, or name the format with --input-format csv")
+		}
+		var err error
+		if delim, err = csv.ParseDelimiter(c.String("delimiter")); err != nil {
+			return "", 0, err
+		}
+	}
+	if c.IsSet("header") && !csvLike && format != ingest.FormatText {
+		return "", 0, usererr.New(usererr.Usage, fmt.Sprintf("--header applies to CSV, TSV and edge list inputs, and %s is %s", c.String("input"), formatName(format)),
+			"leave it out")
+	}
+	if header == edges.HeaderNo && csvLike {
+		for _, name := range []string{"src-col", "dst-col", "weight-col"} {
+			if c.IsSet(name) {
+				return "", 0, usererr.New(usererr.Usage, fmt.Sprintf("--%s with --header no: a file without a header line has no column names (its fields are src, dst [, weight] by position)", name),
+					"leave it out, or read the header line with --header yes")
+			}
+		}
+	}
+	return header, delim, nil
+}
+
+// formatName names an input format for messages: "a Parquet file".
+func formatName(format string) string {
+	switch format {
+	case ingest.FormatParquet:
+		return "a Parquet file"
+	case ingest.FormatArrowFile:
+		return "an Arrow IPC file"
+	case ingest.FormatArrowStream, "":
+		return "an Arrow IPC stream"
+	case ingest.FormatMTX:
+		return "a Matrix Market file"
+	}
+	return "format " + format
 }
 
 // weightColUsage is --weight-col's help, in run and bench.
@@ -80,22 +163,24 @@ func runCommand(e *env) *cli.Command {
 			"   gpipe run --input edges.parquet --op bfs --source 42 --output out.parquet\n" +
 			"   gpipe run --input - --op pagerank --output - < edges.arrows | next-tool\n\n" + semantics,
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "edge table `PATH` (\"-\": stdin, an Arrow IPC stream unless --input-format says otherwise)"},
+			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "edge table `PATH` (\"-\": stdin, Parquet or Arrow IPC, or the format --input-format names)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "result `PATH` (\"-\": Arrow IPC stream on stdout); without it, a summary is printed"},
 			&cli.StringFlag{Name: "op", Usage: "operator: " + strings.Join(operators.Names(), ", ")},
 			&cli.StringFlag{Name: "source", Aliases: []string{"s"}, Usage: "start vertex `KEY` for bfs, sssp and sswp, as it appears in the input"},
 			&cli.StringFlag{Name: "src-col", Value: "src", Usage: "source vertex column"},
 			&cli.StringFlag{Name: "dst-col", Value: "dst", Usage: "destination vertex column"},
 			&cli.StringFlag{Name: "weight-col", Value: "weight", Usage: weightColUsage},
+			unweightedFlag(),
 			&cli.BoolFlag{Name: "undirected", Usage: "every edge counts in both directions"},
 			&cli.StringFlag{Name: "backend", Value: "auto", Usage: "auto, cpu or gpu"},
 			&cli.IntFlag{Name: "gpus", Value: 0, Usage: "GPUs to spread bfs, pagerank, sssp, sswp and cc over, the graph cut by vertex range (0: every usable GPU where that is faster or one GPU is too small; 1: one GPU)"},
 			&cli.BoolFlag{Name: "skip-invalid", Usage: "drop rows with null keys or invalid weights (counted on stderr) instead of failing"},
 			&cli.BoolFlag{Name: "json", Usage: "print stage timings and counts as one JSON object on stderr"},
-			&cli.StringFlag{Name: "input-format", Usage: "input format, overriding the extension: parquet, arrow, arrows, csv, text, mtx"},
+			&cli.StringFlag{Name: "input-format", Usage: "input format, overriding the extension: parquet, arrow, arrows, csv, tsv, text, mtx"},
 			&cli.StringFlag{Name: "output-format", Usage: "output format, overriding the extension: parquet, arrow, arrows, csv"},
 			checksumFlag(),
-		}, paramFlags()...),
+			quietFlag(),
+		}, append(textFlags(), paramFlags()...)...),
 		Before: e.endOnSecondSignal,
 		Action: func(c *cli.Context) error { return runAction(c, e) },
 	}
@@ -198,14 +283,21 @@ func runAction(c *cli.Context, e *env) error {
 	if err := checkGPUsFlag(c); err != nil {
 		return err
 	}
-	progress := newProgress(e.stderr)
+	header, delim, err := textOptions(c)
+	if err != nil {
+		return err
+	}
+	if c.Bool("unweighted") && c.IsSet("weight-col") {
+		return usererr.New(usererr.Usage, "--unweighted with --weight-col: one reads no weights, the other names them", "leave one of them out")
+	}
+	progress := newProgress(e.stderr, c.Bool("quiet"))
 	defer progress.Stop()
 	job := pipeline.Job{
 		Input:   c.String("input"),
 		Output:  c.String("output"),
 		Op:      c.String("op"),
 		Params:  params,
-		Backend: c.String("backend"), GPUs: c.Int("gpus"),
+		Backend: c.String("backend"), GPUs: c.Int("gpus"), Unweighted: c.Bool("unweighted"),
 		Load: pipeline.LoadOptions{
 			Columns: edges.Columns{
 				Src: c.String("src-col"), Dst: c.String("dst-col"), Weight: c.String("weight-col"),
@@ -216,6 +308,7 @@ func runAction(c *cli.Context, e *env) error {
 			SkipInvalid: c.Bool("skip-invalid"),
 			Stdin:       e.stdin,
 			Stage:       progress.Stage(c.String("input")),
+			Header:      header, Delimiter: delim, Progress: progress.Rows(),
 		},
 		Sink: sink.Options{Format: c.String("output-format"), Stdout: e.stdout, Checksum: c.Bool("checksum")},
 	}
@@ -225,11 +318,21 @@ func runAction(c *cli.Context, e *env) error {
 		return err
 	}
 	defer rep.Release()
+	return reportRun(c, e, rep)
+}
+
+// reportRun says what a successful run did: skipped rows, warnings and
+// notes on stderr, the --json object, and the summary (on stdout without
+// --output, else one line on stderr).
+func reportRun(c *cli.Context, e *env, rep *pipeline.Report) error {
 	if rep.RowsSkipped > 0 {
 		fmt.Fprintf(e.stderr, "gpipe: skipped %s (%s)\n", invalidRows(rep.RowsSkipped), edges.Skips(rep.Skipped))
 	}
 	for _, w := range rep.Warnings {
 		fmt.Fprintf(e.stderr, "gpipe: warning: %s\n", w)
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(e.stderr, "gpipe: note: %s\n", n)
 	}
 	if c.Bool("json") {
 		enc := json.NewEncoder(e.stderr)
@@ -237,10 +340,30 @@ func runAction(c *cli.Context, e *env) error {
 			return err
 		}
 	}
-	if job.Output == "" {
+	switch {
+	case rep.Output == "":
 		printSummary(e.stdout, rep)
+	case rep.Output != "-" && !c.Bool("json") && !c.Bool("quiet"):
+		// A job's log shows what it did; a filter (--output -) and --json
+		// (which says it all) stay quiet.
+		fmt.Fprintln(e.stderr, summaryLine(rep))
 	}
 	return nil
+}
+
+// summaryLine is the one line a run with --output ends with on stderr:
+// "gpipe: bfs on e.parquet: 1000 rows, 600 vertices, 1800 edges; cpu
+// (vwc); 0.412 s (read 0.100, build 0.050, compute 0.200, write 0.062);
+// wrote out.parquet".
+func summaryLine(rep *pipeline.Report) string {
+	t := rep.Timings
+	strategy := ""
+	if rep.Strategy != "" {
+		strategy = " (" + rep.Strategy + ")"
+	}
+	return fmt.Sprintf("gpipe: %s on %s: %s, %s, %s; %s%s; %.3f s (read %.3f, build %.3f, compute %.3f, write %.3f); wrote %s",
+		rep.Op, rep.Input, count(rep.RowsRead, "row", "rows"), count(rep.Vertices, "vertex", "vertices"), count(rep.Edges, "edge", "edges"),
+		rep.Backend, strategy, t.Total, t.Read, t.Build, t.Compute, t.Write, rep.Output)
 }
 
 // invalidRows is "1 invalid row" or "n invalid rows".

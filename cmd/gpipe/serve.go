@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"net"
@@ -75,11 +76,7 @@ func serveAction(c *cli.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	var handler slog.Handler = slog.NewTextHandler(e.stderr, nil)
-	if c.Bool("log-json") {
-		handler = slog.NewJSONHandler(e.stderr, nil)
-	}
-	log := slog.New(handler)
+	log := slog.New(logHandler(e.stderr, c.Bool("log-json")))
 	cfg.Logger = log
 	srv, err := serve.New(cfg)
 	if err != nil {
@@ -239,11 +236,40 @@ func countLimit(n int) string {
 	return fmt.Sprint(n)
 }
 
-func timeLimit(d time.Duration) string {
+// timeLimit is a time limit for the log: "none" for 0, else the duration
+// (which the JSON log gives in seconds).
+func timeLimit(d time.Duration) slog.LogValuer { return limitValue(d) }
+
+type limitValue time.Duration
+
+func (d limitValue) LogValue() slog.Value {
 	if d <= 0 {
-		return "none"
+		return slog.StringValue("none")
 	}
-	return d.String()
+	return slog.DurationValue(time.Duration(d))
+}
+
+// logHandler is serve's log on w: key=value text (durations as Go writes
+// them, 1m30s), or with json one JSON object a line, whose durations are
+// seconds, numbers under keys ending in _s (slog's JSON gives nanoseconds,
+// which log tools take for plain integers).
+func logHandler(w io.Writer, json bool) slog.Handler {
+	if !json {
+		return slog.NewTextHandler(w, nil)
+	}
+	return slog.NewJSONHandler(w, &slog.HandlerOptions{ReplaceAttr: durationSeconds})
+}
+
+// durationSeconds turns a duration attribute into seconds.
+func durationSeconds(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() != slog.KindDuration {
+		return a
+	}
+	key := a.Key
+	if !strings.HasSuffix(key, "_s") {
+		key += "_s"
+	}
+	return slog.Float64(key, a.Value.Duration().Seconds())
 }
 
 // runtimeLimit sets the Go runtime's soft memory limit (as GOMEMLIMIT

@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -161,4 +162,38 @@ func TestServeLimitFlags(t *testing.T) {
 		fails(t, t.TempDir(), nil, 2, []string{flag, "must not be negative"}, "serve", flag, "-5s")
 	}
 	fails(t, t.TempDir(), nil, 2, []string{"--max-iterations must be >= 0"}, "serve", "--max-iterations", "-1")
+}
+
+// TestServeLogJSONSeconds checks that the JSON log gives durations as
+// seconds, numbers under keys ending in _s (slog's default is nanoseconds,
+// which log tools read as plain integers), and limits that are off as
+// "none"; the text log keeps Go's durations.
+func TestServeLogJSONSeconds(t *testing.T) {
+	code, logs := serveUntilListening(t, "--log-json", "--upload-idle-timeout", "90s", "--max-upload-time", "0")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, logs)
+	}
+	seen := map[string]any{}
+	for _, line := range strings.Split(strings.TrimSpace(logs), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("a log line that is not JSON: %q", line)
+		}
+		for k, v := range rec {
+			seen[k] = v
+		}
+	}
+	for key, want := range map[string]any{
+		"upload_idle_timeout_s": 90.0, "result_idle_timeout_s": 120.0, "max_query_time_s": 600.0,
+		"max_upload_time": "none", "timeout_s": 30.0,
+	} {
+		if got, ok := seen[key]; !ok || got != want {
+			t.Errorf("%s: %v (%T), want %v; log:\n%s", key, got, got, want, logs)
+		}
+	}
+	for _, key := range []string{"upload_idle_timeout", "timeout", "max_query_time"} {
+		if _, ok := seen[key]; ok {
+			t.Errorf("the JSON log has %s as well as %s_s", key, key)
+		}
+	}
 }

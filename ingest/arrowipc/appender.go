@@ -58,6 +58,8 @@ type Appender struct {
 	batches   int
 	done      bool
 	idx       []int64 // scratch: dictionary indices
+	// loss counts the decimal weights a float64 rounds.
+	loss edges.DecimalLoss
 }
 
 // NewAppender starts a table from record batches of the given schema. name
@@ -108,6 +110,17 @@ func (a *Appender) Finish() (*edges.Table, error) {
 		return nil, usererr.Newf(usererr.Internal, "%s: Appender.Finish after Finish or Release", a.name)
 	}
 	a.done = true
+	if a.cols.dstKey != 0 {
+		if err := edges.UnifyKeys(a.t, a.cols.keyType, a.cols.dstKey, a.opts.Alloc); err != nil {
+			a.t.Release()
+			return nil, err
+		}
+	}
+	if a.cols.idx[roleWeight] >= 0 {
+		if note := a.loss.Note(a.cols.names[roleWeight], decimalName(a.cols.types[roleWeight])); note != "" {
+			a.t.Notes = append(a.t.Notes, note)
+		}
+	}
 	return a.t, nil
 }
 
@@ -177,6 +190,7 @@ func (a *Appender) appendRaw(cols []rawCol, n int) error {
 		}
 	}
 	a.t.RowsRead += int64(n)
+	a.opts.CountRows(int64(n))
 	a.batches++
 	return nil
 }
@@ -252,7 +266,7 @@ func (a *Appender) appendChunk(cols []rawCol, n int, first int64) error {
 		return err
 	}
 	if len(cols) > roleWeight {
-		if ch.Weight, err = a.weights(&cols[roleWeight], sel, m); err != nil {
+		if ch.Weight, err = a.weights(&cols[roleWeight], sel, m, first); err != nil {
 			return err
 		}
 	}

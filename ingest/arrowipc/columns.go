@@ -150,6 +150,8 @@ func arrowTypeName(dt arrow.DataType) string {
 // it cannot hold vertex keys.
 func keyTypeOf(dt arrow.DataType) edges.KeyType {
 	switch dt.ID() {
+	case arrow.INT8, arrow.INT16, arrow.UINT8, arrow.UINT16:
+		return edges.KeyInt32 // widened as they are read
 	case arrow.INT32:
 		return edges.KeyInt32
 	case arrow.INT64:
@@ -176,6 +178,10 @@ func keyArrowTypeOf(dt arrow.DataType) arrow.DataType {
 	if d, ok := dt.(*arrow.DictionaryType); ok {
 		dt = d.ValueType
 	}
+	switch dt.ID() {
+	case arrow.INT8, arrow.INT16, arrow.UINT8, arrow.UINT16:
+		return arrow.PrimitiveTypes.Int32
+	}
 	if dt.ID() == arrow.STRING_VIEW {
 		return arrow.BinaryTypes.String
 	}
@@ -198,7 +204,17 @@ func weightOK(dt arrow.DataType) bool {
 	if d, ok := dt.(*arrow.DictionaryType); ok {
 		return numeric(d.ValueType.ID())
 	}
-	return numeric(dt.ID())
+	return numeric(dt.ID()) || isDecimal(dt)
+}
+
+// isDecimal says whether dt is one of Arrow's decimal types, whose values
+// weights read as float64 (decimal.go).
+func isDecimal(dt arrow.DataType) bool {
+	switch dt.ID() {
+	case arrow.DECIMAL32, arrow.DECIMAL64, arrow.DECIMAL128, arrow.DECIMAL256:
+		return true
+	}
+	return false
 }
 
 // edgeColumns is where the edge columns are in a schema.
@@ -207,6 +223,9 @@ type edgeColumns struct {
 	names   [3]string
 	types   [3]arrow.DataType
 	keyType edges.KeyType
+	// dstKey is the destination keys' type where it is not keyType's
+	// (integers of other widths, unified by Appender.Finish); else 0.
+	dstKey edges.KeyType
 }
 
 // resolveColumns finds the edge columns in a schema and checks their types.
@@ -242,10 +261,13 @@ func resolveColumns(name string, schema *arrow.Schema, cols edges.Columns) (edge
 	if dk == 0 {
 		return rc, edges.ErrKeyType(name, cols.Dst, arrowTypeName(dt))
 	}
-	if sk != dk {
+	if _, _, ok := edges.CommonKeyType(sk, dk); !ok {
 		return rc, edges.ErrKeyTypesDiffer(name, cols.Src, arrowTypeName(st), cols.Dst, arrowTypeName(dt))
 	}
 	rc.keyType = sk
+	if dk != sk {
+		rc.dstKey = dk
+	}
 	rc.types[roleSrc], rc.types[roleDst] = st, dt
 	// A weight column the user named must be there, read or not (a
 	// misspelt name would go unnoticed with an operator that uses none).

@@ -85,6 +85,26 @@ func fixedKeys[T any](a *Appender, c *rawCol, sel []int32, m int) ([]T, error) {
 	return out, nil
 }
 
+// narrowKeys is a key column of 8 or 16 bits widened to int32 (the
+// positions sel, or all).
+func narrowKeys[T int8 | int16 | uint8 | uint16](a *Appender, c *rawCol, sel []int32, m int) ([]int32, error) {
+	v, _, err := fixedView[T](a, c)
+	if err != nil {
+		return nil, err
+	}
+	out := allocate[int32](a, m)
+	if sel == nil {
+		for i := range out {
+			out[i] = int32(v[i])
+		}
+		return out, nil
+	}
+	for k, i := range sel {
+		out[k] = int32(v[i])
+	}
+	return out, nil
+}
+
 // number is a type weights convert from.
 type number interface {
 	~int8 | ~int16 | ~int32 | ~int64 | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~float32 | ~float64
@@ -125,14 +145,18 @@ func convertWeights[S number](a *Appender, c *rawCol, dst []float64, sel []int32
 	return nil
 }
 
-// weights is the weight column as float64.
-func (a *Appender) weights(c *rawCol, sel []int32, m int) ([]float64, error) {
+// weights is the weight column as float64; the chunk's rows start at input
+// row first.
+func (a *Appender) weights(c *rawCol, sel []int32, m int, first int64) ([]float64, error) {
 	id := c.typ.ID()
 	if id == arrow.FLOAT64 {
 		return fixedKeys[float64](a, c, sel, m)
 	}
 	if id == arrow.DICTIONARY {
 		return a.dictWeights(c, sel, m)
+	}
+	if isDecimal(c.typ) {
+		return a.decimalWeights(c, sel, m, first)
 	}
 	out := allocate[float64](a, m)
 	var err error
@@ -298,6 +322,14 @@ func (a *Appender) keys(c *rawCol, sel []int32, m int) (edges.Keys, error) {
 	var k edges.Keys
 	var err error
 	switch c.typ.ID() {
+	case arrow.INT8:
+		k.Int32, err = narrowKeys[int8](a, c, sel, m)
+	case arrow.INT16:
+		k.Int32, err = narrowKeys[int16](a, c, sel, m)
+	case arrow.UINT8:
+		k.Int32, err = narrowKeys[uint8](a, c, sel, m)
+	case arrow.UINT16:
+		k.Int32, err = narrowKeys[uint16](a, c, sel, m)
 	case arrow.INT32:
 		k.Int32, err = fixedKeys[int32](a, c, sel, m)
 	case arrow.INT64:

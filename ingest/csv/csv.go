@@ -1,6 +1,11 @@
-// Package csv reads CSV edge tables: a header line names the columns, which
-// may come in any order with others beside them; fields may be quoted (RFC
-// 4180).
+// Package csv reads CSV edge tables (and TSV: CSV with tabs): a header
+// line names the columns, which may come in any order with others beside
+// them; fields may be quoted (RFC 4180). Without a header (Options.Header
+// HeaderNo, or HeaderAuto where the first line fits the types of the lines
+// after it, as DuckDB's sniffer tells) the fields are src, dst and an
+// optional weight by position, as in an edge list. Options.Delimiter
+// separates the fields (',' by default); a file whose first line holds
+// another one is refused with a hint.
 //
 // Keys are collected as written and typed at the end, as pyarrow and DuckDB
 // infer them: int64 when every key of both columns is an integer, else
@@ -16,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -35,6 +41,10 @@ const chunkRows = 1 << 20
 // Read reads the CSV edge table r holds, named name in messages.
 func Read(ctx context.Context, name string, r io.Reader, opts edges.Options) (*edges.Table, error) {
 	cols := opts.Columns.WithDefaults()
+	comma, err := delimiter(opts.Delimiter)
+	if err != nil {
+		return nil, err
+	}
 	// Reads check ctx, and stop a record that runs on past input.MaxLine
 	// (records.next says where each record starts).
 	in := input.NewReader(ctx, r)
@@ -49,55 +59,46 @@ func Read(ctx context.Context, name string, r io.Reader, opts edges.Options) (*e
 	}
 	_, _ = br.Discard(skip)
 	cr := csv.NewReader(br)
+	cr.Comma = comma
 	cr.ReuseRecord = true
 	cr.FieldsPerRecord = 0
 	recs := records{ctx: ctx, name: name, in: in, cr: cr, skip: int64(skip)}
-	header, err := recs.next()
+	first, err := recs.next()
 	if err == io.EOF {
+		if opts.Header == edges.HeaderNo {
+			return nil, usererr.InFile(name, "the CSV file is empty", "write its edges, one a line: src,dst[,weight]")
+		}
 		return nil, usererr.InFile(name, "the CSV file is empty: it needs a header line naming the columns",
-			fmt.Sprintf("write a header such as %s", echo.Quote(cols.Src+","+cols.Dst)))
+			fmt.Sprintf("write a header such as %s", echo.Quote(cols.Src+string(comma)+cols.Dst)))
 	}
 	if err != nil {
 		return nil, err
 	}
-	header = append([]string(nil), header...)
-	find := func(want string) int {
-		for i, h := range header {
-			if h == want {
-				return i
-			}
-		}
-		return -1
-	}
-	si, di, wi := find(cols.Src), find(cols.Dst), -1
-	if si < 0 && looksBinary(strings.Join(header, ",")) {
-		return nil, usererr.InFile(name, fmt.Sprintf("the file does not look like CSV text: its first line holds binary data (%s)", echo.Text(strings.Join(header, ","))),
-			"check the path, or name the input's format with --input-format")
-	}
-	if si < 0 {
-		return nil, edges.ErrMissingColumn(name, cols.Src, "source", "--src-col", header)
-	}
-	if di < 0 {
-		return nil, edges.ErrMissingColumn(name, cols.Dst, "destination", "--dst-col", header)
-	}
-	if err := edges.CheckUnique(name, cols, header); err != nil {
+	first.fields = append([]string(nil), first.fields...)
+	recs.first = first.fields
+	header, ambiguous, err := recs.hasHeader(first, cols, opts.Header)
+	if err != nil {
 		return nil, err
 	}
-	// A weight column the user named must be there, read or not (a
-	// misspelt name would go unnoticed with an operator that uses none).
-	if w := find(cols.Weight); w < 0 && cols.WeightExplicit {
-		return nil, edges.ErrMissingColumn(name, cols.Weight, "weight", "--weight-col", header)
-	} else if cols.ReadWeight {
-		wi = w
+	var at layout
+	if header {
+		at, err = namedColumns(name, first.fields, cols, comma, ambiguous)
+	} else {
+		recs.unread(first)
+		at, err = positionalColumns(name, first, cols, comma)
+	}
+	if err != nil {
+		return nil, err
 	}
 
-	c := collector{name: name, cols: cols, skip: opts.SkipInvalid, weighted: wi >= 0, skipped: edges.Skips{}}
+	c := collector{name: name, cols: cols, skip: opts.SkipInvalid, weighted: at.wi >= 0, skipped: edges.Skips{}}
 	var row int64
 	for {
 		if row&0xffff == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
+			opts.CountRows(min(row, 0x10000))
 		}
 		rec, err := recs.next()
 		if err == io.EOF {
@@ -106,18 +107,170 @@ func Read(ctx context.Context, name string, r io.Reader, opts edges.Options) (*e
 		if err != nil {
 			return nil, err
 		}
-		line, _ := cr.FieldPos(0)
-		c.lines.Note(row, int64(line))
-		if err := c.add(rec, si, di, wi, row, int64(line)); err != nil {
+		c.lines.Note(row, rec.line)
+		if err := c.add(rec.fields, at.si, at.di, at.wi, row, rec.line); err != nil {
 			return nil, err
 		}
 		row++
 	}
+	opts.CountRows(row & 0xffff)
 	return c.table(row), nil
 }
 
+// layout is where the edge columns are in a record: source, destination
+// and weight (-1: not read).
+type layout struct{ si, di, wi int }
+
+// namedColumns finds the edge columns in a header line. ambiguous says the
+// header was assumed (HeaderAuto, on lines that do not tell), so that a
+// missing column's message says how to read the line as an edge.
+func namedColumns(name string, header []string, cols edges.Columns, comma rune, ambiguous bool) (layout, error) {
+	find := func(want string) int {
+		for i, h := range header {
+			if h == want {
+				return i
+			}
+		}
+		return -1
+	}
+	at := layout{si: find(cols.Src), di: find(cols.Dst), wi: -1}
+	if at.si < 0 && looksBinary(strings.Join(header, string(comma))) {
+		return at, usererr.InFile(name, fmt.Sprintf("the file does not look like CSV text: its first line holds binary data (%s)", echo.Text(strings.Join(header, string(comma)))),
+			"check the path, or name the input's format with --input-format")
+	}
+	missing := func(col, role, flag string) error {
+		err := edges.ErrMissingColumn(name, col, role, flag, header)
+		if ue, ok := err.(*usererr.Error); ok {
+			if hint := delimiterHint(header, comma); hint != "" {
+				ue.Fix = hint
+			} else if ambiguous {
+				ue.Fix += "; if the first line is an edge rather than a header, pass --header no"
+			}
+		}
+		return err
+	}
+	if at.si < 0 {
+		return at, missing(cols.Src, "source", "--src-col")
+	}
+	if at.di < 0 {
+		return at, missing(cols.Dst, "destination", "--dst-col")
+	}
+	if err := edges.CheckUnique(name, cols, header); err != nil {
+		return at, err
+	}
+	// A weight column the user named must be there, read or not (a
+	// misspelt name would go unnoticed with an operator that uses none).
+	if w := find(cols.Weight); w < 0 && cols.WeightExplicit {
+		return at, missing(cols.Weight, "weight", "--weight-col")
+	} else if cols.ReadWeight {
+		at.wi = w
+	}
+	return at, nil
+}
+
+// positionalColumns is the layout of a file without a header line: src,
+// dst and an optional weight, by position, as in an edge list. first is
+// its first record; every other has as many fields (encoding/csv checks).
+func positionalColumns(name string, first record, cols edges.Columns, comma rune) (layout, error) {
+	n := len(first.fields)
+	if n < 2 || n > 3 {
+		problem := fmt.Sprintf("line %d has %d fields, and without a header line the fields are src%cdst[%cweight]", first.line, n, comma, comma)
+		fix := "add a header line naming the columns (and name them with --src-col, --dst-col and --weight-col)"
+		if hint := delimiterHint(first.fields, comma); hint != "" {
+			problem = fmt.Sprintf("line %d has 1 field, and without a header line the fields are src%cdst[%cweight]", first.line, comma, comma)
+			fix = hint
+		}
+		return layout{}, &usererr.Error{Kind: usererr.Input, File: name, Row: -1, Line: first.line, Problem: problem, Fix: fix}
+	}
+	if cols.Src != "src" || cols.Dst != "dst" || cols.WeightExplicit {
+		named := cols.Src
+		switch {
+		case cols.Src == "src" && cols.Dst != "dst":
+			named = cols.Dst
+		case cols.Src == "src" && cols.Dst == "dst":
+			named = cols.Weight
+		}
+		return layout{}, &usererr.Error{Kind: usererr.Usage, File: name, Row: -1, Line: first.line,
+			Problem: fmt.Sprintf("the file has no header line (line %d is an edge: %s), so no column is named %s", first.line, echo.Text(strings.Join(first.fields, string(comma))), echo.Quote(named)),
+			Fix:     "add a header line naming the columns, or pass --header yes if the first line is one; without a header the fields are src,dst[,weight] by position and take no column flags"}
+	}
+	at := layout{si: 0, di: 1, wi: -1}
+	if n == 3 && cols.ReadWeight {
+		at.wi = 2
+	}
+	return at, nil
+}
+
+// delimiter is the field delimiter opts name: ',' by default.
+func delimiter(d rune) (rune, error) {
+	if d == 0 {
+		return ',', nil
+	}
+	if d == '"' || d == '\r' || d == '\n' || d == utf8.RuneError || !utf8.ValidRune(d) {
+		return 0, usererr.New(usererr.Usage, fmt.Sprintf("%s cannot separate CSV fields", strconv.QuoteRune(d)),
+			"use a character other than a quote or a line end: --delimiter ';', --delimiter tab")
+	}
+	return d, nil
+}
+
+// ParseDelimiter reads --delimiter's value: one character, or tab (also
+// written \t).
+func ParseDelimiter(s string) (rune, error) {
+	switch strings.ToLower(s) {
+	case "tab", `\t`:
+		return '\t', nil
+	}
+	r, n := utf8.DecodeRuneInString(s)
+	if n == 0 || n != len(s) {
+		return 0, usererr.New(usererr.Usage, fmt.Sprintf("--delimiter %s is not one character", echo.Quote(s)),
+			"give one character: --delimiter ';', --delimiter '|', or --delimiter tab")
+	}
+	return delimiter(r)
+}
+
+// delimiterNames name the delimiters a hint suggests.
+var delimiterNames = []struct {
+	r          rune
+	what, flag string
+}{
+	{';', "semicolons", "--delimiter ';'"},
+	{'\t', "tabs", "--delimiter tab"},
+	{'|', "'|'", "--delimiter '|'"},
+	{',', "commas", "--delimiter ,"},
+}
+
+// delimiterHint says which delimiter a file read with comma seems to use
+// instead, from its first record: "" unless that is one field holding one
+// of the others.
+func delimiterHint(first []string, comma rune) string {
+	if len(first) != 1 {
+		return ""
+	}
+	name := string(comma)
+	for _, d := range delimiterNames {
+		if d.r == comma {
+			name = d.what
+		}
+	}
+	for _, d := range delimiterNames {
+		if d.r != comma && strings.ContainsRune(first[0], d.r) {
+			return fmt.Sprintf("the first line holds %s, not %s: pass %s", d.what, name, d.flag)
+		}
+	}
+	if comma == '\t' && strings.ContainsRune(strings.TrimSpace(first[0]), ' ') {
+		return "the first line's fields are separated by spaces, not tabs: read it as an edge list (--input-format text)"
+	}
+	return ""
+}
+
+// record is one CSV record and the line it starts on.
+type record struct {
+	fields []string
+	line   int64
+}
+
 // records reads the records of a CSV input, each at most input.MaxLine
-// bytes long.
+// bytes long, with a look ahead at the first ones (hasHeader).
 type records struct {
 	ctx  context.Context
 	name string
@@ -127,35 +280,179 @@ type records struct {
 	// start is where the next record starts in the parser's input, and
 	// line the line the last record ends on.
 	start, line int64
+	// ahead are records read to decide on the header, and aheadErr what
+	// reading on after them gave (nil: nothing yet).
+	ahead    []record
+	aheadErr error
+	// first is the first record's fields, for hints.
+	first []string
 }
 
 // next is the next record (io.EOF at the end), or a user error; a record
-// longer than input.MaxLine is one.
-func (r *records) next() ([]string, error) {
+// longer than input.MaxLine is one. Its fields are valid until the next
+// call.
+func (r *records) next() (record, error) {
+	if len(r.ahead) > 0 {
+		rec := r.ahead[0]
+		r.ahead = r.ahead[1:]
+		return rec, nil
+	}
+	if r.aheadErr != nil {
+		return record{}, r.aheadErr
+	}
+	return r.read()
+}
+
+// unread puts rec back, to come next.
+func (r *records) unread(rec record) { r.ahead = append([]record{rec}, r.ahead...) }
+
+func (r *records) read() (record, error) {
 	rec, err := r.cr.Read()
 	if err != nil {
 		if cerr := r.ctx.Err(); cerr != nil {
-			return nil, cerr
+			return record{}, cerr
 		}
 		if errors.Is(err, input.ErrRecordTooLong) {
-			return nil, input.ErrLongRecord(r.name, r.line+1)
+			return record{}, input.ErrLongRecord(r.name, r.line+1)
 		}
 		if err == io.EOF {
-			return nil, err
+			return record{}, err
 		}
-		return nil, userError(r.name, err, r.cr)
+		uerr := userError(r.name, err, r.cr)
+		// A line of another field count after a first line of one field
+		// that holds another delimiter: ; with decimal commas, say.
+		if ue, ok := uerr.(*usererr.Error); ok && errors.Is(err, csv.ErrFieldCount) {
+			if hint := delimiterHint(r.first, r.cr.Comma); hint != "" {
+				ue.Fix = hint
+			}
+		}
+		return record{}, uerr
 	}
 	end := r.cr.InputOffset()
 	if end-r.start > int64(input.MaxLine) {
-		return nil, input.ErrLongRecord(r.name, r.line+1)
+		return record{}, input.ErrLongRecord(r.name, r.line+1)
 	}
+	line, _ := r.cr.FieldPos(0)
 	// The record ends on the line its last field starts on, or as many
 	// lines on as that (quoted) field holds line ends.
 	last, _ := r.cr.FieldPos(len(rec) - 1)
 	r.line = int64(last) + int64(strings.Count(rec[len(rec)-1], "\n"))
 	r.start = end
 	r.in.Bound(r.skip + end)
-	return rec, nil
+	return record{fields: rec, line: int64(line)}, nil
+}
+
+// The look ahead that decides on a header reads at most this many records,
+// and stops once they hold this many bytes.
+const (
+	sampleRows  = 1024
+	sampleBytes = 1 << 20
+)
+
+// hasHeader says whether first, the first record, is a header: as mode
+// says, or for HeaderAuto as DuckDB's sniffer decides, from the records
+// after it. It is when it names the source and destination columns, or
+// when a field of it is text over a column of numbers in the records that
+// follow (a name over numbers); it is not when every field fits (a number
+// over numbers, whatever its kind, or anything over text). Where no
+// column of those records is numeric the lines do not tell, and the first
+// is taken for a header (ambiguous), as pyarrow takes it: a header read as
+// an edge would be a wrong answer, a missing column is an error that says
+// what to do.
+func (r *records) hasHeader(first record, cols edges.Columns, mode edges.Header) (header, ambiguous bool, err error) {
+	switch mode {
+	case edges.HeaderYes:
+		return true, false, nil
+	case edges.HeaderNo:
+		return false, false, nil
+	case edges.HeaderAuto:
+	default:
+		return false, false, usererr.New(usererr.Usage, fmt.Sprintf("--header %s is not yes, no or auto", echo.Quote(string(mode))), "pass --header yes, no or auto")
+	}
+	if slices.Contains(first.fields, cols.Src) && slices.Contains(first.fields, cols.Dst) {
+		return true, false, nil
+	}
+	bytes := 0
+	for len(r.ahead) < sampleRows && bytes < sampleBytes {
+		rec, err := r.read()
+		if err != nil {
+			if err != io.EOF && r.ctx.Err() != nil {
+				return false, false, err
+			}
+			r.aheadErr = err
+			break
+		}
+		rec.fields = append([]string(nil), rec.fields...)
+		for _, f := range rec.fields {
+			bytes += len(f)
+		}
+		r.ahead = append(r.ahead, rec)
+	}
+	if len(r.ahead) == 0 && r.aheadErr != nil && r.aheadErr != io.EOF {
+		return false, false, r.aheadErr // the second record is malformed: that is the news
+	}
+	kinds := columnKinds(r.ahead, len(first.fields))
+	numeric := false
+	for j, k := range kinds {
+		if k == kindString {
+			continue
+		}
+		numeric = true
+		if kindOf(first.fields[j]) == kindString {
+			return true, false, nil // a name over numbers
+		}
+	}
+	return !numeric, !numeric, nil
+}
+
+// The kinds of values a column holds, each taking the ones before it: a
+// column is of the first kind every one of its values fits.
+const (
+	kindEmpty = iota // no value
+	kindInt
+	kindNumber
+	kindString
+)
+
+// kindOf is the kind of one field.
+func kindOf(f string) int {
+	switch {
+	case f == "":
+		return kindEmpty
+	case isInt(f):
+		return kindInt
+	case isNumber(f):
+		return kindNumber
+	}
+	return kindString
+}
+
+func isInt(f string) bool {
+	_, err := strconv.ParseInt(f, 10, 64)
+	return err == nil
+}
+
+func isNumber(f string) bool {
+	_, err := strconv.ParseFloat(f, 64)
+	return err == nil || errors.Is(err, strconv.ErrRange)
+}
+
+// columnKinds is the kind of each of the first n columns of recs; a column
+// of no values (all empty, or no records) is a string column, which tells
+// nothing.
+func columnKinds(recs []record, n int) []int {
+	kinds := make([]int, n)
+	for _, rec := range recs {
+		for j := 0; j < n && j < len(rec.fields); j++ {
+			kinds[j] = max(kinds[j], kindOf(rec.fields[j]))
+		}
+	}
+	for j, k := range kinds {
+		if k == kindEmpty {
+			kinds[j] = kindString
+		}
+	}
+	return kinds
 }
 
 // collector gathers the kept rows' fields.

@@ -183,7 +183,7 @@ func FuzzCSV(f *testing.F) {
 		edgetest.WriteFile(t, path, data)
 		for _, o := range edgetest.ReadOptions {
 			want := csvRef(data, o.ReadWeight, o.Skip)
-			opts := edges.Options{Columns: edges.Columns{ReadWeight: o.ReadWeight}, SkipInvalid: o.Skip}
+			opts := edges.Options{Columns: edges.Columns{ReadWeight: o.ReadWeight}, SkipInvalid: o.Skip, Header: edges.HeaderYes}
 			tbl := edgetest.ReadChecked(t, "file "+o.Name, path, want, func(opts edges.Options) (*edges.Table, error) {
 				return edgetest.ReadFile(path, Read, opts)
 			}, opts)

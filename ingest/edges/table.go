@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -147,7 +148,11 @@ type Table struct {
 	// Mirror is 1 for a symmetric and -1 for a skew-symmetric Matrix
 	// Market input, whose off-diagonal entries give two edges each: the
 	// entry, then its mirror, of the same row.
-	Mirror  int
+	Mirror int
+	// Notes say what the read did with the input that a reader of the
+	// result might not expect (decimal weights rounded to float64), for
+	// the job's report.
+	Notes   []string
 	release []func()
 }
 
@@ -292,6 +297,46 @@ type Options struct {
 	// final places say so (the Parquet reader, without SkipInvalid);
 	// others ignore it, and the consumer then finds rows missing.
 	Stream Stream
+	// Header says whether a CSV file or a text edge list starts with a
+	// line of column names: HeaderAuto ("") tells from the lines.
+	Header Header
+	// Delimiter separates a CSV file's fields: ',' when 0.
+	Delimiter rune
+	// Progress, when set, counts the input rows read so far, for a
+	// caller that reports progress while the read runs.
+	Progress *atomic.Int64
+}
+
+// Header is whether a text input's first line names its columns.
+type Header string
+
+const (
+	// HeaderAuto tells a header from the lines: a CSV file's first line
+	// is a header unless its fields fit the types of the lines after it;
+	// an edge list's first line is refused where it looks like a header.
+	HeaderAuto Header = ""
+	HeaderYes  Header = "yes"
+	HeaderNo   Header = "no"
+)
+
+// ParseHeader reads --header's value: yes, no or auto.
+func ParseHeader(s string) (Header, bool) {
+	switch strings.ToLower(s) {
+	case "", "auto":
+		return HeaderAuto, true
+	case "yes", "true":
+		return HeaderYes, true
+	case "no", "false":
+		return HeaderNo, true
+	}
+	return "", false
+}
+
+// CountRows adds n to opts.Progress, if there is one.
+func (opts *Options) CountRows(n int64) {
+	if opts.Progress != nil {
+		opts.Progress.Add(n)
+	}
 }
 
 // Stream is told of a table's rows as a reader decodes them.

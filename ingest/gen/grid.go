@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/bytesize"
@@ -24,6 +25,8 @@ type Grid struct {
 	// Weighted adds a "weight" column of integers drawn uniformly from
 	// [1, 255], as Kronecker does.
 	Weighted bool
+	// Progress, when set, counts the edges made so far.
+	Progress *atomic.Int64
 }
 
 // maxGridVertices is the most vertices a grid may have: the engine's vertex
@@ -74,6 +77,9 @@ func (g Grid) Generate(ctx context.Context) (*edges.Table, error) {
 					src[e], dst[e] = v, v+cols
 					e++
 				}
+			}
+			if g.Progress != nil {
+				g.Progress.Add(e - r*perRow)
 			}
 		}
 	})

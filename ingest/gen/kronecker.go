@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/bytesize"
@@ -25,6 +26,8 @@ type Kronecker struct {
 	// Weighted adds a "weight" column of integers drawn uniformly from
 	// [1, 255], as the GAP benchmark suite weights its generated graphs.
 	Weighted bool
+	// Progress, when set, counts the edges drawn so far.
+	Progress *atomic.Int64
 }
 
 // kroneckerChunk is the number of edges drawn from one seeded stream, so that
@@ -115,6 +118,9 @@ func (k Kronecker) Generate(ctx context.Context) (*edges.Table, error) {
 				if weight != nil {
 					weight[e] = float64(1 + wrng.IntN(255))
 				}
+			}
+			if k.Progress != nil {
+				k.Progress.Add(last - first)
 			}
 		}
 	})

@@ -48,7 +48,7 @@ func (r *reader) decodeChunk(g, ci int, s *pageBuffers) (err error) {
 	st.firstNull, st.firstBad = -1, -1
 	pos := 0
 	var sd *stringCol
-	if c.kind == valBytes {
+	if c.kind == valBytes || c.kind == valFixed {
 		sd = newStringCol(grp.rows, st.hint)
 		defer func() { st.str = sd.strings() }()
 	}
@@ -84,6 +84,9 @@ func (r *reader) decodeChunk(g, ci int, s *pageBuffers) (err error) {
 	}
 	if sd != nil && c.role != roleWeight {
 		r.checkUTF8(st, sd, grp.rows, pos)
+	}
+	if c.dec != nil && st.firstNull < 0 {
+		r.decimalRows(c, g, st, sd)
 	}
 	if st.firstNull >= 0 || st.firstBad >= 0 {
 		return errBadRow
@@ -258,20 +261,32 @@ func (r *reader) pageValues(c *column, grp *group, st *chunkState, sd *stringCol
 			return fmt.Errorf("a page has %d values where its levels say %d", len(s.offs)-1, nonNull)
 		}
 		raw, offs = s.vals, s.offs
+	case c.kind == valFixed && enc == format.DeltaByteArray:
+		if raw, offs, err = s.deltaFixed(c, data, nonNull); err != nil {
+			return err
+		}
 	case enc == format.Plain:
-		n := nonNull * c.kind.size()
+		n := nonNull * c.size()
 		if len(data) < n {
 			return fmt.Errorf("a page has %d bytes of values where %d values need %d", len(data), nonNull, n)
 		}
 		raw = data[:n]
 	default:
-		if raw, err = s.decodeFixed(c.kind, enc, data, nonNull); err != nil {
+		if raw, err = s.decodeFixed(c.size(), enc, data, nonNull); err != nil {
+			return err
+		}
+	}
+	if c.kind == valFixed && !dictionary && offs == nil {
+		if offs, err = s.fixedValues(c, raw, nonNull); err != nil {
 			return err
 		}
 	}
 
 	lo, hi := grp.first+int64(pos), grp.first+int64(pos+rows)
 	dict := s.dict
+	if c.role == roleWeight && c.dec != nil {
+		return decimalPage(c, sd, s, pos, rows, lo, pageData{raw, offs, idx, dictionary, def})
+	}
 	if c.role == roleWeight {
 		dst := c.f64[lo:hi]
 		switch c.kind {
@@ -349,11 +364,14 @@ func (s *pageBuffers) readDictionary(c *column, n int, data []byte) error {
 			return fmt.Errorf("dictionary page: %w", err)
 		}
 	} else {
-		size := n * c.kind.size()
+		size := n * c.size()
 		if len(data) < size {
 			return fmt.Errorf("a dictionary page of %d bytes for %d values", len(data), n)
 		}
 		s.dict = append(s.dict[:0], data[:size]...)
+		if c.kind == valFixed {
+			s.dictOffs = fixedOffsets(s.dictOffs, n, c.size())
+		}
 	}
 	s.dictN = n
 	return nil
@@ -381,8 +399,7 @@ func (s *pageBuffers) indexes(data []byte, n int) ([]int32, error) {
 // decodeFixed decodes n fixed-width values in an encoding other than PLAIN
 // or a dictionary into scratch: DELTA_BINARY_PACKED or BYTE_STREAM_SPLIT,
 // the others the format allows for these types.
-func (s *pageBuffers) decodeFixed(kind valKind, enc format.Encoding, data []byte, n int) ([]byte, error) {
-	size := kind.size()
+func (s *pageBuffers) decodeFixed(size int, enc format.Encoding, data []byte, n int) ([]byte, error) {
 	if cap(s.vals) < n*size {
 		s.vals = make([]byte, 0, n*size+n*size/4)
 	}
@@ -945,6 +962,13 @@ func (r *reader) assemble(t *edges.Table) {
 	}
 	if badUTF8 > 0 {
 		t.Skipped.Add(edges.SkipBadUTF8, badUTF8)
+	}
+	for ci := range r.cols {
+		if r.cols[ci].dec != nil {
+			if note := r.decimalNote(ci); note != "" {
+				t.Notes = append(t.Notes, note)
+			}
+		}
 	}
 	for ci := range r.cols {
 		if skips[ci] == 0 {

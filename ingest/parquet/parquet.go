@@ -84,7 +84,8 @@ const (
 	valFloat
 	valDouble
 	valBytes
-	valHalf // FIXED_LEN_BYTE_ARRAY(2) annotated FLOAT16, little-endian IEEE half
+	valHalf  // FIXED_LEN_BYTE_ARRAY(2) annotated FLOAT16, little-endian IEEE half
+	valFixed // FIXED_LEN_BYTE_ARRAY of the column's width (decimals)
 )
 
 // size is the width in bytes of a fixed-width value.
@@ -114,6 +115,9 @@ type column struct {
 	leaf   int // index of the column chunk in each row group
 	kind   valKind
 	maxDef byte
+	// dec is a DECIMAL weight column's type (nil for others): its values
+	// are decoded as they are stored, then converted to float64.
+	dec *decimalType
 	// Destinations for the whole file, one per kind; row group g owns
 	// [first, first+rows) of the one in use. Strings go per row group.
 	i32 []int32
@@ -135,6 +139,8 @@ type chunkState struct {
 	codec     format.CompressionCodec
 	start     int64 // the chunk's bytes in the file
 	end       int64
+	// loss counts the decimal weights a float64 rounds.
+	loss edges.DecimalLoss
 }
 
 type group struct {
@@ -377,8 +383,8 @@ func (r *reader) read(pf *parquet.File) (*edges.Table, error) {
 	if !ok {
 		return nil, edges.ErrKeyType(r.name, cols.Dst, typeName(dst))
 	}
-	if srcKey != dstKey {
-		return nil, edges.ErrKeyTypesDiffer(r.name, cols.Src, srcKey.String(), cols.Dst, dstKey.String())
+	if _, _, ok := edges.CommonKeyType(srcKey, dstKey); !ok {
+		return nil, edges.ErrKeyTypesDiffer(r.name, cols.Src, typeName(src), cols.Dst, typeName(dst))
 	}
 	r.cols = []column{
 		{name: cols.Src, role: roleSrc, leaf: src.Index(), kind: srcKind, maxDef: byte(src.MaxDefinitionLevel())},
@@ -390,13 +396,18 @@ func (r *reader) read(pf *parquet.File) (*edges.Table, error) {
 		return nil, edges.ErrMissingColumn(r.name, cols.Weight, "weight", "--weight-col", names)
 	} else if cols.ReadWeight && w != nil {
 		kind, ok := weightTypeOf(w)
-		if !ok && isFloat16(pf, w) {
+		el := schemaElement(pf, w)
+		if !ok && isFloat16(el, w) {
 			kind, ok = valHalf, true
+		}
+		dec := decimalOf(el, w)
+		if dec != nil {
+			kind, ok = dec.kind, true
 		}
 		if !ok {
 			return nil, edges.ErrWeightType(r.name, cols.Weight, typeName(w))
 		}
-		r.cols = append(r.cols, column{name: cols.Weight, role: roleWeight, leaf: w.Index(), kind: kind, maxDef: byte(w.MaxDefinitionLevel())})
+		r.cols = append(r.cols, column{name: cols.Weight, role: roleWeight, leaf: w.Index(), kind: kind, maxDef: byte(w.MaxDefinitionLevel()), dec: dec})
 	}
 
 	total, err := r.planGroups(pf)
@@ -426,8 +437,8 @@ func (r *reader) read(pf *parquet.File) (*edges.Table, error) {
 	// Without SkipInvalid every row group's rows are in their final
 	// places as soon as its columns are decoded: a stream gets them then.
 	stream := r.opts.Stream
-	if r.opts.SkipInvalid {
-		stream = nil
+	if r.opts.SkipInvalid || srcKey != dstKey {
+		stream = nil // rows move, or keys are converted, after the decode
 	}
 	var decoded []atomic.Int32 // columns decoded, by row group
 	if stream != nil {
@@ -440,6 +451,9 @@ func (r *reader) read(pf *parquet.File) (*edges.Table, error) {
 			g, c := task/nc, task%nc
 			err := r.decodeChunk(g, c, &scratch[w])
 			r.groups[g].cols[c].err = err
+			if c == roleSrc {
+				r.opts.CountRows(int64(r.groups[g].rows))
+			}
 			if err != nil && err != errAborted {
 				r.fail(g)
 			}
@@ -463,6 +477,11 @@ func (r *reader) read(pf *parquet.File) (*edges.Table, error) {
 		})
 	}
 	r.assemble(t)
+	if srcKey != dstKey {
+		if err := edges.UnifyKeys(t, srcKey, dstKey, r.opts.Alloc); err != nil {
+			return nil, err
+		}
+	}
 	ok = true
 	return t, nil
 }
@@ -659,6 +678,9 @@ func keyTypeOf(c *parquet.Column) (edges.KeyType, valKind, bool) {
 			return edges.KeyInt32, valInt32, true
 		case *format.IntType:
 			switch {
+			case t.BitWidth == 8 || t.BitWidth == 16:
+				// Stored as INT32, signed or not, in int32's range.
+				return edges.KeyInt32, valInt32, true
 			case t.BitWidth != 32:
 			case t.IsSigned:
 				return edges.KeyInt32, valInt32, true
@@ -727,29 +749,35 @@ func weightTypeOf(c *parquet.Column) (valKind, bool) {
 	return 0, false
 }
 
-// isFloat16 says whether top-level column c is FIXED_LEN_BYTE_ARRAY(2)
-// annotated FLOAT16 (as Arrow writes float16). parquet-go's column type does
-// not carry that annotation, so it is read from the file's schema elements.
-func isFloat16(pf *parquet.File, c *parquet.Column) bool {
-	typ := c.Type()
-	if !c.Leaf() || c.Repeated() || typ.Kind() != parquet.FixedLenByteArray || typ.Length() != 2 {
-		return false
-	}
+// schemaElement is the schema element of top-level column c: parquet-go's
+// column type does not carry every annotation (FLOAT16; the decimal
+// of a FIXED_LEN_BYTE_ARRAY), so they are read from the file's schema.
+func schemaElement(pf *parquet.File, c *parquet.Column) *format.SchemaElement {
 	schema := pf.Metadata().Schema
 	if len(schema) == 0 {
-		return false
+		return nil
 	}
 	// The elements are the schema tree depth first; the root's children are
 	// the top-level columns, each followed by its subtree.
 	for i, children := 1, int(schema[0].NumChildren.V); children > 0 && i < len(schema); children-- {
 		el := &schema[i]
 		if el.Name == c.Name() {
-			_, half := el.LogicalType.Value.(*format.Float16Type)
-			return half
+			return el
 		}
 		i += subtreeSize(schema, i)
 	}
-	return false
+	return nil
+}
+
+// isFloat16 says whether top-level column c, of schema element el, is
+// FIXED_LEN_BYTE_ARRAY(2) annotated FLOAT16 (as Arrow writes float16).
+func isFloat16(el *format.SchemaElement, c *parquet.Column) bool {
+	typ := c.Type()
+	if el == nil || !c.Leaf() || c.Repeated() || typ.Kind() != parquet.FixedLenByteArray || typ.Length() != 2 {
+		return false
+	}
+	_, half := el.LogicalType.Value.(*format.Float16Type)
+	return half
 }
 
 // subtreeSize counts the schema elements of the subtree at schema[i].

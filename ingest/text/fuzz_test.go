@@ -129,7 +129,7 @@ func FuzzText(f *testing.F) {
 		edgetest.WriteFile(t, path, data)
 		for _, o := range edgetest.ReadOptions {
 			want := textRef(data, o.ReadWeight, o.Skip)
-			opts := edges.Options{Columns: edges.Columns{ReadWeight: o.ReadWeight}, SkipInvalid: o.Skip}
+			opts := edges.Options{Columns: edges.Columns{ReadWeight: o.ReadWeight}, SkipInvalid: o.Skip, Header: edges.HeaderNo}
 			tbl := edgetest.ReadChecked(t, "file "+o.Name, path, want, func(opts edges.Options) (*edges.Table, error) {
 				return edgetest.ReadFile(path, Read, opts)
 			}, opts)
@@ -146,7 +146,7 @@ func FuzzText(f *testing.F) {
 				}
 				b.WriteByte('\n')
 			}
-			back, err := Read(context.Background(), path, bytes.NewReader(b.Bytes()), edges.Options{Columns: edges.Columns{ReadWeight: o.ReadWeight}})
+			back, err := Read(context.Background(), path, bytes.NewReader(b.Bytes()), edges.Options{Columns: edges.Columns{ReadWeight: o.ReadWeight}, Header: edges.HeaderNo})
 			edgetest.RoundTrip(t, "round trip "+o.Name, written, tbl.KeyType, tbl.Skipped.Total() == 0, back, err)
 			tbl.Release()
 		}
@@ -162,7 +162,7 @@ func inTinyBlocks(t *testing.T, path string, data []byte, ref func([]byte, bool,
 		tinyBlocks(t, n)
 		for _, o := range edgetest.ReadOptions[:2] {
 			want := ref(data, o.ReadWeight, o.Skip)
-			opts := edges.Options{Columns: edges.Columns{ReadWeight: o.ReadWeight}, SkipInvalid: o.Skip}
+			opts := edges.Options{Columns: edges.Columns{ReadWeight: o.ReadWeight}, SkipInvalid: o.Skip, Header: edges.HeaderNo}
 			what := fmt.Sprintf("blocks of %d, %s", n, o.Name)
 			if tbl := edgetest.ReadChecked(t, what, path, want, func(opts edges.Options) (*edges.Table, error) {
 				return read(context.Background(), path, bytes.NewReader(data), opts)

@@ -174,7 +174,7 @@ func Read(ctx context.Context, name string, r io.Reader, opts edges.Options) (*e
 	if err != nil {
 		return nil, err
 	}
-	return parseEdgeLines(ctx, data[skip:], config{name: name, opts: opts, firstLine: 1})
+	return readEdgeList(ctx, data[skip:], config{name: name, opts: opts, firstLine: 1})
 }
 
 // split cuts data into blocks at line ends. It returns, instead, where a
@@ -236,6 +236,9 @@ func parseEdgeLines(ctx context.Context, data []byte, cfg config) (*edges.Table,
 					strMode.Store(true)
 					b.reset()
 					cfg.parseBlock(b, modeStrings)
+				}
+				if !force {
+					cfg.opts.CountRows(int64(b.rows))
 				}
 			}
 		})

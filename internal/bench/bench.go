@@ -35,6 +35,8 @@ type Config struct {
 	// reads it). Exactly one is set.
 	Input, Gen string
 	Load       pipeline.LoadOptions
+	// Unweighted reads no weight column (pipeline.Job's).
+	Unweighted bool
 	Op         string
 	// Params are the operator's parameters. Params.Strategy may list
 	// several GPU strategies, separated by commas, to compare them side by
@@ -187,7 +189,7 @@ func prepare(cfg *Config) (operators.Operator, []string, error) {
 		}
 	}
 	spec := op.Spec()
-	cfg.Load.Columns.ReadWeight = spec.Weighted
+	cfg.Load.Columns.ReadWeight = spec.Weighted && !cfg.Unweighted
 	cfg.Load.Weights = spec.Weights
 	cfg.Load.BuildIn = cfg.Load.BuildIn || spec.NeedsIn
 	return op, strategies, nil
@@ -232,12 +234,18 @@ func (b *benchedGraph) report(cfg Config, spec operators.Spec, backend, reason s
 		ReadS: g.ReadTime.Seconds(), BuildS: g.BuildTime.Seconds(),
 		UploadS: g.Built.Upload.Seconds(), BuildDevice: g.Built.Device, BuildReason: g.Built.Reason,
 		InputBytes: b.inputBytes, LayoutBytes: g.Bytes(), PeakRSSBytes: b.peak,
-		Notes: pipeline.WeightColumnNotes(spec, cfg.Load.Columns),
+		Notes: benchNotes(spec, g, cfg),
 	}
 	if b.peak > 0 && g.Stats.InputEdges > 0 {
 		rep.BytesPerEdge = float64(b.peak) / float64(g.Stats.InputEdges)
 	}
 	return rep
+}
+
+// benchNotes are a benchmark's notes, as pipeline.Report's.
+func benchNotes(spec operators.Spec, g *pipeline.Graph, cfg Config) []string {
+	return slices.Concat(pipeline.WeightColumnNotes(spec, cfg.Load.Columns), g.Notes,
+		pipeline.MissingWeightNotes(spec, g.Weighted, cfg.Unweighted, cfg.Load.Columns))
 }
 
 // MaxTrials is the most trials (and distinct sources) a benchmark runs:
@@ -351,6 +359,7 @@ func benchGraph(ctx context.Context, cfg Config) (*pipeline.Graph, string, int64
 		}
 		t, err = ingest.Open(ctx, cfg.Input, cfg.Load.Stdin, edges.Options{
 			Columns: cfg.Load.Columns, Format: cfg.Load.Format, SkipInvalid: cfg.Load.SkipInvalid, Alloc: cfg.Load.ReadAlloc(),
+			Header: cfg.Load.Header, Delimiter: cfg.Load.Delimiter, Progress: cfg.Load.Progress,
 		})
 	} else {
 		var g gen.Generator

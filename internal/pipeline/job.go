@@ -32,7 +32,9 @@ type Job struct {
 	// GPUs is how many GPUs a run may spread over (0: every usable GPU,
 	// for large graphs; 1: one).
 	GPUs int
-	// Unweighted reads no weight column: every weight is 1.
+	// Unweighted reads no weight column: every weight is 1, as the caller
+	// means (without it, an operator that uses weights run on a table
+	// without a weight column gets a note that says so).
 	Unweighted bool
 	Sink       sink.Options
 }
@@ -78,8 +80,9 @@ type Report struct {
 	Unreached     int      `json:"unreached,omitempty"`
 	Warnings      []string `json:"warnings,omitempty"`
 	// Notes say what the job did with what it was given that a reader of
-	// the report might not expect (a weight column it ignored); unlike
-	// warnings they are not printed.
+	// the report might not expect: a weight column it ignored, weights it
+	// took as 1 for an operator that uses them (MissingWeightNotes),
+	// decimal weights rounded to float64. gpipe run prints them on stderr.
 	Notes []string `json:"notes,omitempty"`
 	// Result is the operator's output, for callers that print a summary.
 	// It and its graph stay valid until Release.
@@ -191,8 +194,10 @@ func RunJob(ctx context.Context, job Job) (*Report, error) {
 		SelfLoops: g.Stats.SelfLoops, MergedEdges: g.Stats.Merged,
 		BuildDevice: g.Built.Device, BuildReason: g.Built.Reason, UploadDuringRead: g.Built.DuringRead,
 		Iterations: res.Iterations, Unreached: res.Unreached(), Warnings: res.Warnings,
-		Notes: notes, Result: res, GPUs: GPUsUsed(res),
+		Result: res, GPUs: GPUsUsed(res),
 	}
+	notes = append(notes, g.Notes...)
+	rep.Notes = append(notes, MissingWeightNotes(spec, g.Weighted, job.Unweighted, job.Load.Columns)...)
 	rep.Timings.Read = g.ReadTime.Seconds()
 	rep.Timings.Build = g.BuildTime.Seconds()
 	rep.Timings.Compute = compute.Seconds()
@@ -231,6 +236,26 @@ func WeightColumnNotes(spec operators.Spec, cols edges.Columns) []string {
 	}
 	return []string{fmt.Sprintf("weight column %s ignored by %s, which uses no edge weights (the column was not read)",
 		echo.Quote(cols.WithDefaults().Weight), spec.Name)}
+}
+
+// MissingWeightNotes notes an operator that uses weights run on a graph
+// without any (weighted false): the table has no weight column of the
+// default name, so every weight was 1 (sssp's distances count edges),
+// which the caller did not say it meant (unweighted). It is a note, not an
+// error: a table without weights is a graph whose edges weigh the same.
+func MissingWeightNotes(spec operators.Spec, weighted, unweighted bool, cols edges.Columns) []string {
+	if !spec.Weighted || weighted || unweighted {
+		return nil
+	}
+	effect := "every edge weighs the same"
+	switch spec.Name {
+	case "sssp":
+		effect = "its distances count edges"
+	case "sswp":
+		effect = "every width is 1"
+	}
+	return []string{fmt.Sprintf("%s used weight 1 for every edge, as the input has no weight column %s: %s; name the weight column with --weight-col, or pass --unweighted to say weight 1 is meant",
+		spec.Name, echo.Quote(cols.WithDefaults().Weight), effect)}
 }
 
 // checkNotInput refuses an output that is the input file itself (by any

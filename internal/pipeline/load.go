@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -51,6 +52,12 @@ type LoadOptions struct {
 	Device *gpuop.GPU
 	// Stage, when set, is called as each stage starts ("read", "build").
 	Stage func(name string)
+	// Header and Delimiter say how a CSV file (or an edge list, Header)
+	// is read: edges.Options's fields.
+	Header    edges.Header
+	Delimiter rune
+	// Progress, when set, counts the input's rows as they are read.
+	Progress *atomic.Int64
 }
 
 // Graph is a built graph with what it cost to get it.
@@ -66,6 +73,9 @@ type Graph struct {
 	ReadTime, BuildTime time.Duration
 	// Built says where the graph was built (the GPU or the host) and why.
 	Built gpuop.BuildReport
+	// Notes say what the read did that a reader of the results might not
+	// expect (decimal weights rounded to float64): edges.Table.Notes.
+	Notes []string
 }
 
 // Load reads the edge table at input ("-" for an Arrow IPC stream on
@@ -78,7 +88,8 @@ func Load(ctx context.Context, input string, opts LoadOptions) (*Graph, error) {
 	}
 	stage(opts, "read")
 	start := time.Now()
-	readOpts := edges.Options{Columns: opts.Columns, Format: opts.Format, SkipInvalid: opts.SkipInvalid, Alloc: opts.ReadAlloc()}
+	readOpts := edges.Options{Columns: opts.Columns, Format: opts.Format, SkipInvalid: opts.SkipInvalid, Alloc: opts.ReadAlloc(),
+		Header: opts.Header, Delimiter: opts.Delimiter, Progress: opts.Progress}
 	var up *gpuop.ColumnUpload
 	if opts.Device != nil {
 		// Load the build's kernels and pin its staging ring while the
@@ -137,7 +148,7 @@ func build(ctx context.Context, t *edges.Table, opts LoadOptions, up *gpuop.Colu
 	if err != nil {
 		return nil, err
 	}
-	g := &Graph{Graph: cg, Name: t.Name, RowsRead: t.RowsRead, Skipped: edges.Skips{}, BuildTime: time.Since(start), Built: built}
+	g := &Graph{Graph: cg, Name: t.Name, RowsRead: t.RowsRead, Skipped: edges.Skips{}, BuildTime: time.Since(start), Built: built, Notes: t.Notes}
 	for reason, n := range t.Skipped {
 		g.Skipped.Add(reason, n)
 	}

@@ -440,6 +440,22 @@ func writeCSVEdges(t testing.TB, path string, ks keySet, edges []rtEdge) {
 	}
 }
 
+// writeTSVEdges writes edges as tab-separated CSV with a header line.
+func writeTSVEdges(t testing.TB, path string, ks keySet, edges []rtEdge) {
+	t.Helper()
+	var b bytes.Buffer
+	w := csv.NewWriter(&b)
+	w.Comma = '\t'
+	_ = w.Write([]string{"src", "dst", "weight"})
+	for _, e := range edges {
+		_ = w.Write([]string{ks.keys[e.u], ks.keys[e.v], strconv.FormatFloat(e.w, 'g', -1, 64)})
+	}
+	w.Flush()
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func writeTextEdges(t testing.TB, path string, ks keySet, edges []rtEdge, sep string) {
 	t.Helper()
 	var b strings.Builder
@@ -529,7 +545,10 @@ func rtInputs(t testing.TB, dir string, list []rtEdge) []rtInput {
 		p := filepath.Join(dir, ks.name+".csv")
 		writeCSVEdges(t, p, ks, list)
 		ins = append(ins, rtInput{name: ks.name + ".csv", path: p, ks: ks, vertex: ks.kind.ArrowType()})
-		for _, f := range []struct{ ext, sep string }{{".txt", " "}, {".el", "\t"}, {".tsv", "\t"}} {
+		p = filepath.Join(dir, ks.name+".tsv")
+		writeTSVEdges(t, p, ks, list)
+		ins = append(ins, rtInput{name: ks.name + ".tsv", path: p, ks: ks, vertex: ks.kind.ArrowType()})
+		for _, f := range []struct{ ext, sep string }{{".txt", " "}, {".el", "\t"}} {
 			p := filepath.Join(dir, ks.name+f.ext)
 			writeTextEdges(t, p, ks, list, f.sep)
 			ins = append(ins, rtInput{name: ks.name + f.ext, path: p, ks: ks, vertex: ks.kind.ArrowType()})

@@ -101,7 +101,11 @@ type Reader struct {
 // waits (waitReadable).
 func NewReader(ctx context.Context, r io.Reader) *Reader {
 	in := &Reader{ctx: ctx, r: r}
-	if f, ok := r.(*os.File); ok && ctx.Done() != nil {
+	under := r
+	if p, ok := r.(*Prefixed); ok {
+		under = p.r
+	}
+	if f, ok := under.(*os.File); ok && ctx.Done() != nil {
 		if st, err := f.Stat(); err == nil && !st.Mode().IsRegular() {
 			in.wait = f
 		}
@@ -140,3 +144,34 @@ const recordSlack = 1 << 20
 // Bound says the record read next starts at byte off of the input: reads
 // stop once they reach recordSlack bytes past MaxLine beyond it.
 func (r *Reader) Bound(off int64) { r.limit = off + int64(MaxLine) + recordSlack }
+
+// Prefixed reads bytes read already (an input's first, looked at to tell
+// its format), then the rest of the input they came from. A Reader of it
+// waits for input as it would for the input itself.
+type Prefixed struct {
+	head []byte
+	r    io.Reader
+}
+
+// Prefix is a reader of head, then r.
+func Prefix(head []byte, r io.Reader) *Prefixed { return &Prefixed{head: head, r: r} }
+
+// Read reads what is left of head, then r: the first read that empties
+// head goes on with one read of r, so that a reader that looks at what
+// one read gave (a format's guess from the buffered bytes) sees more than
+// head.
+func (p *Prefixed) Read(b []byte) (int, error) {
+	if len(p.head) == 0 {
+		return p.r.Read(b)
+	}
+	n := copy(b, p.head)
+	p.head = p.head[n:]
+	if len(p.head) > 0 || n == len(b) {
+		return n, nil
+	}
+	m, err := p.r.Read(b[n:])
+	if err == io.EOF {
+		err = nil // the next read says so
+	}
+	return n + m, err
+}

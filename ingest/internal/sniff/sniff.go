@@ -21,8 +21,8 @@ const (
 	Parquet     = "parquet"
 	ArrowFile   = "arrow"  // Arrow IPC file (.arrow, .feather)
 	ArrowStream = "arrows" // Arrow IPC stream (.arrows, and "-")
-	CSV         = "csv"    // CSV with a header row
-	Text        = "text"   // whitespace-separated edge list (.txt, .el, .wel, .tsv, .edges)
+	CSV         = "csv"    // CSV (and TSV: --input-format tsv)
+	Text        = "text"   // whitespace-separated edge list (.txt, .el, .wel, .edges)
 	MTX         = "mtx"    // Matrix Market coordinate format
 )
 
