@@ -226,9 +226,8 @@ const (
 )
 
 func (d *devBuild) run(ctx context.Context) (*convert.Graph, error) {
-	b := d.b
 	var err error
-	if d.s, err = b.ctx.NewStream(); err != nil {
+	if d.s, err = d.b.ctx.NewStream(); err != nil {
 		return nil, err
 	}
 	defer d.s.Destroy()
@@ -249,7 +248,6 @@ func (d *devBuild) run(ctx context.Context) (*convert.Graph, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-
 	// The keys' range, and the renumbering it allows.
 	lo, hi := uint64(0), uint64(0)
 	if d.m > 0 {
@@ -257,26 +255,41 @@ func (d *devBuild) run(ctx context.Context) (*convert.Graph, error) {
 			return nil, err
 		}
 	}
-	rn, err := d.renumber(ctx, cols, lo, hi)
+	rn, keys, err := d.renumbered(ctx, cols, lo, hi)
 	if err != nil {
 		return nil, err
 	}
+	return d.layout(ctx, cols, rn, keys, lo, scalars)
+}
+
+// renumbered renumbers the keys of the columns in [lo, hi] and downloads
+// them, then checks the rest of the build fits on the GPU (else the host
+// builds: hostFallback).
+func (d *devBuild) renumbered(ctx context.Context, cols columns, lo, hi uint64) (renumbering, *convert.VertexKeys, error) {
+	rn, err := d.renumber(ctx, cols, lo, hi)
+	if err != nil {
+		return rn, nil, err
+	}
 	keys, err := d.downloadKeys(rn.keys, rn.n, lo)
 	if err != nil {
-		return nil, err
+		return rn, nil, err
 	}
 	if rn.keys != rn.distinct {
 		d.free(rn.keys)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return rn, nil, err
 	}
 	d.rep.DeviceBytes = buildBytes(d.m, d.keySize, d.opts.Weighted, d.opts.Undirected, d.opts.BuildIn, rn.tableBytes(), rn.n)
-	if why := b.memoryRefusal(d.rep.DeviceBytes - d.bytesHeld()); why != "" {
-		return nil, &hostFallback{why}
+	if why := d.b.memoryRefusal(d.rep.DeviceBytes - d.bytesHeld()); why != "" {
+		return rn, nil, &hostFallback{why}
 	}
+	return rn, keys, nil
+}
 
-	// The entries, sorted and merged into the CSR.
+// layout sorts and merges the renumbered entries into the CSR (and the
+// CSC where asked), and makes the graph.
+func (d *devBuild) layout(ctx context.Context, cols columns, rn renumbering, keys *convert.VertexKeys, lo uint64, scalars *gpu.DeviceBuffer) (*convert.Graph, error) {
 	idBits := max(bits.Len64(uint64(max(rn.n, 1)-1)), 1)
 	ent, self, err := d.entries(cols, rn, lo, idBits, scalars)
 	if err != nil {

@@ -263,100 +263,129 @@ func (pr *prRun) iterate(it *prIteration, step func(cur, next int) error) ([]flo
 // Segmentation's rounds (warpseg), whose outliers are the rows longer than
 // wsHubDegree; both leave the outliers to whole blocks.
 func (pr *prRun) pull() ([]float64, error) {
-	b, s, g, p, n, strategy := pr.b, pr.s, pr.g, pr.p, pr.n, pr.e.plan.Strategy
-	cfg := vwcConfigFor(p, g.In())
-	suffix := pr.suffix
-	if b.PageRankHubOrder() {
-		suffix += "_hub"
-	}
-	// The pull kernel: virtual warps of K lanes, or Warp Segmentation's
-	// rounds with its own outlier threshold.
-	module, pullName, describe := kernels.PageRankVWC, fmt.Sprintf("pr_pull_k%d_%s", cfg.k, suffix), cfg.String()
-	if strategy == strategyWarpSeg {
-		module, pullName = kernels.VPWarpSeg, "pr_ws_"+suffix
-		cfg = vwcConfig{outlierDegree: b.HubDegree()}
-		describe = fmt.Sprintf("warpseg, hubs>%d in blocks", b.HubDegree())
-	}
-	pull, err := b.Kernel(module, pullName)
-	if err != nil {
+	x := &prPull{}
+	if err := pr.pullKernels(x); err != nil {
 		return nil, err
 	}
-	names := []string{"pr_init_" + suffix, "pr_outliers_" + pr.suffix, "pr_outliers_finish_" + suffix}
-	k := make([]*Kernel, len(names))
-	for i, name := range names {
-		if k[i], err = b.Kernel(kernels.PageRankVWC, name); err != nil {
-			return nil, err
-		}
-	}
-	initRanks, sumOutliers, finishOutliers := k[0], k[1], k[2]
-	parts, err := pr.e.layouts(prVWCParts(b)...)
-	if err != nil {
+	if err := pr.pullBuffers(x); err != nil {
 		return nil, err
 	}
-	outOffs, inOffs, inSrcs := parts[0], parts[1], parts[2]
-	var hubID *gpu.DeviceBuffer
-	if b.PageRankHubOrder() {
-		hubID = parts[3]
-	}
-
-	outliers, segments := b.InOutliers(g, cfg.outlierDegree)
-	vec, cvec := n*8, n*PRContribBytes(p)
-	bufs, err := pr.e.buffers(vec, vec, cvec, cvec, vec, PRAccBytes,
-		int64(len(outliers))*4, int64(len(segments))*8, int64(len(outliers))*8)
-	if err != nil {
-		return nil, err
-	}
-	contrib := [2]*gpu.DeviceBuffer{bufs[2], bufs[3]}
-	invDegree := bufs[4]
-	outlierBuf, segmentBuf, outlierAcc := bufs[6], bufs[7], bufs[8]
-	it := newPRIteration(bufs[0], bufs[1], bufs[5])
-	if len(outliers) > 0 {
-		if err := gpu.Upload(s, outlierBuf, outliers); err != nil {
-			return nil, err
-		}
-		if err := gpu.Upload(s, segmentBuf, segments); err != nil {
-			return nil, err
-		}
-		if err := outlierAcc.Memset8(s, 0); err != nil {
-			return nil, err
-		}
-	}
-	counter := it.counter
-	if !cfg.dynamic {
-		counter = nil
-	}
-	pr.res.Strategy = describe + ", pull, " + pr.describe()
-	if b.PageRankHubOrder() {
-		pr.res.Strategy += ", sources numbered hubs first"
-	}
-
+	s, it := pr.s, x.it
 	if err := pr.e.start(); err != nil {
 		return nil, err
 	}
 	if err := it.acc.Memset8(s, 0); err != nil {
 		return nil, err
 	}
-	if err := initRanks.Launch(s, outOffs, PtrOf(hubID), it.rank[0], invDegree, contrib[0], n, it.dangling[0]); err != nil {
+	if err := x.init.Launch(s, x.outOffs, PtrOf(x.hubID), it.rank[0], x.invDegree, x.contrib[0], pr.n, it.dangling[0]); err != nil {
 		return nil, err
 	}
-	ranks, err := pr.iterate(it, func(cur, next int) error {
-		if err := pull.Launch(s, inOffs, inSrcs, PtrOf(hubID), contrib[cur], invDegree, it.rank[cur], it.rank[next], contrib[next],
-			n, p.Damping, it.dangling[cur], it.dangling[next], it.l1, PtrOf(counter), cfg.chunk, cfg.outlierDegree, !b.tune.noStreamHint); err != nil {
-			return err
-		}
-		if len(outliers) > 0 {
-			if err := sumOutliers.Launch(s, inOffs, inSrcs, contrib[cur], outlierBuf, segmentBuf, uint32(len(segments)), outlierAcc); err != nil {
-				return err
-			}
-			return finishOutliers.Launch(s, outlierBuf, PtrOf(hubID), uint32(len(outliers)), outlierAcc, invDegree, it.rank[cur],
-				it.rank[next], contrib[next], n, p.Damping, it.dangling[cur], it.dangling[next], it.l1)
-		}
-		return nil
-	})
+	ranks, err := pr.iterate(it, func(cur, next int) error { return pr.pullStep(x, cur, next) })
 	if err != nil {
 		return nil, err
 	}
 	return ranks, pr.e.stop()
+}
+
+// prPull is the pull's kernels, layouts and buffers.
+type prPull struct {
+	cfg                                     vwcConfig
+	pull, init, sumOutliers, finishOutliers *Kernel
+	outOffs, inOffs, inSrcs, hubID          *gpu.DeviceBuffer
+	contrib                                 [2]*gpu.DeviceBuffer
+	invDegree, counter                      *gpu.DeviceBuffer
+	outlierBuf, segmentBuf, outlierAcc      *gpu.DeviceBuffer
+	outliers, segments                      int
+	it                                      *prIteration
+}
+
+// pullKernels chooses the pull's kernels: virtual warps of K lanes, or Warp
+// Segmentation's rounds with its own outlier threshold; and says so in the
+// result's strategy.
+func (pr *prRun) pullKernels(x *prPull) error {
+	b := pr.b
+	x.cfg = vwcConfigFor(pr.p, pr.g.In())
+	suffix := pr.suffix
+	if b.PageRankHubOrder() {
+		suffix += "_hub"
+	}
+	module, pullName, describe := kernels.PageRankVWC, fmt.Sprintf("pr_pull_k%d_%s", x.cfg.k, suffix), x.cfg.String()
+	if pr.e.plan.Strategy == strategyWarpSeg {
+		module, pullName = kernels.VPWarpSeg, "pr_ws_"+suffix
+		x.cfg = vwcConfig{outlierDegree: b.HubDegree()}
+		describe = fmt.Sprintf("warpseg, hubs>%d in blocks", b.HubDegree())
+	}
+	var err error
+	if x.pull, err = b.Kernel(module, pullName); err != nil {
+		return err
+	}
+	k, err := pr.e.kernels(kernels.PageRankVWC, "pr_init_"+suffix, "pr_outliers_"+pr.suffix, "pr_outliers_finish_"+suffix)
+	if err != nil {
+		return err
+	}
+	x.init, x.sumOutliers, x.finishOutliers = k[0], k[1], k[2]
+	pr.res.Strategy = describe + ", pull, " + pr.describe()
+	if b.PageRankHubOrder() {
+		pr.res.Strategy += ", sources numbered hubs first"
+	}
+	return nil
+}
+
+// pullBuffers copies the layouts and the outliers' lists to the GPU and
+// allocates the ranks, the contributions and the accumulators.
+func (pr *prRun) pullBuffers(x *prPull) error {
+	b, s, n := pr.b, pr.s, pr.n
+	parts, err := pr.e.layouts(prVWCParts(b)...)
+	if err != nil {
+		return err
+	}
+	x.outOffs, x.inOffs, x.inSrcs = parts[0], parts[1], parts[2]
+	if b.PageRankHubOrder() {
+		x.hubID = parts[3]
+	}
+	outliers, segments := b.InOutliers(pr.g, x.cfg.outlierDegree)
+	x.outliers, x.segments = len(outliers), len(segments)
+	vec, cvec := n*8, n*PRContribBytes(pr.p)
+	bufs, err := pr.e.buffers(vec, vec, cvec, cvec, vec, PRAccBytes,
+		int64(len(outliers))*4, int64(len(segments))*8, int64(len(outliers))*8)
+	if err != nil {
+		return err
+	}
+	x.contrib = [2]*gpu.DeviceBuffer{bufs[2], bufs[3]}
+	x.invDegree = bufs[4]
+	x.outlierBuf, x.segmentBuf, x.outlierAcc = bufs[6], bufs[7], bufs[8]
+	x.it = newPRIteration(bufs[0], bufs[1], bufs[5])
+	if x.cfg.dynamic {
+		x.counter = x.it.counter
+	}
+	if len(outliers) == 0 {
+		return nil
+	}
+	if err := gpu.Upload(s, x.outlierBuf, outliers); err != nil {
+		return err
+	}
+	if err := gpu.Upload(s, x.segmentBuf, segments); err != nil {
+		return err
+	}
+	return x.outlierAcc.Memset8(s, 0)
+}
+
+// pullStep is an iteration of the pull: from the ranks and contributions
+// cur into next, the outliers by whole blocks.
+func (pr *prRun) pullStep(x *prPull, cur, next int) error {
+	s, p, n, it := pr.s, pr.p, pr.n, x.it
+	if err := x.pull.Launch(s, x.inOffs, x.inSrcs, PtrOf(x.hubID), x.contrib[cur], x.invDegree, it.rank[cur], it.rank[next], x.contrib[next],
+		n, p.Damping, it.dangling[cur], it.dangling[next], it.l1, PtrOf(x.counter), x.cfg.chunk, x.cfg.outlierDegree, !pr.b.tune.noStreamHint); err != nil {
+		return err
+	}
+	if x.outliers == 0 {
+		return nil
+	}
+	if err := x.sumOutliers.Launch(s, x.inOffs, x.inSrcs, x.contrib[cur], x.outlierBuf, x.segmentBuf, uint32(x.segments), x.outlierAcc); err != nil {
+		return err
+	}
+	return x.finishOutliers.Launch(s, x.outlierBuf, PtrOf(x.hubID), uint32(x.outliers), x.outlierAcc, x.invDegree, it.rank[cur],
+		it.rank[next], x.contrib[next], n, p.Damping, it.dangling[cur], it.dangling[next], it.l1)
 }
 
 // describe says how contributions are kept.

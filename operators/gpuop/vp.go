@@ -346,78 +346,20 @@ func (d *vpDevice) prepareShards() error {
 // run runs the program to its fixed point and returns the iterations that
 // changed something.
 func (d *vpDevice) run(ctx context.Context) (int, error) {
-	b, s, r := d.b, d.s, d.r
-	// Start: every value none, then the source's value (or every vertex's
-	// label), and what must run first.
-	if err := d.values.Memset8(s, r.prog.None); err != nil {
+	flags, dirty, err := d.clear()
+	if err != nil {
 		return 0, err
 	}
-	var flags, dirty *gpu.DeviceBuffer
-	switch {
-	case r.strategy == strategyVWC:
-		if err := d.expanded.Memset8(s, r.prog.None); err != nil {
-			return 0, err
-		}
-		if err := d.flags.Memset8(s, 0); err != nil {
-			return 0, err
-		}
-		flags = d.flags
-	case isPull(r.strategy):
-		if err := d.startPull(); err != nil {
-			return 0, err
-		}
-	default:
-		if err := d.srcValue.Memset8(s, r.prog.None); err != nil {
-			return 0, err
-		}
-		// -1: clean until written into; 0: runs at iteration 0.
-		fill := byte(0xff)
-		if r.labels {
-			fill = 0
-		}
-		if err := d.dirty.Memset8(s, fill); err != nil {
-			return 0, err
-		}
-		dirty = d.dirty
+	if err := d.seed(flags, dirty); err != nil {
+		return 0, err
 	}
-	if r.labels {
-		iota, err := b.Kernel(kernels.VPCommon, "vp_iota")
-		if err != nil {
-			return 0, err
-		}
-		if err := iota.Launch(s, d.values, d.n); err != nil {
-			return 0, err
-		}
-		if flags != nil {
-			first, _ := flags.Slice(0, d.groups)
-			if err := first.Memset8(s, 1); err != nil {
-				return 0, err
-			}
-		}
-	} else {
-		name := "vp_seed32"
-		if r.prog.Wide {
-			name = "vp_seed64"
-		}
-		seed, err := b.Kernel(kernels.VPCommon, name)
-		if err != nil {
-			return 0, err
-		}
-		var value any = uint32(r.seed)
-		if r.prog.Wide {
-			value = r.seed
-		}
-		if err := gpu.Launch(seed.Fn, gpu.Dim(1), gpu.Dim(1), 0, s, d.values, r.source, value,
-			PtrOf(flags), PtrOf(dirty), uint32(max(d.N, 1))); err != nil {
-			return 0, err
-		}
-	}
+	r := d.r
 	st := vpState{Threshold: math.Inf(1), FarMin: math.Float64bits(math.Inf(1)), Delta: r.delta, Top: r.top}
 	st.Rounds[0] = uint32(d.firstRounds)
 	if r.prog.priority {
 		st.Threshold = r.delta
 	}
-	if err := gpu.Upload(s, d.state, st.words()); err != nil {
+	if err := gpu.Upload(d.s, d.state, st.words()); err != nil {
 		return 0, err
 	}
 	// Iterate in batches of growing length: a launch after the run is done
@@ -431,7 +373,7 @@ func (d *vpDevice) run(ctx context.Context) (int, error) {
 				return 0, err
 			}
 		}
-		if err := gpu.Download(s, st.words(), d.state); err != nil {
+		if err := gpu.Download(d.s, st.words(), d.state); err != nil {
 			return 0, err
 		}
 		if st.Done != 0 {
@@ -442,6 +384,65 @@ func (d *vpDevice) run(ctx context.Context) (int, error) {
 			return 0, fmt.Errorf("operators: %s on the GPU (%s) did not settle in %d iterations (a bug; use --backend cpu)", r.prog.Name, r.strategy, st.Iteration)
 		}
 	}
+}
+
+// clear sets every value none and clears what the layout keeps of what
+// must run: the push's flags, the pull's masks, the shards' dirty marks
+// (which it returns, the seed's to set).
+func (d *vpDevice) clear() (flags, dirty *gpu.DeviceBuffer, err error) {
+	s, r := d.s, d.r
+	if err := d.values.Memset8(s, r.prog.None); err != nil {
+		return nil, nil, err
+	}
+	switch {
+	case r.strategy == strategyVWC:
+		if err := d.expanded.Memset8(s, r.prog.None); err != nil {
+			return nil, nil, err
+		}
+		return d.flags, nil, d.flags.Memset8(s, 0)
+	case isPull(r.strategy):
+		return nil, nil, d.startPull()
+	}
+	if err := d.srcValue.Memset8(s, r.prog.None); err != nil {
+		return nil, nil, err
+	}
+	// -1: clean until written into; 0: runs at iteration 0.
+	fill := byte(0xff)
+	if r.labels {
+		fill = 0
+	}
+	return nil, d.dirty, d.dirty.Memset8(s, fill)
+}
+
+// seed starts the run: every vertex its own label (CC), or the source's
+// value, and marks what runs first in flags or dirty.
+func (d *vpDevice) seed(flags, dirty *gpu.DeviceBuffer) error {
+	s, r := d.s, d.r
+	if r.labels {
+		iota, err := d.b.Kernel(kernels.VPCommon, "vp_iota")
+		if err != nil {
+			return err
+		}
+		if err := iota.Launch(s, d.values, d.n); err != nil {
+			return err
+		}
+		if flags == nil {
+			return nil
+		}
+		first, _ := flags.Slice(0, d.groups)
+		return first.Memset8(s, 1)
+	}
+	name := "vp_seed32"
+	var value any = uint32(r.seed)
+	if r.prog.Wide {
+		name, value = "vp_seed64", r.seed
+	}
+	seed, err := d.b.Kernel(kernels.VPCommon, name)
+	if err != nil {
+		return err
+	}
+	return gpu.Launch(seed.Fn, gpu.Dim(1), gpu.Dim(1), 0, s, d.values, r.source, value,
+		PtrOf(flags), PtrOf(dirty), uint32(max(d.N, 1)))
 }
 
 // VPMaxIterations bounds a run, so that a bug cannot hang it: far more

@@ -48,175 +48,227 @@ type mgPRPart struct {
 	gpuop.Releases
 }
 
+// mgPRRun is one PageRank over the parts.
+type mgPRRun struct {
+	m       *MultiGPU
+	p       operators.Params
+	n, cb   int64 // vertices, a contribution's bytes
+	suffix  string
+	parts   []convert.Partition
+	ps      []*mgPRPart
+	ks      []prKernels
+	streams []*gpu.Stream
+	cuts    []int64 // the contributions by owner, in bytes
+	res     *operators.Result
+}
+
+// prKernels are a part's kernels.
+type prKernels struct{ init, pull, outliers, finish *gpuop.Kernel }
+
 func runPageRankMulti(ctx context.Context, m *MultiGPU, in operators.Input, _ float64) (*operators.Result, error) {
 	g, p := in.Graph, in.Params
-	n := int64(g.NumVertices())
-	res := &operators.Result{Op: "pagerank", Backend: "gpu"}
-	if n == 0 {
-		res.Columns = []operators.Column{{Name: "rank", Type: operators.Float64Column, Float64: []float64{}}}
-		return res, nil
+	r := &mgPRRun{m: m, p: p, n: int64(g.NumVertices()), cb: gpuop.PRContribBytes(p), suffix: "f64",
+		res: &operators.Result{Op: "pagerank", Backend: "gpu"}}
+	if r.n == 0 {
+		r.res.Columns = []operators.Column{{Name: "rank", Type: operators.Float64Column, Float64: []float64{}}}
+		return r.res, nil
 	}
-	parts, err := m.partitions(g, 0)
+	if gpuop.PRFloat32(p) {
+		r.suffix = "f32"
+	}
+	defer r.free()
+	if err := r.setUp(g); err != nil {
+		return nil, err
+	}
+	// Timed from the ranks' initialization, as one GPU's run is.
+	start := time.Now()
+	cur, _, err := r.iterate(ctx)
 	if err != nil {
 		return nil, err
 	}
-	suffix := "f64"
-	if gpuop.PRFloat32(p) {
-		suffix = "f32"
+	if err := gpuop.SyncAll(r.streams); err != nil {
+		return nil, err
 	}
+	r.res.Compute = time.Since(start)
+	return r.result(cur)
+}
+
+// setUp makes the parts, their kernels and the cuts of the contributions,
+// and waits for the copies.
+func (r *mgPRRun) setUp(g *convert.Graph) error {
+	parts, err := r.m.partitions(g, 0)
+	if err != nil {
+		return err
+	}
+	k := len(parts)
+	r.parts, r.ps, r.ks, r.streams = parts, make([]*mgPRPart, k), make([]prKernels, k), make([]*gpu.Stream, k)
 	hub := ""
-	if m.First().PageRankHubOrder() {
+	if r.m.First().PageRankHubOrder() {
 		hub = "_hub"
 	}
-	cb := gpuop.PRContribBytes(p)
-	k := len(parts)
-	ps := make([]*mgPRPart, k)
-	streams := make([]*gpu.Stream, k)
-	defer func() {
-		for _, x := range ps {
-			if x != nil {
-				x.Free()
-			}
-		}
-	}()
-	type prKernels struct{ init, pull, outliers, finish *gpuop.Kernel }
-	ks := make([]prKernels, k)
 	for i, part := range parts {
-		x, err := newMGPRPart(m.gpus[i], g, part, n, cb)
+		x, err := newMGPRPart(r.m.gpus[i], g, part, r.n, r.cb)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		ps[i], streams[i] = x, x.s
-		res.Transfer += x.transfer
-		b := x.b
-		if err := b.KernelsOf(kernels.PageRankVWC, map[string]**gpuop.Kernel{
-			"pr_init_" + suffix + hub: &ks[i].init, "pr_outliers_" + suffix: &ks[i].outliers, "pr_outliers_finish_" + suffix + hub: &ks[i].finish,
+		r.ps[i], r.streams[i] = x, x.s
+		r.res.Transfer += x.transfer
+		ks, suffix := &r.ks[i], r.suffix
+		if err := x.b.KernelsOf(kernels.PageRankVWC, map[string]**gpuop.Kernel{
+			"pr_init_" + suffix + hub: &ks.init, "pr_outliers_" + suffix: &ks.outliers, "pr_outliers_finish_" + suffix + hub: &ks.finish,
 		}); err != nil {
-			return nil, err
+			return err
 		}
-		if ks[i].pull, err = b.Kernel(kernels.MultiGPU, "mg_pr_ws_"+suffix+hub); err != nil {
-			return nil, err
+		if ks.pull, err = x.b.Kernel(kernels.MultiGPU, "mg_pr_ws_"+suffix+hub); err != nil {
+			return err
 		}
 	}
-	cuts := make([]int64, k+1)
-	for r, part := range parts {
-		cuts[r] = cb * int64(part.Lo)
+	r.cuts = make([]int64, k+1)
+	for i, part := range parts {
+		r.cuts[i] = r.cb * int64(part.Lo)
 	}
-	cuts[k] = cb * n
-	dangling := func(x *mgPRPart, q int) *gpu.DeviceBuffer {
-		d, _ := x.acc.Slice(gpuop.PRDanglingAt+8*int64(q), 8)
-		return d
-	}
-	l1 := func(x *mgPRPart) *gpu.DeviceBuffer {
-		d, _ := x.acc.Slice(gpuop.PRL1At, 8)
-		return d
-	}
-	// Timed from the ranks' initialization, as one GPU's run is.
-	if err := gpuop.SyncAll(streams); err != nil {
-		return nil, err
-	}
-	start := time.Now()
-	for i, x := range ps {
+	r.cuts[k] = r.cb * r.n
+	return gpuop.SyncAll(r.streams)
+}
+
+// dangling is part x's dangling sum q, l1 its share of the L1 change.
+func dangling(x *mgPRPart, q int) *gpu.DeviceBuffer {
+	d, _ := x.acc.Slice(gpuop.PRDanglingAt+8*int64(q), 8)
+	return d
+}
+
+func l1(x *mgPRPart) *gpu.DeviceBuffer {
+	d, _ := x.acc.Slice(gpuop.PRL1At, 8)
+	return d
+}
+
+// iterate initializes the ranks and iterates until the L1 change is below
+// the tolerance or the iterations run out; it returns the final ranks'
+// parity and the last change.
+func (r *mgPRRun) iterate(ctx context.Context) (cur int, change float64, err error) {
+	for i, x := range r.ps {
 		if err := x.acc.Memset8(x.s, 0); err != nil {
-			return nil, err
+			return 0, 0, err
 		}
-		if err := ks[i].init.Launch(x.s, x.outOff, gpuop.PtrOf(x.hubID), x.rank[0], x.invDegree, x.contrib[0], n, dangling(x, 0)); err != nil {
-			return nil, err
+		if err := r.ks[i].init.Launch(x.s, x.outOff, gpuop.PtrOf(x.hubID), x.rank[0], x.invDegree, x.contrib[0], r.n, dangling(x, 0)); err != nil {
+			return 0, 0, err
 		}
 	}
-	cur := 0
-	change := math.Inf(1)
-	converged := false
-	for res.Iterations < p.MaxIterations {
+	change = math.Inf(1)
+	for r.res.Iterations < r.p.MaxIterations {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return 0, 0, err
 		}
 		next := 1 - cur
-		for i, x := range ps {
-			reset, _ := x.acc.Slice(gpuop.PRResetAt, gpuop.PRResetLength)
-			if err := reset.Memset8(x.s, 0); err != nil {
-				return nil, err
-			}
-			if err := dangling(x, next).Memset8(x.s, 0); err != nil {
-				return nil, err
-			}
-			lo, hi := int64(x.part.Lo), int64(x.part.Hi)
-			if err := ks[i].pull.LaunchFor(x.s, hi-lo, gpuop.BlockSize, x.inOff, x.inSrc, gpuop.PtrOf(x.hubID), x.contrib[cur], x.invDegree, x.rank[cur], x.rank[next],
-				x.contrib[next], lo, hi, n, p.Damping, dangling(x, cur), dangling(x, next), l1(x), x.b.HubDegree()); err != nil {
-				return nil, err
-			}
-			if x.outlierCount > 0 {
-				if err := ks[i].outliers.Launch(x.s, x.inOff, x.inSrc, x.contrib[cur], x.outliers, x.segments, uint32(x.segmentCount), x.outlierAcc); err != nil {
-					return nil, err
-				}
-				if err := ks[i].finish.Launch(x.s, x.outliers, gpuop.PtrOf(x.hubID), uint32(x.outlierCount), x.outlierAcc, x.invDegree, x.rank[cur],
-					x.rank[next], x.contrib[next], n, p.Damping, dangling(x, cur), dangling(x, next), l1(x)); err != nil {
-					return nil, err
-				}
-			}
+		if err := r.pull(cur); err != nil {
+			return 0, 0, err
 		}
-		// The shares of the change and of the next dangling sum.
-		var l1Sum, dangle float64
-		err := readParts(streams, func(i int) error { return ps[i].host.Fetch(ps[i].s, ps[i].acc) }, func(i int) error {
-			raw, err := ps[i].host.Wait(ps[i].s, ps[i].acc)
-			if err != nil {
-				return err
-			}
-			dangle += math.Float64frombits(binary.LittleEndian.Uint64(raw[gpuop.PRDanglingAt+8*next:]))
-			l1Sum += math.Float64frombits(binary.LittleEndian.Uint64(raw[gpuop.PRL1At:]))
-			return nil
-		})
-		if err != nil {
-			return nil, err
+		if change, err = r.exchange(next); err != nil {
+			return 0, 0, err
 		}
-		for _, x := range ps {
-			if err := gpu.Upload(x.s, dangling(x, next), []float64{dangle}); err != nil {
-				return nil, err
-			}
-		}
-		bufs := make([]*gpu.DeviceBuffer, k)
-		for i, x := range ps {
-			bufs[i] = x.contrib[next]
-		}
-		if err := gatherRanges(m.link, streams, bufs, cuts); err != nil {
-			return nil, err
-		}
-		res.Iterations++
+		r.res.Iterations++
 		cur = next
-		change = l1Sum
-		if change < p.Tolerance {
-			converged = true
-			break
+		if change < r.p.Tolerance {
+			return cur, change, nil
 		}
 	}
-	if err := gpuop.SyncAll(streams); err != nil {
-		return nil, err
+	r.res.NotConverged = true
+	r.res.Warnings = append(r.res.Warnings, gpuop.NotConverged(r.res.Iterations, change, r.p.Tolerance))
+	return cur, change, nil
+}
+
+// pull queues every part's pull of its vertices' in-edges from the ranks
+// and contributions cur.
+func (r *mgPRRun) pull(cur int) error {
+	next, p, n := 1-cur, r.p, r.n
+	for i, x := range r.ps {
+		reset, _ := x.acc.Slice(gpuop.PRResetAt, gpuop.PRResetLength)
+		if err := reset.Memset8(x.s, 0); err != nil {
+			return err
+		}
+		if err := dangling(x, next).Memset8(x.s, 0); err != nil {
+			return err
+		}
+		lo, hi := int64(x.part.Lo), int64(x.part.Hi)
+		if err := r.ks[i].pull.LaunchFor(x.s, hi-lo, gpuop.BlockSize, x.inOff, x.inSrc, gpuop.PtrOf(x.hubID), x.contrib[cur], x.invDegree, x.rank[cur], x.rank[next],
+			x.contrib[next], lo, hi, n, p.Damping, dangling(x, cur), dangling(x, next), l1(x), x.b.HubDegree()); err != nil {
+			return err
+		}
+		if x.outlierCount == 0 {
+			continue
+		}
+		if err := r.ks[i].outliers.Launch(x.s, x.inOff, x.inSrc, x.contrib[cur], x.outliers, x.segments, uint32(x.segmentCount), x.outlierAcc); err != nil {
+			return err
+		}
+		if err := r.ks[i].finish.Launch(x.s, x.outliers, gpuop.PtrOf(x.hubID), uint32(x.outlierCount), x.outlierAcc, x.invDegree, x.rank[cur],
+			x.rank[next], x.contrib[next], n, p.Damping, dangling(x, cur), dangling(x, next), l1(x)); err != nil {
+			return err
+		}
 	}
-	res.Compute = time.Since(start)
+	return nil
+}
+
+// exchange sums the parts' shares of the change and of the next dangling
+// sum, gives every part the sum, and gathers the new contributions
+// (next); it returns the change.
+func (r *mgPRRun) exchange(next int) (float64, error) {
+	var l1Sum, dangle float64
+	ps := r.ps
+	err := readParts(r.streams, func(i int) error { return ps[i].host.Fetch(ps[i].s, ps[i].acc) }, func(i int) error {
+		raw, err := ps[i].host.Wait(ps[i].s, ps[i].acc)
+		if err != nil {
+			return err
+		}
+		dangle += math.Float64frombits(binary.LittleEndian.Uint64(raw[gpuop.PRDanglingAt+8*next:]))
+		l1Sum += math.Float64frombits(binary.LittleEndian.Uint64(raw[gpuop.PRL1At:]))
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	bufs := make([]*gpu.DeviceBuffer, len(ps))
+	for i, x := range ps {
+		if err := gpu.Upload(x.s, dangling(x, next), []float64{dangle}); err != nil {
+			return 0, err
+		}
+		bufs[i] = x.contrib[next]
+	}
+	return l1Sum, gatherRanges(r.m.link, r.streams, bufs, r.cuts)
+}
+
+// result reads each part's own ranks (parity cur).
+func (r *mgPRRun) result(cur int) (*operators.Result, error) {
+	res, n := r.res, r.n
 	ranks := make([]float64, n)
-	gpuop.PoisonHost(ps[0].b, ranks, math.NaN())
-	for _, x := range ps {
+	gpuop.PoisonHost(r.ps[0].b, ranks, math.NaN())
+	for _, x := range r.ps {
 		lo, hi := int64(x.part.Lo), int64(x.part.Hi)
 		if lo == hi {
 			continue
 		}
-		r, _ := x.rank[cur].Slice(8*lo, 8*(hi-lo))
-		if err := gpu.Download(x.s, ranks[lo:hi], r); err != nil {
+		part, _ := x.rank[cur].Slice(8*lo, 8*(hi-lo))
+		if err := gpu.Download(x.s, ranks[lo:hi], part); err != nil {
 			return nil, err
 		}
 	}
-	if !converged {
-		res.NotConverged = true
-		res.Warnings = append(res.Warnings, gpuop.NotConverged(res.Iterations, change, p.Tolerance))
-	}
-	res.Strategy = fmt.Sprintf("warpseg multi-GPU pull, hubs>%d in blocks, %s contributions", m.First().HubDegree(), map[string]string{"f32": "float32", "f64": "float64"}[suffix])
-	if m.First().PageRankHubOrder() {
+	first := r.m.First()
+	res.Strategy = fmt.Sprintf("warpseg multi-GPU pull, hubs>%d in blocks, %s contributions", first.HubDegree(), map[string]string{"f32": "float32", "f64": "float64"}[r.suffix])
+	if first.PageRankHubOrder() {
 		res.Strategy += ", sources numbered hubs first within each part"
 	}
-	res.Strategy += " (" + m.describe(parts) + ")"
-	res.StrategyReason = fmt.Sprintf("%d GPUs: each pulls its vertices' in-edges; the contributions are gathered every iteration", k)
+	res.Strategy += " (" + r.m.describe(r.parts) + ")"
+	res.StrategyReason = fmt.Sprintf("%d GPUs: each pulls its vertices' in-edges; the contributions are gathered every iteration", len(r.ps))
 	res.Columns = []operators.Column{{Name: "rank", Type: operators.Float64Column, Float64: ranks}}
 	return res, nil
+}
+
+// free frees the parts.
+func (r *mgPRRun) free() {
+	for _, x := range r.ps {
+		if x != nil {
+			x.Free()
+		}
+	}
 }
 
 // newMGPRPart copies part's in-edges and g's out-offsets to b and

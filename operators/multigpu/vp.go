@@ -472,47 +472,11 @@ func newMGVPPart(b *gpuop.GPU, part convert.Partition, parts []convert.Partition
 		return nil, err
 	}
 	x.Add(func() { x.s.Destroy() })
-	want := []gpuop.Layout{gpuop.InOffsets, gpuop.InSources, gpuop.OutOffsets, gpuop.OutTargets}
-	if prog.Weights != gpuop.NoWeights {
-		want = append(want, gpuop.InWeightsOf(prog.Weights), prog.Weights)
-	}
-	lay, transfer, err := b.Layouts(part.Graph, x.s, want...)
-	if err != nil {
+	if err := x.layouts(prog); err != nil {
 		return nil, err
 	}
-	x.transfer = transfer
-	x.inOff, x.inSrc, x.outOff, x.outTgt = lay[0], lay[1], lay[2], lay[3]
-	if prog.Weights != gpuop.NoWeights {
-		x.inW, x.outW = lay[4], lay[5]
-	}
-	var hubs []uint32
-	in := part.Graph.In()
-	for v := part.HoldLo; v < part.HoldHi; v++ {
-		if in.Degree(v) > b.HubDegree() {
-			hubs = append(hubs, v)
-		}
-	}
-	x.hubCount = len(hubs)
-	vb := prog.ValueBytes()
-	words := 4 * (n/32 + 1)
-	held := max(int64(part.HoldHi)-int64(part.HoldLo), 1)
-	sizes := []int64{n * vb, words, words, words, held * 4, max(part.Boundary, 1) * 4, max(part.Boundary, 1) * vb,
-		mgCountBytes, int64(max(len(hubs), 1)) * 4, 4 * max(sectionsOf(part), 1)}
-	for _, other := range parts {
-		sizes = append(sizes, max(other.Boundary, 1)*4, max(other.Boundary, 1)*vb)
-	}
-	bufs, free, err := b.Buffers(sizes...)
-	if err != nil {
-		return nil, err
-	}
-	x.Add(free)
-	x.values, x.active[0], x.active[1], x.boundary = bufs[0], bufs[1], bufs[2], bufs[3]
-	x.changed, x.outIDs, x.outVals, x.counts, x.hubs, x.sections = bufs[4], bufs[5], bufs[6], bufs[7], bufs[8], bufs[9]
-	for r := range parts {
-		x.inIDs = append(x.inIDs, bufs[10+2*r])
-		x.inVals = append(x.inVals, bufs[11+2*r])
-	}
-	if err := b.PoisonBuffers(x.s, bufs...); err != nil {
+	hubs := x.hubRows()
+	if err := x.buffers(parts, prog.ValueBytes(), n); err != nil {
 		return nil, err
 	}
 	boundary, _ := x.boundary.Slice(0, 4*int64(len(part.BoundaryBits)))
@@ -544,19 +508,71 @@ func newMGVPPart(b *gpuop.GPU, part convert.Partition, parts []convert.Partition
 	return x, nil
 }
 
-// mgParents finds SSSP's tree by gpu_sssp.go's passes, each part's pass
-// over its out-edges (into its own vertices) with the final distances of
-// the vertices they come from (its own, and boundary vertices, which
-// travelled), the passes' marks of the owned vertices gathered between
-// passes.
-func mgParents(ctx context.Context, m *MultiGPU, ps []*mgVPPart, streams []*gpu.Stream, prog gpuop.Program, source uint32, n int64) ([]uint32, error) {
-	k := len(ps)
-	type pass struct {
-		parent, round, count *gpu.DeviceBuffer
-		pass, init, left     *gpuop.Kernel
-		free                 func()
+// layouts copies the part's in- and out-edges (and the program's weights)
+// to its GPU.
+func (x *mgVPPart) layouts(prog gpuop.Program) error {
+	want := []gpuop.Layout{gpuop.InOffsets, gpuop.InSources, gpuop.OutOffsets, gpuop.OutTargets}
+	if prog.Weights != gpuop.NoWeights {
+		want = append(want, gpuop.InWeightsOf(prog.Weights), prog.Weights)
 	}
-	pp := make([]pass, k)
+	lay, transfer, err := x.b.Layouts(x.part.Graph, x.s, want...)
+	if err != nil {
+		return err
+	}
+	x.transfer = transfer
+	x.inOff, x.inSrc, x.outOff, x.outTgt = lay[0], lay[1], lay[2], lay[3]
+	if prog.Weights != gpuop.NoWeights {
+		x.inW, x.outW = lay[4], lay[5]
+	}
+	return nil
+}
+
+// hubRows lists the held vertices whose rows the hubs' kernel pulls.
+func (x *mgVPPart) hubRows() []uint32 {
+	var hubs []uint32
+	in := x.part.Graph.In()
+	for v := x.part.HoldLo; v < x.part.HoldHi; v++ {
+		if in.Degree(v) > x.b.HubDegree() {
+			hubs = append(hubs, v)
+		}
+	}
+	x.hubCount = len(hubs)
+	return hubs
+}
+
+// buffers allocates the part's run's buffers (values of vb bytes, n
+// vertices), the inboxes one a part of parts, poisoned under the GPU's
+// Poison.
+func (x *mgVPPart) buffers(parts []convert.Partition, vb, n int64) error {
+	part := x.part
+	words := 4 * (n/32 + 1)
+	held := max(int64(part.HoldHi)-int64(part.HoldLo), 1)
+	sizes := []int64{n * vb, words, words, words, held * 4, max(part.Boundary, 1) * 4, max(part.Boundary, 1) * vb,
+		mgCountBytes, int64(max(x.hubCount, 1)) * 4, 4 * max(sectionsOf(part), 1)}
+	for _, other := range parts {
+		sizes = append(sizes, max(other.Boundary, 1)*4, max(other.Boundary, 1)*vb)
+	}
+	bufs, free, err := x.b.Buffers(sizes...)
+	if err != nil {
+		return err
+	}
+	x.Add(free)
+	x.values, x.active[0], x.active[1], x.boundary = bufs[0], bufs[1], bufs[2], bufs[3]
+	x.changed, x.outIDs, x.outVals, x.counts, x.hubs, x.sections = bufs[4], bufs[5], bufs[6], bufs[7], bufs[8], bufs[9]
+	for r := range parts {
+		x.inIDs = append(x.inIDs, bufs[10+2*r])
+		x.inVals = append(x.inVals, bufs[11+2*r])
+	}
+	return x.b.PoisonBuffers(x.s, bufs...)
+}
+
+// mgParents finds SSSP's tree by gpuop's parent passes (sssp.go), each
+// part's pass over its out-edges (into its own vertices) with the final
+// distances of the vertices they come from (its own, and boundary
+// vertices, which travelled), the passes' marks of the owned vertices
+// gathered between passes.
+func mgParents(ctx context.Context, m *MultiGPU, ps []*mgVPPart, streams []*gpu.Stream, prog gpuop.Program, source uint32, n int64) ([]uint32, error) {
+	pp := make([]parentPass, len(ps))
 	defer func() {
 		for _, p := range pp {
 			if p.free != nil {
@@ -564,78 +580,105 @@ func mgParents(ctx context.Context, m *MultiGPU, ps []*mgVPPart, streams []*gpu.
 			}
 		}
 	}()
-	unresolved := "vp_unresolved32"
-	if prog.Wide {
-		unresolved = "vp_unresolved64"
-	}
 	for i, x := range ps {
-		bufs, free, err := x.b.Buffers(n*4, n*4, 8)
-		if err != nil {
-			return nil, err
-		}
-		pp[i] = pass{parent: bufs[0], round: bufs[1], count: bufs[2], free: free}
-		if err := x.b.KernelsOf(kernels.VPCommon, map[string]**gpuop.Kernel{"vp_parent_init": &pp[i].init, unresolved: &pp[i].left}); err != nil {
-			return nil, err
-		}
-		if pp[i].pass, err = x.b.Kernel(kernels.VPVWC, "csr_parent_"+prog.Name); err != nil {
-			return nil, err
-		}
-		if err := pp[i].parent.Memset8(x.s, 0xff); err != nil {
-			return nil, err
-		}
-		if err := pp[i].round.Memset8(x.s, 0xff); err != nil {
-			return nil, err
-		}
-		if err := gpu.Launch(pp[i].init.Fn, gpu.Dim(1), gpu.Dim(1), 0, x.s, pp[i].parent, pp[i].round, source); err != nil {
+		if err := pp[i].start(x, prog, source, n); err != nil {
 			return nil, err
 		}
 	}
-	cuts := make([]int64, k+1)
+	cuts := make([]int64, len(ps)+1)
 	for r, x := range ps {
 		cuts[r] = 4 * int64(x.part.Lo)
 	}
-	cuts[k] = 4 * n
+	cuts[len(ps)] = 4 * n
 	before := int64(-1)
 	for r := uint32(0); ; r++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		var left int64
-		for i, x := range ps {
-			if err := pp[i].pass.Launch(x.s, x.outOff, x.outTgt, gpuop.PtrOf(x.outW), n, x.values, pp[i].parent, pp[i].round, r, source); err != nil {
-				return nil, err
-			}
-		}
-		rounds := make([]*gpu.DeviceBuffer, k)
-		for i := range pp {
-			rounds[i] = pp[i].round
-		}
-		if err := gatherRanges(m.link, streams, rounds, cuts); err != nil {
+		left, err := parentRound(m, ps, pp, streams, cuts, r, source, n)
+		if err != nil {
 			return nil, err
-		}
-		for i, x := range ps {
-			// Each part counts the reached vertices without a parent among
-			// those whose distances it holds; its own are all there.
-			if err := pp[i].count.Memset8(x.s, 0); err != nil {
-				return nil, err
-			}
-			if err := pp[i].left.Launch(x.s, x.values, pp[i].round, n, pp[i].count); err != nil {
-				return nil, err
-			}
-			c := []uint32{0}
-			if err := gpu.Download(x.s, c, pp[i].count); err != nil {
-				return nil, err
-			}
-			left += int64(c[0])
 		}
 		if left == 0 {
 			break
 		}
 		if r > 0 && left == before {
-			return nil, fmt.Errorf("operators: sssp over %d GPUs: %d reached vertices found no parent in pass %d (a bug; use --backend cpu)", k, left, r)
+			return nil, fmt.Errorf("operators: sssp over %d GPUs: %d reached vertices found no parent in pass %d (a bug; use --backend cpu)", len(ps), left, r)
 		}
 		before = left
 	}
+	return ownedParents(ps, pp, n)
+}
+
+// parentPass is a part's parent passes: the parents, the pass each came
+// in, the count of the reached vertices left, and the kernels.
+type parentPass struct {
+	parent, round, count *gpu.DeviceBuffer
+	pass, init, left     *gpuop.Kernel
+	free                 func()
+}
+
+// start makes part x's buffers and kernels for the passes and marks the
+// source.
+func (p *parentPass) start(x *mgVPPart, prog gpuop.Program, source uint32, n int64) error {
+	unresolved := "vp_unresolved32"
+	if prog.Wide {
+		unresolved = "vp_unresolved64"
+	}
+	bufs, free, err := x.b.Buffers(n*4, n*4, 8)
+	if err != nil {
+		return err
+	}
+	p.parent, p.round, p.count, p.free = bufs[0], bufs[1], bufs[2], free
+	if err := x.b.KernelsOf(kernels.VPCommon, map[string]**gpuop.Kernel{"vp_parent_init": &p.init, unresolved: &p.left}); err != nil {
+		return err
+	}
+	if p.pass, err = x.b.Kernel(kernels.VPVWC, "csr_parent_"+prog.Name); err != nil {
+		return err
+	}
+	if err := p.parent.Memset8(x.s, 0xff); err != nil {
+		return err
+	}
+	if err := p.round.Memset8(x.s, 0xff); err != nil {
+		return err
+	}
+	return gpu.Launch(p.init.Fn, gpu.Dim(1), gpu.Dim(1), 0, x.s, p.parent, p.round, source)
+}
+
+// parentRound runs pass r on every part, gathers the marks, and counts the
+// reached vertices still without a parent.
+func parentRound(m *MultiGPU, ps []*mgVPPart, pp []parentPass, streams []*gpu.Stream, cuts []int64, r, source uint32, n int64) (int64, error) {
+	rounds := make([]*gpu.DeviceBuffer, len(ps))
+	for i, x := range ps {
+		if err := pp[i].pass.Launch(x.s, x.outOff, x.outTgt, gpuop.PtrOf(x.outW), n, x.values, pp[i].parent, pp[i].round, r, source); err != nil {
+			return 0, err
+		}
+		rounds[i] = pp[i].round
+	}
+	if err := gatherRanges(m.link, streams, rounds, cuts); err != nil {
+		return 0, err
+	}
+	var left int64
+	for i, x := range ps {
+		// Each part counts the reached vertices without a parent among
+		// those whose distances it holds; its own are all there.
+		if err := pp[i].count.Memset8(x.s, 0); err != nil {
+			return 0, err
+		}
+		if err := pp[i].left.Launch(x.s, x.values, pp[i].round, n, pp[i].count); err != nil {
+			return 0, err
+		}
+		c := []uint32{0}
+		if err := gpu.Download(x.s, c, pp[i].count); err != nil {
+			return 0, err
+		}
+		left += int64(c[0])
+	}
+	return left, nil
+}
+
+// ownedParents reads each vertex's parent from its owner.
+func ownedParents(ps []*mgVPPart, pp []parentPass, n int64) ([]uint32, error) {
 	parent := make([]uint32, n)
 	gpuop.PoisonHost(ps[0].b, parent, 0xdeadbeef)
 	for i, x := range ps {
