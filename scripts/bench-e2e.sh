@@ -78,11 +78,11 @@ for backend in gpu cpu; do
 done
 
 bundle=$(dirname "$gpipe")
-if [ "${GPIPE_E2E_BENCH:-1}" != 0 ] && [ -x "$bundle/gpu.test" ] && [ -x "$bundle/operators.test" ]; then
+if [ "${GPIPE_E2E_BENCH:-1}" != 0 ] && [ -x "$bundle/gpu.test" ] && [ -x "$bundle/gpuop.test" ]; then
 	echo "== benchmarks of the pieces" >&2
 	(cd gpu && "$bundle/gpu.test" -test.run XXX -test.bench 'H2DPinned|H2DPageable|Column1GiB|PinnedAllocColumn|HostAlloc' \
 		-test.benchtime 3x) >"$out/bench-gpu.log" 2>&1 || status=1
-	(cd operators && GPIPE_BENCH_SCALE=$scale "$bundle/operators.test" -test.run XXX \
+	(cd operators/gpuop && GPIPE_BENCH_SCALE=$scale "$bundle/gpuop.test" -test.run XXX \
 		-test.bench 'GPUBuild|HostBuild|GPUStagedUpload' -test.benchtime 3x) >"$out/bench-operators.log" 2>&1 || status=1
 	grep -h '^Benchmark' "$out/bench-gpu.log" "$out/bench-operators.log"
 fi

@@ -19,8 +19,10 @@ mkdir -p "$out"
 export CGO_ENABLED=0 GOOS=linux GOARCH=amd64
 go build -trimpath -ldflags="-s -w" -o "$out/gpipe" ./cmd/gpipe
 go build -trimpath -ldflags="-s -w" -o "$out/recordsbench" ./scripts/recordsbench
-for pkg in gpu kernels operators serve; do
-	go test -c -trimpath -ldflags="-s -w" -o "$out/$pkg.test" "./$pkg"
+# Test binaries are named by the package's last path element (gpuop.test
+# for operators/gpuop); gpu-run.sh runs each in its package directory.
+for pkg in gpu kernels operators operators/gpuop operators/multigpu serve; do
+	go test -c -trimpath -ldflags="-s -w" -o "$out/$(basename "$pkg").test" "./$pkg"
 done
 go test -c -trimpath -ldflags="-s -w" -o "$out/pipeline.test" ./internal/pipeline
 # The root package's tests: the library's face (Load, FromRecords, Run) on
