@@ -37,9 +37,7 @@ const fuseLimit = 1000
 // one worker in one phase; a model of the phases' schedule (greedy chunks
 // to the least-loaded of 16 workers, then each worker's fused rounds) put
 // the relaxations' critical path at 1.2–2.2 times the even share, 1.07 with
-// this bound, at one or two more phases a run. A variable so that tests can
-// end a phase at every bucket a worker lowers into.
-var fuseEdges int64 = 1 << 14
+// this bound (tuning.fuseEdges, 2^14), at one or two more phases a run.
 
 // shareChunk is how many frontier vertices a worker takes at a time: GAP's
 // 64, fewer where the frontier has under 8 chunks a worker, so that every
@@ -63,16 +61,12 @@ type relaxer interface {
 }
 
 // Hubs in the frontier are relaxed in pieces by all workers: a worker that
-// takes a vertex of at least splitEdges out-edges from the frontier
-// publishes it (hubs), and every worker takes pieceEdges of a published
+// takes a vertex of at least splitEdges (tuning: 2^12) out-edges from the
+// frontier publishes it (hubs), and every worker takes pieceEdges (2^11) of a published
 // hub's edges at a time before its next chunk of the frontier. A Kronecker
 // graph's first phases are a few hubs: on Kronecker 20 a frontier of 148
 // vertices held one of 64,637 edges, which one worker relaxed while 15
-// waited. Variables so that tests can split every vertex.
-var (
-	splitEdges int64 = 1 << 12
-	pieceEdges int64 = 1 << 11
-)
+// waited.
 
 // maxHubs is the most hubs published in a phase; a worker relaxes any
 // further one whole.
@@ -103,6 +97,7 @@ type deltaStepper struct {
 	hasNext  []bool
 	cursor   atomic.Int64
 	hubs     [maxHubs]hub
+	tune     tuning       // the run's thresholds
 	numHubs  atomic.Int64 // slots of hubs taken this phase
 	phase    int64        // the phase being run
 }
@@ -116,11 +111,13 @@ var stepperPool sync.Pool
 
 // getDeltaStepper is a stepper with a ring of at least span buckets, from
 // the pool where one fits.
-func getDeltaStepper(span uint64) *deltaStepper {
-	if d, ok := stepperPool.Get().(*deltaStepper); ok && d.span == ringLength(span) && len(d.bins) == par.Workers() {
-		return d
+func getDeltaStepper(span uint64, t tuning) *deltaStepper {
+	d, ok := stepperPool.Get().(*deltaStepper)
+	if !ok || d.span != ringLength(span) || len(d.bins) != par.Workers() {
+		d = newDeltaStepper(span)
 	}
-	return newDeltaStepper(span)
+	d.tune = t
+	return d
 }
 
 // release returns d to the pool; only after run finished, when every bucket
@@ -135,6 +132,7 @@ func newDeltaStepper(span uint64) *deltaStepper {
 		farMin:  make([]uint64, workers),
 		next:    make([]uint64, workers),
 		hasNext: make([]bool, workers),
+		tune:    defaultTuning(),
 	}
 	for w := range d.bins {
 		d.bins[w] = newBins(span)
@@ -227,7 +225,7 @@ func (d *deltaStepper) relaxSplitting(r relaxer, w int, us []uint32, cur uint64)
 	// whole, and skipped below with the published ones.
 	hubs, published := false, false
 	for j, u := range us {
-		if d.offs[u+1]-d.offs[u] < splitEdges {
+		if d.offs[u+1]-d.offs[u] < d.tune.splitEdges {
 			continue
 		}
 		hubs = true
@@ -246,7 +244,7 @@ func (d *deltaStepper) relaxSplitting(r relaxer, w int, us []uint32, cur uint64)
 	}
 	start := 0
 	for j, u := range us {
-		if d.offs[u+1]-d.offs[u] >= splitEdges {
+		if d.offs[u+1]-d.offs[u] >= d.tune.splitEdges {
 			r.relax(d, w, us[start:j], cur)
 			start = j + 1
 		}
@@ -277,11 +275,11 @@ func (d *deltaStepper) relaxHubs(r relaxer, w int, cur uint64) {
 			continue // not yet filled in (its worker will take it), or handed out
 		}
 		for {
-			lo := h.next.Add(pieceEdges) - pieceEdges
+			lo := h.next.Add(d.tune.pieceEdges) - d.tune.pieceEdges
 			if lo >= h.end {
 				break
 			}
-			r.relaxEdges(d, w, h.u, lo, min(lo+pieceEdges, h.end), cur)
+			r.relaxEdges(d, w, h.u, lo, min(lo+d.tune.pieceEdges, h.end), cur)
 		}
 	}
 }
@@ -294,19 +292,18 @@ func (d *deltaStepper) fuses(us []uint32) bool {
 	}
 	var edges int64
 	for _, u := range us {
-		if edges += d.offs[u+1] - d.offs[u]; edges >= fuseEdges {
+		if edges += d.offs[u+1] - d.offs[u]; edges >= d.tune.fuseEdges {
 			return false
 		}
 	}
 	return true
 }
 
-// Frontiers of at least sortMin vertices are put in vertex order before a
+// Frontiers of at least tuning.sortMin (1024) vertices are put in vertex order before a
 // phase, so that the vertices' offsets, adjacency lists and values are read
 // in address order rather than at random: a pass over all vertices of
 // Kronecker 20 in order takes 35 ms, in random order 120. Measured on
-// Kronecker 20, sssp: 130 -> 121 ms. A variable so that tests can sort every
-// frontier, or none (sortMin above any frontier).
+// Kronecker 20, sssp: 130 -> 121 ms.
 //
 // The sort goes through one bitmap of the vertices that all workers share:
 // each worker sets the bits of its share of the bucket (atomically: shares
@@ -327,7 +324,6 @@ func (d *deltaStepper) fuses(us []uint32) bool {
 // and 16 workers alike), each a locked OR, which waits for its cache line
 // and keeps the next from starting, where the load of the vertex's
 // distance that tells a stale entry overlaps with the next ones.
-var sortMin = 1024
 
 // gather makes the workers' bucket cur the frontier; n is the number of
 // vertices. The frontier is their shares as they are where it is small, and
@@ -347,7 +343,7 @@ func (d *deltaStepper) gather(r relaxer, cur uint64, n int) {
 		d.takeBufs = make([][]uint32, workers)
 	}
 	d.frontier.reset()
-	if total < sortMin {
+	if total < d.tune.sortMin {
 		for w, bs := range d.bins {
 			if bs.size(cur) > 0 {
 				d.takeBufs[w] = bs.swap(cur, d.takeBufs[w])

@@ -32,8 +32,6 @@ func (e *edgeRecorder) bucket(uint32) uint64 { return 0 }
 // vertices once, hubs in pieces or, past the phase's maxHubs, whole, and
 // small vertices around them.
 func TestRelaxSplittingOnce(t *testing.T) {
-	defer func(s, p int64) { splitEdges, pieceEdges = s, p }(splitEdges, pieceEdges)
-	splitEdges, pieceEdges = 4, 3
 	// Degrees: small (1, 2, 3) and hubs (4 and up), interleaved.
 	degrees := []int64{1, 9, 2, 4, 3, 17, 5, 1, 0, 8}
 	offs := []int64{0}
@@ -43,6 +41,7 @@ func TestRelaxSplittingOnce(t *testing.T) {
 	us := []uint32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
 	for _, taken := range []int64{0, maxHubs - 2, maxHubs} { // hub slots already taken this phase
 		d := newDeltaStepper(4)
+		d.tune.splitEdges, d.tune.pieceEdges = 4, 3
 		d.offs = offs
 		d.phase = 7
 		d.numHubs.Store(taken)

@@ -94,6 +94,9 @@ type Input struct {
 	// Source is the dense id of Params.Source, resolved by the caller.
 	Source uint32
 	Params Params
+	// tune overrides the CPU engine's thresholds (tuning.go); nil in
+	// every run but the tests'.
+	tune *tuning
 }
 
 // Result is an operator's output: one value per vertex in each column, in

@@ -19,10 +19,16 @@ import (
 
 func run(t testing.TB, op Operator, g *convert.Graph, src uint32, p Params) *Result {
 	t.Helper()
+	return runTuned(t, op, g, src, p, nil)
+}
+
+// runTuned is run with the CPU engine's thresholds tune (nil: the defaults).
+func runTuned(t testing.TB, op Operator, g *convert.Graph, src uint32, p Params, tune *tuning) *Result {
+	t.Helper()
 	if err := op.Prepare(&p); err != nil {
 		t.Fatalf("%s: prepare: %v", op.Spec().Name, err)
 	}
-	r, err := CPU{}.Run(context.Background(), op, Input{Graph: g, Source: src, Params: p})
+	r, err := CPU{}.Run(context.Background(), op, Input{Graph: g, Source: src, Params: p, tune: tune})
 	if err != nil {
 		t.Fatalf("%s: %v", op.Spec().Name, err)
 	}
@@ -337,16 +343,16 @@ func TestDeltaFar(t *testing.T) {
 // TestSSSPLogChunks shrinks the relaxation log's chunks so that parents
 // are recovered from logs spanning many chunks and partly staged buffers.
 func TestSSSPLogChunks(t *testing.T) {
-	defer func(c int) { relaxChunk = c }(relaxChunk)
 	for _, chunk := range []int{1, 100, 300} {
-		relaxChunk = chunk
+		tune := defaultTuning()
+		tune.relaxChunk = chunk
 		for _, s := range optest.Shapes(t) {
 			if s.Name != "kronecker-12-seed3" && s.Name != "zero-weights-ties" {
 				continue
 			}
 			g := optest.BuildGraph(t, s, false, true, edges.KeyInt64)
 			for _, src := range optest.SourcesOf(g) {
-				r := run(t, SSSP{}, g, src, Params{})
+				r := runTuned(t, SSSP{}, g, src, Params{}, &tune)
 				if err := optest.ValidateSSSP(g, src, r.Column("distance").Float64, r.Column("parent").Vertex, optest.RefDijkstra(g, src)); err != nil {
 					t.Fatalf("%s, chunks of %d: sssp from %d: %v", s.Name, chunk, src, err)
 				}
@@ -435,10 +441,10 @@ func TestDeltaGather(t *testing.T) {
 					j += len(us)
 				}
 			}
-			if len(want) < sortMin && len(front) < len(want) {
+			if len(want) < defaultTuning().sortMin && len(front) < len(want) {
 				t.Fatalf("workers %d round %d: frontier of %d, want the %d vertices", workers, round, len(front), len(want))
 			}
-			if len(want) >= sortMin {
+			if len(want) >= defaultTuning().sortMin {
 				live := 0
 				for v := range want {
 					if v%5 != 0 {
@@ -458,7 +464,7 @@ func TestDeltaGather(t *testing.T) {
 				if !want[v] {
 					t.Fatalf("workers %d round %d: %d in the frontier, not in a share", workers, round, v)
 				}
-				if len(want) >= sortMin && v%5 == 0 {
+				if len(want) >= defaultTuning().sortMin && v%5 == 0 {
 					t.Fatalf("workers %d round %d: stale %d in a sorted frontier", workers, round, v)
 				}
 			}
@@ -496,12 +502,12 @@ func (s staleFifths) bucket(v uint32) uint64 {
 // through the shared bitmap and with none, against the references, at the
 // default workers and at more workers than cores (shares that overlap).
 func TestDeltaFrontierOrder(t *testing.T) {
-	defer func(m int) { sortMin = m }(sortMin)
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for _, m := range []int{1, 1 << 30, -7} {
-		sortMin = m
+		tune := defaultTuning()
+		tune.sortMin = m
 		if m < 0 {
-			sortMin = 1
+			tune.sortMin = 1
 			runtime.GOMAXPROCS(-m)
 		}
 		for _, s := range optest.Shapes(t) {
@@ -514,16 +520,16 @@ func TestDeltaFrontierOrder(t *testing.T) {
 				g := optest.BuildGraph(t, s, false, weighted, edges.KeyInt64)
 				for _, src := range optest.SourcesOf(g) {
 					if !(s.Negative && weighted) {
-						r := run(t, SSSP{}, g, src, Params{})
+						r := runTuned(t, SSSP{}, g, src, Params{}, &tune)
 						if err := optest.ValidateSSSP(g, src, r.Column("distance").Float64, r.Column("parent").Vertex, optest.RefDijkstra(g, src)); err != nil {
-							t.Fatalf("%s weighted=%v sortMin %d (workers %d): sssp from %d: %v", s.Name, weighted, sortMin, par.Workers(), src, err)
+							t.Fatalf("%s weighted=%v sortMin %d (workers %d): sssp from %d: %v", s.Name, weighted, tune.sortMin, par.Workers(), src, err)
 						}
 					}
-					r := run(t, SSWP{}, g, src, Params{})
+					r := runTuned(t, SSWP{}, g, src, Params{}, &tune)
 					ref := optest.RefWidest(g, src)
 					for v, x := range r.Column("width").Float64 {
 						if !(x == ref[v] || math.IsNaN(x) && math.IsInf(ref[v], -1)) {
-							t.Fatalf("%s weighted=%v sortMin %d (workers %d): sswp from %d: vertex %d width %v, reference %v", s.Name, weighted, sortMin, par.Workers(), src, v, x, ref[v])
+							t.Fatalf("%s weighted=%v sortMin %d (workers %d): sswp from %d: vertex %d width %v, reference %v", s.Name, weighted, tune.sortMin, par.Workers(), src, v, x, ref[v])
 						}
 					}
 				}
@@ -540,7 +546,6 @@ func TestDeltaFrontierOrder(t *testing.T) {
 // 1 and 3 workers and at more workers than cores; and checks fuses'
 // bounds and that shareChunk gives every worker a part.
 func TestDeltaFusion(t *testing.T) {
-	defer func(e, s, p int64) { fuseEdges, splitEdges, pieceEdges = e, s, p }(fuseEdges, splitEdges, pieceEdges)
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for _, c := range []struct{ total, workers, want int }{
 		{1, 16, 1}, {148, 16, 1}, {1171, 16, 9}, {100_000, 16, 64}, {1000, 2, 62}, {2000, 1, 64},
@@ -550,7 +555,8 @@ func TestDeltaFusion(t *testing.T) {
 		}
 	}
 	d := newDeltaStepper(64)
-	d.offs = []int64{0, 0, 10, fuseEdges + 10} // degrees 0, 10, fuseEdges
+	def := defaultTuning()
+	d.offs = []int64{0, 0, 10, def.fuseEdges + 10} // degrees 0, 10, fuseEdges
 	for _, c := range []struct {
 		us   []uint32
 		want bool
@@ -560,9 +566,10 @@ func TestDeltaFusion(t *testing.T) {
 		}
 	}
 	for _, c := range []struct{ fuse, split, piece int64 }{
-		{fuseEdges, splitEdges, pieceEdges}, {1, splitEdges, pieceEdges}, {fuseEdges, 1, 3}, {1, 4, 1},
+		{def.fuseEdges, def.splitEdges, def.pieceEdges}, {1, def.splitEdges, def.pieceEdges}, {def.fuseEdges, 1, 3}, {1, 4, 1},
 	} {
-		fuseEdges, splitEdges, pieceEdges = c.fuse, c.split, c.piece
+		tune := def
+		tune.fuseEdges, tune.splitEdges, tune.pieceEdges = c.fuse, c.split, c.piece
 		for _, procs := range []int{1, 3, 2*runtime.NumCPU() + 1} {
 			runtime.GOMAXPROCS(procs)
 			for _, s := range optest.Shapes(t) {
@@ -573,8 +580,8 @@ func TestDeltaFusion(t *testing.T) {
 				}
 				g := optest.BuildGraph(t, s, false, true, edges.KeyInt64)
 				for _, src := range optest.SourcesOf(g) {
-					runSSSPBothWidths(t, g, src, Params{})
-					r := run(t, SSWP{}, g, src, Params{})
+					runSSSPBothWidths(t, g, src, Params{}, tune)
+					r := runTuned(t, SSWP{}, g, src, Params{}, &tune)
 					ref := optest.RefWidest(g, src)
 					for v, x := range r.Column("width").Float64 {
 						if !(x == ref[v] || math.IsNaN(x) && math.IsInf(ref[v], -1)) {

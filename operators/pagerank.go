@@ -91,8 +91,8 @@ const prGrain = 1024
 const Float32Tolerance = 1e-6
 
 // The pull reads the contributions in hubs-first order (convert.HubOrder)
-// on graphs of at least prHubOrderMin vertices whose largest out-degree is
-// at least prHubSkew times the mean: the in-edges' sources renumbered so
+// on graphs of at least tuning.hubMin (2^18) vertices whose largest out-degree is
+// at least hubSkew (16) times the mean: the in-edges' sources renumbered so
 // that the vertices of largest out-degree, whose contributions most edges
 // read, share cache lines at the front of the vector. In vertex order every
 // hub's value sits on a line of its own among values rarely read, so the
@@ -103,18 +103,13 @@ const Float32Tolerance = 1e-6
 // without hubs there is nothing to gather together (a road network or a
 // grid keeps its numbering, whose neighbours are often near). The layout
 // costs 4 bytes an in-edge and a vertex, once per graph (the GPU's pull
-// reads the same). Variables so that tests can turn it on for any graph.
-var (
-	prHubOrderMin = 1 << 18
-	prHubSkew     = 16.0
-)
-
-func prHubFirst(g *convert.Graph) bool {
-	if g.NumVertices() < prHubOrderMin {
+// reads the same). The thresholds are tuning.hubMin and hubSkew.
+func prHubFirst(g *convert.Graph, t tuning) bool {
+	if g.NumVertices() < t.hubMin {
 		return false
 	}
 	d := g.Degrees()
-	return float64(d.Max) >= prHubSkew*d.Average
+	return float64(d.Max) >= t.hubSkew*d.Average
 }
 
 // RunCPU runs pull-based power iteration: one pass over the in-edges per
@@ -135,7 +130,7 @@ func (PageRank) RunCPU(ctx context.Context, in Input) (*Result, error) {
 	rev := g.In()
 	sources, ids := rev.Targets, []uint32(nil)
 	var notes []string
-	if prHubFirst(g) {
+	if prHubFirst(g, in.tuning()) {
 		h := g.HubOrder()
 		sources, ids = h.InSources, h.ID
 		notes = append(notes, "hubs first")

@@ -15,16 +15,16 @@ import (
 // ranks to the bit and the same iterations, on both directions (dangling
 // vertices included) and both contribution widths; and the reference.
 func TestPageRankHubOrder(t *testing.T) {
-	defer func(m int, k float64) { prHubOrderMin, prHubSkew = m, k }(prHubOrderMin, prHubSkew)
 	for _, s := range optest.Shapes(t) {
 		for _, directed := range []bool{false, true} {
 			g := optest.BuildGraph(t, s, directed, false, edges.KeyInt64)
 			ref := optest.RefPageRank(g, DefaultDamping)
 			for _, tol := range []float64{1e-4, DefaultTolerance} {
-				prHubOrderMin, prHubSkew = 0, 0
-				hub := run(t, PageRank{}, g, 0, Params{Tolerance: tol})
-				prHubOrderMin = math.MaxInt
-				plain := run(t, PageRank{}, g, 0, Params{Tolerance: tol})
+				always, never := defaultTuning(), defaultTuning()
+				always.hubMin, always.hubSkew = 0, 0
+				never.hubMin = math.MaxInt
+				hub := runTuned(t, PageRank{}, g, 0, Params{Tolerance: tol}, &always)
+				plain := runTuned(t, PageRank{}, g, 0, Params{Tolerance: tol}, &never)
 				if !strings.HasSuffix(hub.Strategy, "hubs first)") || strings.Contains(plain.Strategy, "hubs") {
 					t.Fatalf("strategies %q and %q", hub.Strategy, plain.Strategy)
 				}

@@ -134,7 +134,8 @@ func (SSSP) RunCPU(ctx context.Context, in Input) (*Result, error) {
 		return nil, err
 	}
 	g := in.Graph
-	ints := intDistances(g) // the weights' statistics are cached on the graph
+	tune := in.tuning()
+	ints := !tune.wideDists && intDistances(g) // the weights' statistics are cached on the graph
 	var w32 []uint32
 	if ints {
 		w32 = g.Weights32() // cached on the graph too, as the in-edge layout is
@@ -151,9 +152,9 @@ func (SSSP) RunCPU(ctx context.Context, in Input) (*Result, error) {
 		err    error
 	)
 	if ints {
-		dist, parent, phases, err = deltaStepSSSP32(ctx, &g.Out, w32, in.Source, delta)
+		dist, parent, phases, err = deltaStepSSSP32(ctx, &g.Out, w32, in.Source, delta, tune)
 	} else {
-		dist, parent, phases, err = deltaStepSSSP(ctx, &g.Out, in.Source, delta)
+		dist, parent, phases, err = deltaStepSSSP(ctx, &g.Out, in.Source, delta, tune)
 	}
 	if err != nil {
 		return nil, err
@@ -169,10 +170,6 @@ func (SSSP) RunCPU(ctx context.Context, in Input) (*Result, error) {
 	}, nil
 }
 
-// ssspWideDistances makes the CPU's sssp keep float64 distances whatever
-// the weights, so that tests reach that path on integer weights.
-var ssspWideDistances = false
-
 // intDistances says whether g's distances can be uint32, as GAP keeps
 // them (convert.Graph.IntegerDistances, from the weights' statistics,
 // computed on first use and cached on the graph; a vertex never accepts a
@@ -181,7 +178,7 @@ var ssspWideDistances = false
 // distance keeps more of the randomly read distances in cache, and the log
 // of relaxations shrinks by a quarter.
 func intDistances(g *convert.Graph) bool {
-	return !ssspWideDistances && g.IntegerDistances()
+	return g.IntegerDistances()
 }
 
 // unreached32 is the uint32 distance of a vertex not (yet) reached.
@@ -339,13 +336,10 @@ type relaxLog[D uint32 | uint64] struct {
 	n      int
 	chunks [][]relaxation[D] // full chunks, then the one being filled
 	used   int               // chunks in use this run
+	chunk  int               // entries a chunk holds (tuning.relaxChunk: 2^15, 512 KiB of float64 entries)
 	_      [64]byte          // keeps two workers' logs off one cache line
 }
 
-// relaxChunk is the entries in one chunk of a relaxLog (512 KiB of float64
-// entries); a variable so that tests can cross chunk boundaries on small
-// graphs.
-var relaxChunk = 1 << 15
 
 func (l *relaxLog[D]) add(x relaxation[D]) {
 	if l.n == len(l.buf) {
@@ -359,15 +353,15 @@ func (l *relaxLog[D]) add(x relaxation[D]) {
 func (l *relaxLog[D]) spill() {
 	staged := l.buf[:l.n]
 	for len(staged) > 0 {
-		if l.used == 0 || len(l.chunks[l.used-1]) == relaxChunk {
+		if l.used == 0 || len(l.chunks[l.used-1]) == l.chunk {
 			if l.used == len(l.chunks) {
-				l.chunks = append(l.chunks, make([]relaxation[D], 0, relaxChunk))
+				l.chunks = append(l.chunks, make([]relaxation[D], 0, l.chunk))
 			}
 			l.chunks[l.used] = l.chunks[l.used][:0]
 			l.used++
 		}
 		c := l.chunks[l.used-1]
-		k := min(len(staged), relaxChunk-len(c))
+		k := min(len(staged), l.chunk-len(c))
 		l.chunks[l.used-1] = append(c, staged[:k]...)
 		staged = staged[k:]
 	}
@@ -382,7 +376,7 @@ func (l *relaxLog[D]) reset() { l.n, l.used = 0, 0 }
 var relaxLogs64, relaxLogs32 sync.Pool // *[]*relaxLog[D]
 
 // getRelaxLogs is one empty log per worker, from pool where it has a set.
-func getRelaxLogs[D uint32 | uint64](pool *sync.Pool) *[]*relaxLog[D] {
+func getRelaxLogs[D uint32 | uint64](pool *sync.Pool, chunk int) *[]*relaxLog[D] {
 	logs, ok := pool.Get().(*[]*relaxLog[D])
 	if !ok || len(*logs) != par.Workers() {
 		l := make([]*relaxLog[D], par.Workers())
@@ -393,22 +387,23 @@ func getRelaxLogs[D uint32 | uint64](pool *sync.Pool) *[]*relaxLog[D] {
 	}
 	for _, l := range *logs {
 		l.reset()
+		l.chunk = chunk
 	}
 	return logs
 }
 
 // deltaStepSSSP computes the distances from src (NaN where unreachable)
 // and the shortest-path tree's parents.
-func deltaStepSSSP(ctx context.Context, c *convert.CSR, src uint32, delta float64) (dist []float64, parent []uint32, phases int, err error) {
+func deltaStepSSSP(ctx context.Context, c *convert.CSR, src uint32, delta float64, t tuning) (dist []float64, parent []uint32, phases int, err error) {
 	n := c.NumVertices()
 	dist = make([]float64, n)
 	bitsView := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(dist))), n)
 	fillU64(bitsView, math.Float64bits(math.Inf(1)))
 	dist[src] = 0
-	logs := getRelaxLogs[uint64](&relaxLogs64)
+	logs := getRelaxLogs[uint64](&relaxLogs64, t.relaxChunk)
 	defer relaxLogs64.Put(logs)
 	r := &ssspRelaxer{offs: c.Offsets, targets: c.Targets, weights: c.Weights, dist: bitsView, logs: *logs, inv: 1 / delta}
-	if phases, err = deltaStep(ctx, r, c, src, delta); err != nil {
+	if phases, err = deltaStep(ctx, r, c, src, delta, t); err != nil {
 		return nil, nil, 0, err
 	}
 	if parent, err = logParents(ctx, r.logs, bitsView, src); err != nil {
@@ -426,16 +421,16 @@ func deltaStepSSSP(ctx context.Context, c *convert.CSR, src uint32, delta float6
 
 // deltaStepSSSP32 is deltaStepSSSP on uint32 distances (see intDistances),
 // with c's weights as w32 (nil without weights).
-func deltaStepSSSP32(ctx context.Context, c *convert.CSR, w32 []uint32, src uint32, delta float64) (dist []float64, parent []uint32, phases int, err error) {
+func deltaStepSSSP32(ctx context.Context, c *convert.CSR, w32 []uint32, src uint32, delta float64, t tuning) (dist []float64, parent []uint32, phases int, err error) {
 	n := c.NumVertices()
 	d32 := getScratch[uint32](&scratchU32, n)
 	defer putScratch(&scratchU32, d32)
 	fillU32(d32, unreached32)
 	d32[src] = 0
-	logs := getRelaxLogs[uint32](&relaxLogs32)
+	logs := getRelaxLogs[uint32](&relaxLogs32, t.relaxChunk)
 	defer relaxLogs32.Put(logs)
 	r := &ssspRelaxer32{offs: c.Offsets, targets: c.Targets, weights: w32, dist: d32, logs: *logs, inv: 1 / delta}
-	if phases, err = deltaStep(ctx, r, c, src, delta); err != nil {
+	if phases, err = deltaStep(ctx, r, c, src, delta, t); err != nil {
 		return nil, nil, 0, err
 	}
 	if parent, err = logParents(ctx, r.logs, d32, src); err != nil {
@@ -456,9 +451,9 @@ func deltaStepSSSP32(ctx context.Context, c *convert.CSR, w32 []uint32, src uint
 
 // deltaStep runs the Δ-stepping driver with r from src and returns the
 // number of phases.
-func deltaStep(ctx context.Context, r relaxer, c *convert.CSR, src uint32, delta float64) (int, error) {
+func deltaStep(ctx context.Context, r relaxer, c *convert.CSR, src uint32, delta float64, t tuning) (int, error) {
 	_, _, maxW := SampleWeights(c)
-	d := getDeltaStepper(ringSpan(maxW, delta))
+	d := getDeltaStepper(ringSpan(maxW, delta), t)
 	phases, err := d.run(ctx, r, src, c.Offsets)
 	if err != nil {
 		return 0, err

@@ -27,13 +27,12 @@ func sameDistances(a, b []float64) int {
 // runSSSPBothWidths runs sssp from src with uint32 distances where g's
 // weights allow them and with float64 distances forced, checks both
 // against Dijkstra, and checks that they agree to the last bit.
-func runSSSPBothWidths(t *testing.T, g *convert.Graph, src uint32, p Params) {
+func runSSSPBothWidths(t *testing.T, g *convert.Graph, src uint32, p Params, tune tuning) {
 	t.Helper()
 	ref := optest.RefDijkstra(g, src)
-	narrow := run(t, SSSP{}, g, src, p)
-	ssspWideDistances = true
-	wide := run(t, SSSP{}, g, src, p)
-	ssspWideDistances = false
+	narrow := runTuned(t, SSSP{}, g, src, p, &tune)
+	tune.wideDists = true
+	wide := runTuned(t, SSSP{}, g, src, p, &tune)
 	for _, r := range []*Result{narrow, wide} {
 		if err := optest.ValidateSSSP(g, src, r.Column("distance").Float64, r.Column("parent").Vertex, ref); err != nil {
 			t.Fatalf("sssp from %d (delta %v): %v", src, p.Delta, err)
@@ -50,7 +49,6 @@ func runSSSPBothWidths(t *testing.T, g *convert.Graph, src uint32, p Params) {
 // included) take the uint32 path, the others the float64 one, and the
 // uint32 path gives what the float64 one gives.
 func TestSSSPDistanceWidths(t *testing.T) {
-	defer func() { ssspWideDistances = false }()
 	for _, s := range optest.Shapes(t) {
 		if s.Negative {
 			continue
@@ -66,7 +64,7 @@ func TestSSSPDistanceWidths(t *testing.T) {
 			}
 			for _, src := range optest.SourcesOf(g) {
 				for _, delta := range []float64{0, 0.7, 50} {
-					runSSSPBothWidths(t, g, src, Params{Delta: delta})
+					runSSSPBothWidths(t, g, src, Params{Delta: delta}, defaultTuning())
 				}
 			}
 		}
@@ -79,7 +77,6 @@ func TestSSSPDistanceWidths(t *testing.T) {
 // plain chain puts its far end at (n − 1)·W, within 0.1% of 2^32 − 1;
 // a chain with random shortcuts relaxes vertices many times over.
 func TestSSSPNearOverflow(t *testing.T) {
-	defer func() { ssspWideDistances = false }()
 	const n = 1000
 	top := (math.MaxUint32 - 1) / n
 	for _, w := range []int{top, top + 1} {
@@ -102,7 +99,7 @@ func TestSSSPNearOverflow(t *testing.T) {
 				t.Fatalf("weights up to %d on %d vertices: uint32 distances %v, want %v", w, n, !want, want)
 			}
 			for _, delta := range []float64{0, 1, 1e6} {
-				runSSSPBothWidths(t, g, 0, Params{Delta: delta})
+				runSSSPBothWidths(t, g, 0, Params{Delta: delta}, defaultTuning())
 			}
 		}
 		// optest.BuildGraph keeps the keys' order: vertex n−1 is the chain's end.
@@ -145,7 +142,7 @@ func TestSSSPDefaultDelta(t *testing.T) {
 	for _, procs := range []int{1, 3, 7} {
 		runtime.GOMAXPROCS(procs)
 		for _, src := range []uint32{0, 17, 150} {
-			runSSSPBothWidths(t, gi, src, Params{})
+			runSSSPBothWidths(t, gi, src, Params{}, defaultTuning())
 		}
 	}
 }
