@@ -340,7 +340,6 @@ type relaxLog[D uint32 | uint64] struct {
 	_      [64]byte          // keeps two workers' logs off one cache line
 }
 
-
 func (l *relaxLog[D]) add(x relaxation[D]) {
 	if l.n == len(l.buf) {
 		l.spill()
