@@ -153,30 +153,15 @@ func (m *MultiGPU) Run(ctx context.Context, op operators.Operator, in operators.
 	if in.Params.Delta != 0 {
 		oneGPU = append(oneGPU, "--delta")
 	}
-	var run func(ctx context.Context, m *MultiGPU, in operators.Input, extra float64) (*operators.Result, error)
-	vp := func(which mgProgram) func(context.Context, *MultiGPU, operators.Input, float64) (*operators.Result, error) {
-		return func(ctx context.Context, m *MultiGPU, in operators.Input, extra float64) (*operators.Result, error) {
-			return runVPMulti(ctx, m, in, which, extra)
-		}
-	}
-	switch o := op.(type) {
-	case operators.BFS:
-		run = runBFSMulti
-	case operators.PageRank:
-		if err := o.Prepare(&in.Params); err != nil {
+	path, partitioned := paths[op.Spec().Name]
+	if partitioned && path.prepare {
+		if err := op.Prepare(&in.Params); err != nil {
 			return nil, err
 		}
-		run = runPageRankMulti
-	case operators.SSSP:
-		run = vp(mgSSSP)
-	case operators.SSWP:
-		run = vp(mgSSWP)
-	case operators.CC:
-		run = vp(mgCC)
 	}
-	if run == nil || !auto || len(oneGPU) > 0 {
+	if !partitioned || !auto || len(oneGPU) > 0 {
 		res, err := m.gpus[0].Run(ctx, op, in)
-		if err == nil && run != nil {
+		if err == nil && partitioned {
 			asked := strategy + " asked for"
 			if auto {
 				asked = strings.Join(oneGPU, " and ") + " given"
@@ -190,7 +175,7 @@ func (m *MultiGPU) Run(ctx context.Context, op operators.Operator, in operators.
 	if err := m.fits(op, in.Graph, in.Params, extra); err != nil {
 		return nil, err
 	}
-	res, err := run(ctx, m, in, extra)
+	res, err := path.run(ctx, m, in, extra)
 	if err != nil {
 		return nil, err
 	}
@@ -198,19 +183,45 @@ func (m *MultiGPU) Run(ctx context.Context, op operators.Operator, in operators.
 	return res, nil
 }
 
-// Partitioned says whether op has a path over several GPUs.
-func Partitioned(op operators.Operator) bool {
-	switch op.(type) {
-	case operators.BFS, operators.PageRank, operators.SSSP, operators.SSWP, operators.
-
-		// partitions is g's partition into one part per GPU, each holding extra
-		// more (convert.Partitions), cut on first use.
-		CC:
-		return true
-	}
-	return false
+// path is an operator's run over several GPUs.
+type path struct {
+	// run runs it, each part holding extra more (see extraFor).
+	run func(ctx context.Context, m *MultiGPU, in operators.Input, extra float64) (*operators.Result, error)
+	// prepare says run reads the parameters' defaults (Operator.Prepare).
+	prepare bool
+	// permissive says the parts may hold more than their own vertices'
+	// edges (the vertex programs: MultiGPU.Permissive).
+	permissive bool
+	// bytes is what a part's run allocates on its GPU beyond the part's
+	// layouts.
+	bytes func(g *convert.Graph, part convert.Partition, p operators.Params) int64
 }
 
+// paths are the operators with a run over several GPUs, by name; any other
+// runs on the first GPU.
+var paths = map[string]path{
+	"bfs":      {run: runBFSMulti, bytes: bfsPartBytes},
+	"pagerank": {run: runPageRankMulti, prepare: true, bytes: pageRankPartBytes},
+	"sssp":     {run: vpRun(mgSSSP), permissive: true, bytes: vpPartBytes},
+	"sswp":     {run: vpRun(mgSSWP), permissive: true, bytes: vpPartBytes},
+	"cc":       {run: vpRun(mgCC), permissive: true, bytes: vpPartBytes},
+}
+
+// vpRun is the run of the vertex program which.
+func vpRun(which mgProgram) func(context.Context, *MultiGPU, operators.Input, float64) (*operators.Result, error) {
+	return func(ctx context.Context, m *MultiGPU, in operators.Input, extra float64) (*operators.Result, error) {
+		return runVPMulti(ctx, m, in, which, extra)
+	}
+}
+
+// Partitioned says whether op has a path over several GPUs.
+func Partitioned(op operators.Operator) bool {
+	_, ok := paths[op.Spec().Name]
+	return ok
+}
+
+// partitions is g's partition into one part per GPU, each holding extra
+// more (convert.Partitions), cut on first use.
 func (m *MultiGPU) partitions(g *convert.Graph, extra float64) ([]convert.Partition, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -230,14 +241,12 @@ func (m *MultiGPU) partitions(g *convert.Graph, extra float64) ([]convert.Partit
 // vertex programs (cc only on an undirected graph: it runs on one GPU
 // otherwise) where that fits the GPUs, else 0.
 func (m *MultiGPU) extraFor(op operators.Operator, g *convert.Graph, p operators.Params) float64 {
-	switch op.(type) {
-	case operators.SSSP, operators.SSWP, operators.CC:
-		if _, cc := op.(operators.CC); cc && g.Directed {
-			return 0
-		}
-		if m.Permissive > 0 && m.fits(op, g, p, m.Permissive) == nil {
-			return m.Permissive
-		}
+	name := op.Spec().Name
+	if !paths[name].permissive || name == "cc" && g.Directed {
+		return 0
+	}
+	if m.Permissive > 0 && m.fits(op, g, p, m.Permissive) == nil {
+		return m.Permissive
 	}
 	return 0
 }
@@ -266,26 +275,37 @@ func (m *MultiGPU) fits(op operators.Operator, g *convert.Graph, p operators.Par
 	return nil
 }
 
-// mgBytes is about what a part's run allocates on its GPU.
+// mgBytes is about what a part's run of op allocates on its GPU: the
+// part's layouts and the run's own arrays.
 func mgBytes(op operators.Operator, g *convert.Graph, part convert.Partition, p operators.Params) int64 {
 	n := int64(g.NumVertices())
 	layouts := (n+1)*8*2 + part.Edges()*4*2
 	if g.Weighted {
 		layouts += part.Edges() * 8
 	}
-	switch op.(type) {
-	case operators.
-		// The classes by out- and in-degree, the whole graph's hubs.
-		BFS:
+	return layouts + paths[op.Spec().Name].bytes(g, part, p)
+}
 
-		vertexBits := gpuop.OutClasses.Bytes(g) + gpuop.InClasses.Bytes(g) + gpuop.HubBits.Bytes(g)
-		_, hubs := gpuop.EnterpriseHubs(g.Degrees())
-		return layouts + vertexBits + gpuop.EntBufferBytes(n, hubs)
-	case operators.PageRank:
-		return layouts + (n+1)*8 + n*4 + n*8*3 + 2*n*gpuop.PRContribBytes(p)
-	}
+// bfsPartBytes: the classes by out- and in-degree, the whole graph's hubs,
+// the frontiers.
+func bfsPartBytes(g *convert.Graph, _ convert.Partition, _ operators.Params) int64 {
+	vertexBits := gpuop.OutClasses.Bytes(g) + gpuop.InClasses.Bytes(g) + gpuop.HubBits.Bytes(g)
+	_, hubs := gpuop.EnterpriseHubs(g.Degrees())
+	return vertexBits + gpuop.EntBufferBytes(int64(g.NumVertices()), hubs)
+}
+
+// pageRankPartBytes: ranks, out-degrees, sums and the contributions.
+func pageRankPartBytes(g *convert.Graph, _ convert.Partition, p operators.Params) int64 {
+	n := int64(g.NumVertices())
+	return (n+1)*8 + n*4 + n*8*3 + 2*n*gpuop.PRContribBytes(p)
+}
+
+// vpPartBytes: the values, the active bitmaps, the held vertices' copies
+// and the boundary's exchange buffers.
+func vpPartBytes(g *convert.Graph, part convert.Partition, _ operators.Params) int64 {
+	n := int64(g.NumVertices())
 	held := int64(part.HoldHi) - int64(part.HoldLo)
-	return layouts + n*8 + n/8*2 + held*8 + part.Boundary*12 + n*12
+	return n*8 + n/8*2 + held*8 + part.Boundary*12 + n*12
 }
 
 // Forget frees g's partitions and their parts' device copies.
