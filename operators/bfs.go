@@ -108,7 +108,7 @@ func bfsDO(ctx context.Context, out, in *convert.CSR, src uint32) (depth []int32
 			awake := int64(len(queue))
 			for {
 				old := awake
-				awake = bfsBottomUp(ctx, ws, in, parent, depth, level, front, curr)
+				awake = bfsBottomUp(ctx, ws, in, bfsTree{parent, depth}, level, front, curr)
 				level++
 				levels++
 				front, curr = curr, front
@@ -229,21 +229,28 @@ func topDownRange(offs []int64, targets, parent []uint32, depth []int32, d int32
 // next. It returns the number of vertices it visited. Each worker owns whole
 // words of next, so the bitmap needs no atomics. Once ctx is canceled it
 // stops, part done.
-func bfsBottomUp(ctx context.Context, ws *bfsWorkers, in *convert.CSR, parent []uint32, depth []int32, level int32, front, next bitmap) int64 {
+func bfsBottomUp(ctx context.Context, ws *bfsWorkers, in *convert.CSR, t bfsTree, level int32, front, next bitmap) int64 {
 	next.clear()
 	par.ForWorker(in.NumVertices(), 1024, func(w, lo, hi int) {
 		if ctx.Err() != nil {
 			return
 		}
-		ws.counts[w*8] += bottomUpRange(in.Offsets, in.Targets, parent, depth, level+1, front, next, lo, hi)
+		ws.counts[w*8] += bottomUpRange(in, t, level+1, front, next, lo, hi)
 	})
 	return ws.total()
 }
 
-// bottomUpRange runs the bottom-up step over the vertices [lo, hi), giving
-// those it visits depth d; lo must be a multiple of 64 so that the words of
-// next it writes are its own.
-func bottomUpRange(offs []int64, sources, parent []uint32, depth []int32, d int32, front, next bitmap, lo, hi int) int64 {
+// bfsTree is a search's output: each vertex's parent and depth.
+type bfsTree struct {
+	parent []uint32
+	depth  []int32
+}
+
+// bottomUpRange runs the bottom-up step over the vertices [lo, hi) of the
+// in-edges in, giving those it visits depth d; lo must be a multiple of 64
+// so that the words of next it writes are its own.
+func bottomUpRange(in *convert.CSR, t bfsTree, d int32, front, next bitmap, lo, hi int) int64 {
+	offs, sources, parent, depth := in.Offsets, in.Targets, t.parent, t.depth
 	var count int64
 	for u := lo; u < hi; u++ {
 		if parent[u] != convert.NoVertex {
