@@ -112,15 +112,6 @@ func (t *table) lookup(name string) *strategy {
 	return nil
 }
 
-// inOrder is t's strategies in the order given (a table's default order).
-func (t *table) inOrder(names ...string) []*strategy {
-	out := make([]*strategy, len(names))
-	for i, name := range names {
-		out[i] = t.lookup(name)
-	}
-	return out
-}
-
 // Strategies lists the GPU strategies of the operator called op, in auto's
 // order on a large graph; none when it has no GPU implementation.
 func Strategies(op string) []string {
@@ -271,15 +262,6 @@ func vpStrategies(bytes func(b *GPU, g *convert.Graph, strategy string, p operat
 		row(strategyKiTES, seedKiTES, optGroup, "csc", "grouped"),
 		row(strategyWarpSeg, seedWarpSeg, 0, "csc"),
 	}
-}
-
-// names are the strategies' names.
-func names(ss []*strategy) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = s.name
-	}
-	return out
 }
 
 // orderOf is t's strategies as choices, the names given first in that
