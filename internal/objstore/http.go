@@ -130,4 +130,3 @@ func (h *HTTP) statusError(loc Location, resp *http.Response) error {
 	}
 	return e
 }
-
