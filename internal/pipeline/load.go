@@ -134,7 +134,8 @@ func build(ctx context.Context, t *edges.Table, opts LoadOptions, up *operators.
 		cg, err = convert.Build(ctx, t, bopts)
 	}
 	if err != nil {
-		return nil, err
+		// A row of a dataset is named by its file and its row there.
+		return nil, t.Locate(err)
 	}
 	g := &Graph{Graph: cg, Name: t.Name, RowsRead: t.RowsRead, Skipped: edges.Skips{}, BuildTime: time.Since(start), Built: built}
 	for reason, n := range t.Skipped {

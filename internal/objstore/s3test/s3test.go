@@ -30,6 +30,7 @@ type Server struct {
 	t      testing.TB
 	client *s3.Client
 
+	done   chan struct{} // closed when the test ends
 	mu     sync.Mutex
 	faults []*Fault
 	log    []Request
@@ -73,12 +74,15 @@ func Start(t testing.TB, buckets ...string) *Server {
 		t.Setenv(k, v)
 	}
 	faker := gofakes3.New(s3mem.New(), gofakes3.WithLogger(gofakes3.DiscardLog()))
-	s := &Server{t: t}
+	s := &Server{t: t, done: make(chan struct{})}
 	srv := httptest.NewUnstartedServer(s.wrap(faker.Server()))
 	// gofakes3 writes an error status after a body the faults cut short.
 	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
 	srv.Start()
-	t.Cleanup(srv.Close)
+	t.Cleanup(func() {
+		close(s.done)
+		srv.Close()
+	})
 	s.URL = srv.URL
 	t.Setenv("AWS_ENDPOINT_URL", srv.URL)
 	cfg, err := config.LoadDefaultConfig(context.Background())
@@ -229,7 +233,10 @@ func (s *Server) wrap(next http.Handler) http.Handler {
 			w.WriteHeader(f.Status)
 			io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>`+f.Code+`</Code><Message>injected by s3test</Message></Error>`)
 		case f.Stall && f.StallAfter == 0:
-			<-r.Context().Done()
+			// Read the request (an upload's part) first: the server sees
+			// the client go away only once it has.
+			io.Copy(io.Discard, r.Body)
+			s.stall(r)
 		default:
 			limit := f.CutAfter
 			if f.Stall {
@@ -238,12 +245,20 @@ func (s *Server) wrap(next http.Handler) http.Handler {
 			cw := &cutWriter{ResponseWriter: w, left: limit}
 			next.ServeHTTP(cw, r)
 			if f.Stall {
-				<-r.Context().Done()
+				s.stall(r)
 			}
 			// Close the connection with the body unfinished.
 			panic(http.ErrAbortHandler)
 		}
 	})
+}
+
+// stall waits until the client of r goes away, or the test ends.
+func (s *Server) stall(r *http.Request) {
+	select {
+	case <-r.Context().Done():
+	case <-s.done:
+	}
 }
 
 // cutWriter passes on at most left bytes of a body, then drops the rest.
