@@ -239,6 +239,7 @@ type datasetWriter struct {
 	opts    Options
 	ext     string
 	maxRows int64
+	batch   int64
 	old     []string // parts of an earlier output
 
 	cur     *writer // the part being written
@@ -260,8 +261,11 @@ func createDataset(ctx context.Context, path string, schema *arrow.Schema, opts 
 	}
 	opts.Format = format
 	return &datasetWriter{ctx: ctx, given: path, ps: ps, schema: schema, opts: opts, ext: formatExt[format],
-		maxRows: partRows(schema, opts, batch), old: old}, nil
+		maxRows: partRows(schema, opts, batch), batch: batch, old: old}, nil
 }
+
+// batchRows is the most rows the parts put in a batch or row group.
+func (d *datasetWriter) batchRows() int64 { return d.batch }
 
 // partName is the name of part i.
 func (d *datasetWriter) partName(i int) string { return fmt.Sprintf("part-%05d%s", i, d.ext) }

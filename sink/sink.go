@@ -194,12 +194,12 @@ func WriteRows(ctx context.Context, path string, schema *arrow.Schema, n int64, 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	wr, err := Create(path, schema, opts)
+	w, err := CreateContext(ctx, path, schema, opts)
 	if err != nil {
 		return err
 	}
-	defer wr.Abort()
-	w := wr.(*writer)
+	defer w.Abort()
+	batch := w.(interface{ batchRows() int64 }).batchRows()
 	write := func(lo, hi int64) error {
 		rec := rows(lo, hi)
 		defer rec.Release()
@@ -210,11 +210,11 @@ func WriteRows(ctx context.Context, path string, schema *arrow.Schema, n int64, 
 			return err
 		}
 	}
-	for off := int64(0); off < n; off += w.batch {
+	for off := int64(0); off < n; off += batch {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := write(off, min(off+w.batch, n)); err != nil {
+		if err := write(off, min(off+batch, n)); err != nil {
 			return err
 		}
 	}
@@ -496,6 +496,9 @@ func (w *writer) cleanup() {
 		w.out.remove()
 	}
 }
+
+// batchRows is the most rows the writer puts in a batch or row group.
+func (w *writer) batchRows() int64 { return w.batch }
 
 // Write implements Writer.
 func (w *writer) Write(rec arrow.RecordBatch) error {

@@ -56,6 +56,14 @@ Formats, by extension: .parquet/.pq, .arrow/.feather/.ipc (Arrow IPC file),
    stdin or stdout: an Arrow IPC stream, or the format --input-format or
    --output-format names.
 
+Datasets and object stores: --input DIR, a glob (DIR/*/part-*.parquet) or
+   s3://BUCKET/PREFIX/ reads every part file as one table (names starting
+   with _ or . are skipped; key=value directories are Hive partitions, not
+   columns); s3:// and https:// files are read by ranged GETs. --output DIR/
+   or s3://BUCKET/PREFIX/ writes part-00000.parquet, ... and _SUCCESS, the
+   whole output replaced at once; an s3:// object appears only when its
+   multipart upload completes.
+
 Exit codes: 0 success, 1 internal error or a failed write (full disk), 2 bad
    flags or parameters, 3 bad input data or an unknown source key, 4 backend
    unavailable, 130 interrupted; 141 (from the shell) the program reading
@@ -80,8 +88,10 @@ func runCommand(e *env) *cli.Command {
 			"   gpipe run --input edges.parquet --op bfs --source 42 --output out.parquet\n" +
 			"   gpipe run --input - --op pagerank --output - < edges.arrows | next-tool\n\n" + semantics,
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "edge table `PATH` (\"-\": stdin, an Arrow IPC stream unless --input-format says otherwise)"},
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "result `PATH` (\"-\": Arrow IPC stream on stdout); without it, a summary is printed"},
+			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "edge table `PATH`: a file, a directory or glob of part files (Hive key=value directories too), " +
+				"an s3://BUCKET/KEY object or s3://BUCKET/PREFIX/ dataset, an https:// URL, or \"-\" (stdin, an Arrow IPC stream unless --input-format says otherwise)"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "result `PATH`: a file, DIR/ (part files), s3://BUCKET/KEY or s3://BUCKET/PREFIX/, " +
+				"or \"-\" (Arrow IPC stream on stdout); without it, a summary is printed"},
 			&cli.StringFlag{Name: "op", Usage: "operator: " + strings.Join(operators.Names(), ", ")},
 			&cli.StringFlag{Name: "source", Aliases: []string{"s"}, Usage: "start vertex `KEY` for bfs, sssp and sswp, as it appears in the input"},
 			&cli.StringFlag{Name: "src-col", Value: "src", Usage: "source vertex column"},
@@ -95,7 +105,7 @@ func runCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: "input-format", Usage: "input format, overriding the extension: parquet, arrow, arrows, csv, text, mtx"},
 			&cli.StringFlag{Name: "output-format", Usage: "output format, overriding the extension: parquet, arrow, arrows, csv"},
 			checksumFlag(),
-		}, paramFlags()...),
+		}, append(writeFlags(), paramFlags()...)...),
 		Before: e.endOnSecondSignal,
 		Action: func(c *cli.Context) error { return runAction(c, e) },
 	}
@@ -198,6 +208,10 @@ func runAction(c *cli.Context, e *env) error {
 	if err := checkGPUsFlag(c); err != nil {
 		return err
 	}
+	sinkOpts, err := sinkOptions(c, e)
+	if err != nil {
+		return err
+	}
 	progress := newProgress(e.stderr)
 	defer progress.Stop()
 	job := pipeline.Job{
@@ -216,8 +230,9 @@ func runAction(c *cli.Context, e *env) error {
 			SkipInvalid: c.Bool("skip-invalid"),
 			Stdin:       e.stdin,
 			Stage:       progress.Stage(c.String("input")),
+			Store:       sinkOpts.Store,
 		},
-		Sink: sink.Options{Format: c.String("output-format"), Stdout: e.stdout, Checksum: c.Bool("checksum")},
+		Sink: sinkOpts,
 	}
 	rep, err := pipeline.RunJob(c.Context, job)
 	progress.Stop()

@@ -17,6 +17,7 @@ import (
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/ingest"
 	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/internal/objstore"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
 )
@@ -50,6 +51,10 @@ type LoadOptions struct {
 	Device *operators.GPU
 	// Stage, when set, is called as each stage starts ("read", "build").
 	Stage func(name string)
+	// Store says how s3:// and https:// inputs are reached (an
+	// S3-compatible endpoint); the zero value takes the AWS SDK's
+	// configuration.
+	Store objstore.Options
 }
 
 // Graph is a built graph with what it cost to get it.
@@ -77,7 +82,7 @@ func Load(ctx context.Context, input string, opts LoadOptions) (*Graph, error) {
 	}
 	stage(opts, "read")
 	start := time.Now()
-	readOpts := edges.Options{Columns: opts.Columns, Format: opts.Format, SkipInvalid: opts.SkipInvalid, Alloc: opts.ReadAlloc()}
+	readOpts := edges.Options{Columns: opts.Columns, Format: opts.Format, SkipInvalid: opts.SkipInvalid, Alloc: opts.ReadAlloc(), Store: opts.Store}
 	var up *operators.ColumnUpload
 	if opts.Device != nil {
 		// Load the build's kernels and pin its staging ring while the

@@ -175,6 +175,13 @@ func (s *Server) AddFault(f *Fault) {
 	s.faults = append(s.faults, f)
 }
 
+// ClearFaults removes every fault.
+func (s *Server) ClearFaults() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = nil
+}
+
 // Hits is how many requests f has been applied to.
 func (s *Server) Hits(f *Fault) int {
 	s.mu.Lock()
