@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/gpipe/gpipe"
-	"github.com/gpipe/gpipe/internal/objstore/s3test"
+	"github.com/gpipe/gpipe/ingest/objstore/s3test"
 )
 
 // Load takes a directory of part files and an S3 prefix through the same

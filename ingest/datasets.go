@@ -12,11 +12,11 @@ import (
 	"sync"
 
 	"github.com/gpipe/gpipe/ingest/arrowipc"
-	"github.com/gpipe/gpipe/ingest/dataset"
 	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/internal/dataset"
+	"github.com/gpipe/gpipe/ingest/objstore"
 	"github.com/gpipe/gpipe/ingest/parquet"
 	"github.com/gpipe/gpipe/internal/echo"
-	"github.com/gpipe/gpipe/internal/objstore"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 

@@ -20,8 +20,8 @@ import (
 
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/ingest/internal/edgetest"
-	"github.com/gpipe/gpipe/internal/objstore"
-	"github.com/gpipe/gpipe/internal/objstore/s3test"
+	"github.com/gpipe/gpipe/ingest/objstore"
+	"github.com/gpipe/gpipe/ingest/objstore/s3test"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 

@@ -16,8 +16,8 @@ import (
 
 	"github.com/gpipe/gpipe/ingest"
 	"github.com/gpipe/gpipe/ingest/edges"
-	"github.com/gpipe/gpipe/internal/objstore"
-	"github.com/gpipe/gpipe/internal/objstore/s3test"
+	"github.com/gpipe/gpipe/ingest/objstore"
+	"github.com/gpipe/gpipe/ingest/objstore/s3test"
 )
 
 var edgeSchema = arrow.NewSchema([]arrow.Field{
@@ -197,7 +197,11 @@ func TestS3Output(t *testing.T) {
 // no parts left behind; one that fails now and then: retried.
 func TestS3OutputFailures(t *testing.T) {
 	srv := s3test.Start(t, "lake")
-	opts := Options{Store: testStore(), BatchRows: 500}
+	// Parts go up 4 at a time, so that all 4 faults may hit one part:
+	// attempts enough for that.
+	patient := testStore()
+	patient.MaxAttempts = 5
+	opts := Options{Store: patient, BatchRows: 500}
 	srv.AddFault(&s3test.Fault{Match: s3test.PartUploadOf("r.parquet"), Times: 3, Status: 503, Code: "SlowDown"})
 	srv.AddFault(&s3test.Fault{Match: s3test.PartUploadOf("r.parquet"), Times: 1, Stall: true})
 	if err := writeEdges(t, context.Background(), "s3://lake/r.parquet", 5000, opts); err != nil {

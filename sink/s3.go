@@ -6,7 +6,7 @@ import (
 	"hash"
 	"path"
 
-	"github.com/gpipe/gpipe/internal/objstore"
+	"github.com/gpipe/gpipe/ingest/objstore"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 

@@ -22,7 +22,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/gpipe/gpipe/internal/objstore"
+	"github.com/gpipe/gpipe/ingest/objstore"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 

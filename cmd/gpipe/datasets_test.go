@@ -12,7 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 
-	"github.com/gpipe/gpipe/internal/objstore/s3test"
+	"github.com/gpipe/gpipe/ingest/objstore/s3test"
 )
 
 // readParts reads the part files of a directory output, in order, as one

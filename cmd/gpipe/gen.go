@@ -13,7 +13,7 @@ import (
 	"github.com/gpipe/gpipe/ingest"
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/ingest/gen"
-	"github.com/gpipe/gpipe/internal/objstore"
+	"github.com/gpipe/gpipe/ingest/objstore"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/sink"
 )

@@ -6,7 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/gpipe/gpipe/internal/objstore"
+	"github.com/gpipe/gpipe/ingest/objstore"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/sink"
 )

@@ -13,7 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/gpipe/gpipe/internal/objstore"
+	"github.com/gpipe/gpipe/ingest/objstore"
 )
 
 // KeyType is the type of a vertex key column.

@@ -17,7 +17,7 @@ import (
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/ingest"
 	"github.com/gpipe/gpipe/ingest/edges"
-	"github.com/gpipe/gpipe/internal/objstore"
+	"github.com/gpipe/gpipe/ingest/objstore"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
 )

@@ -22,8 +22,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gpipe/gpipe/ingest/objstore"
 	"github.com/gpipe/gpipe/internal/echo"
-	"github.com/gpipe/gpipe/internal/objstore"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpipe/gpipe/internal/objstore"
-	"github.com/gpipe/gpipe/internal/objstore/s3test"
+	"github.com/gpipe/gpipe/ingest/objstore"
+	"github.com/gpipe/gpipe/ingest/objstore/s3test"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
