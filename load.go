@@ -67,7 +67,10 @@ type Graph struct {
 
 // Load reads the edge table at input (a Parquet, Arrow IPC, CSV, text or
 // Matrix Market file, its format from the extension or opts.Format; "-"
-// for opts.Stdin) and builds its graph.
+// for opts.Stdin) and builds its graph. A directory, a glob or an
+// s3://BUCKET/PREFIX/ of part files is read as one table, and s3:// and
+// https:// files by ranged GETs, with the AWS SDK's configuration
+// (AWS_ENDPOINT_URL for an S3-compatible store, its credential chain).
 func Load(ctx context.Context, input string, opts LoadOptions) (*Graph, error) {
 	b, lo, err := opts.open()
 	if err != nil {

@@ -140,6 +140,7 @@ var libraryHints = strings.NewReplacer(
 	"--strategy", "Params.Strategy",
 	"--vertex-group", "Params.VertexGroup",
 	"--delta", "Params.Delta",
+	"(--s3-endpoint, AWS_ENDPOINT_URL)", "(AWS_ENDPOINT_URL)",
 )
 
 // libraryError is err with the fix written for a program: an Error's

@@ -76,8 +76,17 @@ func FormatOf(path string) (string, error) {
 // Open reads the edge table at path in the format its extension (or
 // opts.Format) names. For "-" it reads stdin (os.Stdin when nil): an Arrow
 // IPC stream, or the format opts.Format names. A file with a checksum file
-// beside it (NAME.sha256) is verified as it is read (checksum.go).
+// beside it (NAME.sha256) is verified as it is read (checksum.go). A
+// directory, a glob or an s3:// prefix is a dataset of part files read as
+// one table, and s3:// and https:// objects are read by ranged GETs
+// (datasets.go).
 func Open(ctx context.Context, path string, stdin io.Reader, opts edges.Options) (*edges.Table, error) {
+	if path != "-" {
+		// A directory, a glob, an s3:// or https:// address (datasets.go).
+		if t, err, ok := openMany(ctx, path, opts); ok {
+			return t, err
+		}
+	}
 	format := opts.Format
 	if format == "" {
 		var err error
@@ -98,9 +107,7 @@ func Open(ctx context.Context, path string, stdin io.Reader, opts edges.Options)
 		}
 		return openStream(ctx, "-", stdin, format, opts)
 	}
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		return nil, errDirectory(path, format)
-	} else if err == nil && st.Mode()&fs.ModeNamedPipe != 0 {
+	if st, err := os.Stat(path); err == nil && st.Mode()&fs.ModeNamedPipe != 0 {
 		// A FIFO, or a pipe named by <(producer): read as standard input is.
 		f, err := openFIFO(ctx, path)
 		if err != nil {
@@ -266,17 +273,4 @@ var formatNames = map[string]string{
 	FormatTSV:         "a TSV file",
 	FormatText:        "an edge list",
 	FormatMTX:         "a Matrix Market file",
-}
-
-// errDirectory reports an input that is a directory.
-func errDirectory(path, format string) error {
-	what := formatNames[format]
-	if what == "" {
-		what = "a file"
-	}
-	fix := "name a file in it: gpipe reads one file"
-	if format == FormatParquet {
-		fix = "name a file in it: gpipe reads one file, not a directory of part files (as Spark writes); merge them into one first"
-	}
-	return usererr.InFile(path, "is a directory, not "+what, fix)
 }

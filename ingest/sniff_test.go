@@ -154,8 +154,9 @@ func TestBinaryAsText(t *testing.T) {
 	}
 }
 
-// A directory given as the input says so, whatever its format (read as an
-// Arrow IPC stream it was "the input is empty").
+// A directory given as the input is a dataset of part files (datasets.go);
+// one without any says so, whatever its format (read as an Arrow IPC
+// stream it was "the input is empty").
 func TestDirectoryInput(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range []string{"d.csv", "d.txt", "d.mtx", "d.parquet", "d.arrow", "d.arrows"} {
@@ -165,8 +166,8 @@ func TestDirectoryInput(t *testing.T) {
 		}
 		for _, format := range []string{"", FormatParquet, FormatArrowFile, FormatArrowStream, FormatCSV, FormatText, FormatMTX} {
 			_, err := Open(context.Background(), path, nil, edges.Options{Format: format})
-			ue := edgetest.UserErr(t, err, path, ": is a directory, not ", "; name a file in it")
-			if ue.Kind != usererr.Input {
+			ue := edgetest.UserErr(t, err, path, ": holds no part files", "; check the path")
+			if ue.Kind != usererr.NotFound {
 				t.Errorf("%s as %q: kind %v", name, format, ue.Kind)
 			}
 		}

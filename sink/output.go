@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -47,6 +48,8 @@ type output struct {
 	tmp   string    // temporary file to rename to final; "" writes in place
 	final string    // where the output ends up (the path, symlinks resolved)
 	sum   hash.Hash // SHA-256 of the bytes written; nil without a checksum
+	// sumTmp is the checksum file, finished and not yet renamed into place.
+	sumTmp string
 }
 
 // errNotFile is why an output that is not a regular file (a device, a pipe,
@@ -143,10 +146,32 @@ func (o *output) Write(p []byte) (int, error) {
 // inPlace says whether the output is written in place (a device or pipe).
 func (o *output) inPlace() bool { return o.tmp == "" }
 
+// target is where a writer's bytes go: a file (output), or an object in
+// an S3 store (s3Target).
+type target interface {
+	io.Writer
+	// finish stores every byte written (synced, uploaded) without making
+	// the output visible under its name.
+	finish() error
+	// publish makes it visible, with its checksum file beside it.
+	publish() error
+	// remove leaves nothing of an output not published; it can run twice.
+	remove()
+}
+
 // commit makes the written file the output: synced, closed, renamed into
 // place, its checksum file beside it. The errors are the causes; on one,
 // the caller removes what is left (remove).
 func (o *output) commit() error {
+	if err := o.finish(); err != nil {
+		return err
+	}
+	return o.publish()
+}
+
+// finish syncs and closes the temporary file, and writes its checksum
+// file under a temporary name.
+func (o *output) finish() error {
 	if o.inPlace() {
 		err := o.file.Close()
 		o.file = nil
@@ -160,29 +185,33 @@ func (o *output) commit() error {
 	if err != nil {
 		return err
 	}
-	var sumTmp string
 	if o.sum != nil {
-		if sumTmp, err = o.writeChecksum(); err != nil {
-			return err
-		}
+		o.sumTmp, err = o.writeChecksum()
+	}
+	return err
+}
+
+// publish renames the finished file into place, and its checksum file
+// beside it (the old one removed first).
+func (o *output) publish() error {
+	if o.inPlace() {
+		return nil
 	}
 	sidecar := o.final + ChecksumSuffix
 	if fi, err := os.Lstat(sidecar); err == nil && fi.Mode().IsRegular() {
 		if err := os.Remove(sidecar); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			removeQuietly(sumTmp)
 			return fmt.Errorf("cannot remove the old checksum file %s: %w", filepath.Base(sidecar), err)
 		}
 	}
 	if err := os.Rename(o.tmp, o.final); err != nil {
-		removeQuietly(sumTmp)
 		return err
 	}
 	o.tmp = ""
-	if sumTmp != "" {
-		if err := os.Rename(sumTmp, sidecar); err != nil {
-			removeQuietly(sumTmp)
+	if o.sumTmp != "" {
+		if err := os.Rename(o.sumTmp, sidecar); err != nil {
 			return fmt.Errorf("the output is written but not its checksum file %s: %w", filepath.Base(sidecar), err)
 		}
+		o.sumTmp = ""
 	}
 	return nil
 }
@@ -225,14 +254,16 @@ func ChecksumLine(sum []byte, name string) string {
 	return prefix + hex.EncodeToString(sum) + "  " + name + "\n"
 }
 
-// remove closes the file and removes the temporary one; it can run twice.
+// remove closes the file and removes the temporary ones; it can run
+// twice.
 func (o *output) remove() {
 	if o.file != nil {
 		_ = o.file.Close()
 		o.file = nil
 	}
 	removeQuietly(o.tmp)
-	o.tmp = ""
+	removeQuietly(o.sumTmp)
+	o.tmp, o.sumTmp = "", ""
 }
 
 func removeQuietly(path string) {
@@ -310,7 +341,11 @@ func (f *File) Close() error {
 		return f.err
 	}
 	f.done = true
-	if err := f.w.out.commit(); err != nil {
+	err := f.w.out.finish()
+	if err == nil {
+		err = f.w.out.publish()
+	}
+	if err != nil {
 		f.err = f.w.ioError(err)
 		f.w.out.remove()
 	}

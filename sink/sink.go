@@ -22,6 +22,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/gpipe/gpipe/ingest/objstore"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
@@ -127,6 +128,15 @@ type Options struct {
 	// verifies it when it reads NAME. Only a file can have one: with "-" or
 	// a device or pipe it is a usage error.
 	Checksum bool
+	// MaxRowsPerFile is the most rows in one part file of a directory
+	// output (DIR/, s3://bucket/prefix/); 0 sizes parts at about
+	// DefaultPartBytes of column data (compressed, 128 to 512 MiB files).
+	MaxRowsPerFile int64
+	// Store says how s3:// outputs are reached: an S3-compatible endpoint,
+	// retries, the parts of uploads. The zero value takes the AWS SDK's
+	// configuration (AWS_ENDPOINT_URL, credentials) and objstore's
+	// defaults.
+	Store objstore.Options
 }
 
 // Writer writes records with the schema it was created for. It is not safe
@@ -184,12 +194,12 @@ func WriteRows(ctx context.Context, path string, schema *arrow.Schema, n int64, 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	wr, err := Create(path, schema, opts)
+	w, err := CreateContext(ctx, path, schema, opts)
 	if err != nil {
 		return err
 	}
-	defer wr.Abort()
-	w := wr.(*writer)
+	defer w.Abort()
+	batch := w.(interface{ batchRows() int64 }).batchRows()
 	write := func(lo, hi int64) error {
 		rec := rows(lo, hi)
 		defer rec.Release()
@@ -200,11 +210,11 @@ func WriteRows(ctx context.Context, path string, schema *arrow.Schema, n int64, 
 			return err
 		}
 	}
-	for off := int64(0); off < n; off += w.batch {
+	for off := int64(0); off < n; off += batch {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := write(off, min(off+w.batch, n)); err != nil {
+		if err := write(off, min(off+batch, n)); err != nil {
 			return err
 		}
 	}
@@ -227,9 +237,12 @@ func Check(path string, opts Options) error {
 // the format, the batch size and the encoder's constructor.
 func prepare(path string, schema *arrow.Schema, opts Options) (format string, batch int64, newEnc func(io.Writer) (encoder, error), err error) {
 	format = opts.Format
-	if format == "" {
+	switch {
+	case format == "" && IsDirectory(path):
+		format = dirFormat(path)
+	case format == "":
 		format, err = FormatOf(path)
-	} else {
+	default:
 		format, err = normalFormat(format)
 	}
 	if err != nil {
@@ -242,6 +255,9 @@ func prepare(path string, schema *arrow.Schema, opts Options) (format string, ba
 		if err := CheckChecksum(path); err != nil {
 			return "", 0, nil, err
 		}
+	}
+	if opts.MaxRowsPerFile < 0 {
+		return "", 0, nil, usererr.New(usererr.Usage, fmt.Sprintf("the most rows of a part file must be positive, not %d", opts.MaxRowsPerFile), "")
 	}
 	if opts.BatchRows < 0 {
 		return "", 0, nil, usererr.New(usererr.Usage, fmt.Sprintf("batch rows must be positive, not %d", opts.BatchRows), "")
@@ -280,30 +296,56 @@ func prepare(path string, schema *arrow.Schema, opts Options) (format string, ba
 // (".NAME.tmp-PID-XXXX") that Close renames to path, and the temporary files
 // of writers of path that were killed are removed (output.go); a path that
 // names an existing device or pipe (such as /dev/stdout) is written in place.
+// An s3:// path is an object written by a multipart upload (s3.go); a
+// directory (DIR/, an existing directory, s3://bucket/prefix/) gets part
+// files (dataset.go).
 func Create(path string, schema *arrow.Schema, opts Options) (Writer, error) {
+	return CreateContext(context.Background(), path, schema, opts)
+}
+
+// CreateContext is Create whose uploads to an object store end when ctx
+// does.
+func CreateContext(ctx context.Context, path string, schema *arrow.Schema, opts Options) (Writer, error) {
 	if schema == nil {
 		return nil, usererr.New(usererr.Internal, "sink: no schema", "")
 	}
 	// Check everything that needs no file before making one.
-	format, batch, newEnc, err := prepare(path, schema, opts)
+	format, batch, _, err := prepare(path, schema, opts)
 	if err != nil {
 		return nil, err
 	}
-	w := &writer{path: path, display: path, format: format, schema: schema, batch: batch}
-
-	var dst io.Writer
+	if IsDirectory(path) {
+		return createDataset(ctx, path, schema, opts, format, batch)
+	}
 	if path == "-" {
-		w.display = "standard output"
+		return newWriter(path, "standard output", schema, opts, nil)
+	}
+	out, err := openTarget(ctx, path, opts.Checksum, opts.Store)
+	if err != nil {
+		return nil, (&writer{display: path}).openError(err)
+	}
+	return newWriter(path, path, schema, opts, out)
+}
+
+// newWriter starts the encoder of a writer whose bytes go to out (nil:
+// opts.Stdout).
+func newWriter(path, display string, schema *arrow.Schema, opts Options, out target) (*writer, error) {
+	format, batch, newEnc, err := prepare(path, schema, opts)
+	if err != nil {
+		if out != nil {
+			out.remove()
+		}
+		return nil, err
+	}
+	w := &writer{path: path, display: display, format: format, schema: schema, batch: batch}
+	var dst io.Writer
+	if out == nil {
 		w.flushEach = true
 		dst = opts.Stdout
 		if dst == nil {
 			dst = os.Stdout
 		}
 	} else {
-		out, err := openOutput(path, opts.Checksum)
-		if err != nil {
-			return nil, w.openError(err)
-		}
 		w.out = out
 		dst = out
 	}
@@ -330,7 +372,10 @@ type writer struct {
 	schema        *arrow.Schema
 	batch         int64
 
-	out *output // nil for standard output
+	out target // nil for standard output
+	// unpublished leaves a finished output unpublished at Close, for the
+	// caller to publish (a part of a dataset: dataset.go).
+	unpublished bool
 
 	track     *trackWriter
 	bw        *bufio.Writer
@@ -342,10 +387,13 @@ type writer struct {
 	closeErr error
 }
 
-// openError is the error for an output that openOutput cannot open.
+// openError is the error for an output that openTarget cannot open.
 func (w *writer) openError(err error) error {
 	var ce *createErr
+	var ue *usererr.Error
 	switch {
+	case errors.As(err, &ue):
+		return err
 	case errors.Is(err, errNotFile):
 		return errChecksumNotFile(w.display)
 	case errors.Is(err, errIsDir):
@@ -384,6 +432,9 @@ func (w *writer) createError(err error, fix string) error {
 
 // ioError is the error for a failed write, flush, sync or rename.
 func (w *writer) ioError(err error) error {
+	if ue := (*usererr.Error)(nil); errors.As(err, &ue) {
+		return err // an object store's, naming the object
+	}
 	fix := "check that the directory exists and is writable and that the disk has space"
 	switch {
 	case errors.Is(err, syscall.ENOSPC): // a file, or standard output redirected to one
@@ -445,6 +496,9 @@ func (w *writer) cleanup() {
 		w.out.remove()
 	}
 }
+
+// batchRows is the most rows the writer puts in a batch or row group.
+func (w *writer) batchRows() int64 { return w.batch }
 
 // Write implements Writer.
 func (w *writer) Write(rec arrow.RecordBatch) error {
@@ -509,7 +563,13 @@ func (w *writer) finish() error {
 	if w.out == nil {
 		return nil
 	}
-	if err := w.out.commit(); err != nil {
+	if err := w.out.finish(); err != nil {
+		return w.fail(w.ioError(err), "")
+	}
+	if w.unpublished {
+		return nil
+	}
+	if err := w.out.publish(); err != nil {
 		return w.fail(w.ioError(err), "")
 	}
 	return nil

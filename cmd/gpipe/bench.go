@@ -29,7 +29,8 @@ func benchCommand(e *env) *cli.Command {
 			"--strategy may list several GPU strategies (vwc,gshards,cw): each runs on the same graph,\n" +
 			"and each gets its report (--json: one object a line).",
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "edge table `PATH` (also GAP's .el/.wel edge lists)"},
+			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "edge table `PATH` (also GAP's .el/.wel edge lists; a directory, glob or s3:// prefix of part files; an s3:// or https:// file)"},
+			s3EndpointFlag(),
 			&cli.StringFlag{Name: "gen", Usage: "generate the graph: kronecker:SCALE[:EDGEFACTOR] (edge factor 16 by default) or grid:ROWSxCOLS (add --undirected)"},
 			&cli.StringFlag{Name: "op", Usage: "operator"},
 			&cli.StringFlag{Name: "backend", Value: "cpu", Usage: "cpu, gpu or auto (the GPU when one is usable and the graph fits)"},
@@ -86,6 +87,10 @@ func benchCommand(e *env) *cli.Command {
 			if c.Bool("unweighted") && c.IsSet("weight-col") {
 				return usererr.New(usererr.Usage, "--unweighted with --weight-col: one reads no weights, the other names them", "leave one of them out")
 			}
+			store, err := storeOptions(c)
+			if err != nil {
+				return err
+			}
 			progress := newProgress(e.stderr, c.Bool("quiet"))
 			defer progress.Stop()
 			reps, err := bench.Run(c.Context, bench.Config{
@@ -100,6 +105,7 @@ func benchCommand(e *env) *cli.Command {
 					Stdin:      e.stdin,
 					Stage:      progress.Stage(c.String("input") + c.String("gen")),
 					Header:     header, Delimiter: delim, Progress: progress.Rows(),
+					Store: store,
 				},
 				Unweighted: c.Bool("unweighted"),
 				Op:         c.String("op"), Params: params, Backend: c.String("backend"), GPUs: c.Int("gpus"),

@@ -14,6 +14,7 @@ import (
 	"github.com/gpipe/gpipe/ingest"
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/ingest/gen"
+	"github.com/gpipe/gpipe/ingest/objstore"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/sink"
 )
@@ -78,14 +79,14 @@ func genCommand(e *env) *cli.Command {
 // genOutputFlags are the flags every generator takes: its seed, weights,
 // and where the table goes.
 func genOutputFlags() []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random seed"},
 		&cli.BoolFlag{Name: "weighted", Usage: "add a weight column"},
-		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "edge table `PATH` (\"-\": Arrow IPC stream on stdout)"},
+		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "edge table `PATH`: a file, DIR/ (part files), s3://BUCKET/KEY or s3://BUCKET/PREFIX/, or \"-\" (Arrow IPC stream on stdout)"},
 		&cli.StringFlag{Name: "output-format", Usage: "override the extension: parquet, arrow, arrows, csv, text (an edge list: src dst [weight] lines)"},
 		checksumFlag(),
 		quietFlag(),
-	}
+	}, writeFlags()...)
 }
 
 // generate makes g's table (what names it for the progress line, made
@@ -96,6 +97,16 @@ func generate(c *cli.Context, e *env, g gen.Generator, what string, made *atomic
 	}
 	if c.Bool("checksum") {
 		if err := sink.CheckChecksum(c.String("output")); err != nil {
+			return err
+		}
+	}
+	opts, err := sinkOptions(c, e)
+	if err != nil {
+		return err
+	}
+	if _, ok := edgeListSeparator(c.String("output"), opts.Format); !ok {
+		// Check the output before the generator's minutes, as run does.
+		if err := sink.Check(c.String("output"), opts); err != nil {
 			return err
 		}
 	}
@@ -110,7 +121,7 @@ func generate(c *cli.Context, e *env, g gen.Generator, what string, made *atomic
 	defer t.Release()
 	written := new(atomic.Int64)
 	progress.Begin("writing "+c.String("output"), written, t.NumEdges())
-	if err := writeTable(c, e, t, written); err != nil {
+	if err := writeTable(c, e, t, opts, written); err != nil {
 		return err
 	}
 	progress.Stop()
@@ -123,9 +134,13 @@ func generate(c *cli.Context, e *env, g gen.Generator, what string, made *atomic
 // writeTable writes an edge table through the sink, record by record, or
 // as a whitespace edge list.
 // written counts the rows written so far.
-func writeTable(c *cli.Context, e *env, t *edges.Table, written *atomic.Int64) error {
+func writeTable(c *cli.Context, e *env, t *edges.Table, opts sink.Options, written *atomic.Int64) error {
 	out, format := c.String("output"), c.String("output-format")
 	if sep, ok := edgeListSeparator(out, format); ok {
+		if sink.IsDirectory(out) || objstore.IsRemote(out) {
+			return usererr.New(usererr.Usage, fmt.Sprintf("gpipe writes an edge list to one local file, not %s", out),
+				"name a local file, or write Parquet (--output-format parquet) to a directory or an s3:// object")
+		}
 		if out == "-" {
 			w := bufio.NewWriterSize(e.stdout, 1<<20)
 			if err := writeEdgeLines(c, w, t, sep, written); err != nil {
@@ -135,7 +150,7 @@ func writeTable(c *cli.Context, e *env, t *edges.Table, written *atomic.Int64) e
 		}
 		return writeEdgeList(c, out, t, sep, written)
 	}
-	w, err := sink.Create(c.String("output"), t.Schema(), sink.Options{Format: c.String("output-format"), Stdout: e.stdout, Checksum: c.Bool("checksum")})
+	w, err := sink.CreateContext(c.Context, out, t.Schema(), opts)
 	if err != nil {
 		return err
 	}

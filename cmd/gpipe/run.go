@@ -68,6 +68,14 @@ Weights: sssp and sswp read --weight-col; on a table without one every weight
    one has more digits than a float64 holds. Integer key columns of different
    types (int32 and int64) are read as one type that holds both.
 
+Datasets and object stores: --input DIR, a glob (DIR/*/part-*.parquet) or
+   s3://BUCKET/PREFIX/ reads every part file as one table (names starting
+   with _ or . are skipped; key=value directories are Hive partitions, not
+   columns); s3:// and https:// files are read by ranged GETs. --output DIR/
+   or s3://BUCKET/PREFIX/ writes part-00000.parquet, ... and _SUCCESS, the
+   whole output replaced at once; an s3:// object appears only when its
+   multipart upload completes.
+
 Exit codes: 0 success, 1 internal error or a failed write (full disk), 2 bad
    flags or parameters, 3 bad input data or an unknown source key, 4 backend
    unavailable, 130 interrupted; 141 (from the shell) the program reading
@@ -163,8 +171,10 @@ func runCommand(e *env) *cli.Command {
 			"   gpipe run --input edges.parquet --op bfs --source 42 --output out.parquet\n" +
 			"   gpipe run --input - --op pagerank --output - < edges.arrows | next-tool\n\n" + semantics,
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "edge table `PATH` (\"-\": stdin, Parquet or Arrow IPC, or the format --input-format names)"},
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "result `PATH` (\"-\": Arrow IPC stream on stdout); without it, a summary is printed"},
+			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "edge table `PATH`: a file, a directory or glob of part files (Hive key=value directories too), " +
+				"an s3://BUCKET/KEY object or s3://BUCKET/PREFIX/ dataset, an https:// URL, or \"-\" (stdin: Parquet or Arrow IPC, or the format --input-format names)"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "result `PATH`: a file, DIR/ (part files), s3://BUCKET/KEY or s3://BUCKET/PREFIX/, " +
+				"or \"-\" (Arrow IPC stream on stdout); without it, a summary is printed"},
 			&cli.StringFlag{Name: "op", Usage: "operator: " + strings.Join(operators.Names(), ", ")},
 			&cli.StringFlag{Name: "source", Aliases: []string{"s"}, Usage: "start vertex `KEY` for bfs, sssp and sswp, as it appears in the input"},
 			&cli.StringFlag{Name: "src-col", Value: "src", Usage: "source vertex column"},
@@ -180,7 +190,7 @@ func runCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: "output-format", Usage: "output format, overriding the extension: parquet, arrow, arrows, csv"},
 			checksumFlag(),
 			quietFlag(),
-		}, append(textFlags(), paramFlags()...)...),
+		}, append(append(textFlags(), writeFlags()...), paramFlags()...)...),
 		Before: e.endOnSecondSignal,
 		Action: func(c *cli.Context) error { return runAction(c, e) },
 	}
@@ -290,6 +300,10 @@ func runAction(c *cli.Context, e *env) error {
 	if c.Bool("unweighted") && c.IsSet("weight-col") {
 		return usererr.New(usererr.Usage, "--unweighted with --weight-col: one reads no weights, the other names them", "leave one of them out")
 	}
+	sinkOpts, err := sinkOptions(c, e)
+	if err != nil {
+		return err
+	}
 	progress := newProgress(e.stderr, c.Bool("quiet"))
 	defer progress.Stop()
 	job := pipeline.Job{
@@ -309,8 +323,9 @@ func runAction(c *cli.Context, e *env) error {
 			Stdin:       e.stdin,
 			Stage:       progress.Stage(c.String("input")),
 			Header:      header, Delimiter: delim, Progress: progress.Rows(),
+			Store: sinkOpts.Store,
 		},
-		Sink: sink.Options{Format: c.String("output-format"), Stdout: e.stdout, Checksum: c.Bool("checksum")},
+		Sink: sinkOpts,
 	}
 	rep, err := pipeline.RunJob(c.Context, job)
 	progress.Stop()

@@ -13,6 +13,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/gpipe/gpipe/ingest/objstore"
 )
 
 // KeyType is the type of a vertex key column.
@@ -152,7 +154,10 @@ type Table struct {
 	// Notes say what the read did with the input that a reader of the
 	// result might not expect (decimal weights rounded to float64), for
 	// the job's report.
-	Notes   []string
+	Notes []string
+	// Parts are the files of a dataset read as this table, in the order
+	// their rows are numbered (parts.go); nil for one file.
+	Parts   []Part
 	release []func()
 }
 
@@ -181,6 +186,12 @@ func (t *Table) MirrorOf(c *Chunk, j int) (note, fix string) {
 // Matrix Market, CSV), so that later stages can name the line a user sees in an
 // editor; 0 for other inputs.
 func (t *Table) LineOf(row int64) int64 {
+	if p, r := t.PartOf(row); p != nil {
+		if p.Lines == nil {
+			return 0
+		}
+		return p.Lines.Line(r)
+	}
 	if t.Lines == nil {
 		return 0
 	}
@@ -291,6 +302,11 @@ type Options struct {
 	// Alloc allocates the buffers that decoded columns go into; nil means
 	// Go memory. The GPU backend passes a pinned-memory allocator.
 	Alloc memory.Allocator
+	// Store says how s3:// and https:// inputs are reached: an
+	// S3-compatible endpoint, retries, timeouts. The zero value takes the
+	// AWS SDK's configuration (AWS_ENDPOINT_URL, credentials) and
+	// objstore's defaults.
+	Store objstore.Options
 	// Stream, when set, is handed the table's rows as they are decoded,
 	// so that a consumer (the GPU's graph build) can copy them while the
 	// rest is read. Readers that decode a whole table at once into its

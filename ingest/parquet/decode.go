@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"io"
 	"math/bits"
+	"slices"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow/float16"
@@ -61,6 +62,7 @@ func (r *reader) decodeChunk(g, ci int, s *pageBuffers) (err error) {
 		return nil
 	}
 	s.win.reset(r.file, st.start, st.end)
+	defer s.win.release()
 	s.dictN = -1
 	for page := 0; pos < grp.rows; page++ {
 		if err := r.ctx.Err(); err != nil {
@@ -74,6 +76,9 @@ func (r *reader) decodeChunk(g, ci int, s *pageBuffers) (err error) {
 		if err != nil {
 			if ce, ok := err.(*checksumError); ok {
 				return r.errChecksum(c, g, pos, page, at, ce.typ)
+			}
+			if ue := (*usererr.Error)(nil); errors.As(err, &ue) {
+				return err // a read of an object store that failed
 			}
 			return r.errPage(c, g, pos, err)
 		}
@@ -567,13 +572,25 @@ func (c *column) direct(lo, hi int64) []byte {
 // least the page at hand.
 type window struct {
 	f         io.ReaderAt
-	next, end int64 // file offsets: the next byte to read, the chunk's end
+	stream    io.ReadCloser // the chunk's bytes from next on, where f is a ranger
+	next, end int64         // file offsets: the next byte to read, the chunk's end
 	buf       []byte
 	lo, hi    int // the window is buf[lo:hi]
 }
 
+// ranger is an io.ReaderAt that can also stream a range of its bytes in
+// one request (an object in a store, objstore.Object): a column chunk is
+// read through one such stream rather than a request per window fill.
+type ranger interface {
+	RangeReader(off, n int64) io.ReadCloser
+}
+
 func (w *window) reset(f io.ReaderAt, start, end int64) {
+	w.release()
 	w.f, w.next, w.end, w.lo, w.hi = f, start, end, 0, 0
+	if rg, ok := f.(ranger); ok {
+		w.stream = rg.RangeReader(start, end-start)
+	}
 	if w.buf == nil {
 		w.buf = make([]byte, 256<<10)
 	}
@@ -601,7 +618,7 @@ func (w *window) fill(n int) (bool, error) {
 	}
 	for w.hi < n {
 		want := int(min(int64(len(w.buf)-w.hi), w.end-w.next))
-		got, err := w.f.ReadAt(w.buf[w.hi:w.hi+want], w.next)
+		got, err := w.read(w.buf[w.hi : w.hi+want])
 		w.hi += got
 		w.next += int64(got)
 		if w.hi >= n {
@@ -615,6 +632,22 @@ func (w *window) fill(n int) (bool, error) {
 		}
 	}
 	return full, nil
+}
+
+// read reads the chunk's next bytes into p.
+func (w *window) read(p []byte) (int, error) {
+	if w.stream != nil {
+		return io.ReadFull(w.stream, p)
+	}
+	return w.f.ReadAt(p, w.next)
+}
+
+// release ends the window's stream, if any.
+func (w *window) release() {
+	if w.stream != nil {
+		w.stream.Close()
+		w.stream = nil
+	}
 }
 
 // offset is the file offset of the next byte take or header reads.
@@ -948,17 +981,21 @@ func compactStrings(s *edges.Strings, first int64, kept []int64) {
 	s.Data = s.Data[:end]
 }
 
-// assemble makes one chunk per row group and counts the skipped rows.
+// assemble adds one chunk per row group to t (their rows numbered from
+// the file's base) and counts the skipped rows.
 func (r *reader) assemble(t *edges.Table) {
 	var skips [3]int64
 	var badUTF8 int64
-	t.Chunks = make([]edges.Chunk, len(r.groups))
+	t.Chunks = slices.Grow(t.Chunks, len(r.groups))
 	for g := range r.groups {
 		for ci := range r.cols {
 			skips[ci] += r.groups[g].skips[ci]
 		}
 		badUTF8 += r.groups[g].badUTF8
-		t.Chunks[g] = r.chunk(g)
+		for i := range r.groups[g].kept {
+			r.groups[g].kept[i] += r.base
+		}
+		t.Chunks = append(t.Chunks, r.chunk(g))
 	}
 	if badUTF8 > 0 {
 		t.Skipped.Add(edges.SkipBadUTF8, badUTF8)
@@ -992,7 +1029,7 @@ func (r *reader) chunk(g int) edges.Chunk {
 		n = int64(len(grp.kept))
 	}
 	lo, hi, end := grp.first, grp.first+n, grp.first+int64(grp.rows)
-	ch := edges.Chunk{FirstRow: grp.first, Rows: grp.kept}
+	ch := edges.Chunk{FirstRow: r.base + grp.first, Rows: grp.kept}
 	for ci := range r.cols {
 		c := &r.cols[ci]
 		var k edges.Keys

@@ -51,9 +51,7 @@ import (
 
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/ingest/internal/sniff"
-	"github.com/gpipe/gpipe/internal/alloc"
 	"github.com/gpipe/gpipe/internal/echo"
-	"github.com/gpipe/gpipe/internal/par"
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
@@ -160,6 +158,9 @@ type reader struct {
 	opts   edges.Options
 	cols   []column
 	groups []group
+	// base is the table's number of the file's first row (a file of a
+	// dataset: files.go), and rows its rows.
+	base, rows int64
 	// failed is the lowest row group index whose reading failed; tasks of
 	// later row groups stop early, since their error would not be reported.
 	failed atomic.Int64
@@ -192,22 +193,7 @@ func Read(ctx context.Context, name string, f *os.File, opts edges.Options) (*ed
 
 // ReadAt reads the Parquet file of size bytes that f reads.
 func ReadAt(ctx context.Context, name string, f io.ReaderAt, size int64, opts edges.Options) (*edges.Table, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	opts.Columns = opts.Columns.WithDefaults()
-	if err := checkFrame(name, f, size); err != nil {
-		return nil, err
-	}
-	if err := checkSchemaTree(name, f, size); err != nil {
-		return nil, err
-	}
-	pf, err := openFile(name, f, size)
-	if err != nil {
-		return nil, err
-	}
-	r := &reader{ctx: ctx, name: name, file: f, size: size, opts: opts}
-	return r.read(pf)
+	return ReadFiles(ctx, name, []File{{Name: name, R: f, Size: size}}, opts)
 }
 
 // checkFrame checks the magic bytes at both ends and the footer
@@ -219,7 +205,7 @@ func checkFrame(name string, r io.ReaderAt, size int64) error {
 	}
 	head := make([]byte, min(size, 1024))
 	if _, err := r.ReadAt(head, 0); err != nil && err != io.EOF {
-		return usererr.InFile(name, "cannot read: "+err.Error(), "check the path").Because(err)
+		return errRead(name, err)
 	}
 	if err := sniff.ErrLooksLike(name, "a Parquet file", head); err != nil && !bytes.HasPrefix(head, []byte("PAR")) && !bytes.HasPrefix([]byte("PAR1"), head) {
 		return err
@@ -240,7 +226,7 @@ func checkFrame(name string, r io.ReaderAt, size int64) error {
 	}
 	var tail [8]byte
 	if _, err := r.ReadAt(tail[:], size-8); err != nil && err != io.EOF {
-		return usererr.InFile(name, "cannot read: "+err.Error(), "check the path").Because(err)
+		return errRead(name, err)
 	}
 	switch string(tail[4:]) {
 	case "PAR1":
@@ -316,6 +302,16 @@ func checkSchemaTree(name string, r io.ReaderAt, size int64) error {
 	return nil
 }
 
+// errRead reports a read that failed; an object store's error (a user
+// error already, naming the object) is passed on as it is.
+func errRead(name string, err error) error {
+	var ue *usererr.Error
+	if errors.As(err, &ue) {
+		return err
+	}
+	return usererr.InFile(name, "cannot read: "+err.Error(), "check the path").Because(err)
+}
+
 func errEncrypted(name string) error {
 	return usererr.InFile(name, "the file is an encrypted Parquet file, which gpipe cannot read",
 		"decrypt it or re-export it without encryption")
@@ -339,6 +335,9 @@ func openFile(name string, f io.ReaderAt, size int64) (pf *parquet.File, err err
 		parquet.SkipBloomFilters(true),
 		parquet.FileReadMode(parquet.ReadModeSync),
 	)
+	if ue := (*usererr.Error)(nil); errors.As(err, &ue) {
+		return nil, err // a read of an object store that failed
+	}
 	if err != nil {
 		msg := err.Error()
 		if strings.Contains(msg, "encrypt") || strings.Contains(msg, "signed footer") || strings.Contains(msg, "Decryption") {
@@ -349,7 +348,13 @@ func openFile(name string, f io.ReaderAt, size int64) (pf *parquet.File, err err
 	return pf, nil
 }
 
-func (r *reader) read(pf *parquet.File) (*edges.Table, error) {
+// keyPair is the key types of a file's source and destination columns:
+// one type, or integers of two widths, which the read unifies (edges.UnifyKeys).
+type keyPair struct{ src, dst edges.KeyType }
+
+// resolve finds the edge columns in the file's schema and checks their
+// types; it returns the key types.
+func (r *reader) resolve(pf *parquet.File) (keyPair, error) {
 	cols := r.opts.Columns
 	top := pf.Root().Columns()
 	names := make([]string, len(top))
@@ -367,24 +372,24 @@ func (r *reader) read(pf *parquet.File) (*edges.Table, error) {
 
 	src, dst := find(cols.Src), find(cols.Dst)
 	if src == nil {
-		return nil, edges.ErrMissingColumn(r.name, cols.Src, "source", "--src-col", names)
+		return keyPair{}, edges.ErrMissingColumn(r.name, cols.Src, "source", "--src-col", names)
 	}
 	if dst == nil {
-		return nil, edges.ErrMissingColumn(r.name, cols.Dst, "destination", "--dst-col", names)
+		return keyPair{}, edges.ErrMissingColumn(r.name, cols.Dst, "destination", "--dst-col", names)
 	}
 	if err := edges.CheckUnique(r.name, cols, names); err != nil {
-		return nil, err
+		return keyPair{}, err
 	}
 	srcKey, srcKind, ok := keyTypeOf(src)
 	if !ok {
-		return nil, edges.ErrKeyType(r.name, cols.Src, typeName(src))
+		return keyPair{}, edges.ErrKeyType(r.name, cols.Src, typeName(src))
 	}
 	dstKey, dstKind, ok := keyTypeOf(dst)
 	if !ok {
-		return nil, edges.ErrKeyType(r.name, cols.Dst, typeName(dst))
+		return keyPair{}, edges.ErrKeyType(r.name, cols.Dst, typeName(dst))
 	}
 	if _, _, ok := edges.CommonKeyType(srcKey, dstKey); !ok {
-		return nil, edges.ErrKeyTypesDiffer(r.name, cols.Src, typeName(src), cols.Dst, typeName(dst))
+		return keyPair{}, edges.ErrKeyTypesDiffer(r.name, cols.Src, typeName(src), cols.Dst, typeName(dst))
 	}
 	r.cols = []column{
 		{name: cols.Src, role: roleSrc, leaf: src.Index(), kind: srcKind, maxDef: byte(src.MaxDefinitionLevel())},
@@ -393,7 +398,7 @@ func (r *reader) read(pf *parquet.File) (*edges.Table, error) {
 	// A weight column the user named must be there, read or not (a
 	// misspelt name would go unnoticed with an operator that uses none).
 	if w := find(cols.Weight); w == nil && cols.WeightExplicit {
-		return nil, edges.ErrMissingColumn(r.name, cols.Weight, "weight", "--weight-col", names)
+		return keyPair{}, edges.ErrMissingColumn(r.name, cols.Weight, "weight", "--weight-col", names)
 	} else if cols.ReadWeight && w != nil {
 		kind, ok := weightTypeOf(w)
 		el := schemaElement(pf, w)
@@ -405,85 +410,11 @@ func (r *reader) read(pf *parquet.File) (*edges.Table, error) {
 			kind, ok = dec.kind, true
 		}
 		if !ok {
-			return nil, edges.ErrWeightType(r.name, cols.Weight, typeName(w))
+			return keyPair{}, edges.ErrWeightType(r.name, cols.Weight, typeName(w))
 		}
 		r.cols = append(r.cols, column{name: cols.Weight, role: roleWeight, leaf: w.Index(), kind: kind, maxDef: byte(w.MaxDefinitionLevel()), dec: dec})
 	}
-
-	total, err := r.planGroups(pf)
-	if err != nil {
-		return nil, err
-	}
-
-	t := &edges.Table{
-		Name:         r.name,
-		Columns:      cols,
-		KeyType:      srcKey,
-		KeyArrowType: srcKey.ArrowType(),
-		HasWeight:    len(r.cols) > 2,
-		RowsRead:     total,
-		Skipped:      edges.Skips{},
-	}
-	ok = false
-	defer func() {
-		if !ok {
-			t.Release()
-		}
-	}()
-	r.allocate(t, int(total))
-
-	r.failed.Store(math.MaxInt64)
-	nc := len(r.cols)
-	// Without SkipInvalid every row group's rows are in their final
-	// places as soon as its columns are decoded: a stream gets them then.
-	stream := r.opts.Stream
-	if r.opts.SkipInvalid || srcKey != dstKey {
-		stream = nil // rows move, or keys are converted, after the decode
-	}
-	var decoded []atomic.Int32 // columns decoded, by row group
-	if stream != nil {
-		decoded = make([]atomic.Int32, len(r.groups))
-		stream.Begin(total, t.KeyType, t.HasWeight)
-	}
-	scratch := make([]pageBuffers, par.Workers())
-	par.ForWorker(len(r.groups)*nc, 1, func(w, lo, hi int) {
-		for task := lo; task < hi; task++ {
-			g, c := task/nc, task%nc
-			err := r.decodeChunk(g, c, &scratch[w])
-			r.groups[g].cols[c].err = err
-			if c == roleSrc {
-				r.opts.CountRows(int64(r.groups[g].rows))
-			}
-			if err != nil && err != errAborted {
-				r.fail(g)
-			}
-			if stream != nil && decoded[g].Add(1) == int32(nc) && r.decodedWhole(g) {
-				ch := r.chunk(g)
-				stream.Rows(r.groups[g].first, &ch)
-			}
-		}
-	})
-	if err := r.ctx.Err(); err != nil {
-		return nil, err
-	}
-	if err := r.firstError(); err != nil {
-		return nil, err
-	}
-	if r.opts.SkipInvalid {
-		par.For(len(r.groups), 1, func(lo, hi int) {
-			for g := lo; g < hi; g++ {
-				r.compact(&r.groups[g])
-			}
-		})
-	}
-	r.assemble(t)
-	if srcKey != dstKey {
-		if err := edges.UnifyKeys(t, srcKey, dstKey, r.opts.Alloc); err != nil {
-			return nil, err
-		}
-	}
-	ok = true
-	return t, nil
+	return keyPair{srcKey, dstKey}, nil
 }
 
 // planGroups lists the row groups with their first rows and checks what the
@@ -537,38 +468,6 @@ func (r *reader) planGroups(pf *parquet.File) (int64, error) {
 		}
 	}
 	return total, nil
-}
-
-// allocate makes the destination slices for the whole file.
-func (r *reader) allocate(t *edges.Table, n int) {
-	a := r.opts.Alloc
-	for i := range r.cols {
-		c := &r.cols[i]
-		if c.role == roleWeight {
-			c.f64 = alloc.Slice[float64](a, n)
-			s := c.f64
-			t.OnRelease(func() { alloc.Free(a, s) })
-			continue
-		}
-		switch c.kind {
-		case valInt32:
-			c.i32 = alloc.Slice[int32](a, n)
-			s := c.i32
-			t.OnRelease(func() { alloc.Free(a, s) })
-		case valUint32:
-			c.u32 = alloc.Slice[uint32](a, n)
-			s := c.u32
-			t.OnRelease(func() { alloc.Free(a, s) })
-		case valInt64:
-			c.i64 = alloc.Slice[int64](a, n)
-			s := c.i64
-			t.OnRelease(func() { alloc.Free(a, s) })
-		case valUint64:
-			c.u64 = alloc.Slice[uint64](a, n)
-			s := c.u64
-			t.OnRelease(func() { alloc.Free(a, s) })
-		}
-	}
 }
 
 // decodedWhole says whether every column of row group g was decoded

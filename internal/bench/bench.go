@@ -360,6 +360,7 @@ func benchGraph(ctx context.Context, cfg Config) (*pipeline.Graph, string, int64
 		t, err = ingest.Open(ctx, cfg.Input, cfg.Load.Stdin, edges.Options{
 			Columns: cfg.Load.Columns, Format: cfg.Load.Format, SkipInvalid: cfg.Load.SkipInvalid, Alloc: cfg.Load.ReadAlloc(),
 			Header: cfg.Load.Header, Delimiter: cfg.Load.Delimiter, Progress: cfg.Load.Progress,
+			Store: cfg.Load.Store,
 		})
 	} else {
 		var g gen.Generator

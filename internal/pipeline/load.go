@@ -18,6 +18,7 @@ import (
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/ingest"
 	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/objstore"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
 	"github.com/gpipe/gpipe/operators/gpuop"
@@ -58,6 +59,10 @@ type LoadOptions struct {
 	Delimiter rune
 	// Progress, when set, counts the input's rows as they are read.
 	Progress *atomic.Int64
+	// Store says how s3:// and https:// inputs are reached (an
+	// S3-compatible endpoint); the zero value takes the AWS SDK's
+	// configuration.
+	Store objstore.Options
 }
 
 // Graph is a built graph with what it cost to get it.
@@ -89,7 +94,7 @@ func Load(ctx context.Context, input string, opts LoadOptions) (*Graph, error) {
 	stage(opts, "read")
 	start := time.Now()
 	readOpts := edges.Options{Columns: opts.Columns, Format: opts.Format, SkipInvalid: opts.SkipInvalid, Alloc: opts.ReadAlloc(),
-		Header: opts.Header, Delimiter: opts.Delimiter, Progress: opts.Progress}
+		Header: opts.Header, Delimiter: opts.Delimiter, Progress: opts.Progress, Store: opts.Store}
 	var up *gpuop.ColumnUpload
 	if opts.Device != nil {
 		// Load the build's kernels and pin its staging ring while the
@@ -146,7 +151,8 @@ func build(ctx context.Context, t *edges.Table, opts LoadOptions, up *gpuop.Colu
 		cg, err = convert.Build(ctx, t, bopts)
 	}
 	if err != nil {
-		return nil, err
+		// A row of a dataset is named by its file and its row there.
+		return nil, t.Locate(err)
 	}
 	g := &Graph{Graph: cg, Name: t.Name, RowsRead: t.RowsRead, Skipped: edges.Skips{}, BuildTime: time.Since(start), Built: built, Notes: t.Notes}
 	for reason, n := range t.Skipped {
