@@ -512,6 +512,17 @@ func TestLaunch(t *testing.T) {
 		}
 	}
 
+	// A struct argument (Args), as kernels with many parameters take one.
+	es := function(t, m, "echo_struct")
+	sa := testArgs{p: echo.Ptr(), n: -77, x: 0.75, m: -(1 << 50)}
+	must(t, Launch(es, Dim(1), Dim(1), 0, s, Args(&sa), echo))
+	must(t, Download(s, got, echo))
+	for i, w := range []uint64{uint64(echo.Ptr()), uint64(int64(-77)), uint64(math.Float32bits(0.75)), uint64(int64(-(1 << 50)))} {
+		if got[i] != w {
+			t.Errorf("echo_struct slot %d = %#x, want %#x", i, got[i], w)
+		}
+	}
+
 	// A kernel without parameters.
 	nop := function(t, m, "noop")
 	if n, ok := nop.NumParams(); ok && n != 0 {

@@ -24,10 +24,17 @@ const maxKernelParams = 64
 // never moves heap objects; only stacks move, which is why the block is not
 // a local variable.)
 type paramBlock struct {
-	ptrs   [maxKernelParams]unsafe.Pointer
-	vals   [maxKernelParams]uint64
-	pinner runtime.Pinner
+	ptrs [maxKernelParams]unsafe.Pointer
+	vals [maxKernelParams]uint64
+	// structs holds the bytes of the arguments passed as structs (Args),
+	// which ptrs[i] then points into for the launch.
+	structs [maxStructBytes]byte
+	pinner  runtime.Pinner
 }
+
+// maxStructBytes bounds the bytes of one launch's struct arguments: the
+// 4 KiB every CUDA version takes as a kernel's parameters.
+const maxStructBytes = 4096
 
 var paramPool = sync.Pool{New: func() any {
 	pb := new(paramBlock)
@@ -58,6 +65,7 @@ func BlocksFor(n, blockSize int) uint32 {
 //	int32, uint32, float32                 4 bytes
 //	int16, uint16                          2 bytes
 //	int8, uint8, bool                      1 byte
+//	Args(&s)                               the bytes of struct s
 //
 // Go's int and uint are refused: their width says nothing about the
 // kernel's. Where the driver reports the kernel's parameters (CUDA 12.4
@@ -84,16 +92,9 @@ func Launch(fn *Function, grid, block [3]uint32, sharedMem uint32, s *Stream, ar
 	}
 	pb := paramPool.Get().(*paramBlock)
 	defer paramPool.Put(pb)
-	for i, a := range args {
-		v, size, err := packArg(a)
-		if err != nil {
-			return fmt.Errorf("gpu: kernel %s argument %d: %w", fn.name, i, err)
-		}
-		if fn.params != nil && fn.params[i] != size {
-			return fmt.Errorf("gpu: kernel %s parameter %d is %d bytes, but argument %d is a %T (%d bytes)",
-				fn.name, i, fn.params[i], i, a, size)
-		}
-		pb.vals[i] = v
+	defer pb.pointAtVals(len(args))
+	if err := pb.pack(fn, args); err != nil {
+		return err
 	}
 	pb.pinner.Pin(pb)
 	defer pb.pinner.Unpin()
@@ -111,6 +112,51 @@ func Launch(fn *Function, grid, block [3]uint32, sharedMem uint32, s *Stream, ar
 		return e
 	}
 	return nil
+}
+
+// pack puts args into the block, checking each against the kernel's
+// parameter sizes where the driver reports them.
+func (pb *paramBlock) pack(fn *Function, args []any) error {
+	used := 0
+	for i, a := range args {
+		var size int
+		if st, ok := a.(structArg); ok {
+			size = len(st.b)
+			if used+size > maxStructBytes {
+				return fmt.Errorf("gpu: kernel %s: struct arguments of more than %d bytes", fn.name, maxStructBytes)
+			}
+			copy(pb.structs[used:], st.b)
+			pb.ptrs[i] = unsafe.Pointer(&pb.structs[used])
+			used += (size + 7) &^ 7
+		} else {
+			v, n, err := packArg(a)
+			if err != nil {
+				return fmt.Errorf("gpu: kernel %s argument %d: %w", fn.name, i, err)
+			}
+			pb.vals[i], size = v, n
+		}
+		if fn.params != nil && fn.params[i] != size {
+			return fmt.Errorf("gpu: kernel %s parameter %d is %d bytes, but argument %d is a %s (%d bytes)",
+				fn.name, i, fn.params[i], i, argName(a), size)
+		}
+	}
+	return nil
+}
+
+// pointAtVals points the first n parameters back at their vals slots, as
+// a block from the pool expects.
+func (pb *paramBlock) pointAtVals(n int) {
+	for i := range n {
+		pb.ptrs[i] = unsafe.Pointer(&pb.vals[i])
+	}
+}
+
+// argName names an argument's type in errors.
+func argName(a any) string {
+	if st, ok := a.(structArg); ok {
+		return st.name
+	}
+	return fmt.Sprintf("%T", a)
 }
 
 // checkGeometry turns the common launch mistakes into errors that say what

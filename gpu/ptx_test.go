@@ -146,6 +146,32 @@ AXPB_F64_DONE:
 	ret;
 }
 
+// echo_struct: out[0..3] = the fields of a struct passed by value,
+// {u64 p; s32 n; f32 x; s64 m} (gpu.Args), as u64s: n sign-extended, x's
+// bits; then a plain parameter after it.
+.visible .entry echo_struct(
+	.param .align 8 .b8 es_a[24],
+	.param .u64 es_out
+)
+{
+	.reg .b32 %r<3>;
+	.reg .b64 %rd<6>;
+
+	ld.param.u64 %rd1, [es_out];
+	cvta.to.global.u64 %rd1, %rd1;
+	ld.param.u64 %rd2, [es_a];
+	st.global.u64 [%rd1], %rd2;
+	ld.param.s32 %r1, [es_a+8];
+	cvt.s64.s32 %rd3, %r1;
+	st.global.u64 [%rd1+8], %rd3;
+	ld.param.b32 %r2, [es_a+12];
+	cvt.u64.u32 %rd4, %r2;
+	st.global.u64 [%rd1+16], %rd4;
+	ld.param.u64 %rd5, [es_a+16];
+	st.global.u64 [%rd1+24], %rd5;
+	ret;
+}
+
 // smem_probe: the block writes word i of its dynamic shared memory with i,
 // for i < words; thread 0 then sums all words into out[0].
 .visible .entry smem_probe(
