@@ -517,7 +517,7 @@ func TestLaunch(t *testing.T) {
 	sa := testArgs{p: echo.Ptr(), n: -77, x: 0.75, m: -(1 << 50)}
 	must(t, Launch(es, Dim(1), Dim(1), 0, s, Args(&sa), echo))
 	must(t, Download(s, got, echo))
-	for i, w := range []uint64{uint64(echo.Ptr()), uint64(int64(-77)), uint64(math.Float32bits(0.75)), uint64(int64(-(1 << 50)))} {
+	for i, w := range []uint64{uint64(echo.Ptr()), uint64(int64(sa.n)), uint64(math.Float32bits(sa.x)), uint64(sa.m)} {
 		if got[i] != w {
 			t.Errorf("echo_struct slot %d = %#x, want %#x", i, got[i], w)
 		}
