@@ -311,15 +311,48 @@ extern "C" __global__ void __launch_bounds__(256) ent_unvisited(
 // round with a hit. A visited vertex joins the next frontier (next_bits),
 // and the hub list (room for hub_cap, as hubs) when it is a hub; the others
 // go to the next queue.
+// BottomUpArgs are a bottom-up step's arguments, one struct (the Go side's
+// bottomUpArgs in operators/gpuop/enterprise.go mirrors it field by field).
+struct BottomUpArgs {
+    const eid_t* in_offsets;
+    const vid_t* in_sources;
+    const unsigned* hub_bits;
+    int* depth;
+    vid_t* parent;
+    const vid_t* queue;
+    const vid_t* hubs;
+    const unsigned* hub_count;
+    const unsigned* bits;
+    vid_t* next_queue;
+    unsigned* next_count;
+    LevelStats* stats;
+    vid_t* next_hubs;
+    unsigned* next_bits;
+    unsigned count;
+    int level;
+    unsigned hub_cap;
+};
+
 template <int K>
-__device__ __forceinline__ void bottom_up(
-    const eid_t* __restrict__ in_offsets, const vid_t* __restrict__ in_sources,
-    const unsigned* __restrict__ hub_bits, int* __restrict__ depth, vid_t* __restrict__ parent,
-    const vid_t* __restrict__ queue, unsigned count, int level,
-    const vid_t* __restrict__ hubs, const unsigned* hub_count, const unsigned* __restrict__ bits,
-    vid_t* __restrict__ next_queue, unsigned* next_count, LevelStats* stats,
-    vid_t* __restrict__ next_hubs, unsigned hub_cap, unsigned* __restrict__ next_bits)
+__device__ __forceinline__ void bottom_up(const BottomUpArgs& a)
 {
+    const eid_t* __restrict__ in_offsets = a.in_offsets;
+    const vid_t* __restrict__ in_sources = a.in_sources;
+    const unsigned* __restrict__ hub_bits = a.hub_bits;
+    int* __restrict__ depth = a.depth;
+    vid_t* __restrict__ parent = a.parent;
+    const vid_t* __restrict__ queue = a.queue;
+    const unsigned count = a.count;
+    const int level = a.level;
+    const vid_t* __restrict__ hubs = a.hubs;
+    const unsigned* hub_count = a.hub_count;
+    const unsigned* __restrict__ bits = a.bits;
+    vid_t* __restrict__ next_queue = a.next_queue;
+    unsigned* next_count = a.next_count;
+    LevelStats* stats = a.stats;
+    vid_t* __restrict__ next_hubs = a.next_hubs;
+    const unsigned hub_cap = a.hub_cap;
+    unsigned* __restrict__ next_bits = a.next_bits;
     __shared__ vid_t cache[HUB_CACHE_SLOTS];
     __shared__ vid_t stages[8 * WARP_STAGE];
     hub_cache_load(cache, hubs, min(*hub_count, hub_cap));
@@ -360,15 +393,7 @@ __device__ __forceinline__ void bottom_up(
 }
 
 #define BOTTOM_UP(NAME, K)                                                                                      \
-    extern "C" __global__ void __launch_bounds__(256) NAME(                                                     \
-        const eid_t* in_offsets, const vid_t* in_sources, const unsigned* hub_bits, int* depth, vid_t* parent,  \
-        const vid_t* queue, unsigned count, int level, const vid_t* hubs, const unsigned* hub_count,           \
-        const unsigned* bits, vid_t* next_queue, unsigned* next_count, LevelStats* stats, vid_t* next_hubs,     \
-        unsigned hub_cap, unsigned* next_bits)                                                                  \
-    {                                                                                                           \
-        bottom_up<K>(in_offsets, in_sources, hub_bits, depth, parent, queue, count, level, hubs, hub_count,    \
-                     bits, next_queue, next_count, stats, next_hubs, hub_cap, next_bits);                       \
-    }
+    extern "C" __global__ void __launch_bounds__(256) NAME(BottomUpArgs a) { bottom_up<K>(a); }
 
 // Vertices with fewer than 32 in-edges: groups of 4 lanes, so that a warp
 // has eight vertices' loads in flight at once, and a vertex's in-neighbours

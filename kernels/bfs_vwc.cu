@@ -23,14 +23,36 @@
 // high 32.
 typedef unsigned long long outlier_t;
 
+// VWCLevelArgs are a level's arguments, one struct (operators/gpuop/bfs.go's
+// vwcLevelArgs mirrors it field by field).
+struct VWCLevelArgs {
+    const eid_t* offsets;
+    const vid_t* targets;
+    int* depth;
+    vid_t* parent;
+    unsigned long long* counter;
+    outlier_t* outliers;
+    unsigned* outlier_count;
+    int* discovered;
+    long long n;
+    long long chunk;
+    long long outlier_degree;
+    int level;
+};
+
 template <int K>
-__device__ __forceinline__ void bfs_level(
-    const eid_t* __restrict__ offsets, const vid_t* __restrict__ targets,
-    int* __restrict__ depth, vid_t* __restrict__ parent, long long n, int level,
-    unsigned long long* counter, long long chunk,
-    long long outlier_degree, outlier_t* __restrict__ outliers, unsigned* outlier_count,
-    int* discovered)
+__device__ __forceinline__ void bfs_level(const VWCLevelArgs& a)
 {
+    const eid_t* __restrict__ offsets = a.offsets;
+    const vid_t* __restrict__ targets = a.targets;
+    int* __restrict__ depth = a.depth;
+    vid_t* __restrict__ parent = a.parent;
+    const long long n = a.n, chunk = a.chunk, outlier_degree = a.outlier_degree;
+    const int level = a.level;
+    unsigned long long* counter = a.counter;
+    outlier_t* __restrict__ outliers = a.outliers;
+    unsigned* outlier_count = a.outlier_count;
+    int* discovered = a.discovered;
     VirtualWarp<K> vw;
     ChunkSchedule<K> schedule(vw, counter, chunk, n);
     bool found = false;
@@ -66,15 +88,8 @@ __device__ __forceinline__ void bfs_level(
     if (found) *discovered = 1;
 }
 
-#define BFS_VWC(K)                                                                              \
-    extern "C" __global__ void __launch_bounds__(256) bfs_vwc_k##K(                             \
-        const eid_t* offsets, const vid_t* targets, int* depth, vid_t* parent, long long n,     \
-        int level, unsigned long long* counter, long long chunk, long long outlier_degree,      \
-        outlier_t* outliers, unsigned* outlier_count, int* discovered)                          \
-    {                                                                                           \
-        bfs_level<K>(offsets, targets, depth, parent, n, level, counter, chunk, outlier_degree, \
-                     outliers, outlier_count, discovered);                                      \
-    }
+#define BFS_VWC(K) \
+    extern "C" __global__ void __launch_bounds__(256) bfs_vwc_k##K(VWCLevelArgs a) { bfs_level<K>(a); }
 BFS_VWC(1)
 BFS_VWC(2)
 BFS_VWC(4)

@@ -53,15 +53,36 @@
 // included: hub_lists and their counts hub_counts, room for hub_cap each),
 // the list a bottom-up level's hub cache loads: a level that turns the
 // search bottom-up then needs no pass over the whole frontier for it.
-extern "C" __global__ void __launch_bounds__(256) mg_push_clear(const unsigned* __restrict__ bits, long long lo,
-                                                                long long hi, unsigned* const* __restrict__ peers,
-                                                                int npeers, const unsigned* __restrict__ hub_bits,
-                                                                LevelStats* stats, unsigned* host_stats,
-                                                                unsigned* __restrict__ done, long long clear_words,
-                                                                int zeros, vid_t* const* __restrict__ hub_lists,
-                                                                unsigned* const* __restrict__ hub_counts, int nparts,
-                                                                unsigned hub_cap, int list_hubs)
+//
+// PushClearArgs are mg_push_clear's arguments, one struct
+// (operators/multigpu/bfs.go's pushClearArgs mirrors it field by field).
+struct PushClearArgs {
+    const unsigned* bits;
+    unsigned* const* peers;
+    const unsigned* hub_bits;
+    LevelStats* stats;
+    unsigned* host_stats;
+    unsigned* done;
+    vid_t* const* hub_lists;
+    unsigned* const* hub_counts;
+    long long lo, hi, clear_words;
+    int npeers, zeros, nparts, list_hubs;
+    unsigned hub_cap;
+};
+
+extern "C" __global__ void __launch_bounds__(256) mg_push_clear(PushClearArgs a)
 {
+    const unsigned* __restrict__ bits = a.bits;
+    unsigned* const* __restrict__ peers = a.peers;
+    const unsigned* __restrict__ hub_bits = a.hub_bits;
+    LevelStats* stats = a.stats;
+    unsigned* host_stats = a.host_stats;
+    unsigned* __restrict__ done = a.done;
+    vid_t* const* __restrict__ hub_lists = a.hub_lists;
+    unsigned* const* __restrict__ hub_counts = a.hub_counts;
+    const long long lo = a.lo, hi = a.hi, clear_words = a.clear_words;
+    const int npeers = a.npeers, zeros = a.zeros, nparts = a.nparts, list_hubs = a.list_hubs;
+    const unsigned hub_cap = a.hub_cap;
     const long long stride = (long long)gridDim.x * blockDim.x;
     const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     unsigned found = 0, hubs = 0;
@@ -142,13 +163,43 @@ __device__ __forceinline__ void mg_collect(bool improved, bool boundary, vid_t v
 // One iteration's pull of the owned vertices [lo, hi) set in active, 32
 // consecutive vertices a warp (Warp Segmentation's rounds); rows longer
 // than hub_degree are mg_hubs'.
+// MgPullArgs are the arguments of mg_pull and mg_hubs, one struct
+// (operators/multigpu/vp.go's mgPullArgs mirrors it field by field):
+// hub_degree is mg_pull's, hubs and hub_count mg_hubs'.
 template <class P>
-__device__ __forceinline__ void mg_pull(
-    Rows in, const typename P::Weight* in_weights, typename P::Value* values, const unsigned* __restrict__ active,
-    long long lo, long long hi, long long hub_degree, const unsigned* __restrict__ boundary, vid_t* changed,
-    unsigned* changed_count, vid_t* out_ids, typename P::Value* out_vals, unsigned* out_count,
-    unsigned long long* examined)
+struct MgPullArgs {
+    const eid_t* in_offs;
+    const vid_t* in_adj;
+    const typename P::Weight* in_weights;
+    typename P::Value* values;
+    const unsigned* active;
+    const unsigned* boundary;
+    vid_t* changed;
+    unsigned* changed_count;
+    vid_t* out_ids;
+    typename P::Value* out_vals;
+    unsigned* out_count;
+    unsigned long long* examined;
+    const vid_t* hubs;
+    long long lo, hi, hub_degree;
+    unsigned hub_count;
+};
+
+template <class P>
+__device__ __forceinline__ void mg_pull(const MgPullArgs<P>& a)
 {
+    const Rows in{a.in_offs, a.in_adj};
+    const typename P::Weight* in_weights = a.in_weights;
+    typename P::Value* values = a.values;
+    const unsigned* __restrict__ active = a.active;
+    const long long lo = a.lo, hi = a.hi, hub_degree = a.hub_degree;
+    const unsigned* __restrict__ boundary = a.boundary;
+    vid_t* changed = a.changed;
+    unsigned* changed_count = a.changed_count;
+    vid_t* out_ids = a.out_ids;
+    typename P::Value* out_vals = a.out_vals;
+    unsigned* out_count = a.out_count;
+    unsigned long long* examined = a.examined;
     typedef typename P::Value V;
     __shared__ V acc_all[256];
     V* acc = acc_all + (threadIdx.x & ~31u);
@@ -177,13 +228,22 @@ __device__ __forceinline__ void mg_pull(
 // The active hubs of the part in [lo, hi) (rows over hub_degree, listed in
 // hubs), a block each.
 template <class P>
-__device__ __forceinline__ void mg_hubs(
-    Rows in, const typename P::Weight* in_weights, typename P::Value* values, const unsigned* __restrict__ active,
-    long long lo, long long hi, const vid_t* __restrict__ hubs, unsigned hub_count,
-    const unsigned* __restrict__ boundary, vid_t* changed,
-    unsigned* changed_count, vid_t* out_ids, typename P::Value* out_vals, unsigned* out_count,
-    unsigned long long* examined)
+__device__ __forceinline__ void mg_hubs(const MgPullArgs<P>& a)
 {
+    const Rows in{a.in_offs, a.in_adj};
+    const typename P::Weight* in_weights = a.in_weights;
+    typename P::Value* values = a.values;
+    const unsigned* __restrict__ active = a.active;
+    const long long lo = a.lo, hi = a.hi;
+    const vid_t* __restrict__ hubs = a.hubs;
+    const unsigned hub_count = a.hub_count;
+    const unsigned* __restrict__ boundary = a.boundary;
+    vid_t* changed = a.changed;
+    unsigned* changed_count = a.changed_count;
+    vid_t* out_ids = a.out_ids;
+    typename P::Value* out_vals = a.out_vals;
+    unsigned* out_count = a.out_count;
+    unsigned long long* examined = a.examined;
     typedef typename P::Value V;
     __shared__ V scratch[32];
     EdgeArray<typename P::Weight> w{in_weights};
@@ -209,24 +269,8 @@ __device__ __forceinline__ void mg_hubs(
 }
 
 #define MG_PROGRAM(NAME, P)                                                                                    \
-    extern "C" __global__ void __launch_bounds__(256) mg_pull_##NAME(                                          \
-        const eid_t* in_offs, const vid_t* in_adj, const P::Weight* in_weights, P::Value* values,              \
-        const unsigned* active, long long lo, long long hi, long long hub_degree, const unsigned* boundary,    \
-        vid_t* changed, unsigned* changed_count, vid_t* out_ids, P::Value* out_vals, unsigned* out_count,      \
-        unsigned long long* examined)                                                                          \
-    {                                                                                                          \
-        mg_pull<P>(Rows{in_offs, in_adj}, in_weights, values, active, lo, hi, hub_degree, boundary, changed,   \
-                   changed_count, out_ids, out_vals, out_count, examined);                                     \
-    }                                                                                                          \
-    extern "C" __global__ void __launch_bounds__(256) mg_hubs_##NAME(                                          \
-        const eid_t* in_offs, const vid_t* in_adj, const P::Weight* in_weights, P::Value* values,              \
-        const unsigned* active, long long lo, long long hi, const vid_t* hubs, unsigned hub_count,             \
-        const unsigned* boundary, vid_t* changed, unsigned* changed_count, vid_t* out_ids, P::Value* out_vals,  \
-        unsigned* out_count, unsigned long long* examined)                                                     \
-    {                                                                                                          \
-        mg_hubs<P>(Rows{in_offs, in_adj}, in_weights, values, active, lo, hi, hubs, hub_count, boundary,       \
-                   changed, changed_count, out_ids, out_vals, out_count, examined);                            \
-    }
+    extern "C" __global__ void __launch_bounds__(256) mg_pull_##NAME(MgPullArgs<P> a) { mg_pull<P>(a); }      \
+    extern "C" __global__ void __launch_bounds__(256) mg_hubs_##NAME(MgPullArgs<P> a) { mg_hubs<P>(a); }
 
 MG_PROGRAM(sssp_u32u, SSSP32<Unit>)
 MG_PROGRAM(sssp_u32, SSSP32<unsigned>)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"structs"
 	"time"
 
 	"github.com/gpipe/gpipe/convert"
@@ -144,8 +145,12 @@ func vwcLevels(e *enactor, cfg vwcConfig, expand, outliers *Kernel, parts, bufs 
 		if err := flags.Memset8(s, 0); err != nil {
 			return 0, err
 		}
-		if err := expand.Launch(s, offsets, targets, depthBuf, parentBuf, n, level,
-			PtrOf(counter), cfg.chunk, cfg.outlierDegree, PtrOf(queue), queueLen, discovered); err != nil {
+		a := vwcLevelArgs{
+			offsets: offsets.Ptr(), targets: targets.Ptr(), depth: depthBuf.Ptr(), parent: parentBuf.Ptr(),
+			counter: PtrOf(counter), outliers: PtrOf(queue), outlierCount: queueLen.Ptr(), discovered: discovered.Ptr(),
+			n: n, chunk: cfg.chunk, outlierDegree: cfg.outlierDegree, level: level,
+		}
+		if err := expand.Launch(s, gpu.Args(&a)); err != nil {
 			return 0, err
 		}
 		if cfg.outlierDegree > 0 {
@@ -161,6 +166,17 @@ func vwcLevels(e *enactor, cfg vwcConfig, expand, outliers *Kernel, parts, bufs 
 			return int(level) + 1, nil
 		}
 	}
+}
+
+// vwcLevelArgs mirrors kernels/bfs_vwc.cu's VWCLevelArgs, field by field:
+// the arguments of a level (bfs_vwc_k*).
+type vwcLevelArgs struct {
+	_                         structs.HostLayout
+	offsets, targets, depth   gpu.DevicePtr
+	parent, counter, outliers gpu.DevicePtr
+	outlierCount, discovered  gpu.DevicePtr
+	n, chunk, outlierDegree   int64
+	level                     int32
 }
 
 // startSearch queues the start of a search on s: every vertex of depth and

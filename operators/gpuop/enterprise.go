@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+	"structs"
 	"time"
 
 	"github.com/gpipe/gpipe/convert"
@@ -462,10 +463,15 @@ func (e *EntSearch) Expand(cur, next int, count [Classes]uint32, topDown bool, l
 				e.outOff, e.outTgt, eb.Depth, eb.Parent, e.queue(cur, c), count[c], level, eb.Bits[next])
 		} else {
 			bu, perBlock := k.bottomUp[min(c, 2)], buPerBlock[min(c, 2)]
-			err = bu.LaunchFor(stream(c), int64(count[c]), perBlock,
-				e.inOff, e.inSrc, e.HubMask, eb.Depth, eb.Parent, e.queue(cur, c), count[c], level,
-				eb.Hubs[cur], e.Field(cur, EntHubListAt), eb.Bits[cur], e.queue(next, c), e.Field(next, entCountAt+4*int64(c)),
-				eb.Stats[next], eb.Hubs[next], e.HubCap(), eb.Bits[next])
+			a := bottomUpArgs{
+				inOffsets: e.inOff.Ptr(), inSources: e.inSrc.Ptr(), hubBits: e.HubMask.Ptr(),
+				depth: eb.Depth.Ptr(), parent: eb.Parent.Ptr(), queue: e.queue(cur, c),
+				hubs: eb.Hubs[cur].Ptr(), hubCount: e.Field(cur, EntHubListAt), bits: eb.Bits[cur].Ptr(),
+				nextQueue: e.queue(next, c), nextCount: e.Field(next, entCountAt+4*int64(c)),
+				stats: eb.Stats[next].Ptr(), nextHubs: eb.Hubs[next].Ptr(), nextBits: eb.Bits[next].Ptr(),
+				count: count[c], level: level, hubCap: e.HubCap(),
+			}
+			err = bu.LaunchFor(stream(c), int64(count[c]), perBlock, gpu.Args(&a))
 		}
 		if err != nil {
 			if fan {
@@ -481,6 +487,20 @@ func (e *EntSearch) Expand(cur, next int, count [Classes]uint32, topDown bool, l
 		return e.fan.end(used)
 	}
 	return nil
+}
+
+// bottomUpArgs mirrors kernels/bfs_enterprise.cu's BottomUpArgs, field by
+// field: the arguments of a bottom-up step (ent_bu_*).
+type bottomUpArgs struct {
+	_                             structs.HostLayout
+	inOffsets, inSources, hubBits gpu.DevicePtr
+	depth, parent, queue          gpu.DevicePtr
+	hubs, hubCount, bits          gpu.DevicePtr
+	nextQueue, nextCount, stats   gpu.DevicePtr
+	nextHubs, nextBits            gpu.DevicePtr
+	count                         uint32
+	level                         int32
+	hubCap                        uint32
 }
 
 // fanMinVertices is the fewest queued vertices whose classes run

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"structs"
 	"time"
 
 	"github.com/gpipe/gpipe/convert"
@@ -75,8 +76,24 @@ type mgBFSPart struct {
 func (p *mgBFSPart) pushClear(q, done int, zeros, listHubs bool) error {
 	lo, hi := p.OwnWords[0], p.OwnWords[1]
 	clearWords := p.Buf.Level[done].Size() / 4
-	return p.push.LaunchFor(p.Stream, max(hi-lo, clearWords), gpuop.BlockSize, p.Buf.Bits[q], lo, hi,
-		p.peers[q], p.npeers, p.HubMask, p.Buf.Stats[q], p.HostStats, p.Buf.Level[done], clearWords, gpuop.Flag(zeros), p.hubLists[q], p.hubCounts[q], p.nparts, p.HubCap(), gpuop.Flag(listHubs))
+	a := pushClearArgs{
+		bits: p.Buf.Bits[q].Ptr(), peers: p.peers[q].Ptr(), hubBits: p.HubMask.Ptr(), stats: p.Buf.Stats[q].Ptr(),
+		hostStats: p.HostStats, done: p.Buf.Level[done].Ptr(), hubLists: p.hubLists[q].Ptr(), hubCounts: p.hubCounts[q].Ptr(),
+		lo: lo, hi: hi, clearWords: clearWords,
+		npeers: p.npeers, zeros: gpuop.Flag(zeros), nparts: p.nparts, listHubs: gpuop.Flag(listHubs), hubCap: p.HubCap(),
+	}
+	return p.push.LaunchFor(p.Stream, max(hi-lo, clearWords), gpuop.BlockSize, gpu.Args(&a))
+}
+
+// pushClearArgs mirrors kernels/mgpu.cu's PushClearArgs, field by field.
+type pushClearArgs struct {
+	_                               structs.HostLayout
+	bits, peers, hubBits, stats     gpu.DevicePtr
+	hostStats, done                 gpu.DevicePtr
+	hubLists, hubCounts             gpu.DevicePtr
+	lo, hi, clearWords              int64
+	npeers, zeros, nparts, listHubs int32
+	hubCap                          uint32
 }
 
 // listPeers gives every part the device addresses of the others' bitmaps,

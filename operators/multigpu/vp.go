@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"structs"
 	"time"
 
 	"github.com/gpipe/gpipe/convert"
@@ -287,20 +288,35 @@ func (r *mgVPRun) pull(cur int) error {
 			return err
 		}
 		cnt := x.counts.Ptr()
-		tail := []any{x.boundary, x.changed, cnt + mgChangedAt, x.outIDs, x.outVals, cnt + mgOutboxAt, cnt + mgExaminedAt}
-		lo, hi := int64(r.cuts[i]), int64(r.cuts[i+1])
-		if err := x.pull.LaunchFor(x.s, hi-lo, gpuop.BlockSize, append([]any{x.inOff, x.inSrc, gpuop.PtrOf(x.inW), x.values, x.active[cur],
-			lo, hi, x.b.HubDegree()}, tail...)...); err != nil {
+		a := mgPullArgs{
+			inOffs: x.inOff.Ptr(), inAdj: x.inSrc.Ptr(), inWeights: gpuop.PtrOf(x.inW), values: x.values.Ptr(),
+			active: x.active[cur].Ptr(), boundary: x.boundary.Ptr(), changed: x.changed.Ptr(), changedCount: cnt + mgChangedAt,
+			outIDs: x.outIDs.Ptr(), outVals: x.outVals.Ptr(), outCount: cnt + mgOutboxAt, examined: cnt + mgExaminedAt,
+			hubs: gpuop.PtrOf(x.hubs), lo: int64(r.cuts[i]), hi: int64(r.cuts[i+1]),
+			hubDegree: x.b.HubDegree(), hubCount: uint32(x.hubCount),
+		}
+		if err := x.pull.LaunchFor(x.s, a.hi-a.lo, gpuop.BlockSize, gpu.Args(&a)); err != nil {
 			return err
 		}
 		if x.hubCount > 0 {
-			if err := gpu.Launch(x.hubPull.Fn, gpu.Dim(uint32(min(x.hubCount, 65535))), gpu.Dim(gpuop.BlockSize), 0, x.s,
-				append([]any{x.inOff, x.inSrc, gpuop.PtrOf(x.inW), x.values, x.active[cur], lo, hi, x.hubs, uint32(x.hubCount)}, tail...)...); err != nil {
+			if err := gpu.Launch(x.hubPull.Fn, gpu.Dim(uint32(min(x.hubCount, 65535))), gpu.Dim(gpuop.BlockSize), 0, x.s, gpu.Args(&a)); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// mgPullArgs mirrors kernels/mgpu.cu's MgPullArgs, field by field: the
+// arguments of mg_pull_* (hubDegree) and mg_hubs_* (hubs, hubCount).
+type mgPullArgs struct {
+	_                                structs.HostLayout
+	inOffs, inAdj, inWeights, values gpu.DevicePtr
+	active, boundary, changed        gpu.DevicePtr
+	changedCount, outIDs, outVals    gpu.DevicePtr
+	outCount, examined, hubs         gpu.DevicePtr
+	lo, hi, hubDegree                int64
+	hubCount                         uint32
 }
 
 // readCounts reads what each part's pull changed and put in its outbox.
