@@ -29,7 +29,7 @@ import (
 // also holds the edges into vertices beyond its own range, [HoldLo, HoldHi),
 // about extra times its own edges on each side, so that the vertices it
 // computes can slide within that range from one iteration to the next (the
-// online phase, operators/mgpu_vp.go). Its Graph then has the edges into the
+// online phase, operators/multigpu/vp.go). Its Graph then has the edges into the
 // whole held range, and its boundary vertices are those a part that holds
 // them may compute and another part reads: a held vertex that another part
 // holds too, or one with an out-edge into another part's held range.

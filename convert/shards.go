@@ -17,7 +17,7 @@ import (
 // i's range are contiguous: the window W_ij, [Windows[j·(S+1)+i],
 // Windows[j·(S+1)+i+1]), S = Count. A GPU block processes a shard with its
 // N vertex values in shared memory and writes improved values back into
-// the windows W_ij of every shard j (operators/gpu_vp.go, kernels/shards.cuh).
+// the windows W_ij of every shard j (operators/gpuop/vp.go, kernels/shards.cuh).
 //
 // Entries are numbered by uint32, so a graph with shards has fewer than
 // 2^32 edges (MaxShardEdges).

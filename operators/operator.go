@@ -1,7 +1,9 @@
 // Package operators holds one operator per graph algorithm: its parameters and
-// their validation, its result schema, its CPU implementation and, where one
-// exists, its GPU orchestration and strategies. Operators never read files or
-// print; they take a built graph and return per-vertex columns.
+// their validation, its result schema and its CPU implementation (on all
+// cores). Its GPU strategies live in operators/gpuop (one GPU) and
+// operators/multigpu (several), which implement this package's Backend.
+// Operators never read files or print; they take a built graph and return
+// per-vertex columns.
 package operators
 
 import (
@@ -162,7 +164,7 @@ type Column struct {
 	Float64 []float64
 	Vertex  []uint32
 	// Keys and Valid are the column as Arrow lays it out, where a GPU run
-	// made them beside the values (gpu_columns.go), or knows them (a GPU
+	// made them beside the values (gpuop/columns.go), or knows them (a GPU
 	// PageRank whose ranks are all numbers); nil otherwise, and the host
 	// makes them from the values. Keys is a vertex column mapped to the
 	// graph's integer keys, the key type's width a row. Valid is the

@@ -31,7 +31,7 @@ type GPU struct {
 	funcs   map[string]*Kernel
 	graphs  map[*convert.Graph]*deviceGraph
 
-	// buildMu serializes the graph builds (gpu_build.go), which share the
+	// buildMu serializes the graph builds (build.go), which share the
 	// pinned staging ring stage.
 	buildMu sync.Mutex
 	stage   *stager
@@ -358,8 +358,8 @@ const (
 	InOffsets
 	InSources
 	inWeights
-	// The vertex-program engine's (gpu_vp.go): the CSR weights as the
-	// programs keep them (integers; float order keys, gpu_sswp.go) ...
+	// The vertex-program engine's (vp.go): the CSR weights as the
+	// programs keep them (integers; float order keys, sswp.go) ...
 	outWeightsU32
 	outWeightsKey32
 	outWeightsKey64
@@ -379,7 +379,7 @@ const (
 	cwStart
 	cwSrc
 	cwMapper
-	// ... the pull strategies' (gpu_vp_pull.go): the CSC's weights as the
+	// ... the pull strategies' (vp_pull.go): the CSC's weights as the
 	// programs keep them, and kites' vertex grouping (convert.Grouped),
 	// whose ratio groupPart writes in the bits from groupShift.
 	inWeightsU32
@@ -388,10 +388,10 @@ const (
 	groupOffsets
 	groupTargets
 	// ... the vertices' integer keys, which result columns map ids to
-	// (gpu_columns.go) ...
+	// (columns.go) ...
 	vertexKeys
 	// ... and Enterprise's per-vertex degree classes (four bits a vertex,
-	// by out- and in-degree) and hub bitmap (gpu_bfs_enterprise.go), made
+	// by out- and in-degree) and hub bitmap (enterprise.go), made
 	// by deviceLayout from the offsets.
 	OutClasses
 	InClasses

@@ -224,7 +224,7 @@ func bfsResult(e *enactor, depthBuf, parentBuf *gpu.DeviceBuffer, strategy strin
 // Enterprise searches also wait for the GPUs after each phase of a level
 // and print each phase's time: slower, but it says which phase costs. Set
 // to "calls", a multi-GPU search also times each part's calls
-// (mgpu_bfs_trace.go).
+// (multigpu/bfs_trace.go).
 const TraceEnv = "GPIPE_BFS_TRACE"
 
 // LevelTrace prints the levels of one search when bfsTraceEnv is set.

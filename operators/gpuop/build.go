@@ -482,7 +482,7 @@ func (d *devBuild) graph(keys *convert.VertexKeys, n, self int64, out, in *devic
 
 // uploadKeys copies g's integer keys to the device beside the layouts the
 // build leaves there, for the results that map ids to keys on the device
-// (gpu_columns.go), so that a query copies nothing. Where that fails (too
+// (columns.go), so that a query copies nothing. Where that fails (too
 // little memory) it returns nil: a query copies them then, or maps its ids
 // on the host.
 func (d *devBuild) uploadKeys(g *convert.Graph) *gpu.DeviceBuffer {

@@ -1,6 +1,6 @@
 package gpuop
 
-// The first steps of the GPU build (gpu_build.go): the edge columns to the
+// The first steps of the GPU build (build.go): the edge columns to the
 // device, the weights' check, the keys renumbered, the edges as entries.
 
 import (

@@ -1,6 +1,6 @@
 package gpuop
 
-// The last steps of the GPU build (gpu_build.go): the entries sorted and
+// The last steps of the GPU build (build.go): the entries sorted and
 // merged into the CSR, the CSC, the degree statistics, and the device
 // primitives they rest on (the scan and the radix sort).
 

@@ -44,7 +44,7 @@ type EntStats struct {
 	// several GPUs): either way, 0 over all parts ends the search.
 	Found uint32
 	// OwnFound and OwnHubs are a part's own vertices in the next frontier
-	// and the hubs among them, counted by its stores (mgpu_bfs.go) before
+	// and the hubs among them, counted by its stores (multigpu/bfs.go) before
 	// any queue pass.
 	OwnFound, OwnHubs uint32
 }
@@ -152,7 +152,7 @@ type EntBuffers struct {
 }
 
 // EntSearch is one search's state on one GPU, over a whole graph or over
-// one part of a partitioned graph (mgpu_bfs.go), whose layouts hold the
+// one part of a partitioned graph (multigpu/bfs.go), whose layouts hold the
 // whole graph's vertex ids.
 type EntSearch struct {
 	GPU    *GPU
@@ -163,7 +163,7 @@ type EntSearch struct {
 	// Lo and Hi bound the vertices the search owns: all, or a part's; the
 	// bottom-up queues hold its unvisited ones. found counts the frontier's
 	// vertices in the bitmap's words [ownWords[0], ownWords[1]): all, or
-	// the part's words of the exchange (mgpu_bfs.go).
+	// the part's words of the exchange (multigpu/bfs.go).
 	Lo, Hi         int64
 	OwnWords       [2]int64
 	outOff, outTgt *gpu.DeviceBuffer

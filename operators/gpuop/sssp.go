@@ -12,7 +12,7 @@ import (
 )
 
 // SSSP on the GPU: the vertex program SSSP32 or SSSP64 (kernels/
-// vertex_program.cuh) in one of the engine's layouts (gpu_vp.go), then the
+// vertex_program.cuh) in one of the engine's layouts (vp.go), then the
 // shortest-path tree from the final distances.
 //
 // The tree: the last relaxation that lowered a vertex v to its final

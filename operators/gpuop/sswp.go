@@ -8,7 +8,7 @@ import (
 )
 
 // SSWP on the GPU: the vertex program SSWP32 or SSWP64 (kernels/
-// vertex_program.cuh) in one of the engine's layouts (gpu_vp.go). Widths
+// vertex_program.cuh) in one of the engine's layouts (vp.go). Widths
 // are order keys of floats (unsigned integers ordered as the floats), so
 // that the widest path's max is an integer atomic; every width is some
 // edge's weight (or the source's +Inf), so float32 keys lose nothing when

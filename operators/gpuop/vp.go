@@ -22,7 +22,7 @@ import (
 //	gshards  CuSha's G-Shards: one block a shard, four steps (kernels/shards.cuh)
 //	cw       CuSha's Concatenated Windows: G-Shards with step 4 through the Mapper
 //
-// PageRank is the sum program, in the same three layouts (gpu_pagerank.go).
+// PageRank is the sum program, in the same three layouts (pagerank.go).
 // A run's state lives on the device (vpState) and its last block advances
 // it, so the host queues iterations in growing batches and reads the state
 // once per batch.
@@ -132,7 +132,7 @@ type vpDevice struct {
 	srcValue, dirty                                   *gpu.DeviceBuffer
 	N, S                                              int
 	shardKernel                                       *gpu.Function
-	// warpseg and kites (gpu_vp_pull.go): the pull's weights, kites'
+	// warpseg and kites (vp_pull.go): the pull's weights, kites'
 	// activation rows and masks; iterate and outliers are the rounds' and
 	// the hubs' kernels, queue the hubs' segments.
 	inWeights, actOffs, actAdj, actInOffs, actInAdj *gpu.DeviceBuffer
@@ -156,7 +156,7 @@ func vwcQueueCap(m, threshold int64) int64 {
 }
 
 // vpBytes is the device memory of a run of prog with strategy on g,
-// layouts included (the parent pass of sssp adds its own, gpu_sssp.go).
+// layouts included (the parent pass of sssp adds its own, sssp.go).
 func vpBytes(b *GPU, g *convert.Graph, prog Program, strategy string, both bool, p operators.Params) int64 {
 	n, m := int64(g.NumVertices()), g.NumEdges()
 	V := prog.ValueBytes()

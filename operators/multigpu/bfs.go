@@ -16,7 +16,7 @@ import (
 )
 
 // BFS over several GPUs, after Enterprise §4.4, on the partition of
-// mgpu.go. Each GPU runs a level of Enterprise (gpu_bfs_enterprise.go) on
+// multigpu.go. Each GPU runs a level of Enterprise (gpuop/enterprise.go) on
 // its part: top-down it expands the whole frontier along the edges into its
 // vertices, bottom-up it checks its unvisited vertices' in-edges against the
 // whole frontier's bitmap; either way it visits only its own vertices, and

@@ -19,11 +19,11 @@ import (
 // GPU keeps full-length vertex arrays and writes only its own vertices';
 // between levels or iterations the owners' entries travel to the others:
 //
-//	bfs       Enterprise's multi-GPU scheme (§4.4), mgpu_bfs.go
-//	pagerank  the owned contributions, every iteration, mgpu_pagerank.go
+//	bfs       Enterprise's multi-GPU scheme (§4.4), bfs.go
+//	pagerank  the owned contributions, every iteration, pagerank.go
 //	sssp, sswp, cc
 //	          Vertex Refinement (khorasani-dissertation §2.3): only the
-//	          updated boundary vertices, mgpu_vp.go
+//	          updated boundary vertices, vp.go
 //
 // One process drives all the GPUs (one goroutine issuing every GPU's
 // launches, which are asynchronous, and waiting on them together), and the
@@ -43,12 +43,12 @@ type MultiGPU struct {
 	// PeerStores lets BFS's kernels store each level's frontier words
 	// straight into the other GPUs' bitmaps (mg_push_clear) where every GPU
 	// reaches every other's memory, rather than gather them through the
-	// transport (mgpu_bfs.go). On by default; GPIPE_TRANSPORT=nccl turns it
+	// transport (bfs.go). On by default; GPIPE_TRANSPORT=nccl turns it
 	// off, so that NCCL carries everything.
 	PeerStores bool
 	// speculate says when a top-down level by peer stores makes the
 	// bottom-up queues and hub lists in its first round (speculates in
-	// mgpu_bfs.go): 0 by the rule, 1 always, -1 never (the tests vary it).
+	// bfs.go): 0 by the rule, 1 always, -1 never (the tests vary it).
 	speculate int
 	// afterTurn, where set (tests), runs after a level that turned the
 	// search bottom-up in its speculative first round, q the buffer of the

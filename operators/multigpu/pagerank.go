@@ -14,7 +14,7 @@ import (
 	"github.com/gpipe/gpipe/operators/gpuop"
 )
 
-// PageRank over several GPUs, on the partition of mgpu.go. Every GPU
+// PageRank over several GPUs, on the partition of multigpu.go. Every GPU
 // starts from the whole graph's out-degrees (so its inverse degrees,
 // first contributions and dangling sum are the whole graph's), then each
 // iteration pulls its own vertices' in-edges (mg_pr_ws_*: Warp

@@ -17,7 +17,7 @@ import (
 )
 
 // SSSP, SSWP and CC over several GPUs by Vertex Refinement
-// (khorasani-dissertation §2.3), on the partition of mgpu.go. Offline, the
+// (khorasani-dissertation §2.3), on the partition of multigpu.go. Offline, the
 // partition marks each part's boundary vertices (those with an out-edge into
 // another part: convert.Partition.BoundaryBits), which also sizes the
 // outboxes and inboxes. Each iteration, every GPU pulls its active vertices
@@ -43,7 +43,7 @@ import (
 //
 // A vertex's value is final on its owner and, for a boundary vertex, on
 // every GPU; the result is read from the owners. SSSP's tree comes from the
-// same passes as on one GPU (gpu_sssp.go), each part's pass over its edges
+// same passes as on one GPU (gpuop/sssp.go), each part's pass over its edges
 // (which end in its vertices), the passes' marks gathered between passes.
 
 // mgProgram picks the vertex program for a graph and says how its values
