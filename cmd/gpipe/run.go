@@ -16,6 +16,7 @@ import (
 	"github.com/gpipe/gpipe/internal/pipeline"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
+	"github.com/gpipe/gpipe/operators/gpuop"
 	"github.com/gpipe/gpipe/sink"
 )
 
@@ -41,18 +42,10 @@ Operators and their columns:
    sswp      width (float64): the widest-path bottleneck from the source,
              +Inf for the source itself
 
-GPU strategies (--strategy; auto picks the fastest measured that fits in the
-   GPU's memory, and --json says which and why):
-   bfs       enterprise (direction-optimizing, Enterprise), bfs4k (BFS-4K,
-             for high-diameter graphs), vwc (virtual warp-centric)
-   sssp      vwc (frontier push over the CSR, near-far), gshards (CuSha's
-             G-Shards), cw (Concatenated Windows), kites (KiTES: pull of the
-             active vertices), warpseg (Warp Segmentation: pull of all)
-   sswp      vwc, gshards, cw, kites, warpseg
-   pagerank  vwc (pull over the in-edges), gshards, cw, warpseg
-   cc        afforest, vwc (label propagation), gshards, cw, kites, warpseg
+`
 
-Formats, by extension: .parquet/.pq, .arrow/.feather/.ipc (Arrow IPC file),
+// formatsHelp is the rest of run's help, after the GPU strategies.
+const formatsHelp = `Formats, by extension: .parquet/.pq, .arrow/.feather/.ipc (Arrow IPC file),
    .arrows (Arrow IPC stream), .csv; input also .tsv (CSV with tabs),
    .txt/.el/.wel/.edges/.snap (whitespace edge lists, # and % comments) and .mtx
    (Matrix Market). CSV and TSV: a header line names the columns, or without one
@@ -169,7 +162,9 @@ func runCommand(e *env) *cli.Command {
 		UsageText: "gpipe run --input EDGES --op OPERATOR [--source KEY] [--output RESULT] [options]",
 		Description: "Examples:\n" +
 			"   gpipe run --input edges.parquet --op bfs --source 42 --output out.parquet\n" +
-			"   gpipe run --input - --op pagerank --output - < edges.arrows | next-tool\n\n" + semantics,
+			"   gpipe run --input - --op pagerank --output - < edges.arrows | next-tool\n\n" + semantics +
+			"GPU strategies (--strategy; auto picks the fastest measured that fits in the\n" +
+			"   GPU's memory, and --json says which and why):\n" + gpuop.StrategiesHelp() + "\n" + formatsHelp,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "edge table `PATH`: a file, a directory or glob of part files (Hive key=value directories too), " +
 				"an s3://BUCKET/KEY object or s3://BUCKET/PREFIX/ dataset, an https:// URL, or \"-\" (stdin: Parquet or Arrow IPC, or the format --input-format names)"},
@@ -203,7 +198,7 @@ func paramFlags() []cli.Flag {
 		&cli.IntFlag{Name: "max-iterations", Usage: "pagerank: most iterations", DefaultText: "1000"},
 		&cli.Float64Flag{Name: "damping", Usage: "pagerank: damping factor", DefaultText: "0.85"},
 		&cli.Float64Flag{Name: "delta", Usage: "sssp, sswp: Δ-stepping bucket width; 0 chooses", DefaultText: "chosen from the weights"},
-		&cli.StringFlag{Name: "strategy", Usage: "GPU strategy: enterprise, bfs4k (bfs), vwc (virtual warp-centric), gshards (CuSha's G-Shards), cw (Concatenated Windows), warpseg (Warp Segmentation), kites (KiTES; not pagerank), afforest (cc) or auto (see \"GPU strategies\" below)", DefaultText: "auto"},
+		&cli.StringFlag{Name: "strategy", Usage: "GPU strategy: " + strings.Join(gpuop.StrategyNames(), ", ") + " or auto (which operator takes which: \"GPU strategies\" below)", DefaultText: "auto"},
 		&cli.IntFlag{Name: "vwarp", Usage: "GPU virtual warp size K: 1, 2, 4, 8, 16 or 32; 0 chooses", DefaultText: "from the average degree"},
 		&cli.Int64Flag{Name: "defer-outliers", Usage: "GPU: defer vertices with more edges than this to whole blocks; -1: off, 0: default", DefaultText: "1024"},
 		&cli.BoolFlag{Name: "dynamic", Usage: "GPU: warps take chunks of vertices from a global counter"},
