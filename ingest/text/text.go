@@ -397,196 +397,270 @@ func (cfg *config) parseBlock(b *block, mode int) {
 	if cfg.mirror != 0 {
 		capN *= 2
 	}
-	var src, dst []int64
-	var sOff, dOff []int64
-	var sData, dData []byte
-	if mode == modeInts {
-		src = allocate[int64](a, b, capN)
-		dst = allocate[int64](a, b, capN)
-	} else {
-		sOff = allocate[int64](a, b, capN+1)
-		dOff = allocate[int64](a, b, capN+1)
-		sData = make([]byte, 0, len(data)/4+16)
-		dData = make([]byte, 0, len(data)/4+16)
-	}
-	var w []float64
-	var rowsOf []int64
+	o := cfg.blockColumns(b, mode, capN)
 	readWeight := cfg.opts.Columns.ReadWeight
-	intValues := cfg.intValues
 	ints, mtx, mirror := mode == modeInts, cfg.mtx, cfg.mirror
 	wantFields := cfg.fields
 	n, rows, line, p := 0, 0, 0, 0
 	b.gaps = b.gaps[:0]
-	defer func() {
-		b.src, b.dst, b.w, b.rowsOf = src, dst, w, rowsOf
-		b.n, b.rows = n, rows
-		if mode == modeStrings {
-			b.sStr = edges.Strings{Offsets: sOff[:n+1], Data: keep(a, b, sData)}
-			b.dStr = edges.Strings{Offsets: dOff[:n+1], Data: keep(a, b, dData)}
+	defer func() { o.finish(a, b, n, rows) }()
+	// skip counts a line that is not an edge (SkipInvalid) and moves on.
+	skip := func() {
+		if o.rowsOf == nil {
+			o.rowsOf = rowMap(n, capN)
 		}
-	}()
+		rows++
+		line++
+		p++ // the newline, if any
+	}
+	var f lineFields
 	for p < len(data) {
-		c := data[p]
-		for isBlank[c] {
-			if p++; p == len(data) {
-				return
-			}
-			c = data[p]
-		}
-		if c == '\n' {
-			b.gaps = append(b.gaps, int32(rows))
-			line++
-			p++
-			continue
-		}
-		if c == '#' || c == '%' {
-			j := bytes.IndexByte(data[p:], '\n')
-			if j < 0 {
-				return
-			}
-			b.gaps = append(b.gaps, int32(rows))
-			p += j + 1
-			line++
-			continue
-		}
-		// A data line: src dst [weight].
-		var fs, fe [3]int // field starts and ends
-		var sv, dv int64
-		nf := 0
-		badIndex := -1
-		for p < len(data) && data[p] != '\n' {
-			if nf == 3 {
-				nf = 4 // or more
-				break
-			}
-			fs[nf] = p
-			if ints && nf < 2 {
-				v, q, ok := parseInt(data, p)
-				if !ok {
-					if !mtx {
-						b.nonInt = true
-						return
-					}
-					if badIndex < 0 {
-						badIndex = nf
-					}
-				}
-				if nf == 0 {
-					sv = v
-				} else {
-					dv = v
-				}
+		if c := data[p]; isBlank[c] || c == '\n' || c == '#' || c == '%' {
+			q, gap, end := skipBlankLines(data, p)
+			if gap {
+				b.gaps = append(b.gaps, int32(rows))
 				p = q
-			} else {
-				for p < len(data) && !isSep[data[p]] {
-					p++
-				}
+				line++
+				continue
 			}
-			fe[nf] = p
-			nf++
-			for p < len(data) && isBlank[data[p]] {
-				p++
+			if end {
+				return
 			}
+			p = q
 		}
-		switch {
-		case nf < 2 || nf > 3:
-			b.fail(kindFields, line, rows, nf, "", nil)
+		q, nonInt := scanFields(&f, data, p, ints, mtx)
+		if nonInt {
+			b.nonInt = true
 			return
-		case nf != wantFields:
-			if wantFields != 0 {
-				b.fail(kindMismatch, line, rows, nf, "", nil)
-				return
-			}
-			b.nf, b.nfLine = nf, line
-			wantFields = nf
 		}
-		if mtx {
-			switch {
-			case badIndex >= 0:
-				b.fail(kindIndex, line, rows, nf, columnNames[badIndex], data[fs[badIndex]:fe[badIndex]])
-				return
-			case sv < 1 || sv > cfg.rows:
-				b.fail(kindRange, line, rows, nf, "src", data[fs[0]:fe[0]])
-				return
-			case dv < 1 || dv > cfg.cols:
-				b.fail(kindRange, line, rows, nf, "dst", data[fs[1]:fe[1]])
-				return
-			}
+		p = q
+		// The usual line has the file's field count, and only a Matrix
+		// Market file's indices have a range to check.
+		if (f.nf != wantFields || mtx) && !cfg.checkLine(b, &f, data, line, rows, &wantFields) {
+			return
 		}
 		var wv float64
-		if nf == 3 && readWeight {
-			if w == nil {
-				w = allocate[float64](a, b, capN)
+		if f.nf == 3 && readWeight {
+			if o.w == nil {
+				o.w = allocate[float64](a, b, capN)
 			}
-			ok, kind := false, kindWeight
-			if intValues {
-				var v int64
-				v, _, ok = parseInt(data, fs[2])
-				wv, kind = float64(v), kindInteger
-			} else {
-				wv, ok = parseFloat(data[fs[2]:fe[2]])
-			}
+			v, kind, ok := cfg.weightOf(data, &f)
 			if !ok {
 				if !cfg.opts.SkipInvalid {
-					b.fail(kind, line, rows, nf, "weight", data[fs[2]:fe[2]])
+					b.fail(kind, line, rows, f.nf, "weight", data[f.fs[2]:f.fe[2]])
 					return
 				}
 				b.skipped++
-				if rowsOf == nil {
-					rowsOf = rowMap(n, capN)
-				}
-				rows++
-				line++
-				p++ // the newline, if any
+				skip()
 				continue
 			}
+			wv = v
 		}
 		if ints {
-			src[n], dst[n] = sv, dv
+			o.src[n], o.dst[n] = f.sv, f.dv
 		} else {
 			// String keys become Arrow utf8, which other readers (pyarrow,
 			// DuckDB) refuse unless it is valid UTF-8.
-			if k := badUTF8Key(data, fs, fe); k >= 0 {
+			if k := badUTF8Key(data, f.fs, f.fe); k >= 0 {
 				if !cfg.opts.SkipInvalid {
-					b.fail(kindUTF8, line, rows, nf, columnNames[k], data[fs[k]:fe[k]])
+					b.fail(kindUTF8, line, rows, f.nf, columnNames[k], data[f.fs[k]:f.fe[k]])
 					return
 				}
 				b.badUTF8++
-				if rowsOf == nil {
-					rowsOf = rowMap(n, capN)
-				}
-				rows++
-				line++
-				p++ // the newline, if any
+				skip()
 				continue
 			}
-			sData = append(sData, data[fs[0]:fe[0]]...)
-			dData = append(dData, data[fs[1]:fe[1]]...)
-			sOff[n+1] = int64(len(sData))
-			dOff[n+1] = int64(len(dData))
+			o.addStrings(data, &f, n)
 		}
-		if w != nil {
-			w[n] = wv
+		if o.w != nil {
+			o.w[n] = wv
 		}
-		if rowsOf != nil {
-			rowsOf = append(rowsOf, int64(rows))
+		if o.rowsOf != nil {
+			o.rowsOf = append(o.rowsOf, int64(rows))
 		}
 		n++
-		if mirror != 0 && sv != dv {
-			if rowsOf == nil {
-				rowsOf = rowMap(n, capN)
+		if mirror != 0 && f.sv != f.dv {
+			if o.rowsOf == nil {
+				o.rowsOf = rowMap(n, capN)
 			}
-			src[n], dst[n] = dv, sv
-			if w != nil {
-				w[n] = wv * float64(mirror)
+			o.src[n], o.dst[n] = f.dv, f.sv
+			if o.w != nil {
+				o.w[n] = wv * float64(mirror)
 			}
-			rowsOf = append(rowsOf, int64(rows))
+			o.rowsOf = append(o.rowsOf, int64(rows))
 			n++
 		}
 		rows++
 		line++
 		p++ // the newline, if any
 	}
+}
+
+// blockCols are the columns a block's lines are parsed into: integer keys
+// (src, dst) or strings (offsets and bytes), weights where read, and the
+// input row of each edge where edges and rows part (a line skipped, an
+// edge mirrored).
+type blockCols struct {
+	mode         int
+	src, dst     []int64
+	sOff, dOff   []int64
+	sData, dData []byte
+	w            []float64
+	rowsOf       []int64
+}
+
+// blockColumns allocates the columns of block b's capN edges in mode.
+func (cfg *config) blockColumns(b *block, mode, capN int) *blockCols {
+	a := cfg.opts.Alloc
+	o := &blockCols{mode: mode}
+	if mode == modeInts {
+		o.src = allocate[int64](a, b, capN)
+		o.dst = allocate[int64](a, b, capN)
+	} else {
+		o.sOff = allocate[int64](a, b, capN+1)
+		o.dOff = allocate[int64](a, b, capN+1)
+		o.sData = make([]byte, 0, len(b.data)/4+16)
+		o.dData = make([]byte, 0, len(b.data)/4+16)
+	}
+	return o
+}
+
+// addStrings appends edge n's string keys.
+func (o *blockCols) addStrings(data []byte, f *lineFields, n int) {
+	o.sData = append(o.sData, data[f.fs[0]:f.fe[0]]...)
+	o.dData = append(o.dData, data[f.fs[1]:f.fe[1]]...)
+	o.sOff[n+1] = int64(len(o.sData))
+	o.dOff[n+1] = int64(len(o.dData))
+}
+
+// finish hands the block its n edges of rows lines.
+func (o *blockCols) finish(a memory.Allocator, b *block, n, rows int) {
+	b.src, b.dst, b.w, b.rowsOf = o.src, o.dst, o.w, o.rowsOf
+	b.n, b.rows = n, rows
+	if o.mode == modeStrings {
+		b.sStr = edges.Strings{Offsets: o.sOff[:n+1], Data: keep(a, b, o.sData)}
+		b.dStr = edges.Strings{Offsets: o.dOff[:n+1], Data: keep(a, b, o.dData)}
+	}
+}
+
+// skipBlankLines moves p past blanks. At a newline or a comment line it
+// returns the position after that line with gap set (a line that is no
+// edge); end says the data ended; otherwise q is a data line's first field.
+func skipBlankLines(data []byte, p int) (q int, gap, end bool) {
+	c := data[p]
+	for isBlank[c] {
+		if p++; p == len(data) {
+			return p, false, true
+		}
+		c = data[p]
+	}
+	if c == '\n' {
+		return p + 1, true, false
+	}
+	if c == '#' || c == '%' {
+		j := bytes.IndexByte(data[p:], '\n')
+		if j < 0 {
+			return len(data), false, true
+		}
+		return p + j + 1, true, false
+	}
+	return p, false, false
+}
+
+// lineFields are a data line's fields: where each starts and ends (up to
+// three; nf 4 means more), its keys where they parse as integers, and the
+// first key that does not (a Matrix Market index: badIndex, else -1).
+type lineFields struct {
+	fs, fe   [3]int
+	sv, dv   int64
+	nf       int
+	badIndex int
+}
+
+// scanFields reads into f the fields of the data line at p: src dst [weight]. In
+// int mode (ints) the keys are parsed as they are scanned; a key that is
+// not an integer ends the scan with nonInt, except in a Matrix Market file
+// (mtx), where it is a bad index. q is the position after the fields.
+func scanFields(f *lineFields, data []byte, p int, ints, mtx bool) (q int, nonInt bool) {
+	f.nf, f.badIndex = 0, -1
+	for p < len(data) && data[p] != '\n' {
+		if f.nf == 3 {
+			f.nf = 4 // or more
+			break
+		}
+		f.fs[f.nf] = p
+		if ints && f.nf < 2 {
+			v, next, ok := parseInt(data, p)
+			if !ok {
+				if !mtx {
+					return p, true
+				}
+				if f.badIndex < 0 {
+					f.badIndex = f.nf
+				}
+			}
+			if f.nf == 0 {
+				f.sv = v
+			} else {
+				f.dv = v
+			}
+			p = next
+		} else {
+			for p < len(data) && !isSep[data[p]] {
+				p++
+			}
+		}
+		f.fe[f.nf] = p
+		f.nf++
+		for p < len(data) && isBlank[data[p]] {
+			p++
+		}
+	}
+	return p, false
+}
+
+// checkLine checks a data line's field count against the file's (the
+// first data line sets it: *want) and a Matrix Market line's indices
+// against the matrix's size; on a failure it records it in b.
+func (cfg *config) checkLine(b *block, f *lineFields, data []byte, line, rows int, want *int) bool {
+	switch {
+	case f.nf < 2 || f.nf > 3:
+		b.fail(kindFields, line, rows, f.nf, "", nil)
+		return false
+	case f.nf != *want:
+		if *want != 0 {
+			b.fail(kindMismatch, line, rows, f.nf, "", nil)
+			return false
+		}
+		b.nf, b.nfLine = f.nf, line
+		*want = f.nf
+	}
+	if !cfg.mtx {
+		return true
+	}
+	switch {
+	case f.badIndex >= 0:
+		b.fail(kindIndex, line, rows, f.nf, columnNames[f.badIndex], data[f.fs[f.badIndex]:f.fe[f.badIndex]])
+	case f.sv < 1 || f.sv > cfg.rows:
+		b.fail(kindRange, line, rows, f.nf, "src", data[f.fs[0]:f.fe[0]])
+	case f.dv < 1 || f.dv > cfg.cols:
+		b.fail(kindRange, line, rows, f.nf, "dst", data[f.fs[1]:f.fe[1]])
+	default:
+		return true
+	}
+	return false
+}
+
+// weightOf parses a line's third field as its weight: an integer in a
+// Matrix Market integer file (cfg.intValues), else a float. On a failure
+// kind is the error's.
+func (cfg *config) weightOf(data []byte, f *lineFields) (w float64, kind int, ok bool) {
+	if cfg.intValues {
+		v, _, ok := parseInt(data, f.fs[2])
+		return float64(v), kindInteger, ok
+	}
+	w, ok = parseFloat(data[f.fs[2]:f.fe[2]])
+	return w, kindWeight, ok
 }
 
 // badUTF8Key is the index of the first key field (src, dst) that is not
