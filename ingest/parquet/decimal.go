@@ -101,7 +101,7 @@ func decimalPage(c *column, sd *stringCol, s *pageBuffers, pos, rows int, lo int
 	case valInt64:
 		return fixed[int64](intDecimalDst(c, lo, hi), p.raw, s.dict, p.idx, p.dictionary, p.def, c.maxDef)
 	}
-	return sd.page(pos, rows, p.raw, p.offs, s.dict, s.dictOffs, p.idx, p.dictionary, p.def, c.maxDef)
+	return sd.page(pos, rows, p, s.dict, s.dictOffs, c.maxDef)
 }
 
 // fixedValues are the offsets of a page's n FIXED_LEN_BYTE_ARRAY values

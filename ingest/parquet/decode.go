@@ -177,7 +177,7 @@ func (r *reader) readPage(c *column, grp *group, st *chunkState, sd *stringCol, 
 				return 0, err
 			}
 		}
-		return rows, r.pageValues(c, grp, st, sd, s, pos, rows, hd.Encoding, def, data)
+		return rows, r.pageValues(c, pageAt{grp, st, pos, rows}, sd, s, hd.Encoding, def, data)
 
 	case format.DataPageV2:
 		if !h.DataPageHeaderV2.Valid {
@@ -214,122 +214,138 @@ func (r *reader) readPage(c *column, grp *group, st *chunkState, sd *stringCol, 
 		if data, err = s.decompress(codec, data, size); err != nil {
 			return 0, err
 		}
-		return rows, r.pageValues(c, grp, st, sd, s, pos, rows, hd.Encoding, def, data)
+		return rows, r.pageValues(c, pageAt{grp, st, pos, rows}, sd, s, hd.Encoding, def, data)
 	}
 	return 0, nil // index pages and pages of types to come: skipped
 }
 
-// pageValues decodes the values of a data page of rows rows into rows
-// [pos, pos+rows) of the row group. def are its definition levels (nil for a
-// REQUIRED column), data its values.
-func (r *reader) pageValues(c *column, grp *group, st *chunkState, sd *stringCol, s *pageBuffers, pos, rows int, enc format.Encoding, def, data []byte) error {
-	if rows == 0 {
+// pageAt is where a data page goes: rows [pos, pos+rows) of row group grp,
+// whose column chunk's state is st.
+type pageAt struct {
+	grp       *group
+	st        *chunkState
+	pos, rows int
+}
+
+// pageValues decodes the values of a data page into its rows (at). def are
+// its definition levels (nil for a REQUIRED column), data its values.
+func (r *reader) pageValues(c *column, at pageAt, sd *stringCol, s *pageBuffers, enc format.Encoding, def, data []byte) error {
+	if at.rows == 0 {
 		return nil
 	}
-	nonNull := rows
+	nonNull := at.rows
 	if def != nil {
 		// Nulls are counted from the levels, whatever the page header says.
 		if nulls := countNot(def, c.maxDef); nulls == 0 {
 			def = nil
 		} else {
 			nonNull -= nulls
-			if err := r.pageNulls(c, st, grp.rows, pos, def); err != nil {
+			if err := r.pageNulls(c, at.st, at.grp.rows, at.pos, def); err != nil {
 				return err
 			}
 		}
 	}
-
-	var (
-		raw  []byte
-		offs []uint32
-		idx  []int32
-		err  error
-	)
-	//lint:ignore SA1019 writers of format 1.0 still use PLAIN_DICTIONARY in data pages
-	dictionary := enc == format.RLEDictionary || enc == format.PlainDictionary
+	if c.kind == valBytes && enc == format.Plain {
+		return sd.pagePlain(at.pos, at.rows, data, def, c.maxDef)
+	}
+	p, err := s.pageData(c, enc, data, nonNull)
+	if err != nil {
+		return err
+	}
+	p.def = def
+	lo, hi := at.grp.first+int64(at.pos), at.grp.first+int64(at.pos+at.rows)
 	switch {
-	case dictionary:
+	case c.role == roleWeight && c.dec != nil:
+		return decimalPage(c, sd, s, at.pos, at.rows, lo, p)
+	case c.role == roleWeight:
+		return weightValues(c, c.f64[lo:hi], s.dict, p)
+	case c.kind == valBytes:
+		return sd.page(at.pos, at.rows, p, s.dict, s.dictOffs, c.maxDef)
+	}
+	return keyValues(c, lo, hi, s.dict, p)
+}
+
+// pageData decodes a page's nonNull values as they are stored: dictionary
+// indexes, byte arrays with their offsets, or fixed-width values.
+func (s *pageBuffers) pageData(c *column, enc format.Encoding, data []byte, nonNull int) (p pageData, err error) {
+	//lint:ignore SA1019 writers of format 1.0 still use PLAIN_DICTIONARY in data pages
+	p.dictionary = enc == format.RLEDictionary || enc == format.PlainDictionary
+	switch {
+	case p.dictionary:
 		if s.dictN < 0 {
-			return errors.New("a dictionary-encoded page, but the chunk has no dictionary page")
+			return p, errors.New("a dictionary-encoded page, but the chunk has no dictionary page")
 		}
-		if idx, err = s.indexes(data, nonNull); err != nil {
-			return err
-		}
-	case c.kind == valBytes && enc == format.Plain:
-		return sd.pagePlain(pos, rows, data, def, c.maxDef)
+		p.idx, err = s.indexes(data, nonNull)
+		return p, err
 	case c.kind == valBytes:
 		e := parquet.LookupEncoding(enc)
 		if s.vals, s.offs, err = e.DecodeByteArray(s.vals[:0], data, s.offs[:0]); err != nil {
-			return err
+			return p, err
 		}
 		if len(s.offs) != nonNull+1 {
-			return fmt.Errorf("a page has %d values where its levels say %d", len(s.offs)-1, nonNull)
+			return p, fmt.Errorf("a page has %d values where its levels say %d", len(s.offs)-1, nonNull)
 		}
-		raw, offs = s.vals, s.offs
+		p.raw, p.offs = s.vals, s.offs
+		return p, nil
 	case c.kind == valFixed && enc == format.DeltaByteArray:
-		if raw, offs, err = s.deltaFixed(c, data, nonNull); err != nil {
-			return err
-		}
+		p.raw, p.offs, err = s.deltaFixed(c, data, nonNull)
+		return p, err
 	case enc == format.Plain:
 		n := nonNull * c.size()
 		if len(data) < n {
-			return fmt.Errorf("a page has %d bytes of values where %d values need %d", len(data), nonNull, n)
+			return p, fmt.Errorf("a page has %d bytes of values where %d values need %d", len(data), nonNull, n)
 		}
-		raw = data[:n]
+		p.raw = data[:n]
 	default:
-		if raw, err = s.decodeFixed(c.size(), enc, data, nonNull); err != nil {
-			return err
+		if p.raw, err = s.decodeFixed(c.size(), enc, data, nonNull); err != nil {
+			return p, err
 		}
 	}
-	if c.kind == valFixed && !dictionary && offs == nil {
-		if offs, err = s.fixedValues(c, raw, nonNull); err != nil {
-			return err
-		}
+	if c.kind == valFixed {
+		p.offs, err = s.fixedValues(c, p.raw, nonNull)
 	}
+	return p, err
+}
 
-	lo, hi := grp.first+int64(pos), grp.first+int64(pos+rows)
-	dict := s.dict
-	if c.role == roleWeight && c.dec != nil {
-		return decimalPage(c, sd, s, pos, rows, lo, pageData{raw, offs, idx, dictionary, def})
-	}
-	if c.role == roleWeight {
-		dst := c.f64[lo:hi]
-		switch c.kind {
-		case valInt32:
-			return fixed[int32](dst, raw, dict, idx, dictionary, def, c.maxDef)
-		case valUint32:
-			return fixed[uint32](dst, raw, dict, idx, dictionary, def, c.maxDef)
-		case valInt64:
-			return fixed[int64](dst, raw, dict, idx, dictionary, def, c.maxDef)
-		case valUint64:
-			return fixed[uint64](dst, raw, dict, idx, dictionary, def, c.maxDef)
-		case valFloat:
-			return fixed[float32](dst, raw, dict, idx, dictionary, def, c.maxDef)
-		case valDouble:
-			return fixed[float64](dst, raw, dict, idx, dictionary, def, c.maxDef)
-		case valHalf:
-			// The halves' bits land in dst as numbers (exactly: they are
-			// below 2^16), then become the values they encode.
-			if err := fixed[uint16](dst, raw, dict, idx, dictionary, def, c.maxDef); err != nil {
-				return err
-			}
-			for i, b := range dst {
-				dst[i] = float64(float16.FromBits(uint16(b)).Float32())
-			}
-		}
-		return nil
-	}
+// weightValues stores a page's weights, as float64, in dst.
+func weightValues(c *column, dst []float64, dict []byte, p pageData) error {
 	switch c.kind {
 	case valInt32:
-		return fixed[int32](c.i32[lo:hi], raw, dict, idx, dictionary, def, c.maxDef)
+		return fixed[int32](dst, p.raw, dict, p.idx, p.dictionary, p.def, c.maxDef)
 	case valUint32:
-		return fixed[uint32](c.u32[lo:hi], raw, dict, idx, dictionary, def, c.maxDef)
+		return fixed[uint32](dst, p.raw, dict, p.idx, p.dictionary, p.def, c.maxDef)
 	case valInt64:
-		return fixed[int64](c.i64[lo:hi], raw, dict, idx, dictionary, def, c.maxDef)
+		return fixed[int64](dst, p.raw, dict, p.idx, p.dictionary, p.def, c.maxDef)
 	case valUint64:
-		return fixed[uint64](c.u64[lo:hi], raw, dict, idx, dictionary, def, c.maxDef)
-	case valBytes:
-		return sd.page(pos, rows, raw, offs, s.dict, s.dictOffs, idx, dictionary, def, c.maxDef)
+		return fixed[uint64](dst, p.raw, dict, p.idx, p.dictionary, p.def, c.maxDef)
+	case valFloat:
+		return fixed[float32](dst, p.raw, dict, p.idx, p.dictionary, p.def, c.maxDef)
+	case valDouble:
+		return fixed[float64](dst, p.raw, dict, p.idx, p.dictionary, p.def, c.maxDef)
+	case valHalf:
+		// The halves' bits land in dst as numbers (exactly: they are
+		// below 2^16), then become the values they encode.
+		if err := fixed[uint16](dst, p.raw, dict, p.idx, p.dictionary, p.def, c.maxDef); err != nil {
+			return err
+		}
+		for i, b := range dst {
+			dst[i] = float64(float16.FromBits(uint16(b)).Float32())
+		}
+	}
+	return nil
+}
+
+// keyValues stores a page's integer keys in rows [lo, hi) of the column.
+func keyValues(c *column, lo, hi int64, dict []byte, p pageData) error {
+	switch c.kind {
+	case valInt32:
+		return fixed[int32](c.i32[lo:hi], p.raw, dict, p.idx, p.dictionary, p.def, c.maxDef)
+	case valUint32:
+		return fixed[uint32](c.u32[lo:hi], p.raw, dict, p.idx, p.dictionary, p.def, c.maxDef)
+	case valInt64:
+		return fixed[int64](c.i64[lo:hi], p.raw, dict, p.idx, p.dictionary, p.def, c.maxDef)
+	case valUint64:
+		return fixed[uint64](c.u64[lo:hi], p.raw, dict, p.idx, p.dictionary, p.def, c.maxDef)
 	}
 	return nil
 }
@@ -842,38 +858,15 @@ func (s *stringCol) pagePlain(pos, rows int, src []byte, def []byte, maxDef byte
 	return nil
 }
 
-// page appends one page's strings for rows [pos, pos+rows): values raw with
-// offsets offs, or with dictionary those of the dictionary that idx names.
-func (s *stringCol) page(pos, rows int, raw []byte, offs []uint32, dictRaw []byte, dictOffs []uint32, idx []int32, dictionary bool, def []byte, maxDef byte) error {
+// page appends one page's strings for rows [pos, pos+rows): p's values
+// raw with offsets offs, or with p.dictionary those of the dictionary
+// (dictRaw, dictOffs) that p.idx names.
+func (s *stringCol) page(pos, rows int, p pageData, dictRaw []byte, dictOffs []uint32, maxDef byte) error {
 	out := s.offsets[pos+1 : pos+1+rows]
-	if dictionary {
-		nd := max(len(dictOffs)-1, 0)
-		k := 0
-		for i := range out {
-			if def != nil && def[i] != maxDef {
-				out[i] = int64(len(s.data))
-				continue
-			}
-			if k >= len(idx) {
-				return errFewer
-			}
-			x := idx[k]
-			k++
-			if uint32(x) >= uint32(nd) {
-				return errDictIndex(x, nd)
-			}
-			lo, hi := dictOffs[x], dictOffs[x+1]
-			if lo > hi || int(hi) > len(dictRaw) {
-				return fmt.Errorf("dictionary entry %d has bad offsets", x)
-			}
-			s.data = append(s.data, dictRaw[lo:hi]...)
-			out[i] = int64(len(s.data))
-		}
-		if k != len(idx) {
-			return errMore
-		}
-		return nil
+	if p.dictionary {
+		return s.pageDict(out, p, dictRaw, dictOffs, maxDef)
 	}
+	raw, offs, def := p.raw, p.offs, p.def
 	k := 0
 	for i := range out {
 		if def != nil && def[i] != maxDef {
@@ -892,6 +885,37 @@ func (s *stringCol) page(pos, rows int, raw []byte, offs []uint32, dictRaw []byt
 		out[i] = int64(len(s.data))
 	}
 	if k+1 != len(offs) {
+		return errMore
+	}
+	return nil
+}
+
+// pageDict appends a dictionary-encoded page's strings, ending at out.
+func (s *stringCol) pageDict(out []int64, p pageData, dictRaw []byte, dictOffs []uint32, maxDef byte) error {
+	idx, def := p.idx, p.def
+	nd := max(len(dictOffs)-1, 0)
+	k := 0
+	for i := range out {
+		if def != nil && def[i] != maxDef {
+			out[i] = int64(len(s.data))
+			continue
+		}
+		if k >= len(idx) {
+			return errFewer
+		}
+		x := idx[k]
+		k++
+		if uint32(x) >= uint32(nd) {
+			return errDictIndex(x, nd)
+		}
+		lo, hi := dictOffs[x], dictOffs[x+1]
+		if lo > hi || int(hi) > len(dictRaw) {
+			return fmt.Errorf("dictionary entry %d has bad offsets", x)
+		}
+		s.data = append(s.data, dictRaw[lo:hi]...)
+		out[i] = int64(len(s.data))
+	}
+	if k != len(idx) {
 		return errMore
 	}
 	return nil
