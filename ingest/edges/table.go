@@ -152,8 +152,13 @@ type Table struct {
 	// Notes say what the read did with the input that a reader of the
 	// result might not expect (decimal weights rounded to float64), for
 	// the job's report.
-	Notes   []string
-	release []func()
+	Notes []string
+	// WeightUnread says the input has a weight column (the one Columns
+	// names, or a text line's third field) that the read left out, as
+	// Columns.ReadWeight said: the job's report can say that the operator
+	// ignored it (unweighted pagerank) and how to use it.
+	WeightUnread bool
+	release      []func()
 }
 
 // MirrorOf says whether edge j of chunk c is one the input did not write:

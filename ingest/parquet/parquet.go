@@ -421,6 +421,7 @@ func (r *reader) read(pf *parquet.File) (*edges.Table, error) {
 		KeyType:      srcKey,
 		KeyArrowType: srcKey.ArrowType(),
 		HasWeight:    len(r.cols) > 2,
+		WeightUnread: !cols.ReadWeight && find(cols.Weight) != nil,
 		RowsRead:     total,
 		Skipped:      edges.Skips{},
 	}
