@@ -2,12 +2,9 @@ package operators
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"math"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -120,72 +117,19 @@ func TestSpecFor(t *testing.T) {
 	}
 }
 
-// NetworkxCase is one case of testdata/pagerank_networkx.json.
-type networkxCase struct {
-	Directed, Weighted bool
-	Ranks              map[string]float64
-}
-
 // TestPageRankNetworkx compares the ranks with networkx.pagerank's on a
 // small graph (testdata/pagerank_networkx.json, written by
 // pagerank_networkx.py with networkx and scipy), weighted and not,
 // directed and undirected.
 func TestPageRankNetworkx(t *testing.T) {
-	s, cases := readNetworkx(t, "testdata/pagerank_networkx.json")
+	s, cases := optest.Networkx(t)
 	for _, c := range cases {
 		g := optest.BuildGraph(t, s, c.Directed, true, edges.KeyInt64)
 		x := run(t, PageRank{}, g, 0, Params{Weighted: c.Weighted, Tolerance: 1e-13}).Column("rank").Float64
-		if err := sameAsNetworkx(x, c); err != nil {
+		if err := optest.SameAsNetworkx(x, c, 1e-12); err != nil {
 			t.Fatalf("directed=%v weighted=%v: %v", c.Directed, c.Weighted, err)
 		}
 	}
-}
-
-// readNetworkx reads the golden file: its graph as a shape and its cases.
-func readNetworkx(t *testing.T, path string) (optest.Shape, []networkxCase) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f struct {
-		Edges [][3]float64
-		Cases []networkxCase
-	}
-	if err := json.Unmarshal(b, &f); err != nil {
-		t.Fatal(err)
-	}
-	s := optest.Shape{Name: "networkx"}
-	for _, e := range f.Edges {
-		s.Edges = append(s.Edges, optest.Edge{U: int64(e[0]), V: int64(e[1]), W: e[2]})
-	}
-	if len(f.Cases) != 4 {
-		t.Fatalf("%s: %d cases", path, len(f.Cases))
-	}
-	return s, f.Cases
-}
-
-// sameAsNetworkx compares ranks by vertex id (the keys' ascending order)
-// with networkx's by key.
-func sameAsNetworkx(x []float64, c networkxCase) error {
-	keys := make([]int, 0, len(c.Ranks))
-	for k := range c.Ranks {
-		n, err := strconv.Atoi(k)
-		if err != nil {
-			return err
-		}
-		keys = append(keys, n)
-	}
-	slices.Sort(keys)
-	if len(keys) != len(x) {
-		return errors.New("vertex counts differ")
-	}
-	for i, k := range keys {
-		want := c.Ranks[strconv.Itoa(k)]
-		if math.Abs(x[i]-want) > 1e-12 {
-			return errors.New("vertex " + strconv.Itoa(k) + ": rank " + strconv.FormatFloat(x[i], 'g', -1, 64) + ", networkx " + strconv.FormatFloat(want, 'g', -1, 64))
-		}
-	}
-	return nil
 }
 
 func l1(a, b []float64) float64 {
