@@ -10,13 +10,18 @@ GO        ?= go
 BIN       := bin/gpipe
 EXAMPLE   := examples/data/karate.parquet
 export CGO_ENABLED ?= 0
+# The version gpipe --version prints: git describe of the tree built (a
+# tag, else the commit; "-dirty" where it has changes), stamped into
+# main.version. Override it with make VERSION=v1.2.0.
+VERSION   ?= $(shell ./scripts/version.sh)
+LDFLAGS   := -X main.version=$(VERSION)
 
 .PHONY: all build run test check lint staticcheck fmt vet kernels gpu-bundle bench fuzz clean
 
 all: build
 
 build:
-	$(GO) build -o $(BIN) ./cmd/gpipe
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/gpipe
 
 run: build
 	$(BIN) run --input $(EXAMPLE) --op pagerank --undirected
@@ -57,7 +62,7 @@ kernels:
 # Everything a GPU machine without Go needs, in .gpu-bundle/: gpipe, the test
 # binaries of the GPU-using packages and run.sh (see docs/gpu.md).
 gpu-bundle:
-	./scripts/gpu-bundle.sh
+	VERSION=$(VERSION) ./scripts/gpu-bundle.sh
 
 fuzz:
 	$(GO) test ./ingest/text -run XXX -fuzz FuzzText -fuzztime 30s

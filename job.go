@@ -38,12 +38,16 @@ func RunJob(ctx context.Context, job Job) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	header, delim, err := job.Load.text(job.Input)
+	if err != nil {
+		return nil, err
+	}
 	params, _ := job.Params.engine()
 	rep, err := pipeline.RunJob(ctx, pipeline.Job{
 		Input: job.Input, Output: job.Output, Op: job.Op, Params: params,
 		Load: pipeline.LoadOptions{
 			Columns: cols, Format: job.Load.Format, Undirected: job.Load.Undirected,
-			SkipInvalid: job.Load.SkipInvalid, Stdin: job.Load.Stdin,
+			SkipInvalid: job.Load.SkipInvalid, Stdin: job.Load.Stdin, Header: header, Delimiter: delim,
 		},
 		Backend: job.Load.Backend, GPUs: job.Load.GPUs, Unweighted: job.Load.Unweighted, Sink: job.Write,
 	})

@@ -9,7 +9,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/gpipe/gpipe/convert"
+	"github.com/gpipe/gpipe/ingest"
 	"github.com/gpipe/gpipe/ingest/arrowipc"
+	"github.com/gpipe/gpipe/ingest/csv"
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/pipeline"
 	"github.com/gpipe/gpipe/internal/usererr"
@@ -39,8 +41,20 @@ type LoadOptions struct {
 
 	// Format names the input's format where its extension does not say
 	// (Load only): "parquet", "arrow" (IPC file), "arrows" (IPC stream),
-	// "csv", "text" or "mtx".
+	// "csv", "tsv", "text" or "mtx".
 	Format string
+	// Header says whether the first line of a CSV or TSV file is a header
+	// (Load only; gpipe run's --header): "yes", "no", or "auto" (the
+	// default, ""), where the first line is the header unless it is data
+	// like the lines after it. Without a header the fields are src, dst
+	// [, weight] by position (and Src, Dst and Weight name nothing). For
+	// a whitespace edge list "yes" skips a header line, which "auto"
+	// refuses (naming its line) and "no" reads as an edge.
+	Header string
+	// Delimiter is a CSV file's field delimiter (Load only; --delimiter):
+	// 0 for a comma (a tab for .tsv and Format "tsv"), else one character
+	// other than a quote or a line end, such as ';', '|' or '\t'.
+	Delimiter rune
 	// Stdin is what Load reads for the input "-" (default os.Stdin).
 	Stdin io.Reader
 	// Name names FromRecords' records in error messages (default
@@ -76,6 +90,9 @@ func Load(ctx context.Context, input string, opts LoadOptions) (*Graph, error) {
 	if err != nil {
 		return nil, err
 	}
+	if lo.Header, lo.Delimiter, err = opts.text(input); err != nil {
+		return nil, err
+	}
 	g, err := pipeline.Load(ctx, input, lo)
 	if err != nil {
 		return nil, libraryError(err)
@@ -96,6 +113,10 @@ func Load(ctx context.Context, input string, opts LoadOptions) (*Graph, error) {
 // until it ends. Where the GPU builds the graph, the columns go from the
 // records to the device.
 func FromRecords(ctx context.Context, rr array.RecordReader, opts LoadOptions) (*Graph, error) {
+	if opts.Header != "" || opts.Delimiter != 0 {
+		return nil, usererr.New(usererr.Usage, "LoadOptions.Header and Delimiter say how Load reads a CSV, TSV or edge list file; FromRecords' records have neither",
+			"leave them unset")
+	}
 	b, lo, err := opts.open()
 	if err != nil {
 		return nil, err
@@ -146,6 +167,44 @@ func (opts LoadOptions) open() (*pipeline.Backend, pipeline.LoadOptions, error) 
 		Columns: cols, Format: opts.Format, Undirected: opts.Undirected, SkipInvalid: opts.SkipInvalid,
 		Weights: convert.FiniteWeights, Stdin: opts.Stdin, Device: b.BuildDevice(nil),
 	}, nil
+}
+
+// text checks Header and Delimiter against the format of input (Format,
+// or its extension), as gpipe run does --header and --delimiter: each
+// applies to the formats it says something of, and is refused for others
+// rather than ignored.
+func (opts LoadOptions) text(input string) (edges.Header, rune, error) {
+	header, ok := edges.ParseHeader(opts.Header)
+	if !ok {
+		return "", 0, usererr.New(usererr.Usage, fmt.Sprintf("LoadOptions.Header %q is not yes, no or auto", opts.Header),
+			`set it to "yes", "no" or "auto" (or leave it empty: auto)`)
+	}
+	format := opts.Format
+	if format == "" && input != "-" {
+		format, _ = ingest.FormatOf(input)
+	}
+	csvLike := format == ingest.FormatCSV || format == ingest.FormatTSV
+	if opts.Delimiter != 0 && !csvLike {
+		return "", 0, usererr.New(usererr.Usage, fmt.Sprintf("LoadOptions.Delimiter applies to CSV and TSV inputs, and %s is not one", input),
+			`leave it unset, or set LoadOptions.Format to "csv"`)
+	}
+	if opts.Header != "" && !csvLike && format != ingest.FormatText {
+		return "", 0, usererr.New(usererr.Usage, fmt.Sprintf("LoadOptions.Header applies to CSV, TSV and edge list inputs, and %s is none of them", input),
+			"leave it unset")
+	}
+	var delim rune
+	if opts.Delimiter != 0 {
+		d, err := csv.ParseDelimiter(string(opts.Delimiter))
+		if err != nil {
+			return "", 0, libraryError(err)
+		}
+		delim = d
+	}
+	if header == edges.HeaderNo && csvLike && (opts.Src != "" || opts.Dst != "" || opts.Weight != "") {
+		return "", 0, usererr.New(usererr.Usage, `LoadOptions.Header "no" with column names: a file without a header line has no column names (its fields are src, dst [, weight] by position)`,
+			`leave Src, Dst and Weight unset, or read the header line with Header "yes"`)
+	}
+	return header, delim, nil
 }
 
 // columns are the edge columns the options name, the weight read unless

@@ -17,8 +17,9 @@ const (
 	// (float64), the largest bottleneck weight of a path; +Inf at the
 	// source.
 	SSWP = "sswp"
-	// PageRank is networkx.pagerank's PageRank (unweighted): column rank
-	// (float64), summing to 1.
+	// PageRank is networkx.pagerank's PageRank: column rank (float64),
+	// summing to 1; unweighted (networkx.pagerank(G, weight=None)) unless
+	// Params.Weighted.
 	PageRank = "pagerank"
 	// CC is weakly connected components: column component, the smallest
 	// key of the vertex's component.
@@ -45,6 +46,13 @@ type Params struct {
 	MaxIterations int
 	// Damping is pagerank's damping factor (default 0.85).
 	Damping float64
+	// Weighted makes pagerank weigh each out-edge by its weight over the
+	// vertex's total out-weight, as networkx.pagerank(G) does by default
+	// (weight="weight"); weights must be >= 0, and a vertex whose
+	// out-edges all weigh 0 is dangling. Without it (the default) every
+	// out-edge of a vertex counts the same: networkx.pagerank(G,
+	// weight=None).
+	Weighted bool
 
 	// Delta is the bucket width of Δ-stepping (sssp, sswp); 0 chooses one
 	// from the weights.
@@ -76,14 +84,15 @@ type Params struct {
 func (p Params) engine() (operators.Params, []string) {
 	q := operators.Params{
 		Source: p.Source, Tolerance: p.Tolerance, MaxIterations: p.MaxIterations, Damping: p.Damping,
-		Delta: p.Delta, Strategy: p.Strategy, VWarp: p.VWarp, DeferOutliers: p.DeferOutliers,
+		Weighted: p.Weighted, Delta: p.Delta, Strategy: p.Strategy, VWarp: p.VWarp, DeferOutliers: p.DeferOutliers,
 		Dynamic: p.Dynamic, ChunkSize: p.ChunkSize, VertexGroup: p.VertexGroup,
 	}
 	named := map[string]bool{
 		operators.ParamSource: p.Source != "", operators.ParamTolerance: p.Tolerance != 0,
 		operators.ParamMaxIterations: p.MaxIterations != 0, operators.ParamDamping: p.Damping != 0,
-		operators.ParamDelta: p.Delta != 0, "strategy": p.Strategy != "" && p.Strategy != "auto",
-		"vwarp": p.VWarp != 0, "defer_outliers": p.DeferOutliers != 0, "dynamic": p.Dynamic,
+		operators.ParamWeighted: p.Weighted, operators.ParamDelta: p.Delta != 0,
+		"strategy": p.Strategy != "" && p.Strategy != "auto", "vwarp": p.VWarp != 0,
+		"defer_outliers": p.DeferOutliers != 0, "dynamic": p.Dynamic,
 		"chunk_size": p.ChunkSize != 0, "vertex_group": p.VertexGroup != 0,
 	}
 	var set []string

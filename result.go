@@ -57,7 +57,7 @@ func (g *Graph) Run(ctx context.Context, op string, p Params) (*Result, error) {
 	if err != nil {
 		return nil, libraryError(err)
 	}
-	if err := g.checkWeights(o); err != nil {
+	if err := g.checkWeights(o, params); err != nil {
 		return nil, err
 	}
 	runner, reason, err := g.backend.For(g.g.Graph, o, params)
@@ -99,14 +99,17 @@ func prepare(op string, p Params) (operators.Operator, operators.Params, error) 
 // checkWeights refuses an operator that needs weights >= 0 on a graph with
 // a negative one: the graph was loaded for every operator, with finite
 // weights.
-func (g *Graph) checkWeights(o operators.Operator) error {
-	spec := o.Spec()
+func (g *Graph) checkWeights(o operators.Operator, p operators.Params) error {
+	spec := operators.SpecFor(o, p)
 	if !spec.Weighted || spec.Weights != convert.NonNegativeWeights || !g.g.Weighted {
 		return nil
 	}
 	if least := g.g.Weights().Min; least < 0 {
-		return usererr.InFile(g.g.Name, fmt.Sprintf("the graph has negative edge weights (the smallest is %v) and %s needs weights >= 0", least, spec.Name),
-			"load it with LoadOptions.Unweighted, or run sswp")
+		name, fix := spec.Name, "load it with LoadOptions.Unweighted, or run sswp"
+		if spec.WeightedParam {
+			name, fix = "weighted "+spec.Name, "run it without Params.Weighted, or load the graph without negative weights"
+		}
+		return usererr.InFile(g.g.Name, fmt.Sprintf("the graph has negative edge weights (the smallest is %v) and %s needs weights >= 0", least, name), fix)
 	}
 	return nil
 }
@@ -135,6 +138,17 @@ var libraryHints = strings.NewReplacer(
 	"--dst-col", "LoadOptions.Dst",
 	"--weight-col", "LoadOptions.Weight",
 	"pass --unweighted", "set LoadOptions.Unweighted",
+	"pass --weighted", "set Params.Weighted",
+	"leave --weighted out", "leave Params.Weighted unset",
+	"--weighted with --unweighted", "Params.Weighted with LoadOptions.Unweighted",
+	"pass --header yes", `set LoadOptions.Header to "yes"`,
+	"pass --header no", `set LoadOptions.Header to "no"`,
+	"--header yes", `LoadOptions.Header "yes"`,
+	"--header no", `LoadOptions.Header "no"`,
+	"pass --delimiter tab", `set LoadOptions.Delimiter to '\t'`,
+	"pass --delimiter", "set LoadOptions.Delimiter to",
+	"--delimiter tab", `LoadOptions.Delimiter '\t'`,
+	"--delimiter", "LoadOptions.Delimiter",
 	"--backend", "LoadOptions.Backend",
 	"--gpus", "LoadOptions.GPUs",
 	"--strategy", "Params.Strategy",

@@ -106,7 +106,7 @@ func weightProblem(w float64, rule WeightRule) string {
 	case math.IsInf(w, 0):
 		return fmt.Sprintf("weight is %v (weights must be finite)", w)
 	case rule == NonNegativeWeights && w < 0:
-		return fmt.Sprintf("negative weight %v (shortest paths need weights >= 0)", w)
+		return fmt.Sprintf("negative weight %v (shortest paths and weighted pagerank need weights >= 0)", w)
 	}
 	return ""
 }

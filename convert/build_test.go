@@ -477,7 +477,7 @@ func TestBuildWeightRuleRow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `1 row: negative weight -4 (shortest paths need weights >= 0) in column "cost"; 1 row: weight is NaN in column "cost"`
+	want := `1 row: negative weight -4 (shortest paths and weighted pagerank need weights >= 0) in column "cost"; 1 row: weight is NaN in column "cost"`
 	if g.Stats.Skipped.String() != want || g.Stats.InputEdges != 3 || g.NumVertices() != 3 {
 		t.Fatalf("skipped %q, %d edges, %d vertices", g.Stats.Skipped, g.Stats.InputEdges, g.NumVertices())
 	}
@@ -521,7 +521,7 @@ func TestBuildWeightRuleMirror(t *testing.T) {
 	_, err := buildFileNonNegative(t, "m.mtx", "%%MatrixMarket matrix coordinate real skew-symmetric\n3 3 2\n2 1 5\n3 2 1\n")
 	var ue *usererr.Error
 	if !errors.As(err, &ue) || ue.Line != 3 || ue.Row != 0 ||
-		!strings.Contains(err.Error(), `m.mtx: column "weight", line 3: negative weight -5 (shortest paths need weights >= 0) for the skew-symmetric mirror of the entry 2 1 5; `) ||
+		!strings.Contains(err.Error(), `m.mtx: column "weight", line 3: negative weight -5 (shortest paths and weighted pagerank need weights >= 0) for the skew-symmetric mirror of the entry 2 1 5; `) ||
 		!strings.Contains(ue.Fix, "make the banner's symmetry general") {
 		t.Fatalf("error %v (%+v), want one at line 3 naming the mirror", err, ue)
 	}

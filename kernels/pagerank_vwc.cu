@@ -15,7 +15,12 @@
 // atomically into acc) and finished by pr_outliers_finish.
 //
 // C is the contributions' type: double, or float where the tolerance allows
-// it (the CPU's rule, operators/pagerank.go). The _hub kernels read a CSC
+// it (the CPU's rule, operators/pagerank.go).
+//
+// Weighted PageRank (networkx's default, weight="weight"; the _w kernels)
+// is the same pull with c[u] = x[u]/W(u), W(u) the sum of u's out-weights
+// (a vertex of W(u) = 0 is dangling), each in-edge's contribution
+// multiplied by its weight: in_weights run parallel to in_sources. The _hub kernels read a CSC
 // whose sources are renumbered hubs first (hub_id[v] is v's new number), so
 // that the contributions every edge gathers at random sit together, the
 // most-read ones in L1 and the rest in L2; ranks stay in vertex order.
@@ -24,23 +29,30 @@
 #define OUTLIER_SEGMENT 4096
 
 // Starts the iteration: x = 1/n, inv_degree = 1/outdeg (0 without
-// out-edges), c = x·inv_degree, and the dangling sum.
-template <typename C, bool HUB>
+// out-edges), c = x·inv_degree, and the dangling sum. Weighted (W), the
+// out-weight W(u) = Σ out_weights over u's out-edges, in their order (as
+// the CPU sums it) takes the out-degree's place.
+template <typename C, bool HUB, bool W>
 __device__ __forceinline__ void pr_init(
-    const eid_t* __restrict__ out_offsets, const vid_t* __restrict__ hub_id, double* __restrict__ rank,
-    double* __restrict__ inv_degree, C* __restrict__ contrib, long long n, double* dangling)
+    const eid_t* __restrict__ out_offsets, const double* __restrict__ out_weights, const vid_t* __restrict__ hub_id,
+    double* __restrict__ rank, double* __restrict__ inv_degree, C* __restrict__ contrib, long long n, double* dangling)
 {
     __shared__ double scratch[32];
     const double x0 = 1.0 / (double)n;
     double sum = 0;
     for (long long u = (long long)blockIdx.x * blockDim.x + threadIdx.x; u < n;
          u += (long long)gridDim.x * blockDim.x) {
-        eid_t degree = out_offsets[u + 1] - out_offsets[u];
-        double inv = degree > 0 ? 1.0 / (double)degree : 0.0;
+        const eid_t first = out_offsets[u], last = out_offsets[u + 1];
+        double out = (double)(last - first);
+        if (W) {
+            out = 0;
+            for (eid_t e = first; e < last; e++) out += out_weights[e];
+        }
+        double inv = out != 0 ? 1.0 / out : 0.0;
         rank[u] = x0;
         inv_degree[u] = inv;
         contrib[HUB ? hub_id[u] : u] = (C)(x0 * inv);
-        if (degree == 0) sum += x0;
+        if (inv == 0) sum += x0;
     }
     sum = block_sum(sum, scratch);
     if (threadIdx.x == 0 && sum != 0) atomicAdd(dangling, sum);
@@ -53,35 +65,46 @@ __device__ __forceinline__ vid_t source_at(const vid_t* __restrict__ sources, ei
     return stream ? __ldcs(&sources[e]) : sources[e];
 }
 
-// Σ contrib[sources[e]] over [first, last), K lanes apart, up to four
-// loads in flight a lane.
-template <int K, typename C>
-__device__ __forceinline__ double gather(const vid_t* __restrict__ sources, const C* __restrict__ contrib,
-                                         eid_t first, eid_t last, unsigned lane, bool stream)
+// c, the contribution of in-edge e, times the edge's weight where the pull
+// is weighted (W); the weights are read once an iteration, as the sources
+// are, and carry the same hint.
+template <bool W>
+__device__ __forceinline__ double weigh(const double* __restrict__ weights, eid_t e, bool stream, double c)
+{
+    if (!W) return c;
+    return (stream ? __ldcs(&weights[e]) : weights[e]) * c;
+}
+
+// Σ contrib[sources[e]] (weighed) over [first, last), K lanes apart, up to
+// four loads in flight a lane.
+template <int K, typename C, bool W>
+__device__ __forceinline__ double gather(const vid_t* __restrict__ sources, const double* __restrict__ weights,
+                                         const C* __restrict__ contrib, eid_t first, eid_t last, unsigned lane, bool stream)
 {
     double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
     eid_t e = first + lane;
     for (; e + 3 * K < last; e += 4 * K) {
         const vid_t a = source_at(sources, e, stream), b = source_at(sources, e + K, stream);
         const vid_t c = source_at(sources, e + 2 * K, stream), d = source_at(sources, e + 3 * K, stream);
-        s0 += (double)contrib[a];
-        s1 += (double)contrib[b];
-        s2 += (double)contrib[c];
-        s3 += (double)contrib[d];
+        s0 += weigh<W>(weights, e, stream, (double)contrib[a]);
+        s1 += weigh<W>(weights, e + K, stream, (double)contrib[b]);
+        s2 += weigh<W>(weights, e + 2 * K, stream, (double)contrib[c]);
+        s3 += weigh<W>(weights, e + 3 * K, stream, (double)contrib[d]);
     }
     if (e + K < last) {
         const vid_t a = source_at(sources, e, stream), b = source_at(sources, e + K, stream);
-        s0 += (double)contrib[a];
-        s1 += (double)contrib[b];
+        s0 += weigh<W>(weights, e, stream, (double)contrib[a]);
+        s1 += weigh<W>(weights, e + K, stream, (double)contrib[b]);
         e += 2 * K;
     }
-    if (e < last) s2 += (double)contrib[source_at(sources, e, stream)];
+    if (e < last) s2 += weigh<W>(weights, e, stream, (double)contrib[source_at(sources, e, stream)]);
     return (s0 + s1) + (s2 + s3);
 }
 
-template <int K, typename C, bool HUB>
+template <int K, typename C, bool HUB, bool W>
 __device__ __forceinline__ void pr_pull(
-    const eid_t* __restrict__ in_offsets, const vid_t* __restrict__ in_sources, const vid_t* __restrict__ hub_id,
+    const eid_t* __restrict__ in_offsets, const vid_t* __restrict__ in_sources, const double* __restrict__ in_weights,
+    const vid_t* __restrict__ hub_id,
     const C* __restrict__ contrib, const double* __restrict__ inv_degree,
     const double* __restrict__ rank, double* __restrict__ next_rank, C* __restrict__ next_contrib,
     long long n, double damping, const double* dangling, double* next_dangling, double* l1,
@@ -96,7 +119,7 @@ __device__ __forceinline__ void pr_pull(
         for (long long v = start; v < end; v++) {
             eid_t first = in_offsets[v], last = in_offsets[v + 1];
             if (outlier_degree > 0 && last - first > outlier_degree) continue;
-            double sum = vw.sum(gather<K, C>(in_sources, contrib, first, last, vw.lane, stream));
+            double sum = vw.sum(gather<K, C, W>(in_sources, in_weights, contrib, first, last, vw.lane, stream));
             if (vw.lane == 0)
                 update.apply(v, HUB ? (long long)hub_id[v] : v, sum, rank, inv_degree, next_rank, next_contrib);
         }
@@ -107,9 +130,9 @@ __device__ __forceinline__ void pr_pull(
 // Sums the outliers' in-edge segments into acc, one block per segment.
 // segments[i] is (outlier index in the low 32 bits, segment in the high 32);
 // outliers[k] is the k-th outlier vertex.
-template <typename C>
+template <typename C, bool W>
 __device__ __forceinline__ void pr_outliers(
-    const eid_t* __restrict__ in_offsets, const vid_t* __restrict__ in_sources,
+    const eid_t* __restrict__ in_offsets, const vid_t* __restrict__ in_sources, const double* __restrict__ in_weights,
     const C* __restrict__ contrib, const vid_t* __restrict__ outliers,
     const unsigned long long* __restrict__ segments, unsigned count, double* acc)
 {
@@ -121,7 +144,8 @@ __device__ __forceinline__ void pr_outliers(
         eid_t first = in_offsets[v] + (eid_t)(entry >> 32) * OUTLIER_SEGMENT;
         eid_t last = min(first + OUTLIER_SEGMENT, in_offsets[v + 1]);
         double sum = 0;
-        for (eid_t e = first + threadIdx.x; e < last; e += blockDim.x) sum += (double)contrib[in_sources[e]];
+        for (eid_t e = first + threadIdx.x; e < last; e += blockDim.x)
+            sum += weigh<W>(in_weights, e, false, (double)contrib[in_sources[e]]);
         sum = block_sum(sum, scratch);
         if (threadIdx.x == 0) atomicAdd(&acc[k], sum);
     }
@@ -145,6 +169,11 @@ __device__ __forceinline__ void pr_outliers_finish(
     update.flush(scratch, l1, next_dangling);
 }
 
+// The kernels: pr_pull_k<K>_<SUF>, pr_init_<SUF>, pr_outliers_<f64|f32>
+// and pr_outliers_finish_<SUF>, and the weighted pull's pr_pull_k<K>_<SUF>_w,
+// pr_init_<SUF>_w and pr_outliers_<f64|f32>_w, which take the in-edges'
+// weights after the sources (the init the out-edges' after the offsets);
+// the finish is the same.
 #define PR_PULL(K, SUF, C, HUB)                                                                           \
     extern "C" __global__ void __launch_bounds__(256) pr_pull_k##K##_##SUF(                                 \
         const eid_t* in_offsets, const vid_t* in_sources, const vid_t* hub_id, const C* contrib,             \
@@ -152,9 +181,19 @@ __device__ __forceinline__ void pr_outliers_finish(
         double damping, const double* dangling, double* next_dangling, double* l1,                           \
         unsigned long long* counter, long long chunk, long long outlier_degree, bool stream)                  \
     {                                                                                                        \
-        pr_pull<K, C, HUB>(in_offsets, in_sources, hub_id, contrib, inv_degree, rank, next_rank,             \
-                           next_contrib, n, damping, dangling, next_dangling, l1, counter, chunk,            \
-                           outlier_degree, stream);                                                          \
+        pr_pull<K, C, HUB, false>(in_offsets, in_sources, nullptr, hub_id, contrib, inv_degree, rank,        \
+                                  next_rank, next_contrib, n, damping, dangling, next_dangling, l1, counter,  \
+                                  chunk, outlier_degree, stream);                                            \
+    }                                                                                                        \
+    extern "C" __global__ void __launch_bounds__(256) pr_pull_k##K##_##SUF##_w(                              \
+        const eid_t* in_offsets, const vid_t* in_sources, const double* in_weights, const vid_t* hub_id,     \
+        const C* contrib, const double* inv_degree, const double* rank, double* next_rank, C* next_contrib,  \
+        long long n, double damping, const double* dangling, double* next_dangling, double* l1,              \
+        unsigned long long* counter, long long chunk, long long outlier_degree, bool stream)                  \
+    {                                                                                                        \
+        pr_pull<K, C, HUB, true>(in_offsets, in_sources, in_weights, hub_id, contrib, inv_degree, rank,      \
+                                 next_rank, next_contrib, n, damping, dangling, next_dangling, l1, counter,   \
+                                 chunk, outlier_degree, stream);                                             \
     }
 
 #define PR_VARIANT(SUF, C, HUB)                                                                           \
@@ -168,7 +207,13 @@ __device__ __forceinline__ void pr_outliers_finish(
         const eid_t* out_offsets, const vid_t* hub_id, double* rank, double* inv_degree, C* contrib,         \
         long long n, double* dangling)                                                                       \
     {                                                                                                        \
-        pr_init<C, HUB>(out_offsets, hub_id, rank, inv_degree, contrib, n, dangling);                        \
+        pr_init<C, HUB, false>(out_offsets, nullptr, hub_id, rank, inv_degree, contrib, n, dangling);        \
+    }                                                                                                        \
+    extern "C" __global__ void __launch_bounds__(256) pr_init_##SUF##_w(                                     \
+        const eid_t* out_offsets, const double* out_weights, const vid_t* hub_id, double* rank,              \
+        double* inv_degree, C* contrib, long long n, double* dangling)                                       \
+    {                                                                                                        \
+        pr_init<C, HUB, true>(out_offsets, out_weights, hub_id, rank, inv_degree, contrib, n, dangling);     \
     }                                                                                                        \
     extern "C" __global__ void __launch_bounds__(256) pr_outliers_finish_##SUF(                              \
         const vid_t* outliers, const vid_t* hub_id, unsigned count, double* acc, const double* inv_degree,    \
@@ -184,16 +229,19 @@ PR_VARIANT(f32, float, false)
 PR_VARIANT(f64_hub, double, true)
 PR_VARIANT(f32_hub, float, true)
 
-extern "C" __global__ void __launch_bounds__(256) pr_outliers_f64(
-    const eid_t* in_offsets, const vid_t* in_sources, const double* contrib, const vid_t* outliers,
-    const unsigned long long* segments, unsigned count, double* acc)
-{
-    pr_outliers<double>(in_offsets, in_sources, contrib, outliers, segments, count, acc);
-}
+#define PR_OUTLIERS(SUF, C)                                                                               \
+    extern "C" __global__ void __launch_bounds__(256) pr_outliers_##SUF(                                     \
+        const eid_t* in_offsets, const vid_t* in_sources, const C* contrib, const vid_t* outliers,           \
+        const unsigned long long* segments, unsigned count, double* acc)                                     \
+    {                                                                                                        \
+        pr_outliers<C, false>(in_offsets, in_sources, nullptr, contrib, outliers, segments, count, acc);     \
+    }                                                                                                        \
+    extern "C" __global__ void __launch_bounds__(256) pr_outliers_##SUF##_w(                                 \
+        const eid_t* in_offsets, const vid_t* in_sources, const double* in_weights, const C* contrib,        \
+        const vid_t* outliers, const unsigned long long* segments, unsigned count, double* acc)              \
+    {                                                                                                        \
+        pr_outliers<C, true>(in_offsets, in_sources, in_weights, contrib, outliers, segments, count, acc);   \
+    }
 
-extern "C" __global__ void __launch_bounds__(256) pr_outliers_f32(
-    const eid_t* in_offsets, const vid_t* in_sources, const float* contrib, const vid_t* outliers,
-    const unsigned long long* segments, unsigned count, double* acc)
-{
-    pr_outliers<float>(in_offsets, in_sources, contrib, outliers, segments, count, acc);
-}
+PR_OUTLIERS(f64, double)
+PR_OUTLIERS(f32, float)

@@ -590,19 +590,21 @@ __device__ __forceinline__ void ws_hubs(const WSArgs<P>& a)
 
 // PageRank's pull with Warp Segmentation over the vertices [lo, hi) of an
 // n-vertex graph: a warp's 32 vertices' in-edges end to end, the
-// contributions summed per segment. Vertices of more than outlier_degree
+// contributions summed per segment; weighted (W: networkx's weight="weight"),
+// each times its in-edge's weight in_weights[e]. Vertices of more than outlier_degree
 // in-edges are left to pagerank_vwc.cu's pr_outliers and
 // pr_outliers_finish. With HUB, a vertex's contribution sits at hub_id[v]
 // (a hubs-first numbering: convert.HubOrder). One GPU pulls [0, n)
 // (vp_warpseg.cu's pr_ws_*), a part of a partitioned graph its own range
 // (mgpu.cu's mg_pr_ws_*). stream reads the sources past the caches
 // (__ldcs): they are read once an iteration.
-template <typename C, bool HUB>
-__device__ __forceinline__ void ws_pagerank(
-    const eid_t* __restrict__ in_offsets, const vid_t* __restrict__ in_sources, const vid_t* __restrict__ hub_id,
-    const C* __restrict__ contrib, const double* __restrict__ inv_degree, const double* __restrict__ rank,
-    double* __restrict__ next_rank, C* __restrict__ next_contrib, long long lo, long long hi, long long n,
-    double damping, const double* dangling, double* next_dangling, double* l1, long long outlier_degree, bool stream)
+template <typename C, bool HUB, bool W>
+__device__ __forceinline__ void ws_pagerank_pull(
+    const eid_t* __restrict__ in_offsets, const vid_t* __restrict__ in_sources, const double* __restrict__ in_weights,
+    const vid_t* __restrict__ hub_id, const C* __restrict__ contrib, const double* __restrict__ inv_degree,
+    const double* __restrict__ rank, double* __restrict__ next_rank, C* __restrict__ next_contrib, long long lo,
+    long long hi, long long n, double damping, const double* dangling, double* next_dangling, double* l1,
+    long long outlier_degree, bool stream)
 {
     __shared__ double acc_all[256];
     __shared__ double scratch[32];
@@ -628,7 +630,10 @@ __device__ __forceinline__ void ws_pagerank(
         for (unsigned pass = 0; pass < total; pass += 32) {
             const WSElement x = ws_element(first, ps, total, pass + lane);
             double y = 0;
-            if (x.valid) y = (double)contrib[stream ? __ldcs(&in_sources[x.e]) : in_sources[x.e]];
+            if (x.valid) {
+                y = (double)contrib[stream ? __ldcs(&in_sources[x.e]) : in_sources[x.e]];
+                if (W) y *= stream ? __ldcs(&in_weights[x.e]) : in_weights[x.e];
+            }
             y = ws_segment_reduce(y, x.seg, [](double a, double b) { return a + b; });
             if (ws_segment_head(x.seg) && x.valid) acc[x.seg] += y;
             __syncwarp();
@@ -637,4 +642,17 @@ __device__ __forceinline__ void ws_pagerank(
         __syncwarp();
     }
     update.flush(scratch, l1, next_dangling);
+}
+
+// ws_pagerank_pull unweighted, as the multi-GPU pull (mgpu.cu) calls it.
+template <typename C, bool HUB>
+__device__ __forceinline__ void ws_pagerank(
+    const eid_t* __restrict__ in_offsets, const vid_t* __restrict__ in_sources, const vid_t* __restrict__ hub_id,
+    const C* __restrict__ contrib, const double* __restrict__ inv_degree, const double* __restrict__ rank,
+    double* __restrict__ next_rank, C* __restrict__ next_contrib, long long lo, long long hi, long long n,
+    double damping, const double* dangling, double* next_dangling, double* l1, long long outlier_degree, bool stream)
+{
+    ws_pagerank_pull<C, HUB, false>(in_offsets, in_sources, nullptr, hub_id, contrib, inv_degree, rank, next_rank,
+                                    next_contrib, lo, hi, n, damping, dangling, next_dangling, l1, outlier_degree,
+                                    stream);
 }

@@ -2,6 +2,7 @@ package operators
 
 import (
 	"context"
+	"math"
 	"math/bits"
 	"slices"
 	"sync"
@@ -154,11 +155,13 @@ func (d *deltaStepper) push(w int, b, cur uint64, v uint32) {
 }
 
 // run processes buckets from the one holding src until all are empty and
-// returns the number of phases.
+// returns the number of phases, telling ctx's progress hook (WithProgress)
+// of each, as a run of op.
 // offs are the graph's offsets. Workers check ctx between their chunks of
 // the frontier and their fused rounds; after a canceled run d holds
 // vertices, so it must not go back to the pool.
-func (d *deltaStepper) run(ctx context.Context, r relaxer, src uint32, offs []int64) (int, error) {
+func (d *deltaStepper) run(ctx context.Context, op string, r relaxer, src uint32, offs []int64) (int, error) {
+	report := ProgressOf(ctx, op)
 	n := len(offs) - 1
 	d.offs = offs
 	defer func() { d.offs = nil }() // the pool keeps no graph alive
@@ -209,6 +212,7 @@ func (d *deltaStepper) run(ctx context.Context, r relaxer, src uint32, offs []in
 		if err := ctx.Err(); err != nil {
 			return phases, err
 		}
+		report(Progress{Iteration: phases, Change: math.NaN(), Active: int64(total)})
 		var ok bool
 		if cur, ok = d.advance(r, cur); !ok {
 			return phases, nil

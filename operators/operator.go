@@ -29,6 +29,11 @@ type Params struct {
 	MaxIterations int `json:"max_iterations,omitempty"`
 	// Damping is PageRank's damping factor.
 	Damping float64 `json:"damping,omitempty"`
+	// Weighted makes PageRank weight each out-edge by its weight over the
+	// vertex's total out-weight, as networkx.pagerank(G) does by default
+	// (weight="weight"); without it every out-edge of a vertex counts the
+	// same (networkx.pagerank(G, weight=None)).
+	Weighted bool `json:"weighted,omitempty"`
 	// Delta is the bucket width of Δ-stepping (sssp, sswp); 0 picks one from
 	// the weights.
 	Delta float64 `json:"delta,omitempty"`
@@ -78,6 +83,9 @@ type Spec struct {
 	// no weight column), and Weights which weights it accepts.
 	Weighted bool
 	Weights  convert.WeightRule
+	// WeightedParam says the operator uses weights only when
+	// Params.Weighted asks for them (pagerank): SpecFor then says Weighted.
+	WeightedParam bool
 	// NeedsIn says the operator reads the in-edge layout (for a directed
 	// graph, the build should make it eagerly).
 	NeedsIn bool
@@ -203,6 +211,19 @@ type Operator interface {
 	Prepare(p *Params) error
 	// RunCPU runs the operator on all CPU cores.
 	RunCPU(ctx context.Context, in Input) (*Result, error)
+}
+
+// SpecFor is op's Spec for a run with parameters p: where Params.Weighted
+// makes the operator use weights (pagerank), Weighted and Weights say so,
+// so that whatever reads the graph for the run reads the weight column and
+// checks it by the operator's rule (weights >= 0: a vertex's out-edges
+// share its rank in proportion to them).
+func SpecFor(op Operator, p Params) Spec {
+	s := op.Spec()
+	if s.WeightedParam && p.Weighted {
+		s.Weighted, s.Weights = true, convert.NonNegativeWeights
+	}
+	return s
 }
 
 // Lookup is the operator called name.

@@ -12,13 +12,17 @@ import (
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
-// PageRank is networkx.pagerank on the unweighted graph: start at 1/n,
+// PageRank is networkx.pagerank: start at 1/n,
 //
-//	x'[v] = d·(Σ_{u→v} x[u]/outdeg(u) + dangling/n) + (1−d)/n
+//	x'[v] = d·(Σ_{u→v} x[u]·w(u,v)/W(u) + dangling/n) + (1−d)/n
 //
-// where dangling is the rank held by vertices without out-edges, until the
-// L1 change Σ|x'−x| drops below the tolerance or the iterations run out.
-// For an undirected graph every edge counts in both directions.
+// where W(u) is u's out-weight Σ_v w(u,v) and dangling is the rank held by
+// vertices of out-weight 0, until the L1 change Σ|x'−x| drops below the
+// tolerance or the iterations run out. Unweighted (the default, networkx's
+// weight=None) every w is 1 and W(u) is u's out-degree; with
+// Params.Weighted the edges' weights (networkx's default, weight="weight";
+// 1 on a graph without weights), which must be >= 0. For an undirected
+// graph every edge counts in both directions, with its weight.
 type PageRank struct{}
 
 // PageRank's defaults.
@@ -35,7 +39,9 @@ func (PageRank) Spec() Spec {
 		GPU:     true,
 		Summary: "PageRank (networkx definition: dangling rank spread evenly), pulled over the in-edges",
 		NeedsIn: true,
-		Params:  []string{ParamTolerance, ParamMaxIterations, ParamDamping},
+		// --weighted: networkx.pagerank(G)'s default weights (SpecFor).
+		WeightedParam: true,
+		Params:        []string{ParamTolerance, ParamMaxIterations, ParamDamping, ParamWeighted},
 		Columns: []ColumnSpec{
 			{Name: "rank", Type: Float64Column, Doc: "the vertex's PageRank; the ranks sum to 1"},
 		},
@@ -114,8 +120,9 @@ func prHubFirst(g *convert.Graph, t tuning) bool {
 
 // RunCPU runs pull-based power iteration: one pass over the in-edges per
 // iteration, each vertex summing its in-neighbours' contributions
-// (rank/out-degree) from the previous iteration and writing its own new rank
-// and contribution, with no atomics.
+// (rank/out-degree, or rank/out-weight times the edge's weight) from the
+// previous iteration and writing its own new rank and contribution, with
+// no atomics.
 func (PageRank) RunCPU(ctx context.Context, in Input) (*Result, error) {
 	p := in.Params
 	if err := (PageRank{}).Prepare(&p); err != nil {
@@ -125,14 +132,20 @@ func (PageRank) RunCPU(ctx context.Context, in Input) (*Result, error) {
 		return nil, err
 	}
 	g := in.Graph
+	weighted := p.Weighted && g.Weighted
+	if weighted {
+		if err := CheckRankWeights(g); err != nil {
+			return nil, err
+		}
+	}
 	n := g.NumVertices()
 	// Layouts of the graph, built before the clock starts and cached on it.
-	rev := g.In()
-	sources, ids := rev.Targets, []uint32(nil)
+	l := prLayoutOf(g, weighted, in.tuning())
 	var notes []string
-	if prHubFirst(g, in.tuning()) {
-		h := g.HubOrder()
-		sources, ids = h.InSources, h.ID
+	if weighted {
+		notes = append(notes, "weighted")
+	}
+	if l.ids != nil {
 		notes = append(notes, "hubs first")
 	}
 	start := time.Now()
@@ -153,12 +166,12 @@ func (PageRank) RunCPU(ctx context.Context, in Input) (*Result, error) {
 		c, nc := getScratch[float32](&scratchF32, n), getScratch[float32](&scratchF32, n)
 		defer putScratch(&scratchF32, c)
 		defer putScratch(&scratchF32, nc)
-		x, res.Iterations, converged, change, err = pageRankPull(ctx, g.Out.Offsets, rev.Offsets, sources, ids, p, c, nc)
+		x, res.Iterations, converged, change, err = pageRankPull(ctx, l, p, c, nc)
 	} else {
 		c, nc := getScratch[float64](&scratchF64, n), getScratch[float64](&scratchF64, n)
 		defer putScratch(&scratchF64, c)
 		defer putScratch(&scratchF64, nc)
-		x, res.Iterations, converged, change, err = pageRankPull(ctx, g.Out.Offsets, rev.Offsets, sources, ids, p, c, nc)
+		x, res.Iterations, converged, change, err = pageRankPull(ctx, l, p, c, nc)
 	}
 	if err != nil {
 		return nil, err
@@ -178,44 +191,86 @@ func (PageRank) RunCPU(ctx context.Context, in Input) (*Result, error) {
 	return res, nil
 }
 
-// pageRankPull iterates over the in-edges (inOffs, sources) with the
-// contributions x[u]/outdeg(u) kept as C in contrib and nextContrib
-// (scratch of n elements each, overwritten), vertex v's at index ids[v]
-// (at v when ids is nil), the numbering of the sources. It returns the
-// ranks, the iterations run, whether they converged and the last L1
-// change. The numbering changes where a contribution is kept, not what is
-// summed nor in which order: the ranks are the same to the bit.
-func pageRankPull[C float32 | float64](ctx context.Context, outOffs, inOffs []int64, sources, ids []uint32, p Params, contrib, nextContrib []C) (x []float64, iterations int, converged bool, change float64, err error) {
-	n := len(inOffs) - 1
+// CheckRankWeights refuses a graph with a negative weight for weighted
+// PageRank: a vertex's out-edges share its rank in proportion to their
+// weights, which a negative one would turn into a negative share. (NaN
+// and infinite weights never reach a graph: the build refuses them.) A
+// graph read for pagerank --weighted has its weights checked row by row
+// as they are read; this is for a graph loaded for every operator.
+func CheckRankWeights(g *convert.Graph) error {
+	if !g.Weighted {
+		return nil
+	}
+	if least := g.Weights().Min; least < 0 {
+		return usererr.New(usererr.Input, fmt.Sprintf("weighted pagerank needs edge weights >= 0, and the graph's smallest is %v", least),
+			"drop or fix the negative weights, or run pagerank without weights")
+	}
+	return nil
+}
+
+// prLayout is what the pull reads of a graph: the out-edges' offsets (and
+// weights, for W(u)), the in-edges' offsets, sources and weights (nil:
+// unweighted), and ids, the sources' numbering (nil: vertex order), where
+// vertex v's contribution is kept.
+type prLayout struct {
+	outOffs, inOffs       []int64
+	outWeights, inWeights []float64
+	sources, ids          []uint32
+}
+
+// prLayoutOf is g's layout for the pull, weighted or not, with the
+// contributions in hubs-first order where prHubFirst says so.
+func prLayoutOf(g *convert.Graph, weighted bool, t tuning) prLayout {
+	rev := g.In()
+	l := prLayout{outOffs: g.Out.Offsets, inOffs: rev.Offsets, sources: rev.Targets}
+	if weighted {
+		l.outWeights, l.inWeights = g.Out.Weights, rev.Weights
+	}
+	if prHubFirst(g, t) {
+		// The rows keep their order: only the sources are renumbered, so
+		// the in-edges' weights stay where they are.
+		h := g.HubOrder()
+		l.sources, l.ids = h.InSources, h.ID
+	}
+	return l
+}
+
+// invOutWeight is 1/W(v), v's out-weight (its out-degree unweighted), and
+// 0 for a vertex of out-weight 0: dangling, as networkx takes a vertex
+// whose out-edges all weigh 0.
+func (l *prLayout) invOutWeight(v int) float64 {
+	lo, hi := l.outOffs[v], l.outOffs[v+1]
+	w := float64(hi - lo)
+	if l.outWeights != nil {
+		w = 0
+		for _, x := range l.outWeights[lo:hi] {
+			w += x
+		}
+	}
+	if w == 0 {
+		return 0
+	}
+	return 1 / w
+}
+
+// pageRankPull iterates over the in-edges of l with the contributions
+// x[u]/W(u) kept as C in contrib and nextContrib (scratch of n elements
+// each, overwritten), vertex v's at index ids[v] (at v when ids is nil),
+// the numbering of the sources. It returns the ranks, the iterations run,
+// whether they converged and the last L1 change, and tells ctx's progress
+// hook (WithProgress) after each iteration. The numbering changes where a
+// contribution is kept, not what is summed nor in which order: the ranks
+// are the same to the bit.
+func pageRankPull[C float32 | float64](ctx context.Context, l prLayout, p Params, contrib, nextContrib []C) (x []float64, iterations int, converged bool, change float64, err error) {
+	n := len(l.inOffs) - 1
 	x = make([]float64, n)
 	invDeg := getScratch[float64](&scratchF64, n)
 	defer putScratch(&scratchF64, invDeg)
 	chunks := (n + prGrain - 1) / prGrain
 	errs := make([]float64, chunks)
 	dangles := make([]float64, chunks)
-	x0 := 1 / float64(n)
-	par.For(n, prGrain, func(lo, hi int) {
-		if ctx.Err() != nil {
-			return
-		}
-		var dangle float64
-		for v := lo; v < hi; v++ {
-			x[v] = x0
-			i := v
-			if ids != nil {
-				i = int(ids[v])
-			}
-			if deg := outOffs[v+1] - outOffs[v]; deg > 0 {
-				invDeg[v] = 1 / float64(deg)
-				contrib[i] = C(x0 * invDeg[v])
-			} else {
-				invDeg[v] = 0
-				contrib[i] = 0
-				dangle += x0
-			}
-		}
-		dangles[lo/prGrain] = dangle
-	})
+	prInit(ctx, &l, x, invDeg, contrib, dangles)
+	report := ProgressOf(ctx, "pagerank")
 	d := p.Damping
 	nf := float64(n)
 	for iterations < p.MaxIterations {
@@ -234,25 +289,12 @@ func pageRankPull[C float32 | float64](ctx context.Context, outOffs, inOffs []in
 			}
 			var errSum, dangle float64
 			for v := lo; v < hi; v++ {
-				ts := sources[inOffs[v]:inOffs[v+1]]
-				var s0, s1, s2, s3 float64
-				for len(ts) >= 4 {
-					q := ts[:4:4]
-					s0 += float64(c[q[0]])
-					s1 += float64(c[q[1]])
-					s2 += float64(c[q[2]])
-					s3 += float64(c[q[3]])
-					ts = ts[4:]
-				}
-				for _, u := range ts {
-					s0 += float64(c[u])
-				}
-				nx := base + d*((s0+s1)+(s2+s3))
+				nx := base + d*prGather(&l, c, v)
 				errSum += math.Abs(nx - x[v])
 				x[v] = nx
 				inv := invDeg[v]
-				if ids != nil {
-					next[ids[v]] = C(nx * inv)
+				if l.ids != nil {
+					next[l.ids[v]] = C(nx * inv)
 				} else {
 					next[v] = C(nx * inv)
 				}
@@ -273,9 +315,71 @@ func pageRankPull[C float32 | float64](ctx context.Context, outOffs, inOffs []in
 		for _, e := range errs {
 			change += e
 		}
+		report(Progress{Iteration: iterations, Change: change, Active: -1})
 		if change < p.Tolerance {
 			return x, iterations, true, change, nil
 		}
 	}
 	return x, iterations, false, change, nil
+}
+
+// prInit starts the iteration: x = 1/n, invDeg = 1/W (0 for a dangling
+// vertex), the contributions x/W, and each chunk's dangling rank.
+func prInit[C float32 | float64](ctx context.Context, l *prLayout, x, invDeg []float64, contrib []C, dangles []float64) {
+	x0 := 1 / float64(len(x))
+	par.For(len(x), prGrain, func(lo, hi int) {
+		if ctx.Err() != nil {
+			return
+		}
+		var dangle float64
+		for v := lo; v < hi; v++ {
+			x[v] = x0
+			i := v
+			if l.ids != nil {
+				i = int(l.ids[v])
+			}
+			invDeg[v] = l.invOutWeight(v)
+			contrib[i] = C(x0 * invDeg[v])
+			if invDeg[v] == 0 {
+				dangle += x0
+			}
+		}
+		dangles[lo/prGrain] = dangle
+	})
+}
+
+// prGather is Σ c[u] over v's in-edges u→v, times the edge's weight where
+// the pull is weighted: four sums in flight, so that the loads of the
+// contributions (at random) overlap.
+func prGather[C float32 | float64](l *prLayout, c []C, v int) float64 {
+	lo, hi := l.inOffs[v], l.inOffs[v+1]
+	ts := l.sources[lo:hi]
+	var s0, s1, s2, s3 float64
+	if l.inWeights != nil {
+		ws := l.inWeights[lo:hi]
+		for len(ts) >= 4 {
+			q, w := ts[:4:4], ws[:4:4]
+			s0 += w[0] * float64(c[q[0]])
+			s1 += w[1] * float64(c[q[1]])
+			s2 += w[2] * float64(c[q[2]])
+			s3 += w[3] * float64(c[q[3]])
+			ts, ws = ts[4:], ws[4:]
+		}
+		for i, u := range ts {
+			s0 += ws[i] * float64(c[u])
+		}
+		return (s0 + s1) + (s2 + s3)
+	}
+	for len(ts) >= 4 {
+		q := ts[:4:4]
+		s0 += float64(c[q[0]])
+		s1 += float64(c[q[1]])
+		s2 += float64(c[q[2]])
+		s3 += float64(c[q[3]])
+		ts = ts[4:]
+	}
+	for _, u := range ts {
+		s0 += float64(c[u])
+	}
+	return (s0 + s1) + (s2 + s3)
 }

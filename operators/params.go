@@ -16,6 +16,7 @@ const (
 	ParamMaxIterations = "max_iterations"
 	ParamDamping       = "damping"
 	ParamDelta         = "delta"
+	ParamWeighted      = "weighted"
 )
 
 // The GPU strategies' parameters, which every operator with a GPU
@@ -44,7 +45,7 @@ var zeroMeansDefault = map[string]func(Params) bool{
 
 // ParamNames lists every operator parameter.
 func ParamNames() []string {
-	return append([]string{ParamSource, ParamTolerance, ParamMaxIterations, ParamDamping, ParamDelta}, GPUParams()...)
+	return append([]string{ParamSource, ParamTolerance, ParamMaxIterations, ParamDamping, ParamDelta, ParamWeighted}, GPUParams()...)
 }
 
 // Takes lists the parameters op takes.

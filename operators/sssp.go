@@ -453,7 +453,7 @@ func deltaStepSSSP32(ctx context.Context, c *convert.CSR, w32 []uint32, src uint
 func deltaStep(ctx context.Context, r relaxer, c *convert.CSR, src uint32, delta float64, t tuning) (int, error) {
 	_, _, maxW := SampleWeights(c)
 	d := getDeltaStepper(ringSpan(maxW, delta), t)
-	phases, err := d.run(ctx, r, src, c.Offsets)
+	phases, err := d.run(ctx, "sssp", r, src, c.Offsets)
 	if err != nil {
 		return 0, err
 	}

@@ -70,7 +70,7 @@ func (SSWP) RunCPU(ctx context.Context, in Input) (*Result, error) {
 	width[in.Source] = math.Inf(1)
 	r := &sswpRelaxer{offs: c.Offsets, targets: c.Targets, weights: c.Weights, width: bitsView, top: hi, inv: 1 / delta}
 	d := getDeltaStepper(ringSpan(hi-lo, delta), in.tuning())
-	phases, err := d.run(ctx, r, in.Source, c.Offsets)
+	phases, err := d.run(ctx, "sswp", r, in.Source, c.Offsets)
 	if err != nil {
 		return nil, err
 	}

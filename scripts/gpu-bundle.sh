@@ -17,7 +17,10 @@ out=.gpu-bundle
 rm -rf "$out"
 mkdir -p "$out"
 export CGO_ENABLED=0 GOOS=linux GOARCH=amd64
-go build -trimpath -ldflags="-s -w" -o "$out/gpipe" ./cmd/gpipe
+# gpipe --version says which tree the bundle was built from (make's VERSION,
+# else git describe: scripts/version.sh).
+version=${VERSION:-$(./scripts/version.sh)}
+go build -trimpath -ldflags="-s -w -X main.version=$version" -o "$out/gpipe" ./cmd/gpipe
 go build -trimpath -ldflags="-s -w" -o "$out/recordsbench" ./scripts/recordsbench
 # Test binaries are named by the package's last path element (gpuop.test
 # for operators/gpuop); gpu-run.sh runs each in its package directory.

@@ -6,6 +6,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 
 	"github.com/gpipe/gpipe/internal/pipeline"
+	"github.com/gpipe/gpipe/operators"
 )
 
 // DoExchange is a whole job in one call, for clients that do not want the
@@ -46,7 +47,10 @@ func (s *service) DoExchange(stream flight.FlightService_DoExchangeServer) error
 	// The operator is known before the edges arrive, so the graph is built
 	// for it alone, with `gpipe run`'s options: weights read only when it
 	// uses them, and checked by its rule.
-	spec := op.Spec()
+	spec := operators.SpecFor(op, q.Params)
+	if err := pipeline.CheckWeightedParam(spec, q.Params, opts.Unweighted); err != nil {
+		return err
+	}
 	t, held, err := s.receive(ctx, up, label, opts.ingestOptions(spec.Weighted))
 	if err != nil {
 		return err
@@ -68,7 +72,7 @@ func (s *service) DoExchange(stream flight.FlightService_DoExchangeServer) error
 	}
 	meta := resultMeta{
 		Graph: opts.Graph, Vertices: g.NumVertices(), Edges: g.NumEdges(), BackendNote: note,
-		InputRows: g.RowsRead, SkippedRows: g.Skipped.Total(), Notes: resultNotes(g.Graph, q.Op, opts.Unweighted),
+		InputRows: g.RowsRead, SkippedRows: g.Skipped.Total(), Notes: resultNotes(g.Graph, q, opts.Unweighted),
 	}
 	defer s.releaseResult(res)
 	return s.sendResult(ctx, stream, res, q.BatchRows, meta)

@@ -28,7 +28,7 @@ func (s *service) DoGet(tkt *flight.Ticket, stream flight.FlightService_DoGetSer
 	ctx := stream.Context()
 	return s.query(ctx, tkt.GetTicket(), func(q query, sg *storedGraph, res *pipeline.Result, note string) error {
 		meta := resultMeta{Graph: q.Graph, Vertices: sg.info.Vertices, Edges: sg.info.Edges, BackendNote: note,
-			Notes: resultNotes(sg.g, q.Op, sg.unweighted)}
+			Notes: resultNotes(sg.g, q, sg.unweighted)}
 		return s.sendResult(ctx, stream, res, q.BatchRows, meta)
 	})
 }
@@ -73,11 +73,14 @@ func (s *service) releaseResult(res *pipeline.Result) {
 // run runs a prepared query on g in a job slot, where the placement says;
 // note says why there, when that was chosen.
 func (s *service) run(ctx context.Context, g *pipeline.Graph, minWeight float64, op operators.Operator, q query) (res *pipeline.Result, note string, err error) {
-	spec := op.Spec()
+	spec := operators.SpecFor(op, q.Params)
 	if spec.Weighted && spec.Weights == convert.NonNegativeWeights && minWeight < 0 {
+		name, fix := spec.Name, `put the graph again without them (or with "unweighted": true), or use sswp`
+		if spec.WeightedParam {
+			name, fix = "weighted "+spec.Name, `run it without "weighted", or put the graph again without negative weights`
+		}
 		return nil, "", usererr.New(usererr.Usage,
-			fmt.Sprintf("graph %q has negative edge weights (the smallest is %v) and %s needs weights >= 0", q.Graph, minWeight, spec.Name),
-			`put the graph again without them (or with "unweighted": true), or use sswp`)
+			fmt.Sprintf("graph %q has negative edge weights (the smallest is %v) and %s needs weights >= 0", q.Graph, minWeight, name), fix)
 	}
 	release, err := s.jobs.acquire(ctx, g.NumEdges() <= s.cfg.smallJobEdges)
 	if err != nil {
@@ -130,17 +133,20 @@ type resultMeta struct {
 	SkippedRows int64 `json:"skipped_rows"`
 }
 
-// resultNotes are the notes of op's result on g: the upload's, and
-// pipeline.MissingWeightNotes where op uses weights g has none of and the
-// upload did not say it meant that (unweighted). Flags become the fields
-// a client sets.
-func resultNotes(g *pipeline.Graph, op string, unweighted bool) []string {
-	var notes []string
-	o, err := operators.Lookup(op)
-	if err == nil {
-		notes = pipeline.MissingWeightNotes(o.Spec(), g.Weighted, unweighted, edges.Columns{})
+// resultNotes are the notes of q's result on g: the upload's;
+// pipeline.MissingWeightNotes where the operator uses weights g has none
+// of and the upload did not say it meant that (unweighted); and
+// pipeline.WeightColumnNotes where unweighted pagerank ran on a graph with
+// weights (stored with them, or an exchange's column left unread). Flags
+// become the fields a client sets.
+func resultNotes(g *pipeline.Graph, q query, unweighted bool) []string {
+	notes := slices.Clone(g.Notes)
+	if o, err := operators.Lookup(q.Op); err == nil {
+		spec := operators.SpecFor(o, q.Params)
+		unread := (g.Weighted || g.WeightUnread) && !unweighted
+		notes = slices.Concat(pipeline.WeightColumnNotes(spec, edges.Columns{}, unread), notes,
+			pipeline.MissingWeightNotes(spec, g.Weighted, unweighted, edges.Columns{}))
 	}
-	notes = append(slices.Clone(g.Notes), notes...)
 	for i, n := range notes {
 		notes[i] = wireHints.Replace(n)
 	}

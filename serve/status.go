@@ -62,6 +62,9 @@ var wireHints = strings.NewReplacer(
 	"--dst-col", `the "dst" option`,
 	"--weight-col", `the "weight" option`,
 	"pass --unweighted", `put it with "unweighted": true`,
+	"pass --weighted", `put "weighted": true in the query`,
+	"leave --weighted out", `leave "weighted" out of the query`,
+	"--weighted with --unweighted", `"weighted": true with "unweighted": true`,
 	"use --backend cpu (or auto)", "start the server with --backend cpu (or auto)",
 )
 

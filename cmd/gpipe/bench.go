@@ -93,7 +93,9 @@ func benchCommand(e *env) *cli.Command {
 			}
 			progress := newProgress(e.stderr, c.Bool("quiet"))
 			defer progress.Stop()
-			reps, err := bench.Run(c.Context, bench.Config{
+			// The trials' iterations show in the progress line.
+			ctx := operators.WithProgress(c.Context, progress.Iterated)
+			reps, err := bench.Run(ctx, bench.Config{
 				Input: c.String("input"), Gen: c.String("gen"),
 				Load: pipeline.LoadOptions{
 					Columns: edges.Columns{

@@ -2,9 +2,16 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpipe/gpipe/internal/pipeline"
+	"github.com/gpipe/gpipe/operators"
 )
 
 // lineWriter hands every write (a progress line) to lines.
@@ -71,5 +78,43 @@ func TestProgressQuiet(t *testing.T) {
 	p.Stop()
 	if b.Len() != 0 {
 		t.Errorf("quiet progress wrote %q", b.String())
+	}
+}
+
+// The compute stage's line shows the operator's last iteration, which the
+// operators report through the context (operators.WithProgress): pagerank
+// its L1 change, sssp the vertices its phase worked on. A job runs here
+// with the hook, and a tick after it shows what the last iteration said.
+func TestProgressIterations(t *testing.T) {
+	in := filepath.Join(t.TempDir(), "e.csv")
+	if err := os.WriteFile(in, []byte("src,dst,weight\n1,2,1\n2,3,1\n3,1,1\n3,4,2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		op     string
+		params operators.Params
+		want   string
+	}{
+		{"pagerank", operators.Params{}, "gpipe: computing: pagerank: iteration %d, delta "},
+		{"sssp", operators.Params{Source: "1"}, "gpipe: computing: sssp: iteration %d, 1 vertex active, "},
+	} {
+		w := lineWriter{make(chan string, 1)}
+		ticks := make(chan time.Time)
+		p := startProgress(w, false, ticks)
+		rep, err := pipeline.RunJob(operators.WithProgress(context.Background(), p.Iterated), pipeline.Job{
+			Input: in, Op: tc.op, Params: tc.params, Backend: "cpu",
+			Load: pipeline.LoadOptions{Stage: p.Stage(in)},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ticks <- time.Time{}
+		got := <-w.lines
+		p.Stop()
+		want := fmt.Sprintf(tc.want, rep.Iterations)
+		if !strings.HasPrefix(got, want) || !strings.HasSuffix(got, " s\n") {
+			t.Errorf("%s: %q, want %q... s", tc.op, got, want)
+		}
+		rep.Release()
 	}
 }

@@ -36,7 +36,10 @@ Operators and their columns:
    pagerank  rank (float64): damping 0.85, the rank of vertices without
              out-edges spread uniformly, start 1/n, stop when the L1 change
              is below --tolerance or after --max-iterations; ranks sum to 1;
-             networkx.pagerank(G, weight=None): edge weights are not used
+             networkx.pagerank(G, weight=None): edge weights are not used;
+             --weighted: networkx.pagerank(G), each out-edge weighed by its
+             weight over the vertex's total (weights >= 0; a vertex whose
+             out-edges weigh 0 in all is dangling)
    cc        component (key): the smallest key of the vertex's weakly
              connected component
    sswp      width (float64): the widest-path bottleneck from the source,
@@ -55,9 +58,11 @@ const formatsHelp = `Formats, by extension: .parquet/.pq, .arrow/.feather/.ipc (
    the format --input-format names; on stdout an Arrow IPC stream, or the
    format --output-format names.
 
-Weights: sssp and sswp read --weight-col; on a table without one every weight
-   is 1, and gpipe says so (a note on stderr and in --json) unless --unweighted
-   says that is meant. DECIMAL weights are read as float64, with a note where
+Weights: sssp, sswp and pagerank --weighted read --weight-col; on a table
+   without one every weight is 1, and gpipe says so (a note on stderr and in
+   --json) unless --unweighted says that is meant (pagerank: unless --weighted
+   is left out). Unweighted pagerank on a table with a weight column says
+   that it ignored it. DECIMAL weights are read as float64, with a note where
    one has more digits than a float64 holds. Integer key columns of different
    types (int32 and int64) are read as one type that holds both.
 
@@ -152,7 +157,7 @@ func formatName(format string) string {
 }
 
 // weightColUsage is --weight-col's help, in run and bench.
-const weightColUsage = "edge weight column, read by sssp and sswp (weight 1 where the default column is absent); " +
+const weightColUsage = "edge weight column, read by sssp, sswp and pagerank --weighted (weight 1 where the default column is absent); " +
 	"the operators that use no weights ignore it"
 
 func runCommand(e *env) *cli.Command {
@@ -197,6 +202,7 @@ func paramFlags() []cli.Flag {
 		&cli.Float64Flag{Name: "tolerance", Usage: "pagerank: stop when the L1 change is below this", DefaultText: "1e-9"},
 		&cli.IntFlag{Name: "max-iterations", Usage: "pagerank: most iterations", DefaultText: "1000"},
 		&cli.Float64Flag{Name: "damping", Usage: "pagerank: damping factor", DefaultText: "0.85"},
+		&cli.BoolFlag{Name: "weighted", Usage: "pagerank: weigh each out-edge by its weight (--weight-col) over the vertex's total, as networkx.pagerank(G) does by default; weights must be >= 0"},
 		&cli.Float64Flag{Name: "delta", Usage: "sssp, sswp: Δ-stepping bucket width; 0 chooses", DefaultText: "chosen from the weights"},
 		&cli.StringFlag{Name: "strategy", Usage: "GPU strategy: " + strings.Join(gpuop.StrategyNames(), ", ") + " or auto (which operator takes which: \"GPU strategies\" below)", DefaultText: "auto"},
 		&cli.IntFlag{Name: "vwarp", Usage: "GPU virtual warp size K: 1, 2, 4, 8, 16 or 32; 0 chooses", DefaultText: "from the average degree"},
@@ -256,6 +262,7 @@ func paramsFrom(c *cli.Context) operators.Params {
 		Tolerance:     c.Float64("tolerance"),
 		MaxIterations: c.Int("max-iterations"),
 		Damping:       c.Float64("damping"),
+		Weighted:      c.Bool("weighted"),
 		Delta:         c.Float64("delta"),
 		Strategy:      c.String("strategy"),
 		VWarp:         c.Int("vwarp"),
@@ -322,7 +329,8 @@ func runAction(c *cli.Context, e *env) error {
 		},
 		Sink: sinkOpts,
 	}
-	rep, err := pipeline.RunJob(c.Context, job)
+	// The operator's iterations show in the compute stage's progress line.
+	rep, err := pipeline.RunJob(operators.WithProgress(c.Context, progress.Iterated), job)
 	progress.Stop()
 	if err != nil {
 		return err

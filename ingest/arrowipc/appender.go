@@ -84,6 +84,7 @@ func newAppender(ctx context.Context, name string, schema *arrow.Schema, opts ed
 		KeyType:      rc.keyType,
 		KeyArrowType: keyArrowTypeOf(rc.types[roleSrc]),
 		HasWeight:    rc.idx[roleWeight] >= 0,
+		WeightUnread: !opts.Columns.ReadWeight && len(schema.FieldIndices(opts.Columns.Weight)) > 0,
 		Skipped:      edges.Skips{},
 	}
 	return a, nil

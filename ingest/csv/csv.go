@@ -91,7 +91,7 @@ func Read(ctx context.Context, name string, r io.Reader, opts edges.Options) (*e
 		return nil, err
 	}
 
-	c := collector{name: name, cols: cols, skip: opts.SkipInvalid, weighted: at.wi >= 0, skipped: edges.Skips{}}
+	c := collector{name: name, cols: cols, skip: opts.SkipInvalid, weighted: at.wi >= 0, weightUnread: at.unread, skipped: edges.Skips{}}
 	var row int64
 	for {
 		if row&0xffff == 0 {
@@ -118,8 +118,12 @@ func Read(ctx context.Context, name string, r io.Reader, opts edges.Options) (*e
 }
 
 // layout is where the edge columns are in a record: source, destination
-// and weight (-1: not read).
-type layout struct{ si, di, wi int }
+// and weight (-1: not read); unread says the record has a weight the
+// read leaves out (Columns.ReadWeight false).
+type layout struct {
+	si, di, wi int
+	unread     bool
+}
 
 // namedColumns finds the edge columns in a header line. ambiguous says the
 // header was assumed (HeaderAuto, on lines that do not tell), so that a
@@ -164,6 +168,8 @@ func namedColumns(name string, header []string, cols edges.Columns, comma rune, 
 		return at, missing(cols.Weight, "weight", "--weight-col")
 	} else if cols.ReadWeight {
 		at.wi = w
+	} else {
+		at.unread = w >= 0
 	}
 	return at, nil
 }
@@ -198,6 +204,7 @@ func positionalColumns(name string, first record, cols edges.Columns, comma rune
 	if n == 3 && cols.ReadWeight {
 		at.wi = 2
 	}
+	at.unread = n == 3 && !cols.ReadWeight
 	return at, nil
 }
 
@@ -461,11 +468,13 @@ type collector struct {
 	cols     edges.Columns
 	skip     bool
 	weighted bool
-	src, dst edges.Strings
-	w        []float64
-	rows     []int64
-	skipped  edges.Skips
-	lines    edges.LineMap // rows to lines, for errors found after reading
+	// weightUnread is the layout's unread: a weight column left out.
+	weightUnread bool
+	src, dst     edges.Strings
+	w            []float64
+	rows         []int64
+	skipped      edges.Skips
+	lines        edges.LineMap // rows to lines, for errors found after reading
 }
 
 func (c *collector) add(rec []string, si, di, wi int, row, line int64) error {
@@ -536,7 +545,7 @@ func appendString(s *edges.Strings, v string) {
 
 // table types the keys and cuts the rows into chunks.
 func (c *collector) table(rowsRead int64) *edges.Table {
-	t := &edges.Table{Name: c.name, Columns: c.cols, HasWeight: c.weighted, RowsRead: rowsRead, Skipped: c.skipped,
+	t := &edges.Table{Name: c.name, Columns: c.cols, HasWeight: c.weighted, WeightUnread: c.weightUnread, RowsRead: rowsRead, Skipped: c.skipped,
 		KeyType: edges.KeyInt64, KeyArrowType: arrow.PrimitiveTypes.Int64, Lines: &c.lines}
 	n := c.src.Len()
 	srcInt, okS := parseInts(&c.src)

@@ -157,8 +157,13 @@ type Table struct {
 	Notes []string
 	// Parts are the files of a dataset read as this table, in the order
 	// their rows are numbered (parts.go); nil for one file.
-	Parts   []Part
-	release []func()
+	Parts []Part
+	// WeightUnread says the input has a weight column (the one Columns
+	// names, or a text line's third field) that the read left out, as
+	// Columns.ReadWeight said: the job's report can say that the operator
+	// ignored it (unweighted pagerank) and how to use it.
+	WeightUnread bool
+	release      []func()
 }
 
 // MirrorOf says whether edge j of chunk c is one the input did not write:

@@ -143,6 +143,7 @@ func (s *fileSet) read(ctx context.Context) (*edges.Table, error) {
 		KeyType:      s.key.src,
 		KeyArrowType: s.key.src.ArrowType(),
 		HasWeight:    len(first.cols) > 2,
+		WeightUnread: first.weightUnread,
 		RowsRead:     total,
 		Skipped:      edges.Skips{},
 	}

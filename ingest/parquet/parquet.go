@@ -161,6 +161,9 @@ type reader struct {
 	// base is the table's number of the file's first row (a file of a
 	// dataset: files.go), and rows its rows.
 	base, rows int64
+	// weightUnread says the file has the weight column the read leaves
+	// out (edges.Table.WeightUnread).
+	weightUnread bool
 	// failed is the lowest row group index whose reading failed; tasks of
 	// later row groups stop early, since their error would not be reported.
 	failed atomic.Int64
@@ -397,6 +400,7 @@ func (r *reader) resolve(pf *parquet.File) (keyPair, error) {
 	}
 	// A weight column the user named must be there, read or not (a
 	// misspelt name would go unnoticed with an operator that uses none).
+	r.weightUnread = !cols.ReadWeight && find(cols.Weight) != nil
 	if w := find(cols.Weight); w == nil && cols.WeightExplicit {
 		return keyPair{}, edges.ErrMissingColumn(r.name, cols.Weight, "weight", "--weight-col", names)
 	} else if cols.ReadWeight && w != nil {

@@ -828,6 +828,7 @@ func (cfg *config) assemble(blocks []block, strKeys bool) *edges.Table {
 		}
 	}
 	t.HasWeight = cfg.opts.Columns.ReadWeight && want == 3
+	t.WeightUnread = !cfg.opts.Columns.ReadWeight && want == 3
 	var row, skipped, badUTF8 int64
 	lines := &edges.LineMap{}
 	firstLine := cfg.firstLine

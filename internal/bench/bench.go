@@ -138,7 +138,7 @@ func Run(ctx context.Context, cfg Config) ([]*Report, error) {
 	b := benchedGraph{g: g, name: name, inputBytes: inputBytes, peak: peakRSS()}
 	defer g.Release()
 	defer backend.Release(g.Graph)
-	spec := op.Spec()
+	spec := operators.SpecFor(op, cfg.Params)
 	if spec.NeedsSource {
 		if b.sources, err = randomSources(g, cfg); err != nil {
 			return nil, err
@@ -188,7 +188,10 @@ func prepare(cfg *Config) (operators.Operator, []string, error) {
 			return nil, nil, err
 		}
 	}
-	spec := op.Spec()
+	spec := operators.SpecFor(op, cfg.Params)
+	if err := pipeline.CheckWeightedParam(spec, cfg.Params, cfg.Unweighted); err != nil {
+		return nil, nil, err
+	}
 	cfg.Load.Columns.ReadWeight = spec.Weighted && !cfg.Unweighted
 	cfg.Load.Weights = spec.Weights
 	cfg.Load.BuildIn = cfg.Load.BuildIn || spec.NeedsIn
@@ -244,7 +247,7 @@ func (b *benchedGraph) report(cfg Config, spec operators.Spec, backend, reason s
 
 // benchNotes are a benchmark's notes, as pipeline.Report's.
 func benchNotes(spec operators.Spec, g *pipeline.Graph, cfg Config) []string {
-	return slices.Concat(pipeline.WeightColumnNotes(spec, cfg.Load.Columns), g.Notes,
+	return slices.Concat(pipeline.WeightColumnNotes(spec, cfg.Load.Columns, g.WeightUnread && !cfg.Unweighted), g.Notes,
 		pipeline.MissingWeightNotes(spec, g.Weighted, cfg.Unweighted, cfg.Load.Columns))
 }
 

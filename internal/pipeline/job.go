@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -138,8 +139,10 @@ func RunJob(ctx context.Context, job Job) (*Report, error) {
 			return nil, err
 		}
 	}
-	spec := op.Spec()
-	notes := WeightColumnNotes(spec, job.Load.Columns)
+	spec := operators.SpecFor(op, job.Params)
+	if err := CheckWeightedParam(spec, job.Params, job.Unweighted); err != nil {
+		return nil, err
+	}
 	job.Load.Columns.ReadWeight = spec.Weighted && !job.Unweighted
 	job.Load.Weights = spec.Weights
 	job.Load.BuildIn = job.Load.BuildIn || spec.NeedsIn
@@ -196,8 +199,8 @@ func RunJob(ctx context.Context, job Job) (*Report, error) {
 		Iterations: res.Iterations, Unreached: res.Unreached(), Warnings: res.Warnings,
 		Result: res, GPUs: GPUsUsed(res),
 	}
-	notes = append(notes, g.Notes...)
-	rep.Notes = append(notes, MissingWeightNotes(spec, g.Weighted, job.Unweighted, job.Load.Columns)...)
+	rep.Notes = slices.Concat(WeightColumnNotes(spec, job.Load.Columns, g.WeightUnread && !job.Unweighted), g.Notes,
+		MissingWeightNotes(spec, g.Weighted, job.Unweighted, job.Load.Columns))
 	rep.Timings.Read = g.ReadTime.Seconds()
 	rep.Timings.Build = g.BuildTime.Seconds()
 	rep.Timings.Compute = compute.Seconds()
@@ -226,16 +229,36 @@ func WriteResult(ctx context.Context, res *Result, output string, opts sink.Opti
 	}, opts)
 }
 
-// WeightColumnNotes notes a weight column named for an operator that uses no
-// weights, for Report.Notes (and bench.Report's). The column names are the
-// table's, named once for every operator of a pipeline, so that is not an
-// error; the column is not read at all (the readers check that it is there).
-func WeightColumnNotes(spec operators.Spec, cols edges.Columns) []string {
-	if spec.Weighted || !cols.WeightExplicit {
+// WeightColumnNotes notes a weight column an operator ran without, for
+// Report.Notes (and bench.Report's and a Flight result's): one named for
+// an operator that uses no weights (the column names are the table's,
+// named once for every operator of a pipeline, so that is not an error;
+// the column is not read at all, and the readers check that it is there);
+// and for an operator that uses weights when asked (unweighted pagerank),
+// a weight column the table has (unread, the graph's WeightUnread), with
+// how to use it. spec is the run's (operators.SpecFor).
+func WeightColumnNotes(spec operators.Spec, cols edges.Columns, unread bool) []string {
+	name := echo.Quote(cols.WithDefaults().Weight)
+	switch {
+	case spec.Weighted:
+		return nil
+	case spec.WeightedParam && (cols.WeightExplicit || unread):
+		return []string{fmt.Sprintf("%s ignored weight column %s: unweighted %s (networkx.pagerank(G, weight=None)) counts every out-edge of a vertex the same; pass --weighted to weigh them by the column, as networkx.pagerank(G) does by default",
+			spec.Name, name, spec.Name)}
+	case !cols.WeightExplicit:
 		return nil
 	}
-	return []string{fmt.Sprintf("weight column %s ignored by %s, which uses no edge weights (the column was not read)",
-		echo.Quote(cols.WithDefaults().Weight), spec.Name)}
+	return []string{fmt.Sprintf("weight column %s ignored by %s, which uses no edge weights (the column was not read)", name, spec.Name)}
+}
+
+// CheckWeightedParam refuses Params.Weighted with Job.Unweighted: one
+// weighs the edges by the weight column, the other reads none.
+func CheckWeightedParam(spec operators.Spec, p operators.Params, unweighted bool) error {
+	if !spec.WeightedParam || !p.Weighted || !unweighted {
+		return nil
+	}
+	return usererr.New(usererr.Usage, fmt.Sprintf("%s --weighted with --unweighted: one weighs the edges by the weight column, the other reads none", spec.Name),
+		"leave one of them out")
 }
 
 // MissingWeightNotes notes an operator that uses weights run on a graph
@@ -247,15 +270,17 @@ func MissingWeightNotes(spec operators.Spec, weighted, unweighted bool, cols edg
 	if !spec.Weighted || weighted || unweighted {
 		return nil
 	}
-	effect := "every edge weighs the same"
-	switch spec.Name {
-	case "sssp":
+	effect, fix := "every edge weighs the same", "pass --unweighted to say weight 1 is meant"
+	switch {
+	case spec.Name == "sssp":
 		effect = "its distances count edges"
-	case "sswp":
+	case spec.Name == "sswp":
 		effect = "every width is 1"
+	case spec.WeightedParam:
+		effect, fix = "the ranks are unweighted PageRank's", "leave --weighted out to say that is meant"
 	}
-	return []string{fmt.Sprintf("%s used weight 1 for every edge, as the input has no weight column %s: %s; name the weight column with --weight-col, or pass --unweighted to say weight 1 is meant",
-		spec.Name, echo.Quote(cols.WithDefaults().Weight), effect)}
+	return []string{fmt.Sprintf("%s used weight 1 for every edge, as the input has no weight column %s: %s; name the weight column with --weight-col, or %s",
+		spec.Name, echo.Quote(cols.WithDefaults().Weight), effect, fix)}
 }
 
 // checkNotInput refuses an output that is the input file itself (by any

@@ -482,7 +482,7 @@ func TestWeightColumnNoteShort(t *testing.T) {
 		t.Fatal(err)
 	}
 	long := strings.Repeat("w", 1000)
-	notes := WeightColumnNotes(op.Spec(), edges.Columns{Weight: long, WeightExplicit: true})
+	notes := WeightColumnNotes(op.Spec(), edges.Columns{Weight: long, WeightExplicit: true}, false)
 	want := `weight column "` + long[:60] + `..." ignored by bfs, which uses no edge weights (the column was not read)`
 	if len(notes) != 1 || notes[0] != want {
 		t.Errorf("notes %q, want [%q]", notes, want)

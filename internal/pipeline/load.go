@@ -81,6 +81,9 @@ type Graph struct {
 	// Notes say what the read did that a reader of the results might not
 	// expect (decimal weights rounded to float64): edges.Table.Notes.
 	Notes []string
+	// WeightUnread says the input has a weight column the read left out
+	// (edges.Table.WeightUnread), for WeightColumnNotes.
+	WeightUnread bool
 }
 
 // Load reads the edge table at input ("-" for an Arrow IPC stream on
@@ -154,7 +157,8 @@ func build(ctx context.Context, t *edges.Table, opts LoadOptions, up *gpuop.Colu
 		// A row of a dataset is named by its file and its row there.
 		return nil, t.Locate(err)
 	}
-	g := &Graph{Graph: cg, Name: t.Name, RowsRead: t.RowsRead, Skipped: edges.Skips{}, BuildTime: time.Since(start), Built: built, Notes: t.Notes}
+	g := &Graph{Graph: cg, Name: t.Name, RowsRead: t.RowsRead, Skipped: edges.Skips{}, BuildTime: time.Since(start), Built: built,
+		Notes: t.Notes, WeightUnread: t.WeightUnread}
 	for reason, n := range t.Skipped {
 		g.Skipped.Add(reason, n)
 	}

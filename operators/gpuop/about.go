@@ -29,11 +29,33 @@ func StrategiesHelp() string {
 		if ss := Strategies(op); len(ss) > 0 {
 			fmt.Fprintf(&b, "   %-9s %s\n", op, strings.Join(ss, ", "))
 		}
+		if ws := weightedStrategies(op); len(ws) > 0 {
+			fmt.Fprintf(&b, "   %-9s --weighted: %s\n", "", strings.Join(ws, ", "))
+		}
 	}
 	for _, s := range StrategyNames() {
 		fmt.Fprintf(&b, "   %-11s %s\n", s+":", abouts[s])
 	}
 	return b.String()
+}
+
+// weightedStrategies are op's strategies that read --weighted, where some
+// do not (then only these run a weighted job).
+func weightedStrategies(op string) []string {
+	t := tableOf(op)
+	if t == nil {
+		return nil
+	}
+	var ws []string
+	for _, s := range t.strategies {
+		if s.reads&optWeighted != 0 {
+			ws = append(ws, s.name)
+		}
+	}
+	if len(ws) == len(t.strategies) {
+		return nil
+	}
+	return ws
 }
 
 // StrategyNames is every strategy's name, each once, in the order

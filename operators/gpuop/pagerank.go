@@ -24,6 +24,12 @@ import (
 // Every layout iterates synchronously, as the CPU does, so iteration counts
 // and the L1 change are networkx's. Contributions are float32 where the
 // tolerance allows it, by the CPU's rule (operators.Float32Tolerance).
+//
+// Weighted PageRank (operators.Params.Weighted on a graph with weights)
+// runs on the pulls alone (warpseg, vwc: their _w kernels, which read the
+// in-edges' weights beside their sources and the out-edges' for W(u));
+// G-Shards and CW refuse it (prWeightedStrategies), and auto passes them
+// over.
 
 // PRContribBytes is the width of a contribution at p's tolerance.
 func PRContribBytes(p operators.Params) int64 {
@@ -37,12 +43,29 @@ func PRContribBytes(p operators.Params) int64 {
 // tolerance of 0 is the default, 1e-9).
 func PRFloat32(p operators.Params) bool { return p.Tolerance >= operators.Float32Tolerance }
 
-func prVWCParts(b *GPU) []Layout {
+// prVWCParts are the pulls' layouts: the out-offsets, the CSC (its sources
+// numbered hubs first, with the numbering, where b says so), and weighted
+// the in-edges' and the out-edges' weights (for an undirected graph the
+// same layout).
+func prVWCParts(b *GPU, weighted bool) []Layout {
+	parts := []Layout{OutOffsets, InOffsets, InSources}
 	if b.PageRankHubOrder() {
-		return []Layout{OutOffsets, InOffsets, InSourcesHub, HubIDs}
+		parts = []Layout{OutOffsets, InOffsets, InSourcesHub, HubIDs}
 	}
-	return []Layout{OutOffsets, InOffsets, InSources}
+	if weighted {
+		parts = append(parts, inWeights, outWeights)
+	}
+	return parts
 }
+
+// PRWeighted says whether PageRank with p on g weighs its edges: asked
+// for, and g has weights (without them every weight is 1, which is the
+// unweighted pull).
+func PRWeighted(g *convert.Graph, p operators.Params) bool { return p.Weighted && g.Weighted }
+
+// prWeightedStrategies names the strategies that run weighted PageRank,
+// for the error the others give.
+const prWeightedStrategies = "warpseg and vwc"
 
 func prVWCBytes(b *GPU, g *convert.Graph, p operators.Params) int64 {
 	return prPullBytes(b, g, p, outlierDegree(p))
@@ -57,7 +80,7 @@ func prWarpSegBytes(b *GPU, g *convert.Graph, p operators.Params) int64 {
 func prPullBytes(b *GPU, g *convert.Graph, p operators.Params, outlierDegree int64) int64 {
 	n := int64(g.NumVertices())
 	outliers, segments := b.InOutliers(g, outlierDegree)
-	return layoutBytes(g, prVWCParts(b)...) + 3*n*8 + 2*n*PRContribBytes(p) + PRAccBytes +
+	return layoutBytes(g, prVWCParts(b, PRWeighted(g, p))...) + 3*n*8 + 2*n*PRContribBytes(p) + PRAccBytes +
 		int64(len(outliers))*(4+8) + int64(len(segments))*8
 }
 
@@ -161,9 +184,14 @@ func runPageRank(e *enactor, layout func(pr *prRun) ([]float64, error)) error {
 	if err != nil {
 		return err
 	}
-	pr := &prRun{e: e, b: e.b, s: s, g: e.g, p: e.p, n: int64(e.g.NumVertices()), res: e.res, suffix: "f64"}
+	pr := &prRun{e: e, b: e.b, s: s, g: e.g, p: e.p, n: int64(e.g.NumVertices()), res: e.res, suffix: "f64", weighted: PRWeighted(e.g, e.p)}
 	if PRFloat32(e.p) {
 		pr.suffix = "f32"
+	}
+	if pr.weighted {
+		if err := operators.CheckRankWeights(e.g); err != nil {
+			return err
+		}
 	}
 	ranks, err := layout(pr)
 	if err != nil {
@@ -184,6 +212,9 @@ type prRun struct {
 	res    *operators.Result
 	suffix string // the contributions' type in kernel names: f64 or f32
 	valid  []byte // the ranks' validity bitmap, where iterate knows it
+	// weighted says the pull weighs the in-edges (PRWeighted): its
+	// kernels are the _w ones.
+	weighted bool
 }
 
 // prIteration is the per-iteration state every layout shares: the ranks
@@ -211,6 +242,7 @@ func newPRIteration(rank0, rank1, acc *gpu.DeviceBuffer) *prIteration {
 // it can tell that none is null.
 func (pr *prRun) iterate(it *prIteration, step func(cur, next int) error) ([]float64, error) {
 	ctx, s, p, res := pr.e.ctx, pr.s, pr.p, pr.res
+	report := operators.ProgressOf(ctx, "pagerank")
 	change := []float64{0}
 	cur := 0
 	converged := false
@@ -234,6 +266,7 @@ func (pr *prRun) iterate(it *prIteration, step func(cur, next int) error) ([]flo
 		}
 		res.Iterations++
 		cur = next
+		report(operators.Progress{Iteration: res.Iterations, Change: change[0], Active: -1})
 		if change[0] < p.Tolerance {
 			converged = true
 			break
@@ -277,7 +310,7 @@ func (pr *prRun) pull() ([]float64, error) {
 	if err := it.acc.Memset8(s, 0); err != nil {
 		return nil, err
 	}
-	if err := x.init.Launch(s, x.outOffs, PtrOf(x.hubID), it.rank[0], x.invDegree, x.contrib[0], pr.n, it.dangling[0]); err != nil {
+	if err := x.init.Launch(s, pr.weightedArgs([]any{x.outOffs}, x.outWeights, PtrOf(x.hubID), it.rank[0], x.invDegree, x.contrib[0], pr.n, it.dangling[0])...); err != nil {
 		return nil, err
 	}
 	ranks, err := pr.iterate(it, func(cur, next int) error { return pr.pullStep(x, cur, next) })
@@ -292,6 +325,7 @@ type prPull struct {
 	cfg                                     vwcConfig
 	pull, init, sumOutliers, finishOutliers *Kernel
 	outOffs, inOffs, inSrcs, hubID          *gpu.DeviceBuffer
+	inWeights, outWeights                   *gpu.DeviceBuffer // weighted only
 	contrib                                 [2]*gpu.DeviceBuffer
 	invDegree, counter                      *gpu.DeviceBuffer
 	outlierBuf, segmentBuf, outlierAcc      *gpu.DeviceBuffer
@@ -315,16 +349,24 @@ func (pr *prRun) pullKernels(x *prPull) error {
 		x.cfg = vwcConfig{outlierDegree: b.HubDegree()}
 		describe = fmt.Sprintf("warpseg, hubs>%d in blocks", b.HubDegree())
 	}
+	// The weighted kernels' names end in _w; the finish is the same.
+	w := ""
+	if pr.weighted {
+		w = "_w"
+	}
 	var err error
-	if x.pull, err = b.Kernel(module, pullName); err != nil {
+	if x.pull, err = b.Kernel(module, pullName+w); err != nil {
 		return err
 	}
-	k, err := pr.e.kernels(kernels.PageRankVWC, "pr_init_"+suffix, "pr_outliers_"+pr.suffix, "pr_outliers_finish_"+suffix)
+	k, err := pr.e.kernels(kernels.PageRankVWC, "pr_init_"+suffix+w, "pr_outliers_"+pr.suffix+w, "pr_outliers_finish_"+suffix)
 	if err != nil {
 		return err
 	}
 	x.init, x.sumOutliers, x.finishOutliers = k[0], k[1], k[2]
 	pr.res.Strategy = describe + ", pull, " + pr.describe()
+	if pr.weighted {
+		pr.res.Strategy += ", weighted"
+	}
 	if b.PageRankHubOrder() {
 		pr.res.Strategy += ", sources numbered hubs first"
 	}
@@ -335,13 +377,16 @@ func (pr *prRun) pullKernels(x *prPull) error {
 // allocates the ranks, the contributions and the accumulators.
 func (pr *prRun) pullBuffers(x *prPull) error {
 	b, s, n := pr.b, pr.s, pr.n
-	parts, err := pr.e.layouts(prVWCParts(b)...)
+	parts, err := pr.e.layouts(prVWCParts(b, pr.weighted)...)
 	if err != nil {
 		return err
 	}
 	x.outOffs, x.inOffs, x.inSrcs = parts[0], parts[1], parts[2]
 	if b.PageRankHubOrder() {
 		x.hubID = parts[3]
+	}
+	if pr.weighted {
+		x.inWeights, x.outWeights = parts[len(parts)-2], parts[len(parts)-1]
 	}
 	outliers, segments := b.InOutliers(pr.g, x.cfg.outlierDegree)
 	x.outliers, x.segments = len(outliers), len(segments)
@@ -374,18 +419,27 @@ func (pr *prRun) pullBuffers(x *prPull) error {
 // cur into next, the outliers by whole blocks.
 func (pr *prRun) pullStep(x *prPull, cur, next int) error {
 	s, p, n, it := pr.s, pr.p, pr.n, x.it
-	if err := x.pull.Launch(s, x.inOffs, x.inSrcs, PtrOf(x.hubID), x.contrib[cur], x.invDegree, it.rank[cur], it.rank[next], x.contrib[next],
-		n, p.Damping, it.dangling[cur], it.dangling[next], it.l1, PtrOf(x.counter), x.cfg.chunk, x.cfg.outlierDegree, !pr.b.tune.noStreamHint); err != nil {
+	if err := x.pull.Launch(s, pr.weightedArgs([]any{x.inOffs, x.inSrcs}, x.inWeights, PtrOf(x.hubID), x.contrib[cur], x.invDegree, it.rank[cur], it.rank[next], x.contrib[next],
+		n, p.Damping, it.dangling[cur], it.dangling[next], it.l1, PtrOf(x.counter), x.cfg.chunk, x.cfg.outlierDegree, !pr.b.tune.noStreamHint)...); err != nil {
 		return err
 	}
 	if x.outliers == 0 {
 		return nil
 	}
-	if err := x.sumOutliers.Launch(s, x.inOffs, x.inSrcs, x.contrib[cur], x.outlierBuf, x.segmentBuf, uint32(x.segments), x.outlierAcc); err != nil {
+	if err := x.sumOutliers.Launch(s, pr.weightedArgs([]any{x.inOffs, x.inSrcs}, x.inWeights, x.contrib[cur], x.outlierBuf, x.segmentBuf, uint32(x.segments), x.outlierAcc)...); err != nil {
 		return err
 	}
 	return x.finishOutliers.Launch(s, x.outlierBuf, PtrOf(x.hubID), uint32(x.outliers), x.outlierAcc, x.invDegree, it.rank[cur],
 		it.rank[next], x.contrib[next], n, p.Damping, it.dangling[cur], it.dangling[next], it.l1)
+}
+
+// weightedArgs are a pull kernel's arguments: lead, then the weights where
+// the pull is weighted (the _w kernels take them there), then rest.
+func (pr *prRun) weightedArgs(lead []any, weights *gpu.DeviceBuffer, rest ...any) []any {
+	if pr.weighted {
+		lead = append(lead, weights)
+	}
+	return append(lead, rest...)
 }
 
 // describe says how contributions are kept.

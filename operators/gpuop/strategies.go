@@ -52,6 +52,8 @@ const (
 	optVWC
 	// optGroup is --vertex-group: KiTES' Vertex Grouping.
 	optGroup
+	// optWeighted is --weighted: weighted PageRank, which the pulls run.
+	optWeighted
 )
 
 // given is the set of options p sets.
@@ -65,6 +67,9 @@ func given(p operators.Params) options {
 	}
 	if p.VertexGroup != 0 {
 		o |= optGroup
+	}
+	if p.Weighted {
+		o |= optWeighted
 	}
 	return o
 }
@@ -182,6 +187,10 @@ func (s *strategy) check(op string, p operators.Params) error {
 	extra := given(p) &^ s.reads
 	if extra == 0 {
 		return nil
+	}
+	if extra&optWeighted != 0 {
+		return usererr.New(usererr.Usage, fmt.Sprintf("operator %s: GPU strategy %s does not run weighted PageRank", op, s.name),
+			"pick --strategy "+strings.ReplaceAll(prWeightedStrategies, " and ", " or ")+" (the strategies that do) or auto, or run without --weighted")
 	}
 	var names []string
 	if extra&optVWarp != 0 {
@@ -323,11 +332,12 @@ var sswpTable = &table{
 }
 
 // pageRankTable: the sum program's pulls over the CSC (vwc, warpseg) and
-// CuSha's two layouts (pagerank.go).
+// CuSha's two layouts (pagerank.go); only the pulls run weighted PageRank
+// (they read optWeighted), so auto passes the others over for it.
 var pageRankTable = &table{
 	strategies: []*strategy{
-		{name: strategyWarpSeg, seed: seedWarpSeg, hostEdges: true, layouts: []string{"hub-csc"}, bytes: prWarpSegBytes, run: runPageRankPull},
-		{name: strategyVWC, seed: seedVWC, reads: optVWarp | optVWC, hostEdges: true, layouts: []string{"hub-csc"}, bytes: prVWCBytes, run: runPageRankPull},
+		{name: strategyWarpSeg, seed: seedWarpSeg, reads: optWeighted, hostEdges: true, layouts: []string{"hub-csc"}, bytes: prWarpSegBytes, run: runPageRankPull},
+		{name: strategyVWC, seed: seedVWC, reads: optVWarp | optVWC | optWeighted, hostEdges: true, layouts: []string{"hub-csc"}, bytes: prVWCBytes, run: runPageRankPull},
 		{name: strategyGShards, seed: seedGShards, hostEdges: true, layouts: []string{"shards"}, bytes: prShardBytes(strategyGShards), run: runPageRankShards},
 		{name: strategyCW, seed: seedCW, hostEdges: true, layouts: []string{"shards", "cw"}, bytes: prShardBytes(strategyCW), run: runPageRankShards},
 	},

@@ -363,7 +363,9 @@ func (d *vpDevice) run(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	// Iterate in batches of growing length: a launch after the run is done
-	// returns at once.
+	// returns at once. The progress hook hears of each batch, as far as
+	// the state the host reads says.
+	report := operators.ProgressOf(ctx, d.e.res.Op)
 	for batch := 1; ; batch = min(2*batch, 64) {
 		if err := ctx.Err(); err != nil {
 			return 0, err
@@ -380,6 +382,7 @@ func (d *vpDevice) run(ctx context.Context) (int, error) {
 			d.last = st
 			return int(st.Worked), nil
 		}
+		report(operators.Progress{Iteration: int(st.Iteration), Change: math.NaN(), Active: int64(st.Active)})
 		if int64(st.Iteration) > VPMaxIterations(d.n) {
 			return 0, fmt.Errorf("operators: %s on the GPU (%s) did not settle in %d iterations (a bug; use --backend cpu)", r.prog.Name, r.strategy, st.Iteration)
 		}

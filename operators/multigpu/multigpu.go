@@ -141,8 +141,8 @@ func (m *MultiGPU) Run(ctx context.Context, op operators.Operator, in operators.
 	strategy := in.Params.Strategy
 	auto := strategy == "" || strategy == "auto"
 	// Options only one GPU's strategies read (the virtual warps', kites'
-	// grouping, the near-far step) keep the run on one GPU, where they
-	// mean something.
+	// grouping, the near-far step, weighted PageRank) keep the run on one
+	// GPU, where they mean something.
 	var oneGPU []string
 	if p := in.Params; p.VWarp != 0 || p.DeferOutliers != 0 || p.Dynamic || p.ChunkSize != 0 {
 		oneGPU = append(oneGPU, "virtual-warp options")
@@ -152,6 +152,10 @@ func (m *MultiGPU) Run(ctx context.Context, op operators.Operator, in operators.
 	}
 	if in.Params.Delta != 0 {
 		oneGPU = append(oneGPU, "--delta")
+	}
+	if in.Params.Weighted {
+		// The partitioned pull (mg_pr_ws_*) has no weighted kernels.
+		oneGPU = append(oneGPU, "--weighted")
 	}
 	path, partitioned := paths[op.Spec().Name]
 	if partitioned && path.prepare {

@@ -155,6 +155,7 @@ func (r *mgPRRun) iterate(ctx context.Context) (cur int, change float64, err err
 		}
 	}
 	change = math.Inf(1)
+	report := operators.ProgressOf(ctx, "pagerank")
 	for r.res.Iterations < r.p.MaxIterations {
 		if err := ctx.Err(); err != nil {
 			return 0, 0, err
@@ -168,6 +169,7 @@ func (r *mgPRRun) iterate(ctx context.Context) (cur int, change float64, err err
 		}
 		r.res.Iterations++
 		cur = next
+		report(operators.Progress{Iteration: r.res.Iterations, Change: change, Active: -1})
 		if change < r.p.Tolerance {
 			return cur, change, nil
 		}

@@ -244,6 +244,7 @@ func (r *mgVPRun) start(x *mgVPPart) error {
 
 // iterate runs iterations until one improves nothing anywhere.
 func (r *mgVPRun) iterate(ctx context.Context) error {
+	report := operators.ProgressOf(ctx, r.res.Op)
 	for cur := 0; ; cur = 1 - cur {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -267,6 +268,7 @@ func (r *mgVPRun) iterate(ctx context.Context) error {
 			return err
 		}
 		r.res.Iterations++
+		report(operators.Progress{Iteration: r.res.Iterations, Change: math.NaN(), Active: int64(r.total)})
 		if r.total == 0 {
 			return nil
 		}
