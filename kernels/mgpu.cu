@@ -115,17 +115,12 @@ extern "C" __global__ void __launch_bounds__(256) mg_push_clear(PushClearArgs a)
 
 // ---- PageRank: the pull of the owned range ----
 
-// warpseg.cuh's ws_pagerank over the part's own vertices [lo, hi), the
-// sources streamed as on one GPU.
+// warpseg.cuh's ws_pagerank_pull over the part's own vertices [lo, hi)
+// (PRPullArgs), the sources streamed as on one GPU.
 #define MG_PR(SUF, C, HUB)                                                                                    \
-    extern "C" __global__ void __launch_bounds__(256) mg_pr_ws_##SUF(                                          \
-        const eid_t* in_offsets, const vid_t* in_sources, const vid_t* hub_id, const C* contrib,               \
-        const double* inv_degree, const double* rank, double* next_rank, C* next_contrib, long long lo,        \
-        long long hi, long long n, double damping, const double* dangling, double* next_dangling, double* l1,  \
-        long long outlier_degree)                                                                              \
+    extern "C" __global__ void __launch_bounds__(256) mg_pr_ws_##SUF(PRPullArgs<C> a)                          \
     {                                                                                                         \
-        ws_pagerank<C, HUB>(in_offsets, in_sources, hub_id, contrib, inv_degree, rank, next_rank, next_contrib, \
-                            lo, hi, n, damping, dangling, next_dangling, l1, outlier_degree, true);           \
+        ws_pagerank_pull<C, HUB, false>(a);                                                                   \
     }
 
 MG_PR(f64, double, false)

@@ -102,14 +102,24 @@ __device__ __forceinline__ double gather(const vid_t* __restrict__ sources, cons
 }
 
 template <int K, typename C, bool HUB, bool W>
-__device__ __forceinline__ void pr_pull(
-    const eid_t* __restrict__ in_offsets, const vid_t* __restrict__ in_sources, const double* __restrict__ in_weights,
-    const vid_t* __restrict__ hub_id,
-    const C* __restrict__ contrib, const double* __restrict__ inv_degree,
-    const double* __restrict__ rank, double* __restrict__ next_rank, C* __restrict__ next_contrib,
-    long long n, double damping, const double* dangling, double* next_dangling, double* l1,
-    unsigned long long* counter, long long chunk, long long outlier_degree, bool stream)
+__device__ __forceinline__ void pr_pull(const PRPullArgs<C>& a)
 {
+    const eid_t* __restrict__ in_offsets = a.in_offsets;
+    const vid_t* __restrict__ in_sources = a.in_sources;
+    const double* __restrict__ in_weights = a.in_weights;
+    const vid_t* __restrict__ hub_id = a.hub_id;
+    const C* __restrict__ contrib = a.contrib;
+    const double* __restrict__ inv_degree = a.inv_degree;
+    const double* __restrict__ rank = a.rank;
+    double* __restrict__ next_rank = a.next_rank;
+    C* __restrict__ next_contrib = a.next_contrib;
+    const long long n = a.n, chunk = a.chunk, outlier_degree = a.outlier_degree;
+    const double damping = a.damping;
+    const double* dangling = a.dangling;
+    double* next_dangling = a.next_dangling;
+    double* l1 = a.l1;
+    unsigned long long* counter = a.counter;
+    const bool stream = a.stream != 0;
     __shared__ double scratch[32];
     VirtualWarp<K> vw;
     ChunkSchedule<K> schedule(vw, counter, chunk, n);
@@ -153,47 +163,33 @@ __device__ __forceinline__ void pr_outliers(
 
 // Turns the outliers' sums into ranks and clears acc for the next iteration.
 template <typename C, bool HUB>
-__device__ __forceinline__ void pr_outliers_finish(
-    const vid_t* __restrict__ outliers, const vid_t* __restrict__ hub_id, unsigned count, double* acc,
-    const double* __restrict__ inv_degree, const double* __restrict__ rank,
-    double* __restrict__ next_rank, C* __restrict__ next_contrib, long long n, double damping,
-    const double* dangling, double* next_dangling, double* l1)
+__device__ __forceinline__ void pr_outliers_finish(const PRFinishArgs<C>& a)
 {
     __shared__ double scratch[32];
-    RankUpdate update(damping, dangling, n);
-    for (unsigned k = blockIdx.x * blockDim.x + threadIdx.x; k < count; k += gridDim.x * blockDim.x) {
-        vid_t v = outliers[k];
-        update.apply(v, HUB ? (long long)hub_id[v] : (long long)v, acc[k], rank, inv_degree, next_rank, next_contrib);
-        acc[k] = 0;
+    RankUpdate update(a.damping, a.dangling, a.n);
+    for (unsigned k = blockIdx.x * blockDim.x + threadIdx.x; k < a.count; k += gridDim.x * blockDim.x) {
+        vid_t v = a.outliers[k];
+        update.apply(v, HUB ? (long long)a.hub_id[v] : (long long)v, a.acc[k], a.rank, a.inv_degree, a.next_rank,
+                     a.next_contrib);
+        a.acc[k] = 0;
     }
-    update.flush(scratch, l1, next_dangling);
+    update.flush(scratch, a.l1, a.next_dangling);
 }
 
 // The kernels: pr_pull_k<K>_<SUF>, pr_init_<SUF>, pr_outliers_<f64|f32>
-// and pr_outliers_finish_<SUF>, and the weighted pull's pr_pull_k<K>_<SUF>_w,
-// pr_init_<SUF>_w and pr_outliers_<f64|f32>_w, which take the in-edges'
-// weights after the sources (the init the out-edges' after the offsets);
-// the finish is the same.
+// and pr_outliers_finish_<SUF>, and the weighted pull's pr_pull_k<K>_<SUF>_w
+// (the same arguments, reading in_weights), pr_init_<SUF>_w and
+// pr_outliers_<f64|f32>_w, which take the in-edges' weights after the
+// sources (the init the out-edges' after the offsets); the finish is the
+// same.
 #define PR_PULL(K, SUF, C, HUB)                                                                           \
-    extern "C" __global__ void __launch_bounds__(256) pr_pull_k##K##_##SUF(                                 \
-        const eid_t* in_offsets, const vid_t* in_sources, const vid_t* hub_id, const C* contrib,             \
-        const double* inv_degree, const double* rank, double* next_rank, C* next_contrib, long long n,       \
-        double damping, const double* dangling, double* next_dangling, double* l1,                           \
-        unsigned long long* counter, long long chunk, long long outlier_degree, bool stream)                  \
+    extern "C" __global__ void __launch_bounds__(256) pr_pull_k##K##_##SUF(PRPullArgs<C> a)                 \
     {                                                                                                        \
-        pr_pull<K, C, HUB, false>(in_offsets, in_sources, nullptr, hub_id, contrib, inv_degree, rank,        \
-                                  next_rank, next_contrib, n, damping, dangling, next_dangling, l1, counter,  \
-                                  chunk, outlier_degree, stream);                                            \
+        pr_pull<K, C, HUB, false>(a);                                                                        \
     }                                                                                                        \
-    extern "C" __global__ void __launch_bounds__(256) pr_pull_k##K##_##SUF##_w(                              \
-        const eid_t* in_offsets, const vid_t* in_sources, const double* in_weights, const vid_t* hub_id,     \
-        const C* contrib, const double* inv_degree, const double* rank, double* next_rank, C* next_contrib,  \
-        long long n, double damping, const double* dangling, double* next_dangling, double* l1,              \
-        unsigned long long* counter, long long chunk, long long outlier_degree, bool stream)                  \
+    extern "C" __global__ void __launch_bounds__(256) pr_pull_k##K##_##SUF##_w(PRPullArgs<C> a)             \
     {                                                                                                        \
-        pr_pull<K, C, HUB, true>(in_offsets, in_sources, in_weights, hub_id, contrib, inv_degree, rank,      \
-                                 next_rank, next_contrib, n, damping, dangling, next_dangling, l1, counter,   \
-                                 chunk, outlier_degree, stream);                                             \
+        pr_pull<K, C, HUB, true>(a);                                                                         \
     }
 
 #define PR_VARIANT(SUF, C, HUB)                                                                           \
@@ -215,13 +211,9 @@ __device__ __forceinline__ void pr_outliers_finish(
     {                                                                                                        \
         pr_init<C, HUB, true>(out_offsets, out_weights, hub_id, rank, inv_degree, contrib, n, dangling);     \
     }                                                                                                        \
-    extern "C" __global__ void __launch_bounds__(256) pr_outliers_finish_##SUF(                              \
-        const vid_t* outliers, const vid_t* hub_id, unsigned count, double* acc, const double* inv_degree,    \
-        const double* rank, double* next_rank, C* next_contrib, long long n, double damping,                 \
-        const double* dangling, double* next_dangling, double* l1)                                           \
+    extern "C" __global__ void __launch_bounds__(256) pr_outliers_finish_##SUF(PRFinishArgs<C> a)         \
     {                                                                                                        \
-        pr_outliers_finish<C, HUB>(outliers, hub_id, count, acc, inv_degree, rank, next_rank, next_contrib,  \
-                                   n, damping, dangling, next_dangling, l1);                                 \
+        pr_outliers_finish<C, HUB>(a);                                                                       \
     }
 
 PR_VARIANT(f64, double, false)

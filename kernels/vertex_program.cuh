@@ -166,6 +166,54 @@ struct CCLabel {
 
 // ---- PageRank: the sum program ----
 
+// PRPullArgs are a PageRank pull's arguments, one struct for every pull
+// kernel: pr_pull_k* (pagerank_vwc.cu), pr_ws_* (vp_warpseg.cu) and
+// mg_pr_ws_* (mgpu.cu); operators/gpuop/pagerank.go's PRPullArgs mirrors
+// it field by field. in_weights is read by the weighted pulls (_w) alone,
+// hub_id where the contributions are numbered hubs first; [lo, hi) are the
+// vertices pulled (all on one GPU, a part's own on several); counter and
+// chunk are the virtual warps' schedule (pr_pull_k* alone); stream reads
+// the sources past the caches.
+template <typename C>
+struct PRPullArgs {
+    const eid_t* in_offsets;
+    const vid_t* in_sources;
+    const double* in_weights;
+    const vid_t* hub_id;
+    const C* contrib;
+    const double* inv_degree;
+    const double* rank;
+    double* next_rank;
+    C* next_contrib;
+    const double* dangling;
+    double* next_dangling;
+    double* l1;
+    unsigned long long* counter;
+    long long lo, hi, n;
+    double damping;
+    long long chunk, outlier_degree;
+    int stream;
+};
+
+// PRFinishArgs are pr_outliers_finish's arguments (the outliers' sums in
+// acc turned into ranks); pagerank.go's prFinishArgs mirrors it.
+template <typename C>
+struct PRFinishArgs {
+    const vid_t* outliers;
+    const vid_t* hub_id;
+    double* acc;
+    const double* inv_degree;
+    const double* rank;
+    double* next_rank;
+    C* next_contrib;
+    const double* dangling;
+    double* next_dangling;
+    double* l1;
+    long long n;
+    double damping;
+    unsigned count;
+};
+
 // RankUpdate is PageRank's update condition (networkx's definition, as on
 // the CPU): x = (1-d)/n + d·(dangling/n + Σ contributions); it records the
 // L1 change and the next iteration's dangling rank, and writes the vertex's

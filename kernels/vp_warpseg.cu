@@ -26,30 +26,17 @@ WS_PROGRAM(cc, CCLabel)
 
 // PageRank's pull with Warp Segmentation over every vertex (warpseg.cuh's
 // ws_pagerank_pull), beside pagerank_vwc.cu's outlier kernels. The
-// parameters are pr_pull's (pagerank_vwc.cu), so the host drives both
-// alike; counter and chunk are not read (a warp takes the rounds in turn).
-// The weighted pr_ws_<SUF>_w take the in-edges' weights after the sources,
-// as pr_pull_k<K>_<SUF>_w do.
+// argument is pr_pull's (PRPullArgs), so the host drives both alike; lo
+// and hi are 0 and n, counter and chunk are not read (a warp takes the
+// rounds in turn). The weighted pr_ws_<SUF>_w read in_weights.
 #define PR_WS(SUF, C, HUB)                                                                                \
-    extern "C" __global__ void __launch_bounds__(256) pr_ws_##SUF(                                         \
-        const eid_t* in_offsets, const vid_t* in_sources, const vid_t* hub_id, const C* contrib,           \
-        const double* inv_degree, const double* rank, double* next_rank, C* next_contrib, long long n,     \
-        double damping, const double* dangling, double* next_dangling, double* l1,                         \
-        unsigned long long* counter, long long chunk, long long outlier_degree, bool stream)                \
+    extern "C" __global__ void __launch_bounds__(256) pr_ws_##SUF(PRPullArgs<C> a)                         \
     {                                                                                                      \
-        ws_pagerank_pull<C, HUB, false>(in_offsets, in_sources, nullptr, hub_id, contrib, inv_degree,     \
-                                        rank, next_rank, next_contrib, 0, n, n, damping, dangling,         \
-                                        next_dangling, l1, outlier_degree, stream);                        \
+        ws_pagerank_pull<C, HUB, false>(a);                                                                \
     }                                                                                                      \
-    extern "C" __global__ void __launch_bounds__(256) pr_ws_##SUF##_w(                                     \
-        const eid_t* in_offsets, const vid_t* in_sources, const double* in_weights, const vid_t* hub_id,   \
-        const C* contrib, const double* inv_degree, const double* rank, double* next_rank,                 \
-        C* next_contrib, long long n, double damping, const double* dangling, double* next_dangling,       \
-        double* l1, unsigned long long* counter, long long chunk, long long outlier_degree, bool stream)   \
+    extern "C" __global__ void __launch_bounds__(256) pr_ws_##SUF##_w(PRPullArgs<C> a)                     \
     {                                                                                                      \
-        ws_pagerank_pull<C, HUB, true>(in_offsets, in_sources, in_weights, hub_id, contrib, inv_degree,    \
-                                       rank, next_rank, next_contrib, 0, n, n, damping, dangling,          \
-                                       next_dangling, l1, outlier_degree, stream);                         \
+        ws_pagerank_pull<C, HUB, true>(a);                                                                 \
     }
 
 PR_WS(f64, double, false)

@@ -599,13 +599,23 @@ __device__ __forceinline__ void ws_hubs(const WSArgs<P>& a)
 // (mgpu.cu's mg_pr_ws_*). stream reads the sources past the caches
 // (__ldcs): they are read once an iteration.
 template <typename C, bool HUB, bool W>
-__device__ __forceinline__ void ws_pagerank_pull(
-    const eid_t* __restrict__ in_offsets, const vid_t* __restrict__ in_sources, const double* __restrict__ in_weights,
-    const vid_t* __restrict__ hub_id, const C* __restrict__ contrib, const double* __restrict__ inv_degree,
-    const double* __restrict__ rank, double* __restrict__ next_rank, C* __restrict__ next_contrib, long long lo,
-    long long hi, long long n, double damping, const double* dangling, double* next_dangling, double* l1,
-    long long outlier_degree, bool stream)
+__device__ __forceinline__ void ws_pagerank_pull(const PRPullArgs<C>& a)
 {
+    const eid_t* __restrict__ in_offsets = a.in_offsets;
+    const vid_t* __restrict__ in_sources = a.in_sources;
+    const double* __restrict__ in_weights = a.in_weights;
+    const vid_t* __restrict__ hub_id = a.hub_id;
+    const C* __restrict__ contrib = a.contrib;
+    const double* __restrict__ inv_degree = a.inv_degree;
+    const double* __restrict__ rank = a.rank;
+    double* __restrict__ next_rank = a.next_rank;
+    C* __restrict__ next_contrib = a.next_contrib;
+    const long long lo = a.lo, hi = a.hi, n = a.n, outlier_degree = a.outlier_degree;
+    const double damping = a.damping;
+    const double* dangling = a.dangling;
+    double* next_dangling = a.next_dangling;
+    double* l1 = a.l1;
+    const bool stream = a.stream != 0;
     __shared__ double acc_all[256];
     __shared__ double scratch[32];
     const unsigned lane = lane_id();
@@ -644,15 +654,3 @@ __device__ __forceinline__ void ws_pagerank_pull(
     update.flush(scratch, l1, next_dangling);
 }
 
-// ws_pagerank_pull unweighted, as the multi-GPU pull (mgpu.cu) calls it.
-template <typename C, bool HUB>
-__device__ __forceinline__ void ws_pagerank(
-    const eid_t* __restrict__ in_offsets, const vid_t* __restrict__ in_sources, const vid_t* __restrict__ hub_id,
-    const C* __restrict__ contrib, const double* __restrict__ inv_degree, const double* __restrict__ rank,
-    double* __restrict__ next_rank, C* __restrict__ next_contrib, long long lo, long long hi, long long n,
-    double damping, const double* dangling, double* next_dangling, double* l1, long long outlier_degree, bool stream)
-{
-    ws_pagerank_pull<C, HUB, false>(in_offsets, in_sources, nullptr, hub_id, contrib, inv_degree, rank, next_rank,
-                                    next_contrib, lo, hi, n, damping, dangling, next_dangling, l1, outlier_degree,
-                                    stream);
-}

@@ -3,6 +3,7 @@ package gpuop
 import (
 	"fmt"
 	"math"
+	"structs"
 
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/gpu"
@@ -419,8 +420,14 @@ func (pr *prRun) pullBuffers(x *prPull) error {
 // cur into next, the outliers by whole blocks.
 func (pr *prRun) pullStep(x *prPull, cur, next int) error {
 	s, p, n, it := pr.s, pr.p, pr.n, x.it
-	if err := x.pull.Launch(s, pr.weightedArgs([]any{x.inOffs, x.inSrcs}, x.inWeights, PtrOf(x.hubID), x.contrib[cur], x.invDegree, it.rank[cur], it.rank[next], x.contrib[next],
-		n, p.Damping, it.dangling[cur], it.dangling[next], it.l1, PtrOf(x.counter), x.cfg.chunk, x.cfg.outlierDegree, !pr.b.tune.noStreamHint)...); err != nil {
+	a := PRPullArgs{
+		InOffsets: x.inOffs.Ptr(), InSources: x.inSrcs.Ptr(), InWeights: PtrOf(x.inWeights), HubID: PtrOf(x.hubID),
+		Contrib: x.contrib[cur].Ptr(), InvDegree: x.invDegree.Ptr(), Rank: it.rank[cur].Ptr(), NextRank: it.rank[next].Ptr(),
+		NextContrib: x.contrib[next].Ptr(), Dangling: it.dangling[cur].Ptr(), NextDangling: it.dangling[next].Ptr(),
+		L1: it.l1.Ptr(), Counter: PtrOf(x.counter), Lo: 0, Hi: n, N: n, Damping: p.Damping,
+		Chunk: x.cfg.chunk, OutlierDegree: x.cfg.outlierDegree, Stream: Flag(!pr.b.tune.noStreamHint),
+	}
+	if err := x.pull.Launch(s, gpu.Args(&a)); err != nil {
 		return err
 	}
 	if x.outliers == 0 {
@@ -429,8 +436,40 @@ func (pr *prRun) pullStep(x *prPull, cur, next int) error {
 	if err := x.sumOutliers.Launch(s, pr.weightedArgs([]any{x.inOffs, x.inSrcs}, x.inWeights, x.contrib[cur], x.outlierBuf, x.segmentBuf, uint32(x.segments), x.outlierAcc)...); err != nil {
 		return err
 	}
-	return x.finishOutliers.Launch(s, x.outlierBuf, PtrOf(x.hubID), uint32(x.outliers), x.outlierAcc, x.invDegree, it.rank[cur],
-		it.rank[next], x.contrib[next], n, p.Damping, it.dangling[cur], it.dangling[next], it.l1)
+	f := PRFinishArgs{
+		Outliers: x.outlierBuf.Ptr(), HubID: PtrOf(x.hubID), Acc: x.outlierAcc.Ptr(), InvDegree: x.invDegree.Ptr(),
+		Rank: it.rank[cur].Ptr(), NextRank: it.rank[next].Ptr(), NextContrib: x.contrib[next].Ptr(),
+		Dangling: it.dangling[cur].Ptr(), NextDangling: it.dangling[next].Ptr(), L1: it.l1.Ptr(),
+		N: n, Damping: p.Damping, Count: uint32(x.outliers),
+	}
+	return x.finishOutliers.Launch(s, gpu.Args(&f))
+}
+
+// PRPullArgs mirrors kernels/vertex_program.cuh's PRPullArgs, field by
+// field: the arguments of every PageRank pull (pr_pull_k*, pr_ws_*, and
+// the multi-GPU mg_pr_ws_*).
+type PRPullArgs struct {
+	_                                       structs.HostLayout
+	InOffsets, InSources, InWeights, HubID  gpu.DevicePtr
+	Contrib, InvDegree, Rank, NextRank      gpu.DevicePtr
+	NextContrib, Dangling, NextDangling, L1 gpu.DevicePtr
+	Counter                                 gpu.DevicePtr
+	Lo, Hi, N                               int64
+	Damping                                 float64
+	Chunk, OutlierDegree                    int64
+	Stream                                  int32
+}
+
+// PRFinishArgs mirrors kernels/vertex_program.cuh's PRFinishArgs: the
+// outliers' sums turned into ranks (pr_outliers_finish_*).
+type PRFinishArgs struct {
+	_                               structs.HostLayout
+	Outliers, HubID, Acc, InvDegree gpu.DevicePtr
+	Rank, NextRank, NextContrib     gpu.DevicePtr
+	Dangling, NextDangling, L1      gpu.DevicePtr
+	N                               int64
+	Damping                         float64
+	Count                           uint32
 }
 
 // weightedArgs are a pull kernel's arguments: lead, then the weights where

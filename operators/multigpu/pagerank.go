@@ -192,8 +192,13 @@ func (r *mgPRRun) pull(cur int) error {
 			return err
 		}
 		lo, hi := int64(x.part.Lo), int64(x.part.Hi)
-		if err := r.ks[i].pull.LaunchFor(x.s, hi-lo, gpuop.BlockSize, x.inOff, x.inSrc, gpuop.PtrOf(x.hubID), x.contrib[cur], x.invDegree, x.rank[cur], x.rank[next],
-			x.contrib[next], lo, hi, n, p.Damping, dangling(x, cur), dangling(x, next), l1(x), x.b.HubDegree()); err != nil {
+		a := gpuop.PRPullArgs{
+			InOffsets: x.inOff.Ptr(), InSources: x.inSrc.Ptr(), HubID: gpuop.PtrOf(x.hubID), Contrib: x.contrib[cur].Ptr(),
+			InvDegree: x.invDegree.Ptr(), Rank: x.rank[cur].Ptr(), NextRank: x.rank[next].Ptr(), NextContrib: x.contrib[next].Ptr(),
+			Dangling: gpuop.PtrOf(dangling(x, cur)), NextDangling: gpuop.PtrOf(dangling(x, next)), L1: gpuop.PtrOf(l1(x)),
+			Lo: lo, Hi: hi, N: n, Damping: p.Damping, OutlierDegree: x.b.HubDegree(), Stream: 1,
+		}
+		if err := r.ks[i].pull.LaunchFor(x.s, hi-lo, gpuop.BlockSize, gpu.Args(&a)); err != nil {
 			return err
 		}
 		if x.outlierCount == 0 {
@@ -202,8 +207,13 @@ func (r *mgPRRun) pull(cur int) error {
 		if err := r.ks[i].outliers.Launch(x.s, x.inOff, x.inSrc, x.contrib[cur], x.outliers, x.segments, uint32(x.segmentCount), x.outlierAcc); err != nil {
 			return err
 		}
-		if err := r.ks[i].finish.Launch(x.s, x.outliers, gpuop.PtrOf(x.hubID), uint32(x.outlierCount), x.outlierAcc, x.invDegree, x.rank[cur],
-			x.rank[next], x.contrib[next], n, p.Damping, dangling(x, cur), dangling(x, next), l1(x)); err != nil {
+		f := gpuop.PRFinishArgs{
+			Outliers: x.outliers.Ptr(), HubID: gpuop.PtrOf(x.hubID), Acc: x.outlierAcc.Ptr(), InvDegree: x.invDegree.Ptr(),
+			Rank: x.rank[cur].Ptr(), NextRank: x.rank[next].Ptr(), NextContrib: x.contrib[next].Ptr(),
+			Dangling: gpuop.PtrOf(dangling(x, cur)), NextDangling: gpuop.PtrOf(dangling(x, next)), L1: gpuop.PtrOf(l1(x)),
+			N: n, Damping: p.Damping, Count: uint32(x.outlierCount),
+		}
+		if err := r.ks[i].finish.Launch(x.s, gpu.Args(&f)); err != nil {
 			return err
 		}
 	}
