@@ -6,13 +6,13 @@
 #include "warpseg.cuh"
 
 #define KITES_PROGRAM(NAME, P)                                                                            \
-    extern "C" __global__ void __launch_bounds__(256) kites_##NAME(WS_PARAMS(P))                           \
+    extern "C" __global__ void __launch_bounds__(256) kites_##NAME(WSArgs<P> a)                           \
     {                                                                                                     \
-        ws_iterate<P, true>(WS_ARGS(P));                                                                  \
+        ws_iterate<P, true>(a);                                                                  \
     }                                                                                                     \
-    extern "C" __global__ void __launch_bounds__(256) kites_##NAME##_hubs(WS_PARAMS(P))                    \
+    extern "C" __global__ void __launch_bounds__(256) kites_##NAME##_hubs(WSArgs<P> a)                    \
     {                                                                                                     \
-        ws_hubs<P, true>(WS_ARGS(P));                                                                     \
+        ws_hubs<P, true>(a);                                                                     \
     }
 
 KITES_PROGRAM(sssp_u32u, SSSP32<Unit>)

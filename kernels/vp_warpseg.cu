@@ -7,13 +7,13 @@
 #include "warpseg.cuh"
 
 #define WS_PROGRAM(NAME, P)                                                                               \
-    extern "C" __global__ void __launch_bounds__(256) ws_##NAME(WS_PARAMS(P))                              \
+    extern "C" __global__ void __launch_bounds__(256) ws_##NAME(WSArgs<P> a)                              \
     {                                                                                                     \
-        ws_iterate<P, false>(WS_ARGS(P));                                                                 \
+        ws_iterate<P, false>(a);                                                                 \
     }                                                                                                     \
-    extern "C" __global__ void __launch_bounds__(256) ws_##NAME##_hubs(WS_PARAMS(P))                       \
+    extern "C" __global__ void __launch_bounds__(256) ws_##NAME##_hubs(WSArgs<P> a)                       \
     {                                                                                                     \
-        ws_hubs<P, false>(WS_ARGS(P));                                                                    \
+        ws_hubs<P, false>(a);                                                                    \
     }
 
 WS_PROGRAM(sssp_u32u, SSSP32<Unit>)

@@ -81,8 +81,9 @@ struct Rows {
     const vid_t* __restrict__ adj;
 };
 
-// What one iteration reads and writes (the kernels take the fields one by
-// one, in this order: WS_PARAMS below).
+// What one iteration reads and writes: the kernels' one argument
+// (operators/gpuop/vp_pull.go's wsArgs mirrors it field by field; a Rows
+// is its two pointers).
 template <class P>
 struct WSArgs {
     Rows in;                                  // pull rows (CSC; the CSR of an undirected graph)
@@ -574,19 +575,6 @@ __device__ __forceinline__ void ws_hubs(const WSArgs<P>& a)
     }
     if (last_block(&a.st->blocks_done) && threadIdx.x == 0) ws_advance(a.st, t, KITES);
 }
-
-// The kernels' parameters, in WSArgs' order, and the struct made of them.
-#define WS_PARAMS(P)                                                                                       \
-    const eid_t *in_offs, const vid_t *in_adj, const P::Weight *in_weights, const eid_t *out_offs,         \
-        const vid_t *out_adj, const eid_t *act_offs, const vid_t *act_adj, const eid_t *act_in_offs,       \
-        const vid_t *act_in_adj, const P::Weight *act_weights, const unsigned *hub_mask,                   \
-        P::Value *values, unsigned *mask, unsigned *pending, unsigned *sent, vid_t *rounds,                \
-        unsigned *stamp, hubwork_t *queue, VPState *st, long long n, long long mask_words,                 \
-        long long hub_degree, unsigned log_r
-#define WS_ARGS(P)                                                                                         \
-    WSArgs<P> { {in_offs, in_adj}, in_weights, {out_offs, out_adj}, {act_offs, act_adj},                  \
-                {act_in_offs, act_in_adj}, act_weights, hub_mask, values, mask, pending, sent, rounds,    \
-                stamp, queue, st, n, mask_words, hub_degree, log_r }
 
 // PageRank's pull with Warp Segmentation over the vertices [lo, hi) of an
 // n-vertex graph: a warp's 32 vertices' in-edges end to end, the

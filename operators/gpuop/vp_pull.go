@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"strings"
+	"structs"
 
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/gpu"
@@ -374,18 +375,38 @@ func (d *vpDevice) launchPull() error {
 	if d.r.both && d.g.Directed {
 		outOffs, outAdj = d.offs, d.targets
 	}
-	args := []any{
-		d.inOffs, d.inSrcs, PtrOf(d.inWeights),
-		PtrOf(outOffs), PtrOf(outAdj),
-		PtrOf(d.actOffs), PtrOf(d.actAdj), PtrOf(d.actInOffs), PtrOf(d.actInAdj),
-		PtrOf(d.actWeights), PtrOf(d.hubMask),
-		d.values, PtrOf(d.mask), PtrOf(d.pending), PtrOf(d.sent), PtrOf(d.rounds), PtrOf(d.stamp), d.queue, d.state,
-		d.n, d.maskWords, d.b.HubDegree(), uint32(d.r.logR),
+	a := wsArgs{
+		inOffs: d.inOffs.Ptr(), inAdj: d.inSrcs.Ptr(), inWeights: PtrOf(d.inWeights),
+		outOffs: PtrOf(outOffs), outAdj: PtrOf(outAdj),
+		actOffs: PtrOf(d.actOffs), actAdj: PtrOf(d.actAdj), actInOffs: PtrOf(d.actInOffs), actInAdj: PtrOf(d.actInAdj),
+		actWeights: PtrOf(d.actWeights), hubMask: PtrOf(d.hubMask),
+		values: d.values.Ptr(), mask: PtrOf(d.mask), pending: PtrOf(d.pending), sent: PtrOf(d.sent),
+		rounds: PtrOf(d.rounds), stamp: PtrOf(d.stamp), queue: d.queue.Ptr(), st: d.state.Ptr(),
+		n: d.n, maskWords: d.maskWords, hubDegree: d.b.HubDegree(), logR: uint32(d.r.logR),
 	}
-	if err := d.iterate.Launch(d.s, args...); err != nil {
+	if err := d.iterate.Launch(d.s, gpu.Args(&a)); err != nil {
 		return err
 	}
-	return d.outliers.Launch(d.s, args...)
+	return d.outliers.Launch(d.s, gpu.Args(&a))
+}
+
+// wsArgs mirrors kernels/warpseg.cuh's WSArgs, field by field (each Rows
+// its offsets and adjacency): the argument of the Warp Segmentation and
+// KiTES kernels (ws_*, kites_*).
+type wsArgs struct {
+	_                     structs.HostLayout
+	inOffs, inAdj         gpu.DevicePtr
+	inWeights             gpu.DevicePtr
+	outOffs, outAdj       gpu.DevicePtr
+	actOffs, actAdj       gpu.DevicePtr
+	actInOffs, actInAdj   gpu.DevicePtr
+	actWeights, hubMask   gpu.DevicePtr
+	values, mask, pending gpu.DevicePtr
+	sent, rounds, stamp   gpu.DevicePtr
+	queue, st             gpu.DevicePtr
+	n, maskWords          int64
+	hubDegree             int64
+	logR                  uint32
 }
 
 // describePull names what ran, for Result.Strategy.
