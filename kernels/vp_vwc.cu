@@ -30,6 +30,36 @@
 // in-edges (CC on a directed graph pushes both ways).
 typedef unsigned long long outlier_t;
 
+// VWCPushArgs are an iteration's arguments, one struct for vwc_<P>_k<K> and
+// vwc_<P>_outliers (operators/gpuop/vp.go's vwcPushArgs mirrors it field by
+// field; the outliers' kernel reads neither n, outlier_degree nor chunk).
+template <class P>
+struct VWCPushArgs {
+    const eid_t* offs;
+    const vid_t* targets;
+    const typename P::Weight* weights;
+    const eid_t* in_offs;
+    const vid_t* in_srcs;
+    typename P::Value* values;
+    typename P::Value* expanded;
+    unsigned char* flags;
+    outlier_t* queue;
+    VPState* st;
+    long long groups, queue_cap, n, outlier_degree;
+    unsigned chunk;
+};
+
+// PushTo is where an iteration's relaxations go: the values, the next
+// iteration's group flags, and the queue of deferred outliers (queued
+// counts them).
+template <typename V>
+struct PushTo {
+    V* values;
+    unsigned char* flags_next;
+    outlier_t* queue;
+    unsigned* queued;
+};
+
 // Relaxes the edges [first, last) of a vertex of value vu, K lanes apart.
 template <class P, int K>
 __device__ __forceinline__ void relax_range(
@@ -53,19 +83,19 @@ __device__ __forceinline__ void relax_range(
 template <class P, int K>
 __device__ __forceinline__ void expand(
     const eid_t* __restrict__ offs, const vid_t* __restrict__ targets, EdgeArray<typename P::Weight> w, vid_t u,
-    typename P::Value vu, outlier_t dir, typename P::Value* values, unsigned char* flags_next, outlier_t* queue,
-    unsigned* queued, long long outlier_degree, const VirtualWarp<K>& vw)
+    typename P::Value vu, outlier_t dir, const PushTo<typename P::Value>& to, long long outlier_degree,
+    const VirtualWarp<K>& vw)
 {
     const eid_t first = offs[u], last = offs[u + 1];
     if (outlier_degree > 0 && last - first > outlier_degree) {
         if (vw.lane == 0) {
             unsigned segments = (unsigned)((last - first + OUTLIER_SEGMENT - 1) / OUTLIER_SEGMENT);
-            unsigned at = atomicAdd(queued, segments);
-            for (unsigned s = 0; s < segments; s++) queue[at + s] = (outlier_t)u | ((outlier_t)s << 32) | (dir << 63);
+            unsigned at = atomicAdd(to.queued, segments);
+            for (unsigned s = 0; s < segments; s++) to.queue[at + s] = (outlier_t)u | ((outlier_t)s << 32) | (dir << 63);
         }
         return;
     }
-    relax_range<P, K>(targets, w, first, last, vw.lane, vu, values, flags_next);
+    relax_range<P, K>(targets, w, first, last, vw.lane, vu, to.values, to.flags_next);
 }
 
 // One iteration: scan the flagged groups, expand the near pending vertices.
@@ -73,24 +103,29 @@ __device__ __forceinline__ void expand(
 // along in-edges (weak connectivity). chunk > 0 takes chunk groups at a
 // time from a counter (dynamic distribution); 0 deals them out statically.
 template <class P, int K>
-__device__ __forceinline__ void vwc_push(
-    const eid_t* __restrict__ offs, const vid_t* __restrict__ targets, const typename P::Weight* weights,
-    const eid_t* __restrict__ in_offs, const vid_t* __restrict__ in_srcs, typename P::Value* values,
-    typename P::Value* expanded, unsigned char* flags, long long groups, outlier_t* queue, long long queue_cap,
-    long long n, VPState* st, long long outlier_degree, unsigned chunk)
+__device__ __forceinline__ void vwc_push(const VWCPushArgs<P>& a)
 {
     typedef typename P::Value V;
+    const eid_t* __restrict__ offs = a.offs;
+    const vid_t* __restrict__ targets = a.targets;
+    const eid_t* __restrict__ in_offs = a.in_offs;
+    const vid_t* __restrict__ in_srcs = a.in_srcs;
+    V* values = a.values;
+    V* expanded = a.expanded;
+    unsigned char* flags = a.flags;
+    VPState* st = a.st;
+    const long long groups = a.groups, queue_cap = a.queue_cap, n = a.n, outlier_degree = a.outlier_degree;
+    const unsigned chunk = a.chunk;
     __shared__ double scratch[32];
     if (*(volatile unsigned*)&st->done) return;
     const unsigned t = st->iteration, cur = t & 1u;
     unsigned char* flags_cur = flags + (cur ? groups : 0);
     unsigned char* flags_next = flags + (cur ? 0 : groups);
-    outlier_t* q = queue + (cur ? queue_cap : 0);
-    unsigned* queued = &st->outliers[cur];
+    const PushTo<V> to{values, flags_next, a.queue + (cur ? queue_cap : 0), &st->outliers[cur]};
     const double threshold = st->threshold, top = st->top;
     const double inf = __longlong_as_double((long long)GPIPE_INF_BITS);
     VirtualWarp<K> vw;
-    EdgeArray<typename P::Weight> w{weights};
+    EdgeArray<typename P::Weight> w{a.weights};
     double far = inf;
     unsigned active = 0;
     long long next = VirtualWarp<K>::id(), left = 0;
@@ -146,9 +181,9 @@ __device__ __forceinline__ void vwc_push(
                     expanded[u] = vu;
                     active++;
                 }
-                expand<P, K>(offs, targets, w, u, vu, 0, values, flags_next, q, queued, outlier_degree, vw);
+                expand<P, K>(offs, targets, w, u, vu, 0, to, outlier_degree, vw);
                 if constexpr (std::is_same<typename P::Weight, Unit>::value) {
-                    if (in_offs) expand<P, K>(in_offs, in_srcs, w, u, vu, 1, values, flags_next, q, queued, outlier_degree, vw);
+                    if (in_offs) expand<P, K>(in_offs, in_srcs, w, u, vu, 1, to, outlier_degree, vw);
                 }
             }
         }
@@ -167,13 +202,20 @@ __device__ __forceinline__ void vwc_push(
 // iteration that queued them (whose launch already advanced the state: the
 // flags they set are those of the iteration now current).
 template <class P>
-__device__ __forceinline__ void vwc_push_outliers(
-    const eid_t* __restrict__ offs, const vid_t* __restrict__ targets, const typename P::Weight* weights,
-    const eid_t* __restrict__ in_offs, const vid_t* __restrict__ in_srcs, typename P::Value* values,
-    const typename P::Value* __restrict__ expanded, unsigned char* flags, long long groups, const outlier_t* queue,
-    long long queue_cap, VPState* st)
+__device__ __forceinline__ void vwc_push_outliers(const VWCPushArgs<P>& a)
 {
     typedef typename P::Value V;
+    const eid_t* __restrict__ offs = a.offs;
+    const vid_t* __restrict__ targets = a.targets;
+    const typename P::Weight* weights = a.weights;
+    const eid_t* __restrict__ in_offs = a.in_offs;
+    const vid_t* __restrict__ in_srcs = a.in_srcs;
+    V* values = a.values;
+    const V* __restrict__ expanded = a.expanded;
+    unsigned char* flags = a.flags;
+    const long long groups = a.groups, queue_cap = a.queue_cap;
+    const outlier_t* queue = a.queue;
+    VPState* st = a.st;
     if (*(volatile unsigned*)&st->done) return;
     const unsigned now = st->iteration, queued_at = (now - 1) & 1u;
     unsigned char* flags_next = flags + ((now & 1u) ? groups : 0);
@@ -248,16 +290,8 @@ __device__ __forceinline__ void csr_parent(
     }
 }
 
-#define VWC_PUSH_K(NAME, P, K)                                                                                \
-    extern "C" __global__ void __launch_bounds__(256) vwc_##NAME##_k##K(                                      \
-        const eid_t* offs, const vid_t* targets, const P::Weight* weights, const eid_t* in_offs,              \
-        const vid_t* in_srcs, P::Value* values, P::Value* expanded, unsigned char* flags, long long groups,   \
-        outlier_t* queue, long long queue_cap, long long n, VPState* st, long long outlier_degree,            \
-        unsigned chunk)                                                                                       \
-    {                                                                                                         \
-        vwc_push<P, K>(offs, targets, weights, in_offs, in_srcs, values, expanded, flags, groups, queue,      \
-                       queue_cap, n, st, outlier_degree, chunk);                                              \
-    }
+#define VWC_PUSH_K(NAME, P, K) \
+    extern "C" __global__ void __launch_bounds__(256) vwc_##NAME##_k##K(VWCPushArgs<P> a) { vwc_push<P, K>(a); }
 
 #define VWC_PROGRAM(NAME, P)                                                                                  \
     VWC_PUSH_K(NAME, P, 1)                                                                                    \
@@ -266,13 +300,9 @@ __device__ __forceinline__ void csr_parent(
     VWC_PUSH_K(NAME, P, 8)                                                                                    \
     VWC_PUSH_K(NAME, P, 16)                                                                                   \
     VWC_PUSH_K(NAME, P, 32)                                                                                   \
-    extern "C" __global__ void __launch_bounds__(256) vwc_##NAME##_outliers(                                  \
-        const eid_t* offs, const vid_t* targets, const P::Weight* weights, const eid_t* in_offs,              \
-        const vid_t* in_srcs, P::Value* values, const P::Value* expanded, unsigned char* flags,               \
-        long long groups, const outlier_t* queue, long long queue_cap, VPState* st)                           \
+    extern "C" __global__ void __launch_bounds__(256) vwc_##NAME##_outliers(VWCPushArgs<P> a)                 \
     {                                                                                                         \
-        vwc_push_outliers<P>(offs, targets, weights, in_offs, in_srcs, values, expanded, flags, groups,       \
-                             queue, queue_cap, st);                                                           \
+        vwc_push_outliers<P>(a);                                                                              \
     }
 
 #define CSR_PARENT(NAME, P)                                                                                   \

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"structs"
 	"unsafe"
 
 	"github.com/gpipe/gpipe/convert"
@@ -453,6 +454,19 @@ func (d *vpDevice) seed(flags, dirty *gpu.DeviceBuffer) error {
 // rounds, near-far steps and batches on top).
 func VPMaxIterations(n int64) int64 { return 1<<20 + 16*n }
 
+// vwcPushArgs mirrors kernels/vp_vwc.cu's VWCPushArgs, field by field: an
+// iteration of the vwc push (vwc_*_k*, vwc_*_outliers).
+type vwcPushArgs struct {
+	_                       structs.HostLayout
+	offs, targets, weights  gpu.DevicePtr
+	inOffs, inSrcs          gpu.DevicePtr
+	values, expanded, flags gpu.DevicePtr
+	queue, st               gpu.DevicePtr
+	groups, queueCap, n     int64
+	outlierDegree           int64
+	chunk                   uint32
+}
+
 // launchIteration queues one iteration.
 func (d *vpDevice) launchIteration() error {
 	r, s := d.r, d.s
@@ -464,13 +478,16 @@ func (d *vpDevice) launchIteration() error {
 		if r.cfg.dynamic {
 			chunk = uint32(max(1, r.cfg.chunk/vpGroup))
 		}
-		if err := d.iterate.Launch(s, d.offs, d.targets, PtrOf(d.weights), PtrOf(d.inOffs), PtrOf(d.inSrcs),
-			d.values, d.expanded, d.flags, d.groups, d.queue, d.queueCap, d.n, d.state, r.cfg.outlierDegree, chunk); err != nil {
+		a := vwcPushArgs{
+			offs: d.offs.Ptr(), targets: d.targets.Ptr(), weights: PtrOf(d.weights), inOffs: PtrOf(d.inOffs), inSrcs: PtrOf(d.inSrcs),
+			values: d.values.Ptr(), expanded: d.expanded.Ptr(), flags: d.flags.Ptr(), queue: d.queue.Ptr(), st: d.state.Ptr(),
+			groups: d.groups, queueCap: d.queueCap, n: d.n, outlierDegree: r.cfg.outlierDegree, chunk: chunk,
+		}
+		if err := d.iterate.Launch(s, gpu.Args(&a)); err != nil {
 			return err
 		}
 		if d.outliers != nil {
-			return d.outliers.Launch(s, d.offs, d.targets, PtrOf(d.weights), PtrOf(d.inOffs), PtrOf(d.inSrcs),
-				d.values, d.expanded, d.flags, d.groups, d.queue, d.queueCap, d.state)
+			return d.outliers.Launch(s, gpu.Args(&a))
 		}
 		return nil
 	case strategyGShards:
