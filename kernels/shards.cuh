@@ -42,24 +42,52 @@ __device__ __forceinline__ unsigned shard_of(const unsigned* __restrict__ start,
     return lo;
 }
 
+// ShardArgs are the arguments of an iteration over G-Shards or
+// Concatenated Windows (gs_<P>, cw_<P>) and of their parent passes
+// (gs_parent_<P>, cw_parent_<P>), one struct (operators/gpuop/vp.go's
+// shardArgs mirrors it field by field): windows and src_index are
+// G-Shards', cw_start, cw_src and mapper Concatenated Windows' (null in
+// the other); parent, round, r and source the parent passes'.
+template <class P>
+struct ShardArgs {
+    const unsigned* start;
+    const unsigned* windows;
+    const unsigned* src_index;
+    const unsigned* cw_start;
+    const unsigned short* cw_src;
+    const unsigned* mapper;
+    const unsigned short* dest;
+    const typename P::Weight* weights;
+    typename P::Value* src_value;
+    typename P::Value* values;
+    int* dirty;
+    VPState* st;
+    vid_t* parent;
+    unsigned* round;
+    unsigned n, N, S, r;
+    vid_t source;
+};
+
 // Steps 1 to 3 for shard i; true in every thread when some vertex of the
 // shard changed (its changed[] flag is set). At iteration 0 the vertices
 // that start with a value (the source; every vertex for CC) count as
 // changed, so that step 4 sends their values out.
 template <class P>
-__device__ __forceinline__ bool shard_compute(
-    unsigned i, unsigned N, unsigned n, unsigned iteration, const unsigned* __restrict__ start,
-    const unsigned short* __restrict__ dest, const typename P::Weight* weights,
-    const typename P::Value* src_value, typename P::Value* values,
-    typename P::Value* local, unsigned char* changed)
+__device__ __forceinline__ bool shard_compute(const ShardArgs<P>& a, unsigned i, unsigned iteration,
+                                              typename P::Value* local, unsigned char* changed)
 {
     typedef typename P::Value V;
+    const unsigned N = a.N, n = a.n;
+    const unsigned* __restrict__ start = a.start;
+    const unsigned short* __restrict__ dest = a.dest;
+    const V* src_value = a.src_value;
+    V* values = a.values;
     __shared__ int any;
     const unsigned offset = i * N, nv = min(N, n - offset);
     if (threadIdx.x == 0) any = 0;
     for (unsigned k = threadIdx.x; k < nv; k += blockDim.x) local[k] = values[offset + k];
     __syncthreads();
-    EdgeArray<typename P::Weight> w{weights};
+    EdgeArray<typename P::Weight> w{a.weights};
     const unsigned end = start[i + 1];
     for (unsigned e = start[i] + threadIdx.x; e < end; e += blockDim.x) {
         V m = P::compute(src_value[e], w(e));
@@ -83,11 +111,14 @@ __device__ __forceinline__ bool shard_compute(
 
 // Step 4, G-Shards: warp by warp over the shards j, window W_ij.
 template <class P>
-__device__ __forceinline__ void gs_write_back(
-    unsigned i, unsigned S, unsigned offset, const unsigned* __restrict__ windows,
-    const unsigned* __restrict__ src_index, typename P::Value* src_value,
-    const typename P::Value* local, const unsigned char* changed, int* dirty, int next)
+__device__ __forceinline__ void gs_write_back(const ShardArgs<P>& a, unsigned i, unsigned offset,
+                                              const typename P::Value* local, const unsigned char* changed, int next)
 {
+    const unsigned S = a.S;
+    const unsigned* __restrict__ windows = a.windows;
+    const unsigned* __restrict__ src_index = a.src_index;
+    typename P::Value* src_value = a.src_value;
+    int* dirty = a.dirty;
     const unsigned lane = threadIdx.x & 31u, warps = blockDim.x >> 5;
     for (unsigned j = threadIdx.x >> 5; j < S; j += warps) {
         const unsigned* wj = windows + (size_t)j * (S + 1);
@@ -107,12 +138,16 @@ __device__ __forceinline__ void gs_write_back(
 // Step 4, Concatenated Windows: thread by thread over CW_i, through the
 // Mapper; the shards written into are marked once per warp.
 template <class P>
-__device__ __forceinline__ void cw_write_back(
-    unsigned i, unsigned S, const unsigned* __restrict__ start, const unsigned* __restrict__ cw_start,
-    const unsigned short* __restrict__ cw_src, const unsigned* __restrict__ mapper,
-    typename P::Value* src_value, const typename P::Value* local, const unsigned char* changed,
-    int* dirty, int next)
+__device__ __forceinline__ void cw_write_back(const ShardArgs<P>& a, unsigned i, const typename P::Value* local,
+                                              const unsigned char* changed, int next)
 {
+    const unsigned S = a.S;
+    const unsigned* __restrict__ start = a.start;
+    const unsigned* __restrict__ cw_start = a.cw_start;
+    const unsigned short* __restrict__ cw_src = a.cw_src;
+    const unsigned* __restrict__ mapper = a.mapper;
+    typename P::Value* src_value = a.src_value;
+    int* dirty = a.dirty;
     const unsigned lane = threadIdx.x & 31u, hi = cw_start[i + 1];
     for (unsigned base = cw_start[i] + (threadIdx.x & ~31u); base < hi; base += blockDim.x) {
         const unsigned k = base + lane;
@@ -168,12 +203,12 @@ __device__ __forceinline__ void vp_advance(VPState* st, unsigned t) {
 // N values and N flags of dynamic shared memory. WriteBack is the layout's
 // step 4, called as wb(i, offset, local, changed, next).
 template <class P, class WriteBack>
-__device__ __forceinline__ void shards_iterate(
-    const unsigned* __restrict__ start, const unsigned short* __restrict__ dest,
-    const typename P::Weight* weights, typename P::Value* src_value, typename P::Value* values,
-    int* dirty, VPState* st, unsigned n, unsigned N, unsigned S, WriteBack wb)
+__device__ __forceinline__ void shards_iterate(const ShardArgs<P>& a, WriteBack wb)
 {
     typedef typename P::Value V;
+    VPState* st = a.st;
+    const int* dirty = a.dirty;
+    const unsigned N = a.N, S = a.S;
     if (*(volatile unsigned*)&st->done) return;
     const unsigned t = st->iteration;
     extern __shared__ __align__(8) unsigned char smem[];
@@ -182,7 +217,7 @@ __device__ __forceinline__ void shards_iterate(
     bool any = false;
     for (unsigned i = blockIdx.x; i < S; i += gridDim.x) {
         if (shard_dirty(dirty, i, t)) {
-            if (shard_compute<P>(i, N, n, t, start, dest, weights, src_value, values, local, changed)) {
+            if (shard_compute<P>(a, i, t, local, changed)) {
                 any = true;
                 wb(i, i * N, local, changed, (int)t + 1);
             }
@@ -229,14 +264,39 @@ __device__ __forceinline__ void parent_check(
 // Steps 1 to 3 of PageRank: every shard's sums of its entries' SrcValue
 // (the sources' contributions of the last iteration) into shared memory,
 // then the ranks. Dynamic shared memory: N doubles.
+// ShardRankArgs are gs_pr_compute's and cw_pr_compute's arguments, one
+// struct (operators/gpuop/pagerank.go's shardRankArgs mirrors it).
 template <typename C>
-__device__ __forceinline__ void shards_pagerank(
-    const unsigned* __restrict__ start, const unsigned short* __restrict__ dest,
-    const C* __restrict__ src_value, const double* __restrict__ inv_degree,
-    const double* __restrict__ rank, double* __restrict__ next_rank, C* __restrict__ next_contrib,
-    unsigned n, unsigned N, unsigned S, double damping, const double* dangling,
-    double* next_dangling, double* l1)
+struct ShardRankArgs {
+    const unsigned* start;
+    const unsigned short* dest;
+    const C* src_value;
+    const double* inv_degree;
+    const double* rank;
+    double* next_rank;
+    C* next_contrib;
+    const double* dangling;
+    double* next_dangling;
+    double* l1;
+    double damping;
+    unsigned n, N, S;
+};
+
+template <typename C>
+__device__ __forceinline__ void shards_pagerank(const ShardRankArgs<C>& a)
 {
+    const unsigned* __restrict__ start = a.start;
+    const unsigned short* __restrict__ dest = a.dest;
+    const C* __restrict__ src_value = a.src_value;
+    const double* __restrict__ inv_degree = a.inv_degree;
+    const double* __restrict__ rank = a.rank;
+    double* __restrict__ next_rank = a.next_rank;
+    C* __restrict__ next_contrib = a.next_contrib;
+    const unsigned n = a.n, N = a.N, S = a.S;
+    const double damping = a.damping;
+    const double* dangling = a.dangling;
+    double* next_dangling = a.next_dangling;
+    double* l1 = a.l1;
     extern __shared__ __align__(8) unsigned char smem[];
     double* sum = (double*)smem;
     __shared__ double scratch[32];

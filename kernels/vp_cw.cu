@@ -5,34 +5,24 @@
 #include "shards.cuh"
 
 #define CW_PROGRAM(NAME, P)                                                                                   \
-    extern "C" __global__ void __launch_bounds__(256) cw_##NAME(                                              \
-        const unsigned* start, const unsigned* cw_start, const unsigned short* cw_src, const unsigned* mapper, \
-        const unsigned short* dest, const P::Weight* weights, P::Value* src_value, P::Value* values,          \
-        int* dirty, VPState* st, unsigned n, unsigned N, unsigned S)                                          \
+    extern "C" __global__ void __launch_bounds__(256) cw_##NAME(ShardArgs<P> a)                               \
     {                                                                                                         \
-        shards_iterate<P>(start, dest, weights, src_value, values, dirty, st, n, N, S,                        \
-                          [=](unsigned i, unsigned, const P::Value* local, const unsigned char* changed,      \
-                              int next) {                                                                     \
-                              cw_write_back<P>(i, S, start, cw_start, cw_src, mapper, src_value, local,       \
-                                               changed, dirty, next);                                         \
-                          });                                                                                 \
+        shards_iterate<P>(a, [&](unsigned i, unsigned, const P::Value* local, const unsigned char* changed,   \
+                                 int next) { cw_write_back<P>(a, i, local, changed, next); });                \
     }
 
 // The parent pass walks CW_i: the source is i·N + cw_src[k], the entry
 // mapper[k], in the shard that shard_of finds.
 #define CW_PARENT(NAME, P)                                                                                    \
-    extern "C" __global__ void __launch_bounds__(256) cw_parent_##NAME(                                       \
-        const unsigned* start, const unsigned* cw_start, const unsigned short* cw_src, const unsigned* mapper, \
-        const unsigned short* dest, const P::Weight* weights, const P::Value* values, vid_t* parent,          \
-        unsigned* round, unsigned r, vid_t source, unsigned N, unsigned S)                                    \
+    extern "C" __global__ void __launch_bounds__(256) cw_parent_##NAME(ShardArgs<P> a)                        \
     {                                                                                                         \
-        EdgeArray<P::Weight> w{weights};                                                                      \
-        for (unsigned i = blockIdx.x; i < S; i += gridDim.x) {                                                \
-            const unsigned hi = cw_start[i + 1];                                                              \
-            for (unsigned k = cw_start[i] + threadIdx.x; k < hi; k += blockDim.x) {                           \
-                const unsigned p = mapper[k];                                                                 \
-                parent_check<P>(i * N + cw_src[k], shard_of(start, S, p) * N + dest[p], w(p), values, parent, \
-                                round, r, source);                                                            \
+        EdgeArray<P::Weight> w{a.weights};                                                                    \
+        for (unsigned i = blockIdx.x; i < a.S; i += gridDim.x) {                                              \
+            const unsigned hi = a.cw_start[i + 1];                                                            \
+            for (unsigned k = a.cw_start[i] + threadIdx.x; k < hi; k += blockDim.x) {                         \
+                const unsigned p = a.mapper[k];                                                               \
+                parent_check<P>(i * a.N + a.cw_src[k], shard_of(a.start, a.S, p) * a.N + a.dest[p], w(p),     \
+                                a.values, a.parent, a.round, a.r, a.source);                                  \
             }                                                                                                 \
         }                                                                                                     \
     }
@@ -50,13 +40,9 @@ CW_PARENT(sssp_u32, SSSP32<unsigned>)
 CW_PARENT(sssp_f64, SSSP64)
 
 #define CW_PAGERANK(SUF, C)                                                                                   \
-    extern "C" __global__ void __launch_bounds__(256) cw_pr_compute_##SUF(                                    \
-        const unsigned* start, const unsigned short* dest, const C* src_value, const double* inv_degree,     \
-        const double* rank, double* next_rank, C* next_contrib, unsigned n, unsigned N, unsigned S,           \
-        double damping, const double* dangling, double* next_dangling, double* l1)                            \
+    extern "C" __global__ void __launch_bounds__(256) cw_pr_compute_##SUF(ShardRankArgs<C> a)                 \
     {                                                                                                         \
-        shards_pagerank<C>(start, dest, src_value, inv_degree, rank, next_rank, next_contrib, n, N, S,        \
-                           damping, dangling, next_dangling, l1);                                             \
+        shards_pagerank<C>(a);                                                                                \
     }                                                                                                         \
     extern "C" __global__ void __launch_bounds__(256) cw_pr_write_back_##SUF(                                 \
         const unsigned* cw_start, const unsigned short* cw_src, const unsigned* mapper, C* src_value,         \

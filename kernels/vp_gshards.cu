@@ -3,30 +3,21 @@
 #include "shards.cuh"
 
 #define GS_PROGRAM(NAME, P)                                                                                   \
-    extern "C" __global__ void __launch_bounds__(256) gs_##NAME(                                              \
-        const unsigned* start, const unsigned* windows, const unsigned* src_index, const unsigned short* dest, \
-        const P::Weight* weights, P::Value* src_value, P::Value* values, int* dirty, VPState* st, unsigned n,  \
-        unsigned N, unsigned S)                                                                               \
+    extern "C" __global__ void __launch_bounds__(256) gs_##NAME(ShardArgs<P> a)                               \
     {                                                                                                         \
-        shards_iterate<P>(start, dest, weights, src_value, values, dirty, st, n, N, S,                        \
-                          [=](unsigned i, unsigned offset, const P::Value* local, const unsigned char* changed, \
-                              int next) {                                                                     \
-                              gs_write_back<P>(i, S, offset, windows, src_index, src_value, local, changed,   \
-                                               dirty, next);                                                  \
-                          });                                                                                 \
+        shards_iterate<P>(a, [&](unsigned i, unsigned offset, const P::Value* local, const unsigned char* changed, \
+                                 int next) { gs_write_back<P>(a, i, offset, local, changed, next); });        \
     }
 
 #define GS_PARENT(NAME, P)                                                                                    \
-    extern "C" __global__ void __launch_bounds__(256) gs_parent_##NAME(                                       \
-        const unsigned* start, const unsigned* src_index, const unsigned short* dest, const P::Weight* weights, \
-        const P::Value* values, vid_t* parent, unsigned* round, unsigned r, vid_t source, unsigned N,          \
-        unsigned S)                                                                                           \
+    extern "C" __global__ void __launch_bounds__(256) gs_parent_##NAME(ShardArgs<P> a)                        \
     {                                                                                                         \
-        EdgeArray<P::Weight> w{weights};                                                                      \
-        for (unsigned j = blockIdx.x; j < S; j += gridDim.x) {                                                \
-            const unsigned hi = start[j + 1];                                                                 \
-            for (unsigned e = start[j] + threadIdx.x; e < hi; e += blockDim.x)                                \
-                parent_check<P>(src_index[e], j * N + dest[e], w(e), values, parent, round, r, source);      \
+        EdgeArray<P::Weight> w{a.weights};                                                                    \
+        for (unsigned j = blockIdx.x; j < a.S; j += gridDim.x) {                                              \
+            const unsigned hi = a.start[j + 1];                                                               \
+            for (unsigned e = a.start[j] + threadIdx.x; e < hi; e += blockDim.x)                              \
+                parent_check<P>(a.src_index[e], j * a.N + a.dest[e], w(e), a.values, a.parent, a.round, a.r,  \
+                                a.source);                                                                    \
         }                                                                                                     \
     }
 
@@ -45,13 +36,9 @@ GS_PARENT(sssp_f64, SSSP64)
 // PageRank: the sums and ranks (steps 1-3), then the write-back of the new
 // contributions into every window (step 4), a launch each.
 #define GS_PAGERANK(SUF, C)                                                                                   \
-    extern "C" __global__ void __launch_bounds__(256) gs_pr_compute_##SUF(                                    \
-        const unsigned* start, const unsigned short* dest, const C* src_value, const double* inv_degree,     \
-        const double* rank, double* next_rank, C* next_contrib, unsigned n, unsigned N, unsigned S,           \
-        double damping, const double* dangling, double* next_dangling, double* l1)                            \
+    extern "C" __global__ void __launch_bounds__(256) gs_pr_compute_##SUF(ShardRankArgs<C> a)                 \
     {                                                                                                         \
-        shards_pagerank<C>(start, dest, src_value, inv_degree, rank, next_rank, next_contrib, n, N, S,        \
-                           damping, dangling, next_dangling, l1);                                             \
+        shards_pagerank<C>(a);                                                                                \
     }                                                                                                         \
     extern "C" __global__ void __launch_bounds__(256) gs_pr_write_back_##SUF(                                 \
         const unsigned* windows, const unsigned* src_index, C* src_value, const C* contrib, unsigned n,       \

@@ -445,6 +445,17 @@ func (pr *prRun) pullStep(x *prPull, cur, next int) error {
 	return x.finishOutliers.Launch(s, gpu.Args(&f))
 }
 
+// shardRankArgs mirrors kernels/shards.cuh's ShardRankArgs: PageRank's
+// sums and ranks over G-Shards or Concatenated Windows (*_pr_compute_*).
+type shardRankArgs struct {
+	_                                structs.HostLayout
+	start, dest, srcValue, invDegree gpu.DevicePtr
+	rank, nextRank, nextContrib      gpu.DevicePtr
+	dangling, nextDangling, l1       gpu.DevicePtr
+	damping                          float64
+	n, N, S                          uint32
+}
+
 // PRPullArgs mirrors kernels/vertex_program.cuh's PRPullArgs, field by
 // field: the arguments of every PageRank pull (pr_pull_k*, pr_ws_*, and
 // the multi-GPU mg_pr_ws_*).
@@ -548,8 +559,13 @@ func (pr *prRun) shards() ([]float64, error) {
 		return nil, err
 	}
 	ranks, err := pr.iterate(it, func(cur, next int) error {
-		if err := gpu.Launch(compute.Fn, grid, block, N*8, s, start, dest, srcValue, invDegree, it.rank[cur], it.rank[next],
-			contrib, uint32(n), N, S, p.Damping, it.dangling[cur], it.dangling[next], it.l1); err != nil {
+		a := shardRankArgs{
+			start: start.Ptr(), dest: dest.Ptr(), srcValue: srcValue.Ptr(), invDegree: invDegree.Ptr(),
+			rank: it.rank[cur].Ptr(), nextRank: it.rank[next].Ptr(), nextContrib: contrib.Ptr(),
+			dangling: it.dangling[cur].Ptr(), nextDangling: it.dangling[next].Ptr(), l1: it.l1.Ptr(),
+			damping: p.Damping, n: uint32(n), N: N, S: S,
+		}
+		if err := gpu.Launch(compute.Fn, grid, block, N*8, s, gpu.Args(&a)); err != nil {
 			return err
 		}
 		return gpu.Launch(writeBack.Fn, grid, block, uint32(int64(N)*cb), s, writeBackArgs...)

@@ -212,12 +212,10 @@ func (d *vpDevice) parents(ctx context.Context, pp *parentPass) ([]uint32, error
 		switch d.r.strategy {
 		case strategyVWC, strategyWarpSeg, strategyKiTES:
 			err = pp.pass.Launch(s, d.offs, d.targets, PtrOf(d.weights), d.n, d.values, pp.parent, pp.round, r, d.r.source)
-		case strategyGShards:
-			err = gpu.Launch(pp.pass.Fn, gpu.Dim(uint32(d.S)), gpu.Dim(BlockSize), 0, s, d.start, d.src, d.dest,
-				PtrOf(d.weights), d.values, pp.parent, pp.round, r, d.r.source, uint32(d.N), uint32(d.S))
-		default:
-			err = gpu.Launch(pp.pass.Fn, gpu.Dim(uint32(d.S)), gpu.Dim(BlockSize), 0, s, d.start, d.cwStart, d.cwSrc,
-				d.mapper, d.dest, PtrOf(d.weights), d.values, pp.parent, pp.round, r, d.r.source, uint32(d.N), uint32(d.S))
+		default: // G-Shards, Concatenated Windows
+			a := d.shardArgs()
+			a.parent, a.round, a.r = pp.parent.Ptr(), pp.round.Ptr(), r
+			err = gpu.Launch(pp.pass.Fn, gpu.Dim(uint32(d.S)), gpu.Dim(BlockSize), 0, s, gpu.Args(&a))
 		}
 		if err != nil {
 			return nil, err

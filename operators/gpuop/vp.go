@@ -490,14 +490,35 @@ func (d *vpDevice) launchIteration() error {
 			return d.outliers.Launch(s, gpu.Args(&a))
 		}
 		return nil
-	case strategyGShards:
-		return gpu.Launch(d.shardKernel, gpu.Dim(uint32(d.S)), gpu.Dim(BlockSize), d.shardSmem(), s,
-			d.start, d.windows, d.src, d.dest, PtrOf(d.weights), d.srcValue, d.values, d.dirty, d.state,
-			uint32(d.n), uint32(d.N), uint32(d.S))
 	}
-	return gpu.Launch(d.shardKernel, gpu.Dim(uint32(d.S)), gpu.Dim(BlockSize), d.shardSmem(), s,
-		d.start, d.cwStart, d.cwSrc, d.mapper, d.dest, PtrOf(d.weights), d.srcValue, d.values, d.dirty, d.state,
-		uint32(d.n), uint32(d.N), uint32(d.S))
+	a := d.shardArgs()
+	return gpu.Launch(d.shardKernel, gpu.Dim(uint32(d.S)), gpu.Dim(BlockSize), d.shardSmem(), s, gpu.Args(&a))
+}
+
+// shardArgs mirrors kernels/shards.cuh's ShardArgs, field by field: the
+// argument of the G-Shards and Concatenated Windows kernels (gs_*, cw_*)
+// and of their parent passes (parent, round, r, source).
+type shardArgs struct {
+	_                               structs.HostLayout
+	start, windows, srcIndex        gpu.DevicePtr
+	cwStart, cwSrc, mapper          gpu.DevicePtr
+	dest, weights, srcValue, values gpu.DevicePtr
+	dirty, st, parent, round        gpu.DevicePtr
+	n, N, S, r                      uint32
+	source                          uint32
+}
+
+// shardArgs is the shards' layouts and the run's buffers as the kernels
+// take them: G-Shards' windows, or Concatenated Windows' (the buffers of
+// the other are nil).
+func (d *vpDevice) shardArgs() shardArgs {
+	return shardArgs{
+		start: d.start.Ptr(), windows: PtrOf(d.windows), srcIndex: PtrOf(d.src),
+		cwStart: PtrOf(d.cwStart), cwSrc: PtrOf(d.cwSrc), mapper: PtrOf(d.mapper),
+		dest: d.dest.Ptr(), weights: PtrOf(d.weights), srcValue: PtrOf(d.srcValue), values: d.values.Ptr(),
+		dirty: PtrOf(d.dirty), st: PtrOf(d.state),
+		n: uint32(d.n), N: uint32(d.N), S: uint32(d.S), source: d.r.source,
+	}
 }
 
 // shardSmem is a shard block's dynamic shared memory: N values and N flags.
