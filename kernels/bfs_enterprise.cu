@@ -228,11 +228,33 @@ extern "C" __global__ void __launch_bounds__(256) ent_td_grid(
 // the pass a search turning bottom-up needs, its queues being the
 // unvisited vertices (ent_unvisited). Where host_stats is set, the last
 // block copies the stats there (level_stats_to_host).
-extern "C" __global__ void __launch_bounds__(256) ent_queue(
-    const uint4* __restrict__ classes, const unsigned* __restrict__ hub_bits, const unsigned* __restrict__ bits,
-    long long words, long long own_lo, long long own_hi, vid_t* __restrict__ queues, long long cap,
-    LevelStats* stats, vid_t* __restrict__ hubs, unsigned hub_cap, int deal, unsigned* host_stats)
+//
+// Its arguments are one QueueArgs (enterprise.go's queueArgs mirrors it).
+struct QueueArgs {
+    const uint4* classes;
+    const unsigned* hub_bits;
+    const unsigned* bits;
+    vid_t* queues;
+    LevelStats* stats;
+    vid_t* hubs;
+    unsigned* host_stats;
+    long long words, own_lo, own_hi, cap;
+    unsigned hub_cap;
+    int deal;
+};
+
+extern "C" __global__ void __launch_bounds__(256) ent_queue(QueueArgs a)
 {
+    const uint4* __restrict__ classes = a.classes;
+    const unsigned* __restrict__ hub_bits = a.hub_bits;
+    const unsigned* __restrict__ bits = a.bits;
+    const long long words = a.words, own_lo = a.own_lo, own_hi = a.own_hi, cap = a.cap;
+    vid_t* __restrict__ queues = a.queues;
+    LevelStats* stats = a.stats;
+    vid_t* __restrict__ hubs = a.hubs;
+    const unsigned hub_cap = a.hub_cap;
+    const int deal = a.deal;
+    unsigned* host_stats = a.host_stats;
     __shared__ vid_t stages[CLASS_STAGES];
     ClassQueues q(stages, queues, cap, stats->count);
     const unsigned lane = lane_id();

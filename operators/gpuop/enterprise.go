@@ -384,8 +384,22 @@ func (e *EntSearch) listHubs(q int) error { return e.queuePass(q, false) }
 func (e *EntSearch) queuePass(q int, deal bool) error {
 	eb := &e.Buf
 	words := (e.n + 31) / 32
-	return e.k.queue.LaunchFor(e.Stream, words, BlockSize, e.outClass, e.HubMask, eb.Bits[q], words, e.OwnWords[0], e.OwnWords[1],
-		eb.queues[q], e.n, eb.Stats[q], eb.Hubs[q], e.HubCap(), Flag(deal), e.HostStats)
+	a := queueArgs{
+		classes: e.outClass.Ptr(), hubBits: e.HubMask.Ptr(), bits: eb.Bits[q].Ptr(), queues: PtrOf(eb.queues[q]),
+		stats: eb.Stats[q].Ptr(), hubs: eb.Hubs[q].Ptr(), hostStats: e.HostStats,
+		words: words, ownLo: e.OwnWords[0], ownHi: e.OwnWords[1], cap: e.n, hubCap: e.HubCap(), deal: Flag(deal),
+	}
+	return e.k.queue.LaunchFor(e.Stream, words, BlockSize, gpu.Args(&a))
+}
+
+// queueArgs mirrors kernels/bfs_enterprise.cu's QueueArgs, field by field.
+type queueArgs struct {
+	_                              structs.HostLayout
+	classes, hubBits, bits, queues gpu.DevicePtr
+	stats, hubs, hostStats         gpu.DevicePtr
+	words, ownLo, ownHi, cap       int64
+	hubCap                         uint32
+	deal                           int32
 }
 
 // HubCap is the room of a hub list, in vertices.
