@@ -105,6 +105,27 @@ __device__ __forceinline__ eid_t defer_hub(vid_t u, eid_t degree, segment_t* seg
     return min((eid_t)fit * HUB_SEGMENT, degree);
 }
 
+// B4KLevelArgs are a level's arguments, one struct for b4k_vw_k*, b4k_ed and
+// b4k_single (operators/gpuop/bfs4k.go's b4kLevelArgs mirrors it field by
+// field): the frontier of count vertices at level, the next frontier (room
+// for cap), the stats; the multi-block levels' deferred hubs (rows over
+// hub_degree, in segments, room for segment_cap); the single-block
+// kernel's shared frontier capacity.
+struct B4KLevelArgs {
+    const eid_t* offsets;
+    const vid_t* targets;
+    int* depth;
+    vid_t* parent;
+    const vid_t* frontier;
+    vid_t* next;
+    FrontierStats* stats;
+    segment_t* segments;
+    long long hub_degree;
+    unsigned count;
+    int level;
+    unsigned cap, segment_cap, capacity;
+};
+
 extern "C" __global__ void b4k_init(int* depth, vid_t* parent, vid_t source, vid_t* frontier)
 {
     depth[source] = 0;
@@ -117,12 +138,19 @@ extern "C" __global__ void b4k_init(int* depth, vid_t* parent, vid_t source, vid
 // loops as many rounds as its widest vertex needs, so that all its lanes
 // reach the appends together.
 template <int K>
-__device__ __forceinline__ void vw_level(
-    const eid_t* __restrict__ offsets, const vid_t* __restrict__ targets, int* __restrict__ depth,
-    vid_t* __restrict__ parent, const vid_t* __restrict__ frontier, unsigned count, int level,
-    WarpQueue& next, unsigned long long& edges, FrontierStats* stats, long long hub_degree, segment_t* segments,
-    unsigned segment_cap, unsigned long long* dups, unsigned first_warp, unsigned warps)
+__device__ __forceinline__ void vw_level(const B4KLevelArgs& a, WarpQueue& next, unsigned long long& edges,
+                                         unsigned long long* dups, unsigned first_warp, unsigned warps)
 {
+    const eid_t* __restrict__ offsets = a.offsets;
+    const vid_t* __restrict__ targets = a.targets;
+    int* __restrict__ depth = a.depth;
+    vid_t* __restrict__ parent = a.parent;
+    const vid_t* __restrict__ frontier = a.frontier;
+    const unsigned count = a.count, segment_cap = a.segment_cap;
+    const int level = a.level;
+    FrontierStats* stats = a.stats;
+    const long long hub_degree = a.hub_degree;
+    segment_t* segments = a.segments;
     const unsigned lane = lane_id() & (K - 1), per_warp = 32 / K;
     for (unsigned base = first_warp * per_warp; base < count; base += warps * per_warp) {
         unsigned i = base + lane_id() / K;
@@ -153,21 +181,17 @@ __device__ __forceinline__ void vw_level(
 }
 
 #define B4K_VW(K)                                                                                         \
-    extern "C" __global__ void __launch_bounds__(256) b4k_vw_k##K(                                        \
-        const eid_t* offsets, const vid_t* targets, int* depth, vid_t* parent, const vid_t* frontier,     \
-        unsigned count, int level, vid_t* next, unsigned cap, FrontierStats* stats, long long hub_degree, \
-        segment_t* segments, unsigned segment_cap)                                                        \
+    extern "C" __global__ void __launch_bounds__(256) b4k_vw_k##K(B4KLevelArgs a)                         \
     {                                                                                                     \
         __shared__ unsigned long long dups[DUP_SLOTS];                                                    \
         __shared__ vid_t stages[8 * WARP_STAGE];                                                          \
         clear_duplicates(dups);                                                                           \
-        WarpQueue q(warp_stage(stages, 0, 1), next, &stats->next_count, cap);                             \
+        WarpQueue q(warp_stage(stages, 0, 1), a.next, &a.stats->next_count, a.cap);                       \
         unsigned long long edges = 0;                                                                     \
-        vw_level<K>(offsets, targets, depth, parent, frontier, count, level, q, edges, stats, hub_degree,   \
-                    segments, segment_cap, dups, (blockIdx.x * blockDim.x + threadIdx.x) >> 5,            \
+        vw_level<K>(a, q, edges, dups, (blockIdx.x * blockDim.x + threadIdx.x) >> 5,                      \
                     gridDim.x * (blockDim.x >> 5));                                                       \
         q.flush();                                                                                        \
-        block_add(edges, &stats->next_edges);                                                             \
+        block_add(edges, &a.stats->next_edges);                                                           \
     }
 B4K_VW(4)
 B4K_VW(8)
@@ -175,12 +199,19 @@ B4K_VW(16)
 B4K_VW(32)
 
 // One level with edge-discover (§5.4), for a frontier of count vertices.
-__device__ __forceinline__ void ed_level(
-    const eid_t* __restrict__ offsets, const vid_t* __restrict__ targets, int* __restrict__ depth,
-    vid_t* __restrict__ parent, const vid_t* __restrict__ frontier, unsigned count, int level,
-    WarpQueue& next, unsigned long long& edges, FrontierStats* stats, long long hub_degree, segment_t* segments,
-    unsigned segment_cap, unsigned long long* dups, unsigned first_warp, unsigned warps)
+__device__ __forceinline__ void ed_level(const B4KLevelArgs& a, WarpQueue& next, unsigned long long& edges,
+                                         unsigned long long* dups, unsigned first_warp, unsigned warps)
 {
+    const eid_t* __restrict__ offsets = a.offsets;
+    const vid_t* __restrict__ targets = a.targets;
+    int* __restrict__ depth = a.depth;
+    vid_t* __restrict__ parent = a.parent;
+    const vid_t* __restrict__ frontier = a.frontier;
+    const unsigned count = a.count, segment_cap = a.segment_cap;
+    const int level = a.level;
+    FrontierStats* stats = a.stats;
+    const long long hub_degree = a.hub_degree;
+    segment_t* segments = a.segments;
     for (unsigned base = first_warp * 32; base < count; base += warps * 32) {
         unsigned i = base + lane_id();
         vid_t u = 0;
@@ -216,20 +247,16 @@ __device__ __forceinline__ void ed_level(
     }
 }
 
-extern "C" __global__ void __launch_bounds__(256) b4k_ed(
-    const eid_t* offsets, const vid_t* targets, int* depth, vid_t* parent, const vid_t* frontier,
-    unsigned count, int level, vid_t* next, unsigned cap, FrontierStats* stats, long long hub_degree, segment_t* segments,
-    unsigned segment_cap)
+extern "C" __global__ void __launch_bounds__(256) b4k_ed(B4KLevelArgs a)
 {
     __shared__ unsigned long long dups[DUP_SLOTS];
     __shared__ vid_t stages[8 * WARP_STAGE];
     clear_duplicates(dups);
-    WarpQueue q(warp_stage(stages, 0, 1), next, &stats->next_count, cap);
+    WarpQueue q(warp_stage(stages, 0, 1), a.next, &a.stats->next_count, a.cap);
     unsigned long long edges = 0;
-    ed_level(offsets, targets, depth, parent, frontier, count, level, q, edges, stats, hub_degree, segments, segment_cap, dups,
-             (blockIdx.x * blockDim.x + threadIdx.x) >> 5, gridDim.x * (blockDim.x >> 5));
+    ed_level(a, q, edges, dups, (blockIdx.x * blockDim.x + threadIdx.x) >> 5, gridDim.x * (blockDim.x >> 5));
     q.flush();
-    block_add(edges, &stats->next_edges);
+    block_add(edges, &a.stats->next_edges);
 }
 
 // The deferred hubs' edges: one block per segment.
@@ -324,11 +351,15 @@ __device__ __forceinline__ void single_push(bool won, vid_t w, eid_t first, eid_
 // One level of the single-block kernel. The loops are the same for every
 // lane of a warp (a lane whose vertex has fewer edges idles), so that the
 // pushes are warp-wide.
-__device__ __forceinline__ void single_level(
-    const eid_t* __restrict__ offsets, const vid_t* __restrict__ targets, int* __restrict__ depth,
-    vid_t* __restrict__ parent, SharedFrontier cur, unsigned count, int level, SharedFrontier next,
-    unsigned capacity, SingleLevel* lvl, unsigned* wide, vid_t* spill, unsigned cap)
+__device__ __forceinline__ void single_level(const B4KLevelArgs& a, SharedFrontier cur, unsigned count, int level,
+                                             SharedFrontier next, SingleLevel* lvl, unsigned* wide)
 {
+    const eid_t* __restrict__ offsets = a.offsets;
+    const vid_t* __restrict__ targets = a.targets;
+    int* __restrict__ depth = a.depth;
+    vid_t* __restrict__ parent = a.parent;
+    vid_t* spill = a.next;
+    const unsigned capacity = a.capacity, cap = a.cap;
     unsigned long long added = 0;
     for (unsigned base = threadIdx.x & ~31u; base < count; base += SINGLE_THREADS) {
         unsigned i = base + lane_id();
@@ -394,11 +425,15 @@ __device__ __forceinline__ void single_level(
 // (global memory) and stats says its size and level. Its dynamic shared
 // memory holds two frontiers of capacity vertices (16 bytes each: vertex,
 // first edge, degree) and the list of SINGLE_WIDE wide vertices.
-extern "C" __global__ void __launch_bounds__(SINGLE_THREADS, 1) b4k_single(
-    const eid_t* __restrict__ offsets, const vid_t* __restrict__ targets, int* __restrict__ depth,
-    vid_t* __restrict__ parent, const vid_t* __restrict__ frontier, unsigned count, int level,
-    vid_t* __restrict__ next, unsigned cap, FrontierStats* stats, unsigned capacity)
+extern "C" __global__ void __launch_bounds__(SINGLE_THREADS, 1) b4k_single(B4KLevelArgs a)
 {
+    const eid_t* __restrict__ offsets = a.offsets;
+    const vid_t* __restrict__ frontier = a.frontier;
+    vid_t* __restrict__ next = a.next;
+    FrontierStats* stats = a.stats;
+    const unsigned capacity = a.capacity, cap = a.cap;
+    unsigned count = a.count;
+    int level = a.level;
     extern __shared__ unsigned long long shared[];
     eid_t* firsts = (eid_t*)shared;
     unsigned* words = (unsigned*)(firsts + 2 * capacity);
@@ -417,7 +452,7 @@ extern "C" __global__ void __launch_bounds__(SINGLE_THREADS, 1) b4k_single(
     for (;;) {
         if (threadIdx.x == 0) lvl = SingleLevel{0, 0, 0};
         __syncthreads();
-        single_level(offsets, targets, depth, parent, cur, count, level, nxt, capacity, &lvl, wide, next, cap);
+        single_level(a, cur, count, level, nxt, &lvl, wide);
         __syncthreads();
         count = lvl.next_count;
         unsigned long long edges = lvl.next_edges;

@@ -3,6 +3,7 @@ package gpuop
 import (
 	"encoding/binary"
 	"fmt"
+	"structs"
 
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/gpu"
@@ -257,9 +258,9 @@ func (bs *b4kSearch) search(source uint32) (int, error) {
 		single := count <= int64(k.capacity) && edges <= b4kSingleEdges
 		var err error
 		if single {
-			err = gpu.Launch(k.single.Fn, gpu.Dim(1), gpu.Dim(b4kSingleThreads), uint32(b4kSingleShared(k.capacity)), s,
-				bs.off, bs.tgt, bs.depth, bs.parent, bs.frontier[cur], uint32(count), level, bs.frontier[next], uint32(bs.queueCap), bs.stats,
-				uint32(k.capacity))
+			a := bs.levelArgs(cur, count, level)
+			a.capacity = uint32(k.capacity)
+			err = gpu.Launch(k.single.Fn, gpu.Dim(1), gpu.Dim(b4kSingleThreads), uint32(b4kSingleShared(k.capacity)), s, gpu.Args(&a))
 		} else {
 			err = bs.multiBlock(cur, count, level)
 		}
@@ -309,11 +310,35 @@ func (bs *b4kSearch) multiBlock(cur int, count int64, level int32) error {
 		bs.ran.edgeLevels++
 	}
 	next := bs.frontier[cur^1]
-	if err := expand.LaunchFor(s, count, perBlock, bs.off, bs.tgt, bs.depth, bs.parent, bs.frontier[cur], uint32(count), level,
-		next, uint32(bs.queueCap), bs.stats, bs.hubs.degree, bs.segments, uint32(bs.hubs.cap)); err != nil {
+	a := bs.levelArgs(cur, count, level)
+	a.hubDegree, a.segments, a.segmentCap = bs.hubs.degree, bs.segments.Ptr(), uint32(bs.hubs.cap)
+	if err := expand.LaunchFor(s, count, perBlock, gpu.Args(&a)); err != nil {
 		return err
 	}
 	return k.hubs.Launch(s, bs.off, bs.tgt, bs.depth, bs.parent, level, bs.segments, next, uint32(bs.queueCap), bs.stats, uint32(bs.hubs.cap))
+}
+
+// b4kLevelArgs mirrors kernels/bfs_4k.cu's B4KLevelArgs, field by field:
+// a level's arguments (b4k_vw_k*, b4k_ed, b4k_single).
+type b4kLevelArgs struct {
+	_                         structs.HostLayout
+	offsets, targets, depth   gpu.DevicePtr
+	parent, frontier, next    gpu.DevicePtr
+	stats, segments           gpu.DevicePtr
+	hubDegree                 int64
+	count                     uint32
+	level                     int32
+	cap, segmentCap, capacity uint32
+}
+
+// levelArgs are the arguments of a level from frontier cur of count
+// vertices into the other.
+func (bs *b4kSearch) levelArgs(cur int, count int64, level int32) b4kLevelArgs {
+	return b4kLevelArgs{
+		offsets: bs.off.Ptr(), targets: bs.tgt.Ptr(), depth: bs.depth.Ptr(), parent: bs.parent.Ptr(),
+		frontier: bs.frontier[cur].Ptr(), next: bs.frontier[cur^1].Ptr(), stats: bs.stats.Ptr(),
+		count: uint32(count), level: level, cap: uint32(bs.queueCap),
+	}
 }
 
 // rebuild replaces the overflowed frontier next by the vertices at level
