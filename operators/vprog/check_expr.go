@@ -225,6 +225,8 @@ func (c *checker) convertTo(e *Expr, t Type, what string) (*Expr, error) {
 	switch {
 	case e.T == t:
 		return e, nil
+	case isUntyped(e.T) && e.Op != OpConst && !isUntyped(t):
+		return c.retype(e, t, what)
 	case !isUntyped(e.T):
 		return nil, c.fixf(e.Pos, "convert it: "+t.String()+"(x)", "%s is %s, not %s", what, e.T, t)
 	case t == TBool:
@@ -390,4 +392,29 @@ func (c *checker) foldAt(e *Expr) (*Expr, error) {
 		return nil, c.errf(e.Pos, "%v", err)
 	}
 	return out, nil
+}
+
+// retype gives an untyped expression that is not a constant (c ? 1 : 2,
+// and what is made of it) type t: its untyped operands are converted.
+func (c *checker) retype(e *Expr, t Type, what string) (*Expr, error) {
+	out := *e
+	out.Args = append([]*Expr(nil), e.Args...)
+	for i, a := range out.Args {
+		if !isUntyped(a.T) {
+			continue
+		}
+		x, err := c.convertTo(a, t, what)
+		if err != nil {
+			return nil, err
+		}
+		out.Args[i] = x
+	}
+	if out.Op >= OpEq && out.Op <= OpGe || out.Op == OpAnd || out.Op == OpOr {
+		return &out, nil
+	}
+	if out.Op == OpRem && t.IsFloat() {
+		return nil, c.errf(e.Pos, "%% applies to integers, and %s is %s", what, t)
+	}
+	out.T = t
+	return &out, nil
 }

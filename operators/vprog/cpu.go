@@ -208,14 +208,15 @@ func (c *compiler) floatExpr(e *Expr) floatFn {
 func (c *compiler) floatBinary(e *Expr) floatFn {
 	t, pos, op := e.T, e.Pos, e.Op
 	x, y := c.floatExpr(e.Args[0]), c.floatExpr(e.Args[1])
-	if t == TFloat64 && op == OpAdd {
-		// The common case, without floatArith's switch.
-		return func(fr *frame) float64 {
-			r := x(fr) + y(fr)
-			if r != r {
-				raise(pos, "the result is NaN")
-			}
-			return r
+	if t == TFloat64 {
+		// The common cases, without floatArith's switch.
+		switch op {
+		case OpAdd:
+			return func(fr *frame) float64 { return notNaN(pos, x(fr)+y(fr)) }
+		case OpSub:
+			return func(fr *frame) float64 { return notNaN(pos, x(fr)-y(fr)) }
+		case OpMul:
+			return func(fr *frame) float64 { return notNaN(pos, x(fr)*y(fr)) }
 		}
 	}
 	return func(fr *frame) float64 {
@@ -368,4 +369,11 @@ func (c *compiler) atomic(s *Stmt) stmtFn {
 		fr.lf[slot] = r
 		return false
 	}
+}
+
+func notNaN(pos Pos, r float64) float64 {
+	if r != r {
+		raise(pos, "the result is NaN")
+	}
+	return r
 }

@@ -93,7 +93,7 @@ func RunCPU(ctx context.Context, p *Program, in Input) (*Outcome, error) {
 func newCPURun(p *Program, in Input) (*cpuRun, error) {
 	g := in.Graph
 	n := g.NumVertices()
-	r := &cpuRun{prog: p, g: g, in: g.In(), out: &g.Out}
+	r := &cpuRun{prog: p, g: g, in: g.In(), out: &g.Out, frames: make([]frame, par.Workers())}
 	r.env = &env{numVertices: int64(n), source: int(in.Source), column: r.in.Weights,
 		outDeg: func(v int) int64 { return g.Out.Degree(uint32(v)) },
 		inDeg:  func(v int) int64 { return r.in.Degree(uint32(v)) }}
@@ -114,7 +114,6 @@ func newCPURun(p *Program, in Input) (*cpuRun, error) {
 	r.init, r.compute, r.update = c.block(p.InitCompute), c.block(p.Compute), c.block(p.Update)
 	r.active = make([]uint32, n)
 	r.changed = make([]uint8, n)
-	r.frames = make([]frame, par.Workers())
 	return r, nil
 }
 
@@ -158,7 +157,7 @@ func setStore(s store, i int, x compiled, fr *frame) {
 // parallel calls fn for every vertex from the workers, each with its
 // frame; a fault stops the worker's chunk and is kept (the first).
 func (r *cpuRun) parallel(n int, fn func(fr *frame, v int)) {
-	par.ForWorker(n, 1024, func(w, lo, hi int) {
+	forVertices(n, func(w, lo, hi int) {
 		if r.failed.Load() != nil {
 			return
 		}
@@ -242,7 +241,7 @@ func (r *cpuRun) vertex(fr *frame, v int) bool {
 // them and their out-neighbours for the next iteration.
 func (r *cpuRun) commit() {
 	cur, next := r.env.cur, r.next
-	par.For(r.g.NumVertices(), 1024, func(lo, hi int) {
+	forVertices(r.g.NumVertices(), func(_, lo, hi int) {
 		for v := lo; v < hi; v++ {
 			if r.changed[v] == 0 {
 				continue
@@ -261,4 +260,17 @@ func (r *cpuRun) commit() {
 			}
 		}
 	})
+}
+
+// serialBelow is the fewest vertices a parallel loop spreads over the
+// workers: below it, waking them costs more than the loop (a small graph
+// iterated hundreds of times).
+const serialBelow = 4096
+
+func forVertices(n int, fn func(w, lo, hi int)) {
+	if n < serialBelow {
+		fn(0, 0, n)
+		return
+	}
+	par.ForWorker(n, 1024, fn)
 }

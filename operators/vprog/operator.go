@@ -27,8 +27,8 @@ var Params = []string{"source", "tolerance", "max_iterations", "strategy", "vwar
 func (o *Operator) Spec() operators.Spec {
 	p := o.Prog
 	s := operators.Spec{
-		Name:    "program " + p.Name,
-		Summary: "the vertex program " + p.File,
+		Name:        "program " + p.Name,
+		Summary:     "the vertex program " + p.File,
 		NeedsSource: p.NeedsSource, Weighted: p.UsesColumn, Weights: convert.FiniteWeights,
 		NeedsIn: true, Params: Params, GPU: true,
 	}
