@@ -190,6 +190,8 @@ func (c *checker) binary(op Op, x, y *Expr, pos Pos) (*Expr, error) {
 		return nil, c.errf(pos, "arithmetic applies to numbers, not %s", t)
 	case op == OpRem && t.IsFloat():
 		return nil, c.errf(pos, "%% applies to integers, not %s", t)
+	case (op == OpDiv || op == OpRem) && y.Op == OpConst && y.Val.i == 0 && y.Val.f == 0:
+		return nil, c.errf(pos, "division by zero")
 	}
 	return c.foldAt(&Expr{Op: op, T: t, Pos: pos, Args: []*Expr{x, y}})
 }
