@@ -83,6 +83,7 @@ func genOutputFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "weighted", Usage: "add a weight column"},
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "edge table `PATH` (\"-\": Arrow IPC stream on stdout)"},
 		&cli.StringFlag{Name: "output-format", Usage: "override the extension: parquet, arrow, arrows, csv, text (an edge list: src dst [weight] lines)"},
+		edgeColumnsFlag(),
 		checksumFlag(),
 		quietFlag(),
 	}
@@ -99,6 +100,10 @@ func generate(c *cli.Context, e *env, g gen.Generator, what string, made *atomic
 			return err
 		}
 	}
+	extra, err := parseEdgeColumns(c)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	progress := newProgress(e.stderr, c.Bool("quiet"))
 	defer progress.Stop()
@@ -110,7 +115,10 @@ func generate(c *cli.Context, e *env, g gen.Generator, what string, made *atomic
 	defer t.Release()
 	written := new(atomic.Int64)
 	progress.Begin("writing "+c.String("output"), written, t.NumEdges())
-	if err := writeTable(c, e, t, written); err != nil {
+	if extra != nil {
+		extra.prepare(t)
+	}
+	if err := writeTable(c, e, t, written, extra); err != nil {
 		return err
 	}
 	progress.Stop()
@@ -123,7 +131,7 @@ func generate(c *cli.Context, e *env, g gen.Generator, what string, made *atomic
 // writeTable writes an edge table through the sink, record by record, or
 // as a whitespace edge list.
 // written counts the rows written so far.
-func writeTable(c *cli.Context, e *env, t *edges.Table, written *atomic.Int64) error {
+func writeTable(c *cli.Context, e *env, t *edges.Table, written *atomic.Int64, extra *edgeColumns) error {
 	out, format := c.String("output"), c.String("output-format")
 	if sep, ok := edgeListSeparator(out, format); ok {
 		if out == "-" {
@@ -135,15 +143,23 @@ func writeTable(c *cli.Context, e *env, t *edges.Table, written *atomic.Int64) e
 		}
 		return writeEdgeList(c, out, t, sep, written)
 	}
-	w, err := sink.Create(c.String("output"), t.Schema(), sink.Options{Format: c.String("output-format"), Stdout: e.stdout, Checksum: c.Bool("checksum")})
+	schema := t.Schema()
+	if extra != nil {
+		schema = extra.schema(schema)
+	}
+	w, err := sink.Create(c.String("output"), schema, sink.Options{Format: c.String("output-format"), Stdout: e.stdout, Checksum: c.Bool("checksum")})
 	if err != nil {
 		return err
 	}
 	defer w.Abort()
 	rdr := t.RecordReader()
 	defer rdr.Release()
-	for rdr.Next() {
+	for chunk := 0; rdr.Next(); chunk++ {
 		rec := rdr.RecordBatch()
+		if extra != nil {
+			rec = extra.extend(rec, t.Chunks[chunk], schema)
+			defer rec.Release()
+		}
 		// A chunk is millions of rows: checking between pieces of it keeps
 		// an interrupt prompt. The pieces are the writer's batches or
 		// smaller, so the output is the same.
