@@ -15,6 +15,7 @@ import (
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/kernels"
 	"github.com/gpipe/gpipe/operators"
+	"github.com/gpipe/gpipe/operators/vprog"
 	"github.com/gpipe/gpipe/operators/gpuop"
 )
 
@@ -114,6 +115,9 @@ func (pl *placement) warm(log *slog.Logger) {
 // chosen (auto) and why.
 func (pl *placement) run(ctx context.Context, g *pipeline.Graph, op operators.Operator, p operators.Params) (res *pipeline.Result, note string, err error) {
 	name := op.Spec().Name
+	if prog, ok := op.(*vprog.Operator); ok {
+		return pl.runProgram(ctx, g, prog, p)
+	}
 	if pl.gpu == nil {
 		res, err = g.Run(ctx, name, p, operators.CPU{})
 		return res, pl.noGPU, err
