@@ -186,8 +186,7 @@ func (r *cpuRun) fault() error {
 	if f == nil {
 		return nil
 	}
-	return errAt(r.prog.File, f.pos, fmt.Sprintf("%s at vertex %s", f.what, r.g.Keys.Format(uint32(f.vertex))),
-		"the program must not divide by zero or make a NaN: guard the operation with if")
+	return r.prog.FaultError(r.g, f.pos, f.what, uint32(f.vertex))
 }
 
 // step computes every active vertex (all at the first iteration) and
@@ -273,4 +272,36 @@ func forVertices(n int, fn func(w, lo, hi int)) {
 		return
 	}
 	par.ForWorker(n, 1024, fn)
+}
+
+// Initial is every field's initial values: what a run starts from, on any
+// backend.
+type Initial struct {
+	Vertex, Static, Edge []Values
+}
+
+// InitialValues evaluates the fields' initial values on the CPU cores
+// (the edge fields' in the in-edge layout's order).
+func InitialValues(p *Program, in Input) (*Initial, error) {
+	r, err := newCPURun(p, in)
+	if err != nil {
+		return nil, err
+	}
+	out := &Initial{}
+	for _, set := range []struct {
+		from []store
+		to   *[]Values
+	}{{r.env.cur, &out.Vertex}, {r.env.static, &out.Static}, {r.env.edge, &out.Edge}} {
+		for _, s := range set.from {
+			*set.to = append(*set.to, Values{Int: s.i, Float: s.f})
+		}
+	}
+	return out, nil
+}
+
+// FaultError is the error of a run that faulted at pos (what went wrong)
+// at vertex v of g.
+func (p *Program) FaultError(g *convert.Graph, pos Pos, what string, v uint32) error {
+	return errAt(p.File, pos, fmt.Sprintf("%s at vertex %s", what, g.Keys.Format(v)),
+		"the program must not divide by zero or make a NaN: guard the operation with if")
 }

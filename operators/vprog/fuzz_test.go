@@ -39,5 +39,9 @@ func FuzzParse(f *testing.F) {
 		c.block(p.InitCompute)
 		c.block(p.Compute)
 		c.block(p.Update)
+		// and for the GPU.
+		if _, err := p.GeneratePTX(8); err != nil {
+			t.Fatal(err)
+		}
 	})
 }
