@@ -15,8 +15,8 @@ import (
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/kernels"
 	"github.com/gpipe/gpipe/operators"
-	"github.com/gpipe/gpipe/operators/vprog"
 	"github.com/gpipe/gpipe/operators/gpuop"
+	"github.com/gpipe/gpipe/operators/vprog"
 )
 
 // Where a query runs. With --backend cpu, on the CPU. With gpu or auto, on
