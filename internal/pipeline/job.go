@@ -24,14 +24,14 @@ type Job struct {
 	Input string
 	// Output is where the vertex table goes ("-" for an Arrow IPC stream on
 	// Sink.Stdout); empty means nowhere (the caller looks at Report.Result).
-	Output  string
-	Op string
+	Output string
+	Op     string
 	// Operator, where set, runs in place of Op's operator: a vertex
 	// program (operators/vprog), which Op does not name.
 	Operator operators.Operator
 	Params   operators.Params
-	Load    LoadOptions
-	Backend string // "auto" (default), "cpu" or "gpu"
+	Load     LoadOptions
+	Backend  string // "auto" (default), "cpu" or "gpu"
 	// GPUs is how many GPUs a run may spread over (0: every usable GPU,
 	// for large graphs; 1: one).
 	GPUs int

@@ -30,7 +30,9 @@ func (o *Operator) Spec() operators.Spec {
 		Name:        "program " + p.Name,
 		Summary:     "the vertex program " + p.File,
 		NeedsSource: p.NeedsSource, Weighted: p.UsesColumn, Weights: convert.FiniteWeights,
-		NeedsIn: true, Params: Params, GPU: true,
+		// GPU stays false: a program takes vwarp and strategy alone of
+		// the GPU parameters (Params lists them), not the built-ins' others.
+		NeedsIn: true, Params: Params,
 	}
 	for _, i := range p.Outputs() {
 		f := p.Vertex[i]
@@ -53,6 +55,14 @@ func columnType(f Field) operators.ColumnType {
 func (o *Operator) Prepare(p *operators.Params) error {
 	if p.MaxIterations < 0 {
 		return usererr.Newf(usererr.Usage, "max_iterations %d is negative", p.MaxIterations)
+	}
+	switch p.Strategy {
+	case "", "auto", "vwc":
+	default:
+		return usererr.New(usererr.Usage, fmt.Sprintf("vertex programs have no GPU strategy %q", p.Strategy), "use vwc (or auto)")
+	}
+	if k := p.VWarp; k != 0 && (k < 1 || k > 32 || k&(k-1) != 0) {
+		return usererr.Newf(usererr.Usage, "vwarp (the lanes a vertex) %d is not 1, 2, 4, 8, 16 or 32", k)
 	}
 	if p.Tolerance < 0 || math.IsNaN(p.Tolerance) || math.IsInf(p.Tolerance, 0) {
 		return usererr.Newf(usererr.Usage, "tolerance %v is not a finite number >= 0", p.Tolerance)
