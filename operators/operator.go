@@ -64,6 +64,7 @@ const (
 	Int32Column   ColumnType = iota + 1 // int32; negative values are null
 	Float64Column                       // float64; NaN is null
 	VertexColumn                        // vertex ids, written as keys; convert.NoVertex is null
+	Int64Column                         // int64; null where Valid's bit is clear (none without Valid)
 )
 
 // ColumnSpec describes one output column.
@@ -171,6 +172,7 @@ type Column struct {
 	Int32   []int32
 	Float64 []float64
 	Vertex  []uint32
+	Int64   []int64
 	// Keys and Valid are the column as Arrow lays it out, where a GPU run
 	// made them beside the values (gpuop/columns.go), or knows them (a GPU
 	// PageRank whose ranks are all numbers); nil otherwise, and the host
@@ -189,6 +191,8 @@ func (c *Column) Len() int {
 		return len(c.Int32)
 	case Float64Column:
 		return len(c.Float64)
+	case Int64Column:
+		return len(c.Int64)
 	}
 	return len(c.Vertex)
 }

@@ -49,7 +49,7 @@ func (s *service) GetFlightInfo(ctx context.Context, d *flight.FlightDescriptor)
 	if err != nil {
 		return nil, err
 	}
-	if q.Op == "" {
+	if q.Op == "" && q.Program == "" {
 		info, schema, err := s.graphs.get(q.Graph)
 		if err != nil {
 			return nil, err
@@ -80,7 +80,7 @@ func (s *service) GetSchema(ctx context.Context, d *flight.FlightDescriptor) (*f
 		return nil, err
 	}
 	var schema *arrow.Schema
-	if q.Op == "" {
+	if q.Op == "" && q.Program == "" {
 		_, schema, err = s.graphs.get(q.Graph)
 	} else {
 		schema, _, err = s.querySchema(q)

@@ -16,6 +16,7 @@ import (
 	"github.com/gpipe/gpipe/kernels"
 	"github.com/gpipe/gpipe/operators"
 	"github.com/gpipe/gpipe/operators/gpuop"
+	"github.com/gpipe/gpipe/operators/vprog"
 )
 
 // Where a query runs. With --backend cpu, on the CPU. With gpu or auto, on
@@ -114,6 +115,9 @@ func (pl *placement) warm(log *slog.Logger) {
 // chosen (auto) and why.
 func (pl *placement) run(ctx context.Context, g *pipeline.Graph, op operators.Operator, p operators.Params) (res *pipeline.Result, note string, err error) {
 	name := op.Spec().Name
+	if prog, ok := op.(*vprog.Operator); ok {
+		return pl.runProgram(ctx, g, prog, p)
+	}
 	if pl.gpu == nil {
 		res, err = g.Run(ctx, name, p, operators.CPU{})
 		return res, pl.noGPU, err

@@ -90,6 +90,9 @@ type putOptions struct {
 type query struct {
 	Graph string `json:"graph"`
 	Op    string `json:"op"`
+	// Program is a vertex program's text (docs/vertex-programs.md), run
+	// in place of an operator.
+	Program string `json:"program,omitempty"`
 	// Source is the start vertex's key, as a JSON string or integer; it
 	// hides Params.Source, which prepare fills from it.
 	Source keyText `json:"source,omitempty"`
@@ -107,6 +110,7 @@ func (q *query) graphName() *string { return &q.Graph }
 type exchangeOptions struct {
 	edgeOptions
 	Op        string  `json:"op"`
+	Program   string  `json:"program,omitempty"`
 	Source    keyText `json:"source,omitempty"`
 	BatchRows int     `json:"batch_rows,omitempty"`
 	operators.Params
@@ -115,7 +119,7 @@ type exchangeOptions struct {
 
 // query is the operator part of an exchange.
 func (o *exchangeOptions) query() query {
-	return query{Graph: o.Graph, Op: o.Op, Source: o.Source, BatchRows: o.BatchRows, Params: o.Params, set: o.set}
+	return query{Graph: o.Graph, Op: o.Op, Program: o.Program, Source: o.Source, BatchRows: o.BatchRows, Params: o.Params, set: o.set}
 }
 
 // keyText is a vertex key as text: a JSON string, or a JSON integer (so that
@@ -145,12 +149,12 @@ func (k *keyText) UnmarshalJSON(b []byte) error {
 // touched, and fills the parameters' defaults. maxIterations is the
 // server's ceiling on the iterations a query may ask for (<= 0: none).
 func (q *query) prepare(maxIterations int) (operators.Operator, error) {
-	if q.Op == "" {
+	if q.Op == "" && q.Program == "" {
 		return nil, usererr.New(usererr.Usage, "the query names no operator",
-			`add "op": one of `+strings.Join(operators.Names(), ", "))
+			`add "op": one of `+strings.Join(operators.Names(), ", ")+`, or "program": a vertex program's text`)
 	}
 	q.Params.Source = string(q.Source)
-	op, err := operators.Lookup(q.Op)
+	op, err := q.operator()
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +178,7 @@ func (q *query) prepare(maxIterations int) (operators.Operator, error) {
 		return nil, err
 	}
 	if op.Spec().NeedsSource && q.Params.Source == "" {
-		return nil, usererr.New(usererr.Usage, fmt.Sprintf("operator %s needs a source vertex", q.Op),
+		return nil, usererr.New(usererr.Usage, fmt.Sprintf("operator %s needs a source vertex", op.Spec().Name),
 			`add "source": KEY to the query`)
 	}
 	if q.BatchRows < 0 {

@@ -253,7 +253,7 @@ func TestUsageErrors(t *testing.T) {
 		args  []string
 		wants []string
 	}{
-		{[]string{"run", "--input", "e.txt"}, []string{"--op is required", "gpipe run --help"}},
+		{[]string{"run", "--input", "e.txt"}, []string{"--op or --program is required", "gpipe run --help"}},
 		{[]string{"run", "--op", "cc"}, []string{"--input is required"}},
 		{[]string{"run", "--input", "e.txt", "--op", "dijkstra"}, []string{`unknown operator "dijkstra"`, "bfs", "sssp", "pagerank", "cc", "sswp"}},
 		{[]string{"frobnicate"}, []string{`unknown command "frobnicate"`, "run", "gen", "bench", "devices"}},

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/urfave/cli/v2"
 
 	"github.com/gpipe/gpipe/ingest"
@@ -84,6 +85,7 @@ func genOutputFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "weighted", Usage: "add a weight column"},
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "edge table `PATH`: a file, DIR/ (part files), s3://BUCKET/KEY or s3://BUCKET/PREFIX/, or \"-\" (Arrow IPC stream on stdout)"},
 		&cli.StringFlag{Name: "output-format", Usage: "override the extension: parquet, arrow, arrows, csv, text (an edge list: src dst [weight] lines)"},
+		edgeColumnsFlag(),
 		checksumFlag(),
 		quietFlag(),
 	}, writeFlags()...)
@@ -110,6 +112,10 @@ func generate(c *cli.Context, e *env, g gen.Generator, what string, made *atomic
 			return err
 		}
 	}
+	extra, err := parseEdgeColumns(c)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	progress := newProgress(e.stderr, c.Bool("quiet"))
 	defer progress.Stop()
@@ -121,7 +127,10 @@ func generate(c *cli.Context, e *env, g gen.Generator, what string, made *atomic
 	defer t.Release()
 	written := new(atomic.Int64)
 	progress.Begin("writing "+c.String("output"), written, t.NumEdges())
-	if err := writeTable(c, e, t, opts, written); err != nil {
+	if extra != nil {
+		extra.prepare(t)
+	}
+	if err := writeTable(c, e, t, opts, written, extra); err != nil {
 		return err
 	}
 	progress.Stop()
@@ -134,7 +143,7 @@ func generate(c *cli.Context, e *env, g gen.Generator, what string, made *atomic
 // writeTable writes an edge table through the sink, record by record, or
 // as a whitespace edge list.
 // written counts the rows written so far.
-func writeTable(c *cli.Context, e *env, t *edges.Table, opts sink.Options, written *atomic.Int64) error {
+func writeTable(c *cli.Context, e *env, t *edges.Table, opts sink.Options, written *atomic.Int64, extra *edgeColumns) error {
 	out, format := c.String("output"), c.String("output-format")
 	if sep, ok := edgeListSeparator(out, format); ok {
 		if sink.IsDirectory(out) || objstore.IsRemote(out) {
@@ -150,35 +159,53 @@ func writeTable(c *cli.Context, e *env, t *edges.Table, opts sink.Options, writt
 		}
 		return writeEdgeList(c, out, t, sep, written)
 	}
-	w, err := sink.CreateContext(c.Context, out, t.Schema(), opts)
+	schema := t.Schema()
+	if extra != nil {
+		schema = extra.schema(schema)
+	}
+	w, err := sink.CreateContext(c.Context, out, schema, opts)
 	if err != nil {
 		return err
 	}
 	defer w.Abort()
 	rdr := t.RecordReader()
 	defer rdr.Release()
-	for rdr.Next() {
+	for chunk := 0; rdr.Next(); chunk++ {
 		rec := rdr.RecordBatch()
-		// A chunk is millions of rows: checking between pieces of it keeps
-		// an interrupt prompt. The pieces are the writer's batches or
-		// smaller, so the output is the same.
-		for lo := int64(0); lo < rec.NumRows(); lo += sink.DefaultIPCBatch {
-			if err := c.Context.Err(); err != nil {
-				return err
-			}
-			piece := rec.NewSlice(lo, min(lo+sink.DefaultIPCBatch, rec.NumRows()))
-			err := w.Write(piece)
-			written.Add(piece.NumRows())
-			piece.Release()
-			if err != nil {
-				return err
-			}
+		if extra != nil {
+			rec = extra.extend(rec, t.Chunks[chunk], schema)
+		}
+		err := writePieces(c, w, rec, written)
+		if extra != nil {
+			rec.Release() // the extended record is this loop's: one chunk's columns held at a time
+		}
+		if err != nil {
+			return err
 		}
 	}
 	if err := c.Context.Err(); err != nil {
 		return err
 	}
 	return w.Close()
+}
+
+// writePieces writes rec in pieces of the writer's batches or smaller (the
+// same output): a chunk is millions of rows, and checking for an interrupt
+// between pieces keeps it prompt. written counts the rows.
+func writePieces(c *cli.Context, w sink.Writer, rec arrow.RecordBatch, written *atomic.Int64) error {
+	for lo := int64(0); lo < rec.NumRows(); lo += sink.DefaultIPCBatch {
+		if err := c.Context.Err(); err != nil {
+			return err
+		}
+		piece := rec.NewSlice(lo, min(lo+sink.DefaultIPCBatch, rec.NumRows()))
+		err := w.Write(piece)
+		written.Add(piece.NumRows())
+		piece.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // edgeListSeparator says whether out (or format) is a whitespace edge list,

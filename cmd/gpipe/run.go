@@ -176,6 +176,7 @@ func runCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "result `PATH`: a file, DIR/ (part files), s3://BUCKET/KEY or s3://BUCKET/PREFIX/, " +
 				"or \"-\" (Arrow IPC stream on stdout); without it, a summary is printed"},
 			&cli.StringFlag{Name: "op", Usage: "operator: " + strings.Join(operators.Names(), ", ")},
+			&cli.StringFlag{Name: "program", Usage: "run the vertex program in `FILE` instead of an operator (docs/vertex-programs.md; examples/programs has CuSha's eight)"},
 			&cli.StringFlag{Name: "source", Aliases: []string{"s"}, Usage: "start vertex `KEY` for bfs, sssp and sswp, as it appears in the input"},
 			&cli.StringFlag{Name: "src-col", Value: "src", Usage: "source vertex column"},
 			&cli.StringFlag{Name: "dst-col", Value: "dst", Usage: "destination vertex column"},
@@ -224,6 +225,12 @@ func paramsFor(c *cli.Context, op string) (operators.Params, error) {
 	if err != nil {
 		return p, err
 	}
+	return paramsOf(c, o)
+}
+
+// paramsOf is paramsFor with the operator itself.
+func paramsOf(c *cli.Context, o operators.Operator) (operators.Params, error) {
+	p := paramsFrom(c)
 	var set []string
 	for _, f := range append(paramFlags(), &cli.StringFlag{Name: "source"}) {
 		if name := f.Names()[0]; c.IsSet(name) {
@@ -277,12 +284,19 @@ func runAction(c *cli.Context, e *env) error {
 	if c.NArg() > 0 {
 		return usererr.New(usererr.Usage, fmt.Sprintf("unexpected argument %q", c.Args().First()), "see 'gpipe run --help'")
 	}
-	for _, name := range []string{"input", "op"} {
-		if c.String(name) == "" {
-			return usererr.New(usererr.Usage, fmt.Sprintf("--%s is required", name), "see 'gpipe run --help'")
-		}
+	if c.String("input") == "" {
+		return usererr.New(usererr.Usage, "--input is required", "see 'gpipe run --help'")
 	}
-	params, err := paramsFor(c, c.String("op"))
+	prog, err := programFlag(c)
+	if err != nil {
+		return err
+	}
+	var params operators.Params
+	if prog != nil {
+		params, err = paramsOf(c, prog)
+	} else {
+		params, err = paramsFor(c, c.String("op"))
+	}
 	if err != nil {
 		return err
 	}
@@ -309,11 +323,12 @@ func runAction(c *cli.Context, e *env) error {
 	progress := newProgress(e.stderr, c.Bool("quiet"))
 	defer progress.Stop()
 	job := pipeline.Job{
-		Input:   c.String("input"),
-		Output:  c.String("output"),
-		Op:      c.String("op"),
-		Params:  params,
-		Backend: c.String("backend"), GPUs: c.Int("gpus"), Unweighted: c.Bool("unweighted"),
+		Input:    c.String("input"),
+		Output:   c.String("output"),
+		Op:       c.String("op"),
+		Params:   params,
+		Operator: prog,
+		Backend:  c.String("backend"), GPUs: c.Int("gpus"), Unweighted: c.Bool("unweighted"),
 		Load: pipeline.LoadOptions{
 			Columns: edges.Columns{
 				Src: c.String("src-col"), Dst: c.String("dst-col"), Weight: c.String("weight-col"),
@@ -328,6 +343,9 @@ func runAction(c *cli.Context, e *env) error {
 			Store: sinkOpts.Store,
 		},
 		Sink: sinkOpts,
+	}
+	if err := programColumn(c, prog, &job.Load.Columns); err != nil {
+		return err
 	}
 	// The operator's iterations show in the compute stage's progress line.
 	rep, err := pipeline.RunJob(operators.WithProgress(c.Context, progress.Iterated), job)

@@ -95,6 +95,11 @@ func cell(keys *convert.VertexKeys, c operators.Column, v uint32) string {
 			return ""
 		}
 		return summaryKey(keys.Format(c.Vertex[v]))
+	case operators.Int64Column:
+		if c.Valid != nil && c.Valid[v/8]&(1<<(v%8)) == 0 {
+			return ""
+		}
+		return strconv.FormatInt(c.Int64[v], 10)
 	}
 	return ""
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/gpipe/gpipe/operators"
 	"github.com/gpipe/gpipe/operators/gpuop"
 	"github.com/gpipe/gpipe/operators/multigpu"
+	"github.com/gpipe/gpipe/operators/vprog"
 )
 
 // Backend is a backend choice ("auto", "cpu", "gpu") opened before the input
@@ -120,6 +121,9 @@ func (b *Backend) BuildDevice(op operators.Operator) *gpuop.GPU {
 // Check fails at once when the backend cannot run op at all, before any
 // input is read: the GPU chosen for an operator it has no kernels for.
 func (b *Backend) Check(op operators.Operator) error {
+	if _, ok := op.(*vprog.Operator); ok {
+		return nil // a vertex program compiles for the GPU
+	}
 	if b.choice == "gpu" && len(gpuop.Strategies(op.Spec().Name)) == 0 {
 		return usererr.New(usererr.Backend, fmt.Sprintf("operator %s has no GPU implementation yet", op.Spec().Name),
 			"use --backend cpu (or auto) for it")
@@ -130,6 +134,10 @@ func (b *Backend) Check(op operators.Operator) error {
 // For picks the backend that runs spec's operator on g, and says why when
 // the choice was automatic.
 func (b *Backend) For(g *convert.Graph, op operators.Operator, p operators.Params) (operators.Backend, string, error) {
+	if vp, ok := op.(*vprog.Operator); ok {
+		be, reason := b.programBackend(vp)
+		return be, reason, nil
+	}
 	if b.choice != "cpu" && b.usable > 1 {
 		if reason, ok := b.spread(g, op, p); ok {
 			if b.multi == nil {

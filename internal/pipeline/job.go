@@ -25,11 +25,14 @@ type Job struct {
 	Input string
 	// Output is where the vertex table goes ("-" for an Arrow IPC stream on
 	// Sink.Stdout); empty means nowhere (the caller looks at Report.Result).
-	Output  string
-	Op      string
-	Params  operators.Params
-	Load    LoadOptions
-	Backend string // "auto" (default), "cpu" or "gpu"
+	Output string
+	Op     string
+	// Operator, where set, runs in place of Op's operator: a vertex
+	// program (operators/vprog), which Op does not name.
+	Operator operators.Operator
+	Params   operators.Params
+	Load     LoadOptions
+	Backend  string // "auto" (default), "cpu" or "gpu"
 	// GPUs is how many GPUs a run may spread over (0: every usable GPU,
 	// for large graphs; 1: one).
 	GPUs int
@@ -118,7 +121,7 @@ type Timings struct {
 // checked before any input is read, so a typo fails at once.
 func RunJob(ctx context.Context, job Job) (*Report, error) {
 	start := time.Now()
-	op, err := operators.Lookup(job.Op)
+	op, err := job.operator()
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +184,7 @@ func RunJob(ctx context.Context, job Job) (*Report, error) {
 
 	stage(job.Load, "compute")
 	computeStart := time.Now()
-	res, err := g.Run(ctx, job.Op, job.Params, runner)
+	res, err := g.RunOp(ctx, op, job.Params, runner)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +193,7 @@ func RunJob(ctx context.Context, job Job) (*Report, error) {
 	compute := time.Since(computeStart)
 
 	rep := &Report{
-		Input: job.Input, Output: job.Output, Op: job.Op,
+		Input: job.Input, Output: job.Output, Op: spec.Name,
 		Backend: res.Backend, Strategy: res.Strategy, StrategyReason: res.StrategyReason, BackendReason: reason,
 		RowsRead: g.RowsRead, RowsSkipped: g.Skipped.Total(), Skipped: g.Skipped,
 		Vertices: g.NumVertices(), Edges: g.NumEdges(), InputEdges: g.Stats.InputEdges,
@@ -219,6 +222,14 @@ func RunJob(ctx context.Context, job Job) (*Report, error) {
 	rep.PeakHostBytes = rusage.PeakRSS()
 	rep.release, kept = release, true
 	return rep, nil
+}
+
+// operator is the job's operator: Operator, or Op's.
+func (job Job) operator() (operators.Operator, error) {
+	if job.Operator != nil {
+		return job.Operator, nil
+	}
+	return operators.Lookup(job.Op)
 }
 
 // WriteResult writes res to output a batch at a time, each batch's columns

@@ -192,6 +192,13 @@ func (g *Graph) Run(ctx context.Context, op string, p operators.Params, b operat
 	if err != nil {
 		return nil, err
 	}
+	return g.RunOp(ctx, o, p, b)
+}
+
+// RunOp is Run with the operator itself (a vertex program's, which no
+// name looks up).
+func (g *Graph) RunOp(ctx context.Context, o operators.Operator, p operators.Params, b operators.Backend) (*Result, error) {
+	var err error
 	if err := o.Prepare(&p); err != nil {
 		return nil, err
 	}

@@ -45,6 +45,8 @@ func (r *Result) arrowType(c operators.Column) arrow.DataType {
 		return arrow.PrimitiveTypes.Float64
 	case operators.VertexColumn:
 		return r.Graph.Keys.ArrowType
+	case operators.Int64Column:
+		return arrow.PrimitiveTypes.Int64
 	}
 	panic(fmt.Sprintf("gpipe: result column %q has no type", c.Name))
 }
@@ -97,6 +99,8 @@ func (r *Result) Rows(mem memory.Allocator, lo, hi int) arrow.RecordBatch {
 				}
 			}
 			cols = append(cols, keysOf(mem, keys, c.Vertex[lo:hi]))
+		case operators.Int64Column:
+			cols = append(cols, int64Rows(mem, c, lo, hi))
 		}
 	}
 	rec := array.NewRecordBatch(r.Schema(), cols, int64(hi-lo))
@@ -344,6 +348,31 @@ func (r *Result) Unreached() int {
 			}
 			return k
 		})
+	case operators.Int64Column:
+		if c.Valid != nil {
+			count(func(lo, hi int) int { return hi - lo - bitutil.CountSetBits(c.Valid, lo, hi-lo) })
+		}
 	}
 	return int(n.Load())
+}
+
+// int64Rows is rows [lo, hi) of an Int64Column: its values, and its
+// validity bitmap where it has one (a vertex program's output with a null
+// value).
+func int64Rows(mem memory.Allocator, c operators.Column, lo, hi int) arrow.Array {
+	values := c.Int64[lo:hi]
+	if c.Valid == nil {
+		return wrap(mem, arrow.PrimitiveTypes.Int64, values, nil)
+	}
+	return wrap(mem, arrow.PrimitiveTypes.Int64, values, func(bits []byte, l, h int) (nulls int) {
+		for i := l; i < h; i++ {
+			if bitutil.BitIsSet(c.Valid, lo+i) {
+				bitutil.SetBit(bits, i)
+			} else {
+				bitutil.ClearBit(bits, i)
+				nulls++
+			}
+		}
+		return nulls
+	})
 }

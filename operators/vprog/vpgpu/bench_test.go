@@ -1,0 +1,180 @@
+package vpgpu
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpipe/gpipe/convert"
+	"github.com/gpipe/gpipe/gpu"
+	"github.com/gpipe/gpipe/ingest/gen"
+	"github.com/gpipe/gpipe/operators"
+	"github.com/gpipe/gpipe/operators/gpuop"
+	"github.com/gpipe/gpipe/operators/internal/optest"
+	"github.com/gpipe/gpipe/operators/vprog"
+)
+
+// TestBenchPrograms is the vertex programs' benchmark on a GPU machine
+// (GPIPE_VP_BENCH=1; GPIPE_BENCH_SCALE, 22 for the table): CuSha's
+// five programs gpipe has built in, as programs, against the built-in
+// operators on the Kronecker graph and the real graphs; NN, HS and CS
+// per virtual warp size beside the CPU. Times are the backends' own
+// (CUDA events; the CPU's wall clock), medians of three after a warm-up;
+// the table goes to the log and to $GPIPE_VP_BENCH_OUT.
+func TestBenchPrograms(t *testing.T) {
+	if os.Getenv("GPIPE_VP_BENCH") != "1" {
+		t.Skip("GPIPE_VP_BENCH=1 runs the benchmark")
+	}
+	c := device(t)
+	builtin := gpuop.NewGPU(c)
+	defer builtin.Close()
+	var rows []string
+	add := func(format string, args ...any) {
+		rows = append(rows, fmt.Sprintf(format, args...))
+		t.Log(rows[len(rows)-1])
+	}
+	add("| graph | algorithm | built-in (strategy) | ms | iterations | program (vwarp) | ms | iterations | ratio |")
+	add("|---|---|---|---|---|---|---|---|---|")
+	type bench struct {
+		name string
+		g    *convert.Graph
+	}
+	list := []bench{{fmt.Sprintf("kronecker-%d", optest.BenchScale()), optest.BenchGraph(t)}}
+	for _, rg := range optest.RealGraphs(t) {
+		if strings.HasSuffix(rg.Name, "/undirected") {
+			list = append(list, bench{rg.Name, rg.G})
+		}
+	}
+	pairs := [][2]string{{"bfs", "bfs"}, {"sssp", "sssp"}, {"pagerank", "pr"}, {"cc", "cc"}, {"sswp", "sswp"}}
+	for _, b := range list {
+		src := optest.BenchSources(b.g, 1)[0]
+		for _, pair := range pairs {
+			op, _ := operators.Lookup(pair[0])
+			bt, bres := median(t, builtin, op, b.g, src)
+			prog := &vprog.Operator{Prog: example(t, pair[1])}
+			pt, pres := median(t, Backend{Ctx: c}, prog, b.g, src)
+			add("| %s | %s | %s | %.2f | %d | %s | %.2f | %d | %.2f |", b.name, pair[0], bres.Strategy, ms(bt), bres.Iterations,
+				pres.StrategyReason[strings.LastIndex(pres.StrategyReason, ";")+2:], ms(pt), pres.Iterations, ms(pt)/ms(bt))
+		}
+	}
+	rows = append(rows, "")
+	benchSums(t, c, add)
+	if out := os.Getenv("GPIPE_VP_BENCH_OUT"); out != "" {
+		if err := os.WriteFile(out, []byte(strings.Join(rows, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// benchSums times NN, HS and CS on the Kronecker graph, per virtual warp
+// size, and on the CPU; HS and CS stop after 20 iterations.
+func benchSums(t *testing.T, c *gpu.Context, add func(string, ...any)) {
+	add("| graph | program | iterations | CPU ms | vwc (auto K) ms | vwc K=1 ms | vwc K=32 ms |")
+	add("|---|---|---|---|---|---|---|")
+	scale := optest.BenchScale()
+	// NN and HS on coefficients that sum below 0.9 into every vertex;
+	// CS on the benchmark graph's weights (any positive conductances).
+	scaled := sumGraph(t, scale)
+	for _, name := range []string{"nn", "hs", "cs"} {
+		g := scaled
+		if name == "cs" {
+			g = optest.BenchGraph(t)
+		}
+		p := example(t, name)
+		if name != "nn" {
+			var err error
+			if p, err = p.With(vprog.Options{MaxIterations: 20}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		in := vprog.Input{Graph: g, Source: int64(optest.BenchSources(g, 1)[0])}
+		start := time.Now()
+		want, err := vprog.RunCPU(context.Background(), p, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cpu := time.Since(start)
+		cells := []string{}
+		for _, k := range []int{0, 1, 32} {
+			var times []time.Duration
+			for i := 0; i < 4; i++ {
+				got, st, err := Run(context.Background(), c, p, in, Options{VWarp: k})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := same(p, got, want); err != nil {
+					t.Errorf("%s (vwarp %d): %v", name, st.VWarp, err)
+				}
+				if i > 0 {
+					times = append(times, st.Compute)
+				}
+			}
+			slices.Sort(times)
+			cells = append(cells, fmt.Sprintf("%.2f", ms(times[1])))
+		}
+		add("| kronecker-%d | %s | %d | %.1f | %s |", scale, name, want.Iterations, ms(cpu), strings.Join(cells, " | "))
+	}
+}
+
+// sumGraph is the undirected Kronecker graph of scale with gpipe gen's
+// hs_coeff column: 0.9·u/(deg(src)+deg(dst)).
+func sumGraph(t *testing.T, scale int) *convert.Graph {
+	ctx := context.Background()
+	tab, err := gen.Kronecker{Scale: scale, EdgeFactor: 16, Seed: 1}.Generate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deg := make([]int32, 1<<scale)
+	for _, ch := range tab.Chunks {
+		for i, s := range ch.Src.Int64 {
+			deg[s]++
+			deg[ch.Dst.Int64[i]]++
+		}
+	}
+	for ci := range tab.Chunks {
+		ch := &tab.Chunks[ci]
+		ch.Weight = make([]float64, len(ch.Src.Int64))
+		for i, s := range ch.Src.Int64 {
+			d := ch.Dst.Int64[i]
+			u := math.Mod(float64(s*7919+d*104729)*0.6180339887, 1)
+			ch.Weight[i] = 0.9 * (0.1 + 0.9*u) / float64(deg[s]+deg[d])
+		}
+	}
+	tab.HasWeight = true
+	g, err := convert.Build(ctx, tab, convert.BuildOptions{Undirected: true, Weighted: true, Weights: convert.FiniteWeights, BuildIn: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// median runs op on b once to warm up, then three times, and returns the
+// median of the results' compute times and the last result.
+func median(t *testing.T, b operators.Backend, op operators.Operator, g *convert.Graph, src uint32) (time.Duration, *operators.Result) {
+	t.Helper()
+	var times []time.Duration
+	var res *operators.Result
+	for i := 0; i < 4; i++ {
+		p := operators.Params{Source: "x"}
+		if err := op.Prepare(&p); err != nil {
+			t.Fatal(err)
+		}
+		r, err := b.Run(context.Background(), op, operators.Input{Graph: g, Source: src, Params: p})
+		if err != nil {
+			t.Fatalf("%s: %v", op.Spec().Name, err)
+		}
+		if i > 0 {
+			times = append(times, r.Compute)
+		}
+		res = r
+	}
+	slices.Sort(times)
+	return times[len(times)/2], res
+}

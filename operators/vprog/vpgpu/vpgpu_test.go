@@ -1,0 +1,189 @@
+package vpgpu
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpipe/gpipe/convert"
+	"github.com/gpipe/gpipe/gpu"
+	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/internal/usererr"
+	"github.com/gpipe/gpipe/operators/internal/optest"
+	"github.com/gpipe/gpipe/operators/vprog"
+)
+
+// device is the GPU of the tests; they skip without one (and fail under
+// GPIPE_REQUIRE_GPU=1).
+func device(t testing.TB) *gpu.Context {
+	t.Helper()
+	c, err := gpu.Default()
+	if err != nil {
+		if os.Getenv("GPIPE_REQUIRE_GPU") == "1" {
+			t.Fatalf("GPIPE_REQUIRE_GPU=1 but no GPU is usable: %v", err)
+		}
+		t.Skipf("no GPU: %v", err)
+	}
+	return c
+}
+
+func example(t testing.TB, name string) *vprog.Program {
+	t.Helper()
+	path := filepath.Join("..", "..", "..", "examples", "programs", name+".vp")
+	text, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := vprog.Parse(path, string(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// scaled gives each edge a weight below 0.9/(deg(u)+deg(v)), so that HS
+// and NN converge (as gpipe gen --edge-columns does).
+func scaled(s optest.Shape) optest.Shape {
+	deg := map[int64]int{}
+	for _, e := range s.Edges {
+		deg[e.U]++
+		deg[e.V]++
+	}
+	out := optest.Shape{Name: s.Name + "/scaled"}
+	for i, e := range s.Edges {
+		frac := 0.1 + 0.8*math.Mod(float64(i)*0.6180339887, 1)
+		out.Edges = append(out.Edges, optest.Edge{U: e.U, V: e.V, W: frac / float64(deg[e.U]+deg[e.V])})
+	}
+	return out
+}
+
+type graphCase struct {
+	name   string
+	g      *convert.Graph
+	scaled bool
+}
+
+func graphs(t *testing.T) []graphCase {
+	var list []graphCase
+	for _, s := range optest.Shapes(t) {
+		if s.Negative {
+			continue
+		}
+		for _, directed := range []bool{true, false} {
+			list = append(list,
+				graphCase{fmt.Sprintf("%s/directed=%v", s.Name, directed), optest.BuildGraph(t, s, directed, true, edges.KeyInt64), false},
+				graphCase{fmt.Sprintf("%s/directed=%v/scaled", s.Name, directed), optest.BuildGraph(t, scaled(s), directed, true, edges.KeyInt64), true})
+		}
+	}
+	for _, rg := range optest.RealGraphs(t) {
+		list = append(list, graphCase{"real/" + rg.Name, rg.G, false})
+	}
+	return list
+}
+
+// TestExamplesGPU runs the eight examples on the GPU with several virtual
+// warp sizes and compares them with the CPU's runs: integer programs
+// exactly (and their iterations), float ones within their tolerance.
+func TestExamplesGPU(t *testing.T) {
+	c := device(t)
+	progs := map[string]*vprog.Program{}
+	for _, name := range []string{"bfs", "sssp", "pr", "cc", "sswp", "nn", "hs", "cs"} {
+		p := example(t, name)
+		if name == "hs" || name == "cs" {
+			var err error
+			if p, err = p.With(vprog.Options{MaxIterations: 300}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		progs[name] = p
+	}
+	for _, gc := range graphs(t) {
+		srcs := optest.SourcesOf(gc.g)
+		if len(srcs) == 0 {
+			continue
+		}
+		src := int64(srcs[len(srcs)-1])
+		for name, p := range progs {
+			if (name == "nn" || name == "hs") && !gc.scaled {
+				continue
+			}
+			in := vprog.Input{Graph: gc.g, Source: src}
+			want, err := vprog.RunCPU(context.Background(), p, in)
+			if err != nil {
+				t.Fatalf("%s: %s on the CPU: %v", gc.name, name, err)
+			}
+			vwarps := []int{0, 1, 32}
+			if strings.HasPrefix(gc.name, "real/") {
+				vwarps = vwarps[:1]
+			}
+			for _, k := range vwarps {
+				got, st, err := Run(context.Background(), c, p, in, Options{VWarp: k})
+				if err != nil {
+					t.Fatalf("%s: %s on the GPU (vwarp %d): %v", gc.name, name, k, err)
+				}
+				if err := same(p, got, want); err != nil {
+					t.Errorf("%s: %s on the GPU (vwarp %d): %v", gc.name, name, st.VWarp, err)
+				}
+			}
+		}
+	}
+}
+
+// same compares a GPU outcome with the CPU's.
+func same(p *vprog.Program, got, want *vprog.Outcome) error {
+	exact := true
+	for k, f := range p.Vertex {
+		if f.Type.IsFloat() {
+			exact = false
+			if err := closeFloats(got.Vertex[k].Float, want.Vertex[k].Float, p.Tolerance); err != nil {
+				return fmt.Errorf("field %s: %v", f.Name, err)
+			}
+			continue
+		}
+		for i, x := range want.Vertex[k].Int {
+			if got.Vertex[k].Int[i] != x {
+				return fmt.Errorf("field %s, vertex %d: %d, the CPU's %d", f.Name, i, got.Vertex[k].Int[i], x)
+			}
+		}
+	}
+	if exact && (got.Iterations != want.Iterations || got.Converged != want.Converged) {
+		return fmt.Errorf("%d iterations (converged %v), the CPU's %d (%v)", got.Iterations, got.Converged, want.Iterations, want.Converged)
+	}
+	return nil
+}
+
+// closeFloats compares within 1000 tolerances, or 1e-5 of the value:
+// sums in another order may stop a vertex an iteration sooner or later.
+// Programs without a tolerance (sssp, sswp: min and max) are exact.
+func closeFloats(got, want []float64, tol float64) error {
+	for i, w := range want {
+		g := got[i]
+		if g == w || tol > 0 && math.Abs(g-w) <= math.Max(1000*tol, 1e-5*math.Abs(w)) {
+			continue
+		}
+		return fmt.Errorf("vertex %d: %v, the CPU's %v", i, g, w)
+	}
+	return nil
+}
+
+// TestFaultGPU checks that a division by zero on the GPU is the error the
+// CPU gives: the program's line and column, and a vertex.
+func TestFaultGPU(t *testing.T) {
+	c := device(t)
+	g := optest.BuildGraph(t, optest.Shapes(t)[3], true, true, edges.KeyInt64)
+	text := "program t\nvertex x float64 = 1 output\ncompute { atomicAdd(local.x, src.x / (src.x - 1)) }\nupdate_condition { return false }"
+	p, err := vprog.Parse("bad.vp", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = Run(context.Background(), c, p, vprog.Input{Graph: g, Source: -1}, Options{VWarp: 4})
+	if usererr.KindOf(err) != usererr.Input || !strings.HasPrefix(fmt.Sprint(err), "bad.vp, line 3: column 36: division by zero at vertex ") {
+		t.Fatalf("%v, want the division by zero at bad.vp line 3 column 36", err)
+	}
+}
+
+func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
