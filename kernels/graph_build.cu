@@ -172,11 +172,39 @@ extern "C" __global__ void __launch_bounds__(THREADS) gb_compact(const u64* __re
 // sentinel, the largest value of 2·bits bits (a self loop of vertex
 // 2^bits − 1, which no stored entry is), counted into *self.
 
+//
+// EntriesArgs are gb_entries_*'s arguments, one struct (operators/gpuop/
+// build_keys.go's entriesArgs mirrors it field by field): table is the
+// bitmap's words (with rank) or the n sorted distinct keys.
+template <typename T>
+struct EntriesArgs {
+    const T* src;
+    const T* dst;
+    const double* w;
+    const u64* table;
+    const unsigned* rank;
+    u64* keys;
+    double* vals;
+    u64* self;
+    u64 m, lo, n;
+    unsigned bits;
+    int undirected;
+};
+
 template <typename T, bool BITMAP>
-__device__ __forceinline__ void make_entries(const T* __restrict__ src, const T* __restrict__ dst, const double* __restrict__ w,
-                                             u64 m, u64 lo, const u64* __restrict__ table, const unsigned* __restrict__ rank,
-                                             u64 n, unsigned bits, int undirected, u64* keys, double* vals, u64* self)
+__device__ __forceinline__ void make_entries(const EntriesArgs<T>& a)
 {
+    const T* __restrict__ src = a.src;
+    const T* __restrict__ dst = a.dst;
+    const double* __restrict__ w = a.w;
+    const u64* __restrict__ table = a.table;
+    const unsigned* __restrict__ rank = a.rank;
+    const u64 m = a.m, lo = a.lo, n = a.n;
+    const unsigned bits = a.bits;
+    const int undirected = a.undirected;
+    u64* keys = a.keys;
+    double* vals = a.vals;
+    u64* self = a.self;
     const u64 sentinel = bits >= 32 ? ~0ull : (1ull << (2 * bits)) - 1;
     u64 loops = 0;
     GRID_STRIDE(i, m) {
@@ -218,17 +246,13 @@ __device__ __forceinline__ void make_entries(const T* __restrict__ src, const T*
     {                                                                                                                       \
         endpoints<T>(src, dst, m, lo, out);                                                                                 \
     }                                                                                                                       \
-    extern "C" __global__ void __launch_bounds__(THREADS)                                                                   \
-        gb_entries_bitmap_##SUFFIX(const T* src, const T* dst, const double* w, u64 m, u64 lo, const u64* words,            \
-                                   const unsigned* rank, unsigned bits, int undirected, u64* keys, double* vals, u64* self) \
+    extern "C" __global__ void __launch_bounds__(THREADS) gb_entries_bitmap_##SUFFIX(EntriesArgs<T> a)                       \
     {                                                                                                                       \
-        make_entries<T, true>(src, dst, w, m, lo, words, rank, 0, bits, undirected, keys, vals, self);                      \
+        make_entries<T, true>(a);                                                                                           \
     }                                                                                                                       \
-    extern "C" __global__ void __launch_bounds__(THREADS)                                                                   \
-        gb_entries_sorted_##SUFFIX(const T* src, const T* dst, const double* w, u64 m, u64 lo, const u64* distinct, u64 n,  \
-                                   unsigned bits, int undirected, u64* keys, double* vals, u64* self)                       \
+    extern "C" __global__ void __launch_bounds__(THREADS) gb_entries_sorted_##SUFFIX(EntriesArgs<T> a)                       \
     {                                                                                                                       \
-        make_entries<T, false>(src, dst, w, m, lo, distinct, nullptr, n, bits, undirected, keys, vals, self);               \
+        make_entries<T, false>(a);                                                                                          \
     }
 
 KEY_KERNELS(i32, int)

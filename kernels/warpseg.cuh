@@ -245,6 +245,15 @@ __device__ __forceinline__ unsigned* ws_sent(const WSArgs<P>& a, unsigned t) {
     return a.sent + (t & 1u ? a.n / 32 + 1 : 0);
 }
 
+// WSNext is where an iteration's activations go: the activeness words of
+// iteration t + 1 (next) and its round queues (rounds, counted in count).
+struct WSNext {
+    unsigned t;
+    unsigned* next;
+    vid_t* rounds;
+    unsigned* count;
+};
+
 // Activates the groups in the rows the lanes with take set own (each row's
 // targets are groups: vertices when R = 1), queueing the rounds they open;
 // a hub gets the lane's vertex's message (value now, weights w) instead.
@@ -252,9 +261,11 @@ __device__ __forceinline__ unsigned* ws_sent(const WSArgs<P>& a, unsigned t) {
 // must call it.
 template <class P>
 __device__ __forceinline__ unsigned ws_activate(const WSArgs<P>& a, Rows rows, long long r, bool take, typename P::Value now,
-                                                unsigned log_r, const unsigned* hub_mask, unsigned t, unsigned* next,
-                                                vid_t* next_rounds, unsigned* count, unsigned& improved)
+                                                unsigned log_r, const WSNext& to, unsigned& improved)
 {
+    const unsigned* hub_mask = a.hub_mask;
+    const unsigned t = to.t;
+    unsigned* next = to.next;
     typedef typename P::Value V;
     EdgeArray<typename P::Weight> w{a.act_weights};
     eid_t first = 0;
@@ -279,7 +290,7 @@ __device__ __forceinline__ unsigned ws_activate(const WSArgs<P>& a, Rows rows, l
                 opened = ws_set_active(g, log_r, next);
             }
         }
-        ws_queue_rounds(opened, ((long long)g << log_r) >> 5, t, a.stamp, next_rounds, count);
+        ws_queue_rounds(opened, ((long long)g << log_r) >> 5, t, a.stamp, to.rounds, to.count);
     }
     return total;
 }
@@ -410,12 +421,13 @@ __device__ __forceinline__ void ws_round(const WSArgs<P>& a, long long r, bool i
     hub = len > a.hub_degree;
     ws_queue_hubs(hub, row, len, WS_ACT, a.queue, queued);
     unsigned improved = 0;
-    unsigned walked = ws_activate(a, a.act, row, lead && !hub, now, log_r, a.hub_mask, t, next, next_rounds, next_count, improved);
+    const WSNext to{t, next, next_rounds, next_count};
+    unsigned walked = ws_activate(a, a.act, row, lead && !hub, now, log_r, to, improved);
     if (a.act_in.offs) {
         len = near ? a.act_in.offs[v + 1] - a.act_in.offs[v] : 0;
         hub = len > a.hub_degree;
         ws_queue_hubs(hub, v, len, WS_ACT_IN, a.queue, queued);
-        walked += ws_activate(a, a.act_in, v, near && !hub, now, 0, a.hub_mask, t, next, next_rounds, next_count, improved);
+        walked += ws_activate(a, a.act_in, v, near && !hub, now, 0, to, improved);
     }
     tally.active += improved;
     if (lane == 0) tally.walked += walked;

@@ -121,6 +121,9 @@ void launch(void (*kernel)(K...), unsigned blocks, unsigned threads, A... args) 
 }  // namespace emu
 
 inline void __syncthreads() { emu::block_barrier->arrive_and_wait(); }
+// A fence over all memory (common.cuh's last_block orders every thread's
+// writes before its ticket).
+inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 inline void __syncwarp(unsigned = 0xffffffffu) { emu::warp().bar.arrive_and_wait(); }
 
 template <typename T>

@@ -267,12 +267,17 @@ Graph device(const std::vector<T>& src, const std::vector<T>& dst, const std::ve
         scalars[3] = 0;
         double* v = o.weighted ? (double*)vals.data() : nullptr;
         const double* w = o.weighted ? wt.data() : nullptr;
-        if (*used_bitmap)
-            emu::launch(K::entries_bitmap, grid_for(m), TPB, src.data(), dst.data(), w, m, lo, (const u64*)words.data(),
-                        (const unsigned*)rank.data(), (unsigned)bits, (int)o.undirected, keys.data(), v, &scalars[3]);
-        else
-            emu::launch(K::entries_sorted, grid_for(m), TPB, src.data(), dst.data(), w, m, lo, (const u64*)distinct.data(), n,
-                        (unsigned)bits, (int)o.undirected, keys.data(), v, &scalars[3]);
+        EntriesArgs<T> a{src.data(), dst.data(), w, nullptr, nullptr, keys.data(), v, &scalars[3], m, lo, 0,
+                         (unsigned)bits, (int)o.undirected};
+        if (*used_bitmap) {
+            a.table = (const u64*)words.data();
+            a.rank = (const unsigned*)rank.data();
+            emu::launch(K::entries_bitmap, grid_for(m), TPB, a);
+        } else {
+            a.table = (const u64*)distinct.data();
+            a.n = n;
+            emu::launch(K::entries_sorted, grid_for(m), TPB, a);
+        }
     }
     g.self = scalars[3];
     u64 *ka = keys.data(), *kb = keys2.data(), *va = vals.data(), *vb = vals2.data();

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"math/bits"
+	"structs"
 	"time"
 
 	"github.com/gpipe/gpipe/convert"
@@ -332,13 +333,17 @@ func (d *devBuild) entries(c columns, rn renumbering, lo uint64, idBits int, sca
 	}
 	undirected := Flag(d.opts.Undirected)
 	self := gpu.DevicePtr(scalars.Ptr() + scalarSelfLoops*8)
-	if rn.words != nil {
-		err = d.launch("gb_entries_bitmap_"+d.suffix, d.m, c.src, c.dst, w, uint64(d.m), lo, rn.words, rn.rank,
-			uint32(idBits), undirected, e.keys, vals, self)
-	} else {
-		err = d.launch("gb_entries_sorted_"+d.suffix, d.m, c.src, c.dst, w, uint64(d.m), lo, rn.distinct, uint64(rn.n),
-			uint32(idBits), undirected, e.keys, vals, self)
+	a := entriesArgs{
+		src: c.src.Ptr(), dst: c.dst.Ptr(), w: w, keys: e.keys.Ptr(), vals: vals, self: self,
+		m: uint64(d.m), lo: lo, bits: uint32(idBits), undirected: undirected,
 	}
+	name := "gb_entries_sorted_" + d.suffix
+	if rn.words != nil {
+		name, a.table, a.rank = "gb_entries_bitmap_"+d.suffix, rn.words.Ptr(), rn.rank.Ptr()
+	} else {
+		a.table, a.n = rn.distinct.Ptr(), uint64(rn.n)
+	}
+	err = d.launch(name, d.m, gpu.Args(&a))
 	if err != nil {
 		return e, 0, err
 	}
@@ -347,4 +352,16 @@ func (d *devBuild) entries(c columns, rn renumbering, lo uint64, idBits int, sca
 		return e, 0, err
 	}
 	return e, int64(loops[0]), nil
+}
+
+// entriesArgs mirrors kernels/graph_build.cu's EntriesArgs, field by field:
+// the arguments of gb_entries_* (table: the bitmap's words with rank, or
+// the n sorted distinct keys).
+type entriesArgs struct {
+	_                        structs.HostLayout
+	src, dst, w, table, rank gpu.DevicePtr
+	keys, vals, self         gpu.DevicePtr
+	m, lo, n                 uint64
+	bits                     uint32
+	undirected               int32
 }
