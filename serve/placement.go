@@ -122,6 +122,14 @@ func (pl *placement) run(ctx context.Context, g *pipeline.Graph, op operators.Op
 	if err != nil { // the operator has no GPU implementation
 		return pl.elsewhere(ctx, g, op, p, err)
 	}
+	if d, ok := pl.gpu.(deviceGPU); ok && pl.choice == "auto" {
+		// The cost model, per query, with the GPU open: a query the CPU
+		// answers sooner (a small graph) runs there.
+		if cpu, why := pipeline.CheaperOnCPU(d.GPU, g.Graph, op, p); cpu {
+			res, err = g.Run(ctx, name, p, operators.CPU{})
+			return res, "ran on the CPU: " + why, err
+		}
+	}
 	pl.runs.RLock()
 	free, total, err := pl.gpu.MemInfo()
 	if err == nil && need > total {

@@ -334,6 +334,10 @@ func reportRun(c *cli.Context, e *env, rep *pipeline.Report) error {
 	for _, n := range rep.Notes {
 		fmt.Fprintf(e.stderr, "gpipe: note: %s\n", n)
 	}
+	if pipeline.ByCostModel(rep.BackendReason) && !c.Bool("json") && !c.Bool("quiet") {
+		// auto weighed a usable GPU against the CPU: both estimates.
+		fmt.Fprintf(e.stderr, "gpipe: %s ran it: %s\n", rep.Backend, rep.BackendReason)
+	}
 	if c.Bool("json") {
 		enc := json.NewEncoder(e.stderr)
 		if err := enc.Encode(rep); err != nil {
