@@ -18,8 +18,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/gpipe/gpipe"
-	"github.com/gpipe/gpipe/operators/cost"
 	"github.com/gpipe/gpipe/internal/pipeline"
+	"github.com/gpipe/gpipe/operators/cost"
 )
 
 // edge is one row of a test table: keys as text, a weight.

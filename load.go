@@ -11,9 +11,9 @@ import (
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/ingest/arrowipc"
 	"github.com/gpipe/gpipe/ingest/edges"
-	"github.com/gpipe/gpipe/operators/cost"
 	"github.com/gpipe/gpipe/internal/pipeline"
 	"github.com/gpipe/gpipe/internal/usererr"
+	"github.com/gpipe/gpipe/operators/cost"
 )
 
 // LoadOptions say how an edge table is read and where its graph runs.
@@ -79,7 +79,8 @@ func Load(ctx context.Context, input string, opts LoadOptions) (*Graph, error) {
 		return nil, err
 	}
 	// The GPU's set-up runs while the input is read (where it may pay).
-	b.Start(nil, pipeline.RowsAtMost(input, opts.Format), opts.Undirected)
+	rows, later := pipeline.InputRows(input, opts.Format)
+	b.Start(nil, rows, later, opts.Undirected)
 	g, err := pipeline.Load(ctx, input, lo)
 	if err != nil {
 		return nil, libraryError(err)

@@ -21,6 +21,8 @@
 #                     with the GPU's own auto strategy
 #   COLD="wikivote"   the graphs whose every row also runs cold (the JIT
 #                     cache is the machine's, not a graph's: one graph shows it)
+#   ROWS=all          or "default cpu": only those two rows (a check of
+#                     auto's choices against a table measured before)
 # OUTDIR gets runs.jsonl (a line a run: the case, the wall time and
 # gpipe's --json report) and table.md, which is printed last. The
 # generated graphs (Parquet, zstd, as gpipe gen writes them) are made once
@@ -33,8 +35,9 @@ mkdir -p "$work"
 RUNS=${RUNS:-3}
 GRAPHS=${GRAPHS:-"rome99 luxembourg facebook wikivote enron hepph slashdot twitter grid2048 k22 k24"}
 OPS=${OPS:-"bfs sssp sswp pagerank cc"}
-ALL_STRATEGIES=${ALL_STRATEGIES:-$GRAPHS}
-COLD=${COLD:-wikivote}
+ALL_STRATEGIES=${ALL_STRATEGIES-$GRAPHS}
+COLD=${COLD-wikivote}
+ROWS=${ROWS:-all}
 
 # graph: file, flags (the data's own: undirected where the file lists each
 # edge once for both directions).
@@ -125,7 +128,9 @@ for g in $GRAPHS; do
 		[[ $op == bfs || $op == sssp || $op == sswp ]] && args+=(--source "$src")
 		case_ "$g" "$op" default "${args[@]}"
 		case_ "$g" "$op" cpu "${args[@]}" --backend cpu
-		if [[ " $ALL_STRATEGIES " == *" $g "* ]]; then
+		if [ "$ROWS" != all ]; then
+			continue
+		elif [[ " $ALL_STRATEGIES " == *" $g "* ]]; then
 			for s in ${strategies[$op]}; do
 				case_ "$g" "$op" "$s" "${args[@]}" --backend gpu --strategy "$s"
 			done

@@ -15,6 +15,7 @@ import (
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/kernels"
 	"github.com/gpipe/gpipe/operators"
+	"github.com/gpipe/gpipe/operators/cost"
 	"github.com/gpipe/gpipe/operators/gpuop"
 )
 
@@ -54,9 +55,10 @@ func (d deviceGPU) MemInfo() (free, total int64, err error) { return d.Device().
 
 // placement places the server's runs.
 type placement struct {
-	choice string    // "auto", "cpu" or "gpu"
-	gpu    gpuDevice // nil: the CPU only
-	noGPU  string    // under auto without a GPU: why there is none
+	choice string      // "auto", "cpu" or "gpu"
+	gpu    gpuDevice   // nil: the CPU only
+	noGPU  string      // under auto without a GPU: why there is none
+	model  *cost.Model // auto's per query; nil: the GPU's own
 
 	// runs is held shared by each run on the GPU, and exclusively by a run
 	// that needs the GPU to itself to make room.
@@ -69,8 +71,8 @@ type placement struct {
 
 // newPlacement places runs by a backend choice that pipeline.OpenBackend
 // accepted, on dev when it is given (tests), else on the process's GPU.
-func newPlacement(choice string, dev gpuDevice) *placement {
-	pl := &placement{choice: choice, gpu: dev, used: map[*convert.Graph]time.Time{}}
+func newPlacement(choice string, dev gpuDevice, model *cost.Model) *placement {
+	pl := &placement{choice: choice, gpu: dev, model: model, used: map[*convert.Graph]time.Time{}}
 	if pl.choice == "" {
 		pl.choice = "auto"
 	}
@@ -125,7 +127,7 @@ func (pl *placement) run(ctx context.Context, g *pipeline.Graph, op operators.Op
 	if d, ok := pl.gpu.(deviceGPU); ok && pl.choice == "auto" {
 		// The cost model, per query, with the GPU open: a query the CPU
 		// answers sooner (a small graph) runs there.
-		if cpu, why := pipeline.CheaperOnCPU(d.GPU, g.Graph, op, p); cpu {
+		if cpu, why := pipeline.CheaperOnCPU(d.GPU, pl.model, g.Graph, op, p); cpu {
 			res, err = g.Run(ctx, name, p, operators.CPU{})
 			return res, "ran on the CPU: " + why, err
 		}

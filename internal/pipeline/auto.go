@@ -9,8 +9,8 @@ import (
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/ingest"
 	"github.com/gpipe/gpipe/ingest/edges"
-	"github.com/gpipe/gpipe/operators/cost"
 	"github.com/gpipe/gpipe/operators"
+	"github.com/gpipe/gpipe/operators/cost"
 	"github.com/gpipe/gpipe/operators/gpuop"
 )
 
@@ -29,80 +29,94 @@ import (
 //     the CPU the edges' copy back where the GPU built the graph).
 
 // Start begins the GPU's set-up for a job of op whose input has at most
-// rows rows (rows < 0: unknown), when a GPU may run it: at once under
-// gpu, and under auto unless the cost model says the CPU is cheaper for
-// so small a table even with a GPU set up already.
-func (b *Backend) Start(op operators.Operator, rows int64, undirected bool) {
+// rows rows (InputRows): at once under gpu; under auto where the cost
+// model finds the whole job cheaper on the GPU, its set-up counted less
+// what the read hides, or where the rows cannot be told (standard input).
+// A Parquet input's reader tells its rows before it decodes any, and the
+// placement decides then (Placement.StreamTo).
+func (b *Backend) Start(op operators.Operator, rows int64, later, undirected bool) {
 	switch {
 	case b.choice == "gpu":
 		b.begin(true)
-	case b.choice != "auto" || !hasGPU(op):
-	case rows < 0 || b.gpuMayPay(op, rows, undirected):
+	case b.choice != "auto" || !hasGPU(op) || later:
+	case rows < 0:
 		b.begin(true)
+	default:
+		m := b.model()
+		if cpu, gpu := b.jobEstimates(m, op, rows, undirected, m.Read(rows)); gpu < cpu {
+			b.begin(true)
+		}
 	}
 }
 
-// gpuMayPay says whether a job of op over a table of rows rows might run
-// faster on the GPU, its set-up aside: the whole job on each side for a
-// graph of average degree 8 (a small-world graph, the GPU's better case).
-func (b *Backend) gpuMayPay(op operators.Operator, rows int64, undirected bool) bool {
-	m := b.model()
+// jobEstimates are the cost model's estimates of a job of op over a
+// table of rows rows before its graph is built, on the host and on the
+// GPU: the builds, and the run (the GPU's best strategy) on a graph of
+// average degree 8; on the GPU, the set-up not yet sunk, less readLeft
+// seconds of reading still to come that hide it. op nil: the builds alone.
+func (b *Backend) jobEstimates(m *cost.Model, op operators.Operator, rows int64, undirected bool, readLeft float64) (cpu, gpu float64) {
 	edges := rows
 	if undirected {
 		edges *= 2
 	}
-	s := cost.Shape{Vertices: max(edges/8, 1), Edges: edges, AvgDegree: 8, MaxDegree: 1 << 20}
-	cpu := m.HostBuild(rows, undirected)
-	gpu := m.DeviceBuild(rows, 16, undirected)
-	if op != nil {
-		name := op.Spec().Name
-		run, _ := m.CPU(name, s, 1)
-		cpu += run
-		gpu += m.Result(s.Vertices, cost.ResultBytes(name))
-		ranked := m.Rank(name, gpuop.Strategies(name), s, 1)
-		if len(ranked) > 0 && ranked[0].Known {
-			gpu += ranked[0].Seconds
-		}
+	weighted := op != nil && op.Spec().Weighted
+	cpu = m.HostBuild(rows, undirected, weighted)
+	gpu = max(b.fixedLeft(m)-readLeft, 0) + m.DeviceBuild(rows, 24, undirected)
+	if op == nil {
+		return cpu, gpu
 	}
-	return gpu < cpu
+	name := op.Spec().Name
+	s := cost.Shape{Vertices: max(edges/8, 1), Edges: edges, AvgDegree: 8, MaxDegree: 1 << 20}
+	run, _ := m.CPU(name, s, 1)
+	cpu += run
+	gpu += m.Result(s.Vertices, cost.ResultBytes(name))
+	if ranked := m.Rank(name, gpuop.Strategies(name), s, 1); len(ranked) > 0 && ranked[0].Known {
+		gpu += ranked[0].Seconds
+	}
+	return cpu, gpu
 }
 
-// RowsAtMost is an upper bound of the rows of the input at path in format
+// fixedLeft is what the GPU's set-up still adds to the job: all of it and
+// the process's longer end where it has not begun; once begun, what is
+// left of it (a job that chose the CPU then would still wait for it as it
+// ends).
+func (b *Backend) fixedLeft(m *cost.Model) float64 {
+	if b.opened() != nil {
+		return 0
+	}
+	_, elapsed := gpuOpening()
+	if elapsed < 0 {
+		return m.Fixed()
+	}
+	return m.SetupLeft(elapsed.Seconds())
+}
+
+// InputRows is an upper bound of the rows of the input at path in format
 // (empty: from the extension), from its size: a text row takes at least 4
 // bytes ("1 2\n"), an Arrow IPC row at least 8 (two int32 keys); -1 where
-// it cannot say (standard input, Parquet, whose pages may compress a row
-// to a bit: its reader tells the rows before it decodes any, Placer).
-func RowsAtMost(path, format string) int64 {
+// it cannot say (standard input, a directory), with later where the reader
+// tells the rows before it decodes any (Parquet, whose pages may compress
+// a row to a bit).
+func InputRows(path, format string) (rows int64, later bool) {
 	if path == "-" {
-		return -1
+		return -1, false
 	}
 	if format == "" {
 		format, _ = ingest.FormatOf(path)
 	}
 	st, err := os.Stat(path)
 	if err != nil || !st.Mode().IsRegular() {
-		return -1
+		return -1, false
 	}
 	switch format {
 	case ingest.FormatText, ingest.FormatCSV, ingest.FormatTSV, ingest.FormatMTX:
-		return st.Size() / 4
+		return st.Size() / 4, false
 	case ingest.FormatArrowFile, ingest.FormatArrowStream:
-		return st.Size() / 8
+		return st.Size() / 8, false
+	case ingest.FormatParquet:
+		return -1, true
 	}
-	return -1
-}
-
-// setupLeft is what the cost model expects of the GPU's set-up still to
-// come, 0 once the backend's is done.
-func (b *Backend) setupLeft(m *cost.Model) float64 {
-	if b.opened() != nil {
-		return 0
-	}
-	_, elapsed := gpuOpening()
-	if elapsed < 0 {
-		return m.SetupLeft(-1)
-	}
-	return m.SetupLeft(elapsed.Seconds())
+	return -1, false
 }
 
 // Placer places a job's build (LoadOptions.Place): on the GPU under gpu,
@@ -113,66 +127,71 @@ func (b *Backend) Placer(op operators.Operator, undirected bool) *Placement {
 	if b.choice == "cpu" || !hasGPU(op) {
 		return nil
 	}
-	return &Placement{b: b, undirected: undirected}
+	return &Placement{b: b, op: op, undirected: undirected}
 }
 
 // Placement is where a graph is built (LoadOptions.Place).
 type Placement struct {
 	b          *Backend
+	op         operators.Operator
 	undirected bool
-	// decided is set once the rows are known, under mu (the upload's
-	// goroutine and the build may ask at once): gpu (nil: the host) and
-	// why the host builds.
+	// Decided once the rows are known, under mu (the upload's goroutine
+	// and the build may ask at once): onGPU, or why the host builds.
 	mu      sync.Mutex
 	decided bool
-	gpu     *gpuop.GPU
+	onGPU   bool
 	why     string
 }
 
 // StreamTo is the GPU a table of rows rows is copied to while it is read
 // (gpuop.NewColumnUploadTo), nil where the host builds it. It decides the
-// build's place, and waits for the GPU where that is the GPU.
+// build's place, the read still to come hiding the set-up, and waits for
+// the GPU where that is the GPU: on the upload's goroutine, which the job
+// does not wait for.
 func (pl *Placement) StreamTo(rows int64) *gpuop.GPU {
-	pl.decide(rows)
-	return pl.gpu
+	if !pl.place(rows, pl.b.model().Read(rows)) {
+		return nil
+	}
+	g, _ := pl.b.waitGPU(false)
+	return g
 }
 
 // BuildOn is the GPU to build t's graph on, or nil and why the host builds
 // it: decided by StreamTo where the reader told the rows, else now.
 func (pl *Placement) BuildOn(t *edges.Table) (*gpuop.GPU, string) {
-	pl.decide(t.NumEdges())
-	return pl.gpu, pl.why
+	if !pl.place(t.NumEdges(), 0) {
+		return nil, pl.why
+	}
+	g, err := pl.b.waitGPU(true)
+	if err != nil {
+		return nil, "no usable GPU: " + err.Error()
+	}
+	return g, ""
 }
 
-// decide places the build of rows rows, once: the GPU under gpu; under
-// auto the GPU where its build, with the set-up left, costs less than the
-// host's. A GPU that cannot be used places it on the host, saying why.
-func (pl *Placement) decide(rows int64) {
+// place decides, once, whether a table of rows rows is built on the GPU:
+// under gpu always; under auto where the cost model finds the job cheaper
+// there (jobEstimates), beginning the GPU's set-up then.
+func (pl *Placement) place(rows int64, readLeft float64) bool {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	if pl.decided {
-		return
+		return pl.onGPU
 	}
 	pl.decided = true
 	b := pl.b
 	if b.choice == "auto" {
 		m := b.model()
-		host := m.HostBuild(rows, pl.undirected)
-		left := b.setupLeft(m)
-		dev := m.DeviceBuild(rows, 16, pl.undirected) + left
-		if host <= dev {
-			pl.why = fmt.Sprintf("%s%s): the host's build %s against the GPU's %s (its set-up left %s)",
-				costPrefix, m.Name(), cost.Millis(host), cost.Millis(dev), cost.Millis(left))
-			return
+		cpu, gpu := b.jobEstimates(m, pl.op, rows, pl.undirected, readLeft)
+		if cpu <= gpu {
+			pl.why = fmt.Sprintf("%s%s): %d rows built and run on the host %s against the GPU's %s (its set-up %s of it)",
+				costPrefix, m.Name(), rows, cost.Millis(cpu), cost.Millis(gpu), cost.Millis(b.fixedLeft(m)))
+			return false
 		}
-		b.begin(true)
 	}
-	g, err := b.device()
-	if err != nil {
-		pl.why = "no usable GPU: " + err.Error()
-		return
-	}
-	pl.gpu = g
+	b.begin(true)
+	pl.onGPU = true
+	return true
 }
 
 // auto is For under auto: the CPU or the GPU by the cost model. It waits
@@ -184,7 +203,7 @@ func (b *Backend) auto(g *convert.Graph, op operators.Operator, p operators.Para
 		return operators.CPU{}, fmt.Sprintf("operator %s has no GPU implementation", name), nil
 	}
 	m := b.model()
-	cpu, gpuEst := estimates(m, g, name, p, b.setupLeft(m))
+	cpu, gpuEst := estimates(m, g, name, p, b.fixedLeft(m))
 	if gpuEst.Total() >= cpu.Total() && gpuEst.Setup > 0 {
 		// The GPU loses even with its best strategy: no wait for it.
 		return operators.CPU{}, choiceReason(m, "cpu", cpu, gpuEst), nil
@@ -202,7 +221,7 @@ func (b *Backend) auto(g *convert.Graph, op operators.Operator, p operators.Para
 	}
 	m = b.model()
 	cpu, _ = estimates(m, g, name, p, 0)
-	planned := pl.Estimate(g, p)
+	planned := pl.EstimateBy(m, g, p)
 	planned.Setup = gpuEst.Setup
 	if cpu.Total() < planned.Total() {
 		return operators.CPU{}, choiceReason(m, "cpu", cpu, planned), nil
@@ -243,11 +262,11 @@ func choiceReason(m *cost.Model, chosen string, cpu cost.CPUEstimate, gpu cost.G
 // GPU against the CPU (not "no usable GPU" and the like).
 func ByCostModel(reason string) bool { return strings.HasPrefix(reason, costPrefix) }
 
-// CheaperOnCPU says whether the cost model prefers the CPU for a run of op
-// on g where the GPU dev is open and g's copies there stay (gpipe serve's
-// queries under auto: no set-up, and no upload for a graph on the GPU
-// already), and why.
-func CheaperOnCPU(dev *gpuop.GPU, g *convert.Graph, op operators.Operator, p operators.Params) (bool, string) {
+// CheaperOnCPU says whether the cost model m (nil: dev's) prefers the CPU
+// for a run of op on g where the GPU dev is open and g's copies there stay
+// (gpipe serve's queries under auto: no set-up, and no upload for a graph
+// on the GPU already), and why.
+func CheaperOnCPU(dev *gpuop.GPU, m *cost.Model, g *convert.Graph, op operators.Operator, p operators.Params) (bool, string) {
 	if err := op.Prepare(&p); err != nil {
 		return false, ""
 	}
@@ -255,9 +274,11 @@ func CheaperOnCPU(dev *gpuop.GPU, g *convert.Graph, op operators.Operator, p ope
 	if err != nil {
 		return false, "" // the GPU's own refusal decides
 	}
-	m := dev.Model()
+	if m == nil {
+		m = dev.Model()
+	}
 	cpu, _ := estimates(m, g, op.Spec().Name, p, 0)
-	gpu := pl.Estimate(g, p)
+	gpu := pl.EstimateBy(m, g, p)
 	if cpu.Total() < gpu.Total() {
 		return true, choiceReason(m, "cpu", cpu, gpu)
 	}

@@ -18,8 +18,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/gpipe/gpipe/ingest/edges"
-	"github.com/gpipe/gpipe/operators/cost"
 	"github.com/gpipe/gpipe/operators"
+	"github.com/gpipe/gpipe/operators/cost"
 )
 
 // Models that make auto choose each side: every estimate of the other
@@ -154,22 +154,29 @@ func writeGridText(t *testing.T, path string, k int) {
 
 func itoa(v int) string { return strconv.Itoa(v) }
 
-// A table too small for the GPU to pay off even with its set-up done never
+// A table too small for the GPU to pay off, its set-up counted, never
 // begins the GPU's set-up; a large one does (the decision alone: no GPU
-// needed).
+// needed); a Parquet input leaves it to its reader's row count.
 func TestStartSmallInputOpensNoGPU(t *testing.T) {
 	op, _ := operators.Lookup("bfs")
-	b, err := OpenBackendWith("auto", BackendOptions{GPUs: 1})
+	b, err := OpenBackendWith("auto", BackendOptions{GPUs: 1, Model: cost.Default(16, "", 0)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.gpuMayPay(op, 8870, false) {
-		t.Error("rome99's 8,870 rows: the GPU may pay off")
+	m := b.model()
+	cases := []struct {
+		rows       int64
+		undirected bool
+		gpu        bool
+	}{{8870, false, false}, {3_800_000, true, false}, {8_400_000, true, false}, {67_000_000, true, true}}
+	for _, c := range cases {
+		cpu, gpu := b.jobEstimates(m, op, c.rows, c.undirected, m.Read(c.rows))
+		if (gpu < cpu) != c.gpu {
+			t.Errorf("%d rows: cpu %v, gpu %v; want the gpu %v", c.rows, cpu, gpu, c.gpu)
+		}
 	}
-	if !b.gpuMayPay(op, 200_000_000, true) {
-		t.Error("200 M rows: the GPU may not pay off")
-	}
-	b.Start(op, 8870, false)
+	b.Start(op, 8870, false, false)
+	b.Start(op, -1, true, true) // Parquet: its reader tells
 	select {
 	case <-b.ready:
 		t.Error("a small input began the GPU's set-up")
@@ -190,7 +197,7 @@ func TestPlacementHostByModel(t *testing.T) {
 	op, _ := operators.Lookup("pagerank")
 	pl := b.Placer(op, true)
 	dev, why := pl.BuildOn(&edges.Table{})
-	if dev != nil || !ByCostModel(why) || !strings.Contains(why, "the host's build") {
+	if dev != nil || !ByCostModel(why) || !strings.Contains(why, "on the host") {
 		t.Errorf("placed on %v: %q", dev, why)
 	}
 	if cpu, _ := OpenBackendWith("cpu", BackendOptions{GPUs: 1}); cpu.Placer(op, true) != nil {
@@ -219,20 +226,23 @@ func TestSetupClock(t *testing.T) {
 	}
 }
 
-func TestRowsAtMost(t *testing.T) {
+func TestInputRows(t *testing.T) {
 	dir := t.TempDir()
 	txt := filepath.Join(dir, "e.txt")
 	if err := os.WriteFile(txt, make([]byte, 400), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got := RowsAtMost(txt, ""); got != 100 {
-		t.Errorf("400 bytes of text: %d rows at most, want 100", got)
+	if got, later := InputRows(txt, ""); got != 100 || later {
+		t.Errorf("400 bytes of text: %d rows at most (later %v), want 100", got, later)
 	}
-	if got := RowsAtMost(txt, "arrow"); got != 50 {
+	if got, _ := InputRows(txt, "arrow"); got != 50 {
 		t.Errorf("as an Arrow file: %d, want 50", got)
 	}
-	for _, in := range []string{"-", filepath.Join(dir, "none.txt"), filepath.Join(dir, "e.parquet")} {
-		if got := RowsAtMost(in, ""); got != -1 {
+	if got, later := InputRows(txt, "parquet"); got != -1 || !later {
+		t.Errorf("as Parquet: %d, later %v; want its reader to tell", got, later)
+	}
+	for _, in := range []string{"-", filepath.Join(dir, "none.txt")} {
+		if got, later := InputRows(in, ""); got != -1 || later {
 			t.Errorf("%s: %d, want -1 (unknown)", in, got)
 		}
 	}

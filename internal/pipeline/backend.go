@@ -10,9 +10,9 @@ import (
 
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/gpu"
-	"github.com/gpipe/gpipe/operators/cost"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
+	"github.com/gpipe/gpipe/operators/cost"
 	"github.com/gpipe/gpipe/operators/gpuop"
 	"github.com/gpipe/gpipe/operators/multigpu"
 )
@@ -118,12 +118,20 @@ func (b *Backend) begin(prepareBuild bool) {
 // device is the GPU, once its set-up is done (waiting for it, and
 // starting it if need be), or why there is none usable; nil for the cpu
 // choice.
-func (b *Backend) device() (*gpuop.GPU, error) {
+func (b *Backend) device() (*gpuop.GPU, error) { return b.waitGPU(true) }
+
+// waitGPU is device, the wait counted as the job's (count: the job's own
+// goroutine waits) or not (a goroutine beside it, the upload's).
+func (b *Backend) waitGPU(count bool) (*gpuop.GPU, error) {
 	if b.choice == "cpu" {
 		return nil, nil
 	}
 	b.begin(false)
-	b.setup.wait(func() { <-b.ready })
+	if count {
+		b.setup.wait(func() { <-b.ready })
+	} else {
+		<-b.ready
+	}
 	return shared.gpu, shared.err
 }
 

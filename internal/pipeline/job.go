@@ -163,7 +163,8 @@ func RunJob(ctx context.Context, job Job) (*Report, error) {
 	}
 	// The GPU's set-up runs while the input is read; the build's place
 	// is decided once the rows are known.
-	backend.Start(op, RowsAtMost(job.Input, job.Load.Format), job.Load.Undirected)
+	rows, later := InputRows(job.Input, job.Load.Format)
+	backend.Start(op, rows, later, job.Load.Undirected)
 	if job.Load.Device == nil && job.Load.Place == nil {
 		job.Load.Place = backend.Placer(op, job.Load.Undirected)
 	}

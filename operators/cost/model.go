@@ -23,13 +23,19 @@ type Class struct {
 	GPU          string
 	GPUBandwidth float64
 	// Setup is the GPU's set-up (the driver, the context, the build's
-	// pinned ring and kernels), seconds; H2D and D2H the copy rates from
-	// and to ordinary host memory, bytes/s.
-	Setup, H2D, D2H float64
-	// HostBuild is convert.Build's time an input row (a stored edge of an
-	// undirected graph is half a row); DeviceBuild the GPU build's (its
-	// upload aside), after DeviceBuildFixed.
-	HostBuildPerRow, DeviceBuildPerRow, DeviceBuildFixed float64
+	// pinned ring and kernels), seconds, which a job hides behind its
+	// read; Teardown what a process that set up a GPU takes longer to
+	// end (the driver's release of the context), which none hides. H2D
+	// and D2H are the copy rates from and to ordinary host memory,
+	// bytes/s; ReadPerRow the least a reader takes a row (what a read
+	// hides of the set-up).
+	Setup, Teardown, H2D, D2H, ReadPerRow float64
+	// HostBuildPerEdge is convert.Build's time a stored edge (an
+	// undirected row is two), after HostBuildFixed, WeightedBuild times
+	// that with weights; DeviceBuildPerEdge the GPU build's, its upload
+	// aside, after DeviceBuildFixed.
+	HostBuildFixed, HostBuildPerEdge, WeightedBuild float64
+	DeviceBuildFixed, DeviceBuildPerEdge            float64
 	// ResultPerVertex is the host's time a vertex to take a GPU result
 	// (its columns, beside the copy).
 	ResultPerVertex float64
@@ -122,6 +128,13 @@ func (m *Model) GPU(op, strategy string, s Shape, iterations float64) (float64, 
 // Setup is the GPU's whole set-up.
 func (m *Model) Setup() float64 { return m.gpu.Setup }
 
+// Fixed is what setting up a GPU adds to a job that had not begun to:
+// the set-up and the process's longer end.
+func (m *Model) Fixed() float64 { return m.gpu.Setup + m.gpu.Teardown }
+
+// Read is the least time a reader takes over rows rows.
+func (m *Model) Read(rows int64) float64 { return float64(rows) * m.gpu.ReadPerRow }
+
 // SetupLeft is what remains of the set-up elapsed seconds after it began
 // (elapsed < 0: not begun).
 func (m *Model) SetupLeft(elapsed float64) float64 {
@@ -142,16 +155,20 @@ func (m *Model) Result(vertices int64, bytesPerVertex int) float64 {
 	return m.Download(vertices*int64(bytesPerVertex)) + float64(vertices)*m.gpu.ResultPerVertex*m.cpuScale
 }
 
-// HostBuild is convert.Build of rows input rows (twice the stored edges
-// where undirected).
-func (m *Model) HostBuild(rows int64, undirected bool) float64 {
-	return float64(rows) * rowFactor(undirected) * m.cpu.HostBuildPerRow * m.cpuScale
+// HostBuild is convert.Build of rows input rows (each two stored edges
+// where undirected), with weights or not.
+func (m *Model) HostBuild(rows int64, undirected, weighted bool) float64 {
+	t := m.cpu.HostBuildFixed + float64(rows)*rowFactor(undirected)*m.cpu.HostBuildPerEdge
+	if weighted {
+		t *= m.cpu.WeightedBuild
+	}
+	return t * m.cpuScale
 }
 
 // DeviceBuild is the GPU build of rows rows of rowBytes bytes each (the
 // key and weight columns), their upload included.
 func (m *Model) DeviceBuild(rows, rowBytes int64, undirected bool) float64 {
-	return m.gpu.DeviceBuildFixed + m.Upload(rows*rowBytes) + float64(rows)*rowFactor(undirected)*m.gpu.DeviceBuildPerRow*m.gpuScale
+	return m.gpu.DeviceBuildFixed + m.Upload(rows*rowBytes) + float64(rows)*rowFactor(undirected)*m.gpu.DeviceBuildPerEdge*m.gpuScale
 }
 
 // rowFactor is what a row weighs in a build: an undirected row is two
@@ -214,11 +231,13 @@ func Skewed(cores int, gpuName string, bandwidth, cpu, gpu float64) *Model {
 	m := New(Classes(), cores, gpuName, bandwidth)
 	c, g := *m.cpu, *m.gpu
 	c.Rows, g.Rows = skewRows(c.Rows, cpu, 1), skewRows(g.Rows, 1, gpu)
-	c.HostBuildPerRow *= cpu
+	c.HostBuildFixed *= cpu
+	c.HostBuildPerEdge *= cpu
 	g.Setup *= gpu
+	g.Teardown *= gpu
 	g.H2D /= gpu
 	g.D2H /= gpu
-	g.DeviceBuildPerRow *= gpu
+	g.DeviceBuildPerEdge *= gpu
 	g.DeviceBuildFixed *= gpu
 	g.ResultPerVertex *= gpu
 	m.cpu, m.gpu = &c, &g

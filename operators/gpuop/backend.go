@@ -10,10 +10,10 @@ import (
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/gpu"
 	"github.com/gpipe/gpipe/internal/alloc"
-	"github.com/gpipe/gpipe/operators/cost"
 	"github.com/gpipe/gpipe/internal/par"
 	"github.com/gpipe/gpipe/kernels"
 	"github.com/gpipe/gpipe/operators"
+	"github.com/gpipe/gpipe/operators/cost"
 )
 
 // GPU runs operators on one NVIDIA GPU. It keeps the modules it loaded and

@@ -7,8 +7,8 @@ import (
 
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/gpu"
-	"github.com/gpipe/gpipe/operators/cost"
 	"github.com/gpipe/gpipe/operators"
+	"github.com/gpipe/gpipe/operators/cost"
 )
 
 // defaultModel is the cost model of this machine: its cores and the GPU
@@ -87,8 +87,12 @@ func others(ranked []cost.Ranked, i int) string {
 // or copied there), its run and its result's download. Setup is the
 // caller's to fill in: the GPU is open here.
 func (pl *Plan) Estimate(g *convert.Graph, p operators.Params) cost.GPUEstimate {
+	return pl.EstimateBy(pl.gpu.model, g, p)
+}
+
+// EstimateBy is Estimate by the cost model m.
+func (pl *Plan) EstimateBy(m *cost.Model, g *convert.Graph, p operators.Params) cost.GPUEstimate {
 	b := pl.gpu
-	m := b.model
 	e := cost.GPUEstimate{Strategy: pl.Strategy}
 	if up := pl.Bytes - b.resident(g); b.resident(g) == 0 && up > 0 {
 		e.Upload = m.Upload(up)
