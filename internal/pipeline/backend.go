@@ -63,8 +63,7 @@ func OpenBackendGPUs(choice string, gpus int) (*Backend, error) {
 
 // OpenBackendWith opens a backend choice with opts. "gpu" loads the driver
 // here, so that a machine without a usable GPU fails before any input is
-// read, and starts opening the GPU in the background; "auto" starts
-// nothing until Start or a use.
+// read; the GPU's set-up begins with Start or a use.
 func OpenBackendWith(choice string, opts BackendOptions) (*Backend, error) {
 	if opts.GPUs < 0 {
 		return nil, usererr.Newf(usererr.Usage, "--gpus %d must be at least 1 (or 0 for every usable GPU)", opts.GPUs)
@@ -76,10 +75,11 @@ func OpenBackendWith(choice string, opts BackendOptions) (*Backend, error) {
 	case "cpu":
 		return b, nil
 	case "gpu":
+		// The driver and the GPUs now; the context in the background, from
+		// Start or the first use.
 		if _, err := gpu.Available(); err != nil {
 			return nil, err
 		}
-		b.begin(false)
 	default:
 		return nil, usererr.New(usererr.Usage, fmt.Sprintf("unknown backend %q", choice), "use auto, cpu or gpu")
 	}
