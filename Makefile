@@ -2,7 +2,7 @@
 #   make run     build gpipe and run PageRank on the bundled example graph
 #   make test    the whole test suite (no GPU needed; GPU tests skip)
 #   make check   gofmt + go vet + make test
-#   make kernels regenerate kernels/*.ptx from kernels/*.cu (needs nvcc)
+#   make kernels regenerate kernels/*.fatbin (and .stamp) from kernels/*.cu (needs nvcc)
 #   make gpu-bundle  build gpipe and the GPU test binaries for a GPU machine
 
 GO        ?= go

@@ -91,14 +91,13 @@ func newPlacement(choice string, dev gpuDevice, model *cost.Model) *placement {
 }
 
 // warm loads the GPU's kernels (gpuop.GPU.LoadKernels) before the
-// server takes calls, so that no upload or query waits for the driver's
-// JIT compilation: 10–13 s for all modules on a machine whose driver has
-// not compiled them yet, milliseconds once its cache has them. Loading them
-// while calls run made the first upload wait for most of them (it looks up
-// its kernels under the lock each module's compilation holds: 9.9 s instead
-// of 1.3). It logs how long they took, or why some did not load (LoadKernels
-// goes on past a module that fails; those load, or fail, on first use, as
-// without warming).
+// server takes calls, so that no upload or query waits for a module's load.
+// The modules are fatbins whose SASS the driver loads as it is
+// (milliseconds each); before them, the driver's JIT compilation took 10–13
+// s for all on a machine whose cache did not have them, and a first upload
+// waited for most of it (9.9 s instead of 1.3). It logs how long they took,
+// or why some did not load (LoadKernels goes on past a module that fails;
+// those load, or fail, on first use, as without warming).
 func (pl *placement) warm(log *slog.Logger) {
 	d, ok := pl.gpu.(deviceGPU)
 	if !ok {

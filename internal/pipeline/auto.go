@@ -206,7 +206,11 @@ func (b *Backend) auto(g *convert.Graph, op operators.Operator, p operators.Para
 	cpu, gpuEst := estimates(m, g, name, p, b.fixedLeft(m))
 	if gpuEst.Total() >= cpu.Total() && gpuEst.Setup > 0 {
 		// The GPU loses even with its best strategy: no wait for it.
-		return operators.CPU{}, choiceReason(m, "cpu", cpu, gpuEst), nil
+		why := choiceReason(m, "cpu", cpu, gpuEst)
+		if _, elapsed := gpuOpening(); elapsed < 0 {
+			why += "; the GPU was not opened"
+		}
+		return operators.CPU{}, why, nil
 	}
 	dev, err := b.device()
 	if dev == nil {

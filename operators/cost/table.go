@@ -6,12 +6,19 @@ package cost
 // operators/gpuop's registry names it); until it has one, auto ranks it
 // after the strategies whose cost is known (Model.Rank).
 //
-// How the rows were fitted: each is a least-squares fit, over the graphs of
-// scripts/bench-oneshot.sh (the real graphs of shared/data/real, a 2048²
-// grid, Kronecker 22 and 24), of the run's time (--json's compute_s, less
-// the result's download on the GPU) against the edges, vertices and levels
-// (Shape.Levels with the levels the CPU's BFS reported); Setup is
-// --json's gpu_init_s, the builds' rates are build_s over the rows read.
+// How the rows were fitted: each is a least-squares fit (relative errors,
+// non-negative terms) of --json's compute_s (less the result's download,
+// Model.Result, for the GPU's) against the edges, vertices and levels
+// (Shape.Levels) of the graphs scripts/bench-oneshot.sh ran every strategy
+// on (Kronecker 22, the 2048² grid, ego-Twitter, luxembourg_osm) and those
+// it ran auto's strategy on (rome99, wiki-Vote); PageRank's per iteration.
+// Setup is the auto jobs' gpu_init_s, Teardown the wall time a GPU job
+// spends past its total_s less a CPU job's, the builds' figures build_s.
+// The command, on the nvidia-h200 device machine:
+//
+//	RUNS=1 GRAPHS="k22 grid2048 twitter luxembourg rome99 wikivote slashdot hepph enron facebook" \
+//	ALL_STRATEGIES="k22 grid2048 twitter luxembourg" COLD=wikivote \
+//	scripts/bench-oneshot.sh gpipe OUT shared/data/real
 func Classes() []Class { return []Class{h200x16()} }
 
 // Default is the model of this machine: cores cores and the GPU called
