@@ -202,6 +202,9 @@ func (b *Backend) auto(g *convert.Graph, op operators.Operator, p operators.Para
 	if !hasGPU(op) {
 		return operators.CPU{}, fmt.Sprintf("operator %s has no GPU implementation", name), nil
 	}
+	if done, _ := gpuOpening(); done && shared.err != nil {
+		return operators.CPU{}, "no usable GPU: " + shared.err.Error(), nil
+	}
 	m := b.model()
 	cpu, gpuEst := estimates(m, g, name, p, b.fixedLeft(m))
 	if gpuEst.Total() >= cpu.Total() && gpuEst.Setup > 0 {
