@@ -3,7 +3,7 @@
 #   make test    the whole test suite (no GPU needed; GPU tests skip)
 #   make lint    gofmt + go vet + staticcheck (what reviewers check)
 #   make check   make lint + make test
-#   make kernels regenerate kernels/*.ptx from kernels/*.cu (needs nvcc)
+#   make kernels regenerate kernels/*.fatbin (and .stamp) from kernels/*.cu (needs nvcc)
 #   make gpu-bundle  build gpipe and the GPU test binaries for a GPU machine
 
 GO        ?= go

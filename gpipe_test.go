@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/gpipe/gpipe"
 	"github.com/gpipe/gpipe/internal/pipeline"
+	"github.com/gpipe/gpipe/operators/cost"
 )
 
 // edge is one row of a test table: keys as text, a weight.
@@ -440,10 +442,17 @@ func TestConcurrentRuns(t *testing.T) {
 	wg.Wait()
 }
 
-// TestAutoMatchesCPU runs every operator on the automatic backend (the GPU
-// where one is usable: the graph built there from the records) and on the
-// CPU, on records of a Kronecker-like graph large enough to go to a GPU.
+// TestAutoMatchesCPU runs every operator on the automatic backend, with
+// cost models that send it to the GPU (the graph built there from the
+// records) and to the CPU, and on the CPU, on records of a Kronecker-like
+// graph: the results are the same whichever side auto picks.
 func TestAutoMatchesCPU(t *testing.T) {
+	for side, skew := range map[string][2]float64{"gpu": {1e6, 1e-6}, "cpu": {1e-6, 1e6}} {
+		t.Run(side, func(t *testing.T) { autoMatchesCPU(t, side, skew) })
+	}
+}
+
+func autoMatchesCPU(t *testing.T, side string, skew [2]float64) {
 	if _, err := pipeline.SharedGPU(); err != nil {
 		if os.Getenv("GPIPE_REQUIRE_GPU") == "1" {
 			t.Fatalf("GPIPE_REQUIRE_GPU=1 and no usable GPU: %v", err)
@@ -455,8 +464,9 @@ func TestAutoMatchesCPU(t *testing.T) {
 	recs := recordsOf(t, es, arrow.PrimitiveTypes.Int64, 1<<14)
 	defer release(recs)
 	base := gpipe.LoadOptions{Src: "a", Dst: "b", Weight: "w", Undirected: true}
-	cpuOpts, autoOpts := base, base
+	cpuOpts := base
 	cpuOpts.Backend = "cpu"
+	autoOpts := gpipe.WithCostModel(base, cost.Skewed(runtime.GOMAXPROCS(0), "", 0, skew[0], skew[1]))
 	cpu, err := fromRecords(t, recs, cpuOpts)
 	if err != nil {
 		t.Fatal(err)
@@ -467,8 +477,8 @@ func TestAutoMatchesCPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer auto.Release()
-	if s := auto.Stats(); s.BuildDevice != "gpu" {
-		t.Errorf("auto built the graph on %s (%s)", s.BuildDevice, s.BuildReason)
+	if s := auto.Stats(); s.BuildDevice != side {
+		t.Errorf("auto built the graph on %s (%s), want %s", s.BuildDevice, s.BuildReason, side)
 	}
 	for _, o := range allOps {
 		want, err := cpu.Run(ctx, o.op, o.p)
@@ -479,8 +489,8 @@ func TestAutoMatchesCPU(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", o.op, err)
 		}
-		if got.Backend != "gpu" {
-			t.Errorf("%s ran on %s: %s", o.op, got.Backend, got.BackendReason)
+		if got.Backend != side {
+			t.Errorf("%s ran on %s, want %s: %s", o.op, got.Backend, side, got.BackendReason)
 		}
 		compareResults(t, o.op, got, want)
 	}

@@ -49,7 +49,7 @@ func RunJob(ctx context.Context, job Job) (*Report, error) {
 			Columns: cols, Format: job.Load.Format, Undirected: job.Load.Undirected,
 			SkipInvalid: job.Load.SkipInvalid, Stdin: job.Load.Stdin, Header: header, Delimiter: delim,
 		},
-		Backend: job.Load.Backend, GPUs: job.Load.GPUs, Unweighted: job.Load.Unweighted, Sink: job.Write,
+		Backend: job.Load.Backend, GPUs: job.Load.GPUs, Model: job.Load.model, Unweighted: job.Load.Unweighted, Sink: job.Write,
 	})
 	if err != nil {
 		return nil, libraryError(err)
@@ -111,8 +111,14 @@ type Timings struct {
 	// Build that copied the edge columns to it, where it built the graph.
 	Transfer float64 `json:"transfer_s"`
 	Upload   float64 `json:"upload_s,omitempty"`
-	Write    float64 `json:"write_s"`
-	Total    float64 `json:"total_s"`
+	// GPUInit is the GPU's set-up for the job (the driver, the context,
+	// the build's staging ring and kernels; 0 where none was needed or it
+	// was done before), GPUInitHidden the part of it done while the input
+	// was read.
+	GPUInit       float64 `json:"gpu_init_s"`
+	GPUInitHidden float64 `json:"gpu_init_hidden_s"`
+	Write         float64 `json:"write_s"`
+	Total         float64 `json:"total_s"`
 }
 
 // Release frees the job's graph. Records of Result stay valid.
@@ -124,7 +130,8 @@ func newReport(rep *pipeline.Report) *Report {
 	return &Report{
 		Input: rep.Input, Output: rep.Output, Op: rep.Op, Backend: rep.Backend, Strategy: rep.Strategy, GPUs: rep.GPUs,
 		StrategyReason: rep.StrategyReason, BackendReason: rep.BackendReason,
-		Timings:  Timings{Read: t.Read, Build: t.Build, Compute: t.Compute, Transfer: t.Transfer, Upload: t.Upload, Write: t.Write, Total: t.Total},
+		Timings: Timings{Read: t.Read, Build: t.Build, Compute: t.Compute, Transfer: t.Transfer, Upload: t.Upload,
+			GPUInit: t.GPUInit, GPUInitHidden: t.GPUInitHidden, Write: t.Write, Total: t.Total},
 		RowsRead: rep.RowsRead, RowsSkipped: rep.RowsSkipped, Skipped: rep.Skipped, Vertices: rep.Vertices,
 		Edges: rep.Edges, InputEdges: rep.InputEdges, SelfLoops: rep.SelfLoops, MergedEdges: rep.MergedEdges,
 		BuildDevice: rep.BuildDevice, BuildReason: rep.BuildReason, PeakHostBytes: rep.PeakHostBytes,

@@ -15,6 +15,7 @@ import (
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/internal/pipeline"
 	"github.com/gpipe/gpipe/internal/usererr"
+	"github.com/gpipe/gpipe/operators/cost"
 )
 
 // LoadOptions say how an edge table is read and where its graph runs.
@@ -70,6 +71,10 @@ type LoadOptions struct {
 	// default) every usable GPU where that is faster or one is too small,
 	// 1 one GPU.
 	GPUs int
+
+	// model is the cost model auto decides by (nil: this machine's); the
+	// tests set it (export_test.go) to send auto to either side.
+	model *cost.Model
 }
 
 // Graph is a built graph, ready for any number of operator runs, from
@@ -93,10 +98,14 @@ func Load(ctx context.Context, input string, opts LoadOptions) (*Graph, error) {
 	if lo.Header, lo.Delimiter, err = opts.text(input); err != nil {
 		return nil, err
 	}
+	// The GPU's set-up runs while the input is read (where it may pay).
+	rows, later := pipeline.InputRows(input, opts.Format)
+	b.Start(nil, rows, later, opts.Undirected)
 	g, err := pipeline.Load(ctx, input, lo)
 	if err != nil {
 		return nil, libraryError(err)
 	}
+	g.Setup = b.Setup()
 	return &Graph{g: g, backend: b}, nil
 }
 
@@ -132,7 +141,7 @@ func FromRecords(ctx context.Context, rr array.RecordReader, opts LoadOptions) (
 	if err != nil {
 		return nil, libraryError(err)
 	}
-	g.ReadTime = read
+	g.ReadTime, g.Setup = read, b.Setup()
 	return &Graph{g: g, backend: b}, nil
 }
 
@@ -159,13 +168,13 @@ func (opts LoadOptions) open() (*pipeline.Backend, pipeline.LoadOptions, error) 
 	if err != nil {
 		return nil, pipeline.LoadOptions{}, err
 	}
-	b, err := pipeline.OpenBackendGPUs(opts.Backend, opts.GPUs)
+	b, err := pipeline.OpenBackendWith(opts.Backend, pipeline.BackendOptions{GPUs: opts.GPUs, Model: opts.model})
 	if err != nil {
 		return nil, pipeline.LoadOptions{}, libraryError(err)
 	}
 	return b, pipeline.LoadOptions{
 		Columns: cols, Format: opts.Format, Undirected: opts.Undirected, SkipInvalid: opts.SkipInvalid,
-		Weights: convert.FiniteWeights, Stdin: opts.Stdin, Device: b.BuildDevice(nil),
+		Weights: convert.FiniteWeights, Stdin: opts.Stdin, Place: b.Placer(nil, opts.Undirected),
 	}, nil
 }
 
@@ -233,6 +242,7 @@ func (g *Graph) Stats() GraphStats {
 		Weighted: g.g.Weighted, Directed: g.g.Directed,
 		ReadTime: g.g.ReadTime, BuildTime: g.g.BuildTime,
 		BuildDevice: g.g.Built.Device, BuildReason: g.g.Built.Reason,
+		GPUSetup: g.g.Setup.Took, GPUSetupHidden: g.g.Setup.Hidden,
 	}
 }
 
@@ -256,6 +266,11 @@ type GraphStats struct {
 	// BuildDevice is where the graph was built, "gpu" or "cpu", and
 	// BuildReason why the host built a graph a GPU may run on.
 	BuildDevice, BuildReason string
+	// GPUSetup is the GPU's set-up that Load began (the driver, the
+	// context, the build's staging ring and kernels; 0 where none was
+	// needed or it was done before), and GPUSetupHidden the part of it
+	// done while the input was read.
+	GPUSetup, GPUSetupHidden time.Duration
 }
 
 // Release frees the graph, on the host and the GPUs. Records taken from

@@ -13,7 +13,8 @@ import (
 )
 
 // MinComputeCapability is the oldest GPU generation gpipe's kernels run on,
-// as 10*major + minor: 80, Ampere. kernels/ ships PTX for compute_80.
+// as 10*major + minor: 80, Ampere. kernels/ ships SASS from sm_80 on and
+// PTX for compute_80 (kernels/build.sh).
 const MinComputeCapability = 80
 
 // CUdevice_attribute values used here (cuda.h; unchanged from CUDA 11 to 13).

@@ -1,15 +1,22 @@
-// Package kernels holds gpipe's CUDA C++ kernels (*.cu, *.cuh) and the PTX
-// generated from them (*.ptx), which the Go build embeds. The driver
-// JIT-compiles the PTX (built for compute_80) for the GPU at hand, so one
-// binary runs on any NVIDIA GPU from Ampere on, and nothing of CUDA is
-// needed to build gpipe.
+// Package kernels holds gpipe's CUDA C++ kernels (*.cu, *.cuh) and the fat
+// binaries generated from them (*.fatbin, one per module), which the Go
+// build embeds. A fatbin holds SASS for every GPU generation gpipe supports
+// (sm_80, sm_86, sm_89, sm_90, and sm_100 and sm_120 where the toolkit that
+// made them builds them) and PTX for compute_80: the driver loads the SASS
+// for the GPU at hand as it is, with no JIT compilation at run time, and
+// JIT-compiles the PTX only on a GPU newer than every SASS. Nothing of CUDA
+// is needed to build gpipe.
 //
-// kernels/build.sh (make kernels) regenerates the PTX where nvcc exists and
-// stamps each file with the hash of its sources; TestPTXIsFresh fails when a
-// source changed after its PTX was made.
+// kernels/build.sh (make kernels) is the one way to make them, where nvcc
+// exists; beside each NAME.fatbin it writes NAME.stamp, the text that says
+// what the fatbin was made from (the sources' hash, its own hash, the
+// compiler, the targets, its kernels). TestFatbinIsFresh fails when a
+// source changed after its fatbin was made.
 package kernels
 
 import (
+	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
@@ -21,8 +28,11 @@ import (
 	"strings"
 )
 
-//go:embed *.ptx
-var ptx embed.FS
+//go:embed *.fatbin
+var fatbins embed.FS
+
+//go:embed *.stamp
+var stamps embed.FS
 
 //go:embed *.cu *.cuh
 var sources embed.FS
@@ -56,54 +66,121 @@ const (
 	Columns = "columns"
 )
 
-// PTXDirEnv names a directory whose NAME.ptx files replace the embedded
-// ones. It is for kernel work on a GPU machine without Go: PTX compiled
-// there by `make kernels` runs in binaries built here, before it is
-// committed (docs/gpu.md).
-const PTXDirEnv = "GPIPE_PTX_DIR"
+// DirEnv names a directory whose NAME.fatbin (or NAME.ptx) files replace
+// the embedded modules. It is for kernel work on a GPU machine without Go:
+// kernels compiled there by `make kernels` (or PTX from `nvcc -ptx`) run in
+// binaries built here, before they are committed (docs/gpu.md). The older
+// name GPIPE_PTX_DIR means the same.
+const DirEnv = "GPIPE_KERNELS_DIR"
 
-// PTX is the PTX text of the module called name: the embedded one, or the
-// one in $GPIPE_PTX_DIR when that is set.
-func PTX(name string) (string, error) {
-	if dir := os.Getenv(PTXDirEnv); dir != "" {
-		b, err := os.ReadFile(filepath.Join(dir, name+".ptx"))
-		if err != nil {
-			return "", fmt.Errorf("kernels: %s=%s: %w", PTXDirEnv, dir, err)
+// oldDirEnv is DirEnv's name before the fatbins.
+const oldDirEnv = "GPIPE_PTX_DIR"
+
+// Image is the module called name as the driver loads it
+// (cuModuleLoadData): the embedded fatbin, or the NAME.fatbin, else the
+// NAME.ptx, in $GPIPE_KERNELS_DIR when that is set.
+func Image(name string) ([]byte, error) {
+	if dir := overrideDir(); dir != "" {
+		for _, ext := range []string{".fatbin", ".ptx"} {
+			b, err := os.ReadFile(filepath.Join(dir, name+ext))
+			if err == nil {
+				return b, nil
+			}
+			if !os.IsNotExist(err) {
+				return nil, fmt.Errorf("kernels: %s=%s: %w", DirEnv, dir, err)
+			}
 		}
-		return string(b), nil
+		return nil, fmt.Errorf("kernels: %s=%s has neither %s.fatbin nor %s.ptx", DirEnv, dir, name, name)
 	}
 	return embedded(name)
 }
 
-// embedded is the PTX of module name that the build embedded.
-func embedded(name string) (string, error) {
-	b, err := ptx.ReadFile(name + ".ptx")
-	if err != nil {
-		return "", fmt.Errorf("kernels: no module %q", name)
+// overrideDir is $GPIPE_KERNELS_DIR, or the older $GPIPE_PTX_DIR.
+func overrideDir() string {
+	if dir := os.Getenv(DirEnv); dir != "" {
+		return dir
 	}
-	return string(b), nil
+	return os.Getenv(oldDirEnv)
+}
+
+// embedded is the fatbin of module name that the build embedded.
+func embedded(name string) ([]byte, error) {
+	b, err := fatbins.ReadFile(name + ".fatbin")
+	if err != nil {
+		return nil, fmt.Errorf("kernels: no module %q", name)
+	}
+	return b, nil
 }
 
 // Modules lists the module names.
 func Modules() []string {
-	entries, _ := fs.ReadDir(ptx, ".")
+	entries, _ := fs.ReadDir(fatbins, ".")
 	var names []string
 	for _, e := range entries {
-		names = append(names, strings.TrimSuffix(e.Name(), ".ptx"))
+		names = append(names, strings.TrimSuffix(e.Name(), ".fatbin"))
 	}
 	return names
 }
 
-// hashPrefix starts the first line of every generated .ptx.
-const hashPrefix = "// gpipe-source-sha256: "
+// Stamp is what kernels/build.sh recorded about a module's fatbin.
+type Stamp struct {
+	// SourceHash is the SHA-256 of the sources it was made from (the .cu,
+	// then every .cuh in byte order of name); FatbinHash the SHA-256 of
+	// the fatbin itself.
+	SourceHash, FatbinHash string
+	// Compiler is nvcc's version line; Targets the SASS and PTX the
+	// fatbin holds ("sm_80 ... compute_80").
+	Compiler, Targets string
+	// Entries are the module's kernels.
+	Entries []string
+}
 
-// stampedHash is the source hash recorded in a generated .ptx.
-func stampedHash(ptxText string) string {
-	line, _, _ := strings.Cut(ptxText, "\n")
-	if !strings.HasPrefix(line, hashPrefix) {
-		return ""
+// StampOf is the stamp of the embedded module called name.
+func StampOf(name string) (Stamp, error) {
+	b, err := stamps.ReadFile(name + ".stamp")
+	if err != nil {
+		return Stamp{}, fmt.Errorf("kernels: module %q has no stamp", name)
 	}
-	return strings.TrimSpace(strings.TrimPrefix(line, hashPrefix))
+	return parseStamp(b), nil
+}
+
+// parseStamp reads a stamp's "key: value" lines; unknown keys are left
+// out (a later build.sh may add some).
+func parseStamp(b []byte) Stamp {
+	var s Stamp
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		key, value, ok := strings.Cut(sc.Text(), ": ")
+		if !ok {
+			continue
+		}
+		switch key {
+		case "gpipe-source-sha256":
+			s.SourceHash = value
+		case "fatbin-sha256":
+			s.FatbinHash = value
+		case "nvcc":
+			s.Compiler = value
+		case "targets":
+			s.Targets = value
+		case "entry":
+			s.Entries = append(s.Entries, value)
+		}
+	}
+	return s
+}
+
+// fatbinMagic starts every fat binary (fatbinary.h's FATBIN_MAGIC,
+// little-endian).
+var fatbinMagic = []byte{0x50, 0xed, 0x55, 0xba}
+
+// IsFatbin says b is a fat binary, not PTX text or a cubin.
+func IsFatbin(b []byte) bool { return bytes.HasPrefix(b, fatbinMagic) }
+
+// hashOf is the SHA-256 of b, in hex.
+func hashOf(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
 }
 
 // sourceHash is the hash build.sh computes for module name: SHA-256 over the

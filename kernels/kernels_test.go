@@ -2,39 +2,63 @@ package kernels
 
 import (
 	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// TestPTXIsFresh fails when a kernel source changed after its PTX was
-// generated: run `make kernels` where nvcc exists (docs/gpu.md).
-func TestPTXIsFresh(t *testing.T) {
+// TestFatbinIsFresh fails when a kernel source changed after its fatbin was
+// made, or a fatbin does not match its stamp: run `make kernels` where nvcc
+// exists (docs/gpu.md).
+func TestFatbinIsFresh(t *testing.T) {
 	cus, err := fs.Glob(sources, "*.cu")
 	if err != nil || len(cus) == 0 {
 		t.Fatalf("no kernel sources embedded: %v", err)
 	}
 	for _, cu := range cus {
 		name := strings.TrimSuffix(cu, ".cu")
-		text, err := embedded(name)
+		bin, err := embedded(name)
 		if err != nil {
-			t.Errorf("%s has no generated PTX: run `make kernels` (docs/gpu.md)", cu)
+			t.Errorf("%s has no fatbin: run `make kernels` (docs/gpu.md)", cu)
+			continue
+		}
+		st, err := StampOf(name)
+		if err != nil {
+			t.Errorf("kernels/%s.fatbin has no stamp: run `make kernels` (docs/gpu.md)", name)
 			continue
 		}
 		want, err := sourceHash(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := stampedHash(text); got != want {
-			t.Errorf("kernels/%s.ptx is stale: made from sources with hash %q, the sources now hash to %q; run `make kernels` (docs/gpu.md)", name, got, want)
+		if st.SourceHash != want {
+			t.Errorf("kernels/%s.fatbin is stale: made from sources with hash %q, the sources now hash to %q; run `make kernels` (docs/gpu.md)", name, st.SourceHash, want)
+		}
+		if got := hashOf(bin); st.FatbinHash != got {
+			t.Errorf("kernels/%s.stamp records fatbin hash %q, but the fatbin hashes to %q: the two come from different builds; run `make kernels`", name, st.FatbinHash, got)
+		}
+		if !IsFatbin(bin) {
+			t.Errorf("kernels/%s.fatbin is not a fat binary (no magic number)", name)
+		}
+		for _, arch := range []string{"sm_80", "sm_86", "sm_89", "sm_90", "compute_80"} {
+			if !slices.Contains(strings.Fields(st.Targets), arch) {
+				t.Errorf("kernels/%s.fatbin holds %q, not %s", name, st.Targets, arch)
+			}
 		}
 	}
 	if len(Modules()) != len(cus) {
-		t.Errorf("%d .ptx files for %d .cu files: remove PTX whose source is gone", len(Modules()), len(cus))
+		t.Errorf("%d .fatbin files for %d .cu files: remove fatbins whose source is gone", len(Modules()), len(cus))
+	}
+	if stale, _ := filepath.Glob("*.ptx"); len(stale) > 0 { // the test runs in kernels/
+		t.Errorf("PTX files %v are left from before the fatbins: remove them", stale)
 	}
 }
 
-// TestPTXHasEveryKernel checks the entry points the operators launch.
-func TestPTXHasEveryKernel(t *testing.T) {
+// TestFatbinHasEveryKernel checks the entry points the operators launch,
+// as the stamps list them.
+func TestFatbinHasEveryKernel(t *testing.T) {
 	want := map[string][]string{
 		BFSVWC:        {"bfs_vwc_k1", "bfs_vwc_k32", "bfs_vwc_outliers", "bfs_init_source"},
 		BFSEnterprise: {"ent_init", "ent_td_thread", "ent_td_warp", "ent_td_block", "ent_td_grid", "ent_queue", "ent_unvisited", "ent_bu_small", "ent_bu_middle", "ent_bu_wide"},
@@ -57,14 +81,62 @@ func TestPTXHasEveryKernel(t *testing.T) {
 		Columns: {"col_keys32", "col_keys64", "col_valid_nonneg"},
 	}
 	for module, entries := range want {
-		text, err := PTX(module)
+		st, err := StampOf(module)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, e := range entries {
-			if !strings.Contains(text, ".entry "+e+"(") {
+			if !slices.Contains(st.Entries, e) {
 				t.Errorf("module %s has no kernel %s", module, e)
 			}
+		}
+	}
+}
+
+// TestParseStamp reads a stamp as build.sh writes it.
+func TestParseStamp(t *testing.T) {
+	st := parseStamp([]byte("gpipe-source-sha256: abc\nfatbin-sha256: def\nnvcc: Build cuda_13.0\n" +
+		"targets: sm_80 sm_90 compute_80\nentry: k1\nentry: k2\nlater-key: x\n"))
+	want := Stamp{SourceHash: "abc", FatbinHash: "def", Compiler: "Build cuda_13.0", Targets: "sm_80 sm_90 compute_80", Entries: []string{"k1", "k2"}}
+	if !slices.Equal(st.Entries, want.Entries) || st.SourceHash != want.SourceHash || st.FatbinHash != want.FatbinHash ||
+		st.Compiler != want.Compiler || st.Targets != want.Targets {
+		t.Errorf("parseStamp = %+v, want %+v", st, want)
+	}
+}
+
+// TestImageFromDir reads a module from $GPIPE_KERNELS_DIR, a fatbin before
+// PTX, and says which files are missing.
+func TestImageFromDir(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.ptx"), []byte("ptx"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "b.fatbin"), []byte("fat"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "b.ptx"), []byte("ptx"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(DirEnv, dir)
+	for name, want := range map[string]string{"a": "ptx", "b": "fat"} {
+		if got, err := Image(name); err != nil || string(got) != want {
+			t.Errorf("Image(%q) = %q, %v; want %q", name, got, err, want)
+		}
+	}
+	if _, err := Image("c"); err == nil || !strings.Contains(err.Error(), "neither c.fatbin nor c.ptx") {
+		t.Errorf("Image of a missing module: %v", err)
+	}
+}
+
+// TestEmbeddedAreFatbins: every embedded module is a fat binary, loaded
+// without a GPIPE_KERNELS_DIR.
+func TestEmbeddedAreFatbins(t *testing.T) {
+	t.Setenv(DirEnv, "")
+	t.Setenv(oldDirEnv, "")
+	for _, name := range Modules() {
+		b, err := Image(name)
+		if err != nil || !IsFatbin(b) {
+			t.Errorf("module %s: %d bytes, fatbin %v, %v", name, len(b), IsFatbin(b), err)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/gpipe/gpipe/internal/alloc"
 	"github.com/gpipe/gpipe/internal/pipeline"
 	"github.com/gpipe/gpipe/operators"
+	"github.com/gpipe/gpipe/operators/cost"
 )
 
 // TestGPUBackend serves queries from the GPU: a graph uploaded into pinned
@@ -31,7 +33,10 @@ func TestGPUBackend(t *testing.T) {
 		}
 		t.Skipf("no usable GPU: %v", err)
 	}
-	ts := startServer(t, Config{Backend: "auto"})
+	// The cost model would run this small graph's queries on the CPU; a
+	// skewed one sends them to the GPU (TestGPUCostModelPerQuery: the
+	// other way).
+	ts := startServer(t, Config{Backend: "auto", model: cost.Skewed(runtime.GOMAXPROCS(0), "", 0, 1e6, 1e-6)})
 	c := dial(t, ts.addr)
 	ctx := context.Background()
 	edges := randomEdges(51, 20000, 200000, true)
@@ -157,6 +162,41 @@ func TestGPUBackend(t *testing.T) {
 		if logs := srv.logs.String(); !strings.Contains(logs, "GPU kernels loaded") {
 			t.Errorf("the server did not log its kernels loaded; its log:\n%s", logs)
 		}
+	}
+}
+
+// TestGPUCostModelPerQuery: under auto the server asks the cost model per
+// query, its GPU open: a model that finds the CPU cheaper runs the query
+// there, saying so in backend_note, with the CPU's result.
+func TestGPUCostModelPerQuery(t *testing.T) {
+	if _, err := pipeline.SharedGPU(); err != nil {
+		if os.Getenv("GPIPE_REQUIRE_GPU") == "1" {
+			t.Fatalf("no usable GPU: %v", err)
+		}
+		t.Skipf("no usable GPU: %v", err)
+	}
+	ts := startServer(t, Config{Backend: "auto", model: cost.Skewed(runtime.GOMAXPROCS(0), "", 0, 1e-6, 1e6)})
+	c := dial(t, ts.addr)
+	ctx := context.Background()
+	edges := randomEdges(52, 2000, 20000, true)
+	recs := edges.records(false, 2)
+	if _, err := put(ctx, c, pathDescriptor("g", map[string]any{"undirected": true}), recs[0].Schema(), recs); err != nil {
+		t.Fatal(err)
+	}
+	tree := newEdgeIndex(edges, false, true)
+	source := key(edges.src[0], false)
+	want := reference(t, recs, edgeOptions{Undirected: true}, "bfs", operators.Params{Source: source})
+	defer want.Release()
+	res, err := get(ctx, c, map[string]any{"graph": "g", "op": "bfs", "source": source})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.release()
+	if res.meta.Backend != "cpu" || !strings.Contains(res.meta.BackendNote, "cost model") {
+		t.Errorf("ran on %q (%s), want the cpu by the cost model", res.meta.Backend, res.meta.BackendNote)
+	}
+	if err := sameRecord(res.rec, want, tree); err != nil {
+		t.Error(err)
 	}
 }
 

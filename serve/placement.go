@@ -15,6 +15,7 @@ import (
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/kernels"
 	"github.com/gpipe/gpipe/operators"
+	"github.com/gpipe/gpipe/operators/cost"
 	"github.com/gpipe/gpipe/operators/gpuop"
 	"github.com/gpipe/gpipe/operators/vprog"
 )
@@ -55,9 +56,10 @@ func (d deviceGPU) MemInfo() (free, total int64, err error) { return d.Device().
 
 // placement places the server's runs.
 type placement struct {
-	choice string    // "auto", "cpu" or "gpu"
-	gpu    gpuDevice // nil: the CPU only
-	noGPU  string    // under auto without a GPU: why there is none
+	choice string      // "auto", "cpu" or "gpu"
+	gpu    gpuDevice   // nil: the CPU only
+	noGPU  string      // under auto without a GPU: why there is none
+	model  *cost.Model // auto's per query; nil: the GPU's own
 
 	// runs is held shared by each run on the GPU, and exclusively by a run
 	// that needs the GPU to itself to make room.
@@ -70,8 +72,8 @@ type placement struct {
 
 // newPlacement places runs by a backend choice that pipeline.OpenBackend
 // accepted, on dev when it is given (tests), else on the process's GPU.
-func newPlacement(choice string, dev gpuDevice) *placement {
-	pl := &placement{choice: choice, gpu: dev, used: map[*convert.Graph]time.Time{}}
+func newPlacement(choice string, dev gpuDevice, model *cost.Model) *placement {
+	pl := &placement{choice: choice, gpu: dev, model: model, used: map[*convert.Graph]time.Time{}}
 	if pl.choice == "" {
 		pl.choice = "auto"
 	}
@@ -90,14 +92,13 @@ func newPlacement(choice string, dev gpuDevice) *placement {
 }
 
 // warm loads the GPU's kernels (gpuop.GPU.LoadKernels) before the
-// server takes calls, so that no upload or query waits for the driver's
-// JIT compilation: 10–13 s for all modules on a machine whose driver has
-// not compiled them yet, milliseconds once its cache has them. Loading them
-// while calls run made the first upload wait for most of them (it looks up
-// its kernels under the lock each module's compilation holds: 9.9 s instead
-// of 1.3). It logs how long they took, or why some did not load (LoadKernels
-// goes on past a module that fails; those load, or fail, on first use, as
-// without warming).
+// server takes calls, so that no upload or query waits for a module's load.
+// The modules are fatbins whose SASS the driver loads as it is
+// (milliseconds each); before them, the driver's JIT compilation took 10–13
+// s for all on a machine whose cache did not have them, and a first upload
+// waited for most of it (9.9 s instead of 1.3). It logs how long they took,
+// or why some did not load (LoadKernels goes on past a module that fails;
+// those load, or fail, on first use, as without warming).
 func (pl *placement) warm(log *slog.Logger) {
 	d, ok := pl.gpu.(deviceGPU)
 	if !ok {
@@ -125,6 +126,14 @@ func (pl *placement) run(ctx context.Context, g *pipeline.Graph, op operators.Op
 	need, err := pl.gpu.Need(op, g.Graph, p)
 	if err != nil { // the operator has no GPU implementation
 		return pl.elsewhere(ctx, g, op, p, err)
+	}
+	if d, ok := pl.gpu.(deviceGPU); ok && pl.choice == "auto" {
+		// The cost model, per query, with the GPU open: a query the CPU
+		// answers sooner (a small graph) runs there.
+		if cpu, why := pipeline.CheaperOnCPU(d.GPU, pl.model, g.Graph, op, p); cpu {
+			res, err = g.Run(ctx, name, p, operators.CPU{})
+			return res, "ran on the CPU: " + why, err
+		}
 	}
 	pl.runs.RLock()
 	free, total, err := pl.gpu.MemInfo()

@@ -32,6 +32,7 @@ import (
 
 	"github.com/gpipe/gpipe/internal/pipeline"
 	"github.com/gpipe/gpipe/internal/usererr"
+	"github.com/gpipe/gpipe/operators/cost"
 )
 
 // Config is how a Server runs. A zero limit means its default; a negative
@@ -91,6 +92,9 @@ type Config struct {
 
 	// gpu, when set, stands for the GPU (tests without one).
 	gpu gpuDevice
+	// model, when set, is the cost model auto decides each query by (nil:
+	// the GPU's own); tests set it to send queries to either side.
+	model *cost.Model
 	// smallJobEdges is the most edges of a small job's graph; 0 means
 	// defaultSmallJobEdges, a negative count that no job is small.
 	smallJobEdges int64
@@ -169,7 +173,7 @@ func New(cfg Config) (*Server, error) {
 		cfg:     cfg,
 		log:     cfg.Logger,
 		backend: backend,
-		place:   newPlacement(cfg.Backend, cfg.gpu),
+		place:   newPlacement(cfg.Backend, cfg.gpu, cfg.model),
 		graphs:  newRegistry(cfg.MaxGraphs),
 		mem:     &budget{max: cfg.MaxMemoryBytes},
 		jobs:    newJobs(cfg.MaxConcurrentJobs),

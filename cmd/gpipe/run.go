@@ -370,6 +370,11 @@ func reportRun(c *cli.Context, e *env, rep *pipeline.Report) error {
 	for _, n := range rep.Notes {
 		fmt.Fprintf(e.stderr, "gpipe: note: %s\n", n)
 	}
+	if pipeline.ByCostModel(rep.BackendReason) && (rep.Backend == "gpu" || rep.BuildDevice == "gpu") && !c.Bool("json") && !c.Bool("quiet") {
+		// auto weighed the GPU the job used against the CPU: both
+		// estimates (a job that never touched a GPU says nothing).
+		fmt.Fprintf(e.stderr, "gpipe: %s ran it: %s\n", rep.Backend, rep.BackendReason)
+	}
 	if c.Bool("json") {
 		enc := json.NewEncoder(e.stderr)
 		if err := enc.Encode(rep); err != nil {

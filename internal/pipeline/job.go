@@ -16,6 +16,7 @@ import (
 	"github.com/gpipe/gpipe/internal/rusage"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
+	"github.com/gpipe/gpipe/operators/cost"
 	"github.com/gpipe/gpipe/operators/gpuop"
 	"github.com/gpipe/gpipe/sink"
 )
@@ -36,6 +37,9 @@ type Job struct {
 	// GPUs is how many GPUs a run may spread over (0: every usable GPU,
 	// for large graphs; 1: one).
 	GPUs int
+	// Model is the cost model --backend auto decides by (nil: this
+	// machine's, operators/cost).
+	Model *cost.Model
 	// Unweighted reads no weight column: every weight is 1, as the caller
 	// means (without it, an operator that uses weights run on a table
 	// without a weight column gets a note that says so).
@@ -113,8 +117,14 @@ type Timings struct {
 	// Upload is the part of Build that copied the edge columns to the GPU,
 	// when the GPU built the graph.
 	Upload float64 `json:"upload_s,omitempty"`
-	Write  float64 `json:"write_s"`
-	Total  float64 `json:"total_s"`
+	// GPUInit is the GPU's set-up for the job (the driver, the context,
+	// the build's staging ring and kernels: 0 where the job set up no GPU
+	// or found it set up), begun with the job; GPUInitHidden the part of
+	// it the job did not wait for, done while the input was read.
+	GPUInit       float64 `json:"gpu_init_s"`
+	GPUInitHidden float64 `json:"gpu_init_hidden_s"`
+	Write         float64 `json:"write_s"`
+	Total         float64 `json:"total_s"`
 }
 
 // RunJob runs a whole job. Parameters, the operator and the output format are
@@ -150,18 +160,19 @@ func RunJob(ctx context.Context, job Job) (*Report, error) {
 	job.Load.Weights = spec.Weights
 	job.Load.BuildIn = job.Load.BuildIn || spec.NeedsIn
 
-	backend, err := OpenBackendGPUs(job.Backend, job.GPUs)
+	backend, err := OpenBackendWith(job.Backend, BackendOptions{GPUs: job.GPUs, Model: job.Model})
 	if err != nil {
 		return nil, err
 	}
 	if err := backend.Check(op); err != nil {
 		return nil, err
 	}
-	if job.Load.Alloc == nil {
-		job.Load.Alloc = backend.Alloc()
-	}
-	if job.Load.Device == nil {
-		job.Load.Device = backend.BuildDevice(op)
+	// The GPU's set-up runs while the input is read; the build's place
+	// is decided once the rows are known.
+	rows, later := InputRows(job.Input, job.Load.Format)
+	backend.Start(op, rows, later, job.Load.Undirected)
+	if job.Load.Device == nil && job.Load.Place == nil {
+		job.Load.Place = backend.Placer(op, job.Load.Undirected)
 	}
 	g, err := Load(ctx, job.Input, job.Load)
 	if err != nil {
@@ -209,6 +220,8 @@ func RunJob(ctx context.Context, job Job) (*Report, error) {
 	rep.Timings.Compute = compute.Seconds()
 	rep.Timings.Transfer = res.Transfer.Seconds()
 	rep.Timings.Upload = g.Built.Upload.Seconds()
+	setup := backend.Setup()
+	rep.Timings.GPUInit, rep.Timings.GPUInitHidden = setup.Took.Seconds(), setup.Hidden.Seconds()
 
 	if job.Output != "" {
 		stage(job.Load, "write")

@@ -45,6 +45,9 @@ type LoadOptions struct {
 	Stdin io.Reader
 	// Alloc holds the edge columns and layouts; nil means Go memory.
 	Alloc memory.Allocator
+	// Place, when set, places the build once the table's rows are known
+	// (Backend.Placer: the cost model under auto), and Device is ignored.
+	Place *Placement
 	// Device, when set, builds the graph on this GPU where it can
 	// (gpuop.GPU.BuildGraph): its layouts stay there for the operator,
 	// and the host keeps the keys and offsets. The edge columns are then
@@ -84,6 +87,9 @@ type Graph struct {
 	// WeightUnread says the input has a weight column the read left out
 	// (edges.Table.WeightUnread), for WeightColumnNotes.
 	WeightUnread bool
+	// Setup is the GPU's set-up as the load saw it (the library's Load
+	// fills it in).
+	Setup Setup
 }
 
 // Load reads the edge table at input ("-" for an Arrow IPC stream on
@@ -99,12 +105,19 @@ func Load(ctx context.Context, input string, opts LoadOptions) (*Graph, error) {
 	readOpts := edges.Options{Columns: opts.Columns, Format: opts.Format, SkipInvalid: opts.SkipInvalid, Alloc: opts.ReadAlloc(),
 		Header: opts.Header, Delimiter: opts.Delimiter, Progress: opts.Progress, Store: opts.Store}
 	var up *gpuop.ColumnUpload
-	if opts.Device != nil {
+	switch {
+	case opts.Place != nil:
+		// The columns go to the GPU as the reader decodes them (Parquet)
+		// where the placement, told the rows, builds there.
+		up = gpuop.NewColumnUploadTo(opts.Place.StreamTo)
+	case opts.Device != nil:
 		// Load the build's kernels and pin its staging ring while the
 		// table is read, and copy the columns to the GPU as the reader
 		// decodes them (where it says so: Parquet).
 		go opts.Device.PrepareBuild()
 		up = opts.Device.NewColumnUpload()
+	}
+	if up != nil {
 		readOpts.Stream = up
 		defer up.Release()
 	}
@@ -117,7 +130,7 @@ func Load(ctx context.Context, input string, opts LoadOptions) (*Graph, error) {
 	}
 	defer t.Release()
 	readTime := time.Since(start)
-	g, err := build(ctx, t, opts, up)
+	g, err := placedBuild(ctx, t, opts, up)
 	if err != nil {
 		return nil, err
 	}
@@ -125,11 +138,25 @@ func Load(ctx context.Context, input string, opts LoadOptions) (*Graph, error) {
 	return g, nil
 }
 
+// placedBuild is build on the device opts.Place chooses, where it is set,
+// with its reason where that is the host.
+func placedBuild(ctx context.Context, t *edges.Table, opts LoadOptions, up *gpuop.ColumnUpload) (*Graph, error) {
+	why := ""
+	if opts.Place != nil {
+		opts.Device, why = opts.Place.BuildOn(t)
+	}
+	g, err := build(ctx, t, opts, up)
+	if err == nil && g.Built.Device == "cpu" && g.Built.Reason == "" {
+		g.Built.Reason = why
+	}
+	return g, err
+}
+
 // Build builds the graph of an edge table that was read already (from a
 // generator, or batches that arrived over Arrow Flight). The table may be
 // released once Build returns.
 func Build(ctx context.Context, t *edges.Table, opts LoadOptions) (*Graph, error) {
-	return build(ctx, t, opts, nil)
+	return placedBuild(ctx, t, opts, nil)
 }
 
 // build is Build from the columns up copied to the GPU during the read
@@ -174,7 +201,7 @@ func build(ctx context.Context, t *edges.Table, opts LoadOptions, up *gpuop.Colu
 // column of pinned memory is pinned, zeroed and faulted in on one thread
 // before the reader can write it).
 func (opts LoadOptions) ReadAlloc() memory.Allocator {
-	if opts.Device != nil {
+	if opts.Device != nil || opts.Place != nil {
 		return nil
 	}
 	return opts.Alloc

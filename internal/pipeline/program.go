@@ -9,15 +9,23 @@ import (
 )
 
 // programBackend is where a vertex program runs: the GPU where there is
-// one (--backend gpu, or auto), else the CPU, and why.
-func (b *Backend) programBackend(op *vprog.Operator) (operators.Backend, string) {
-	switch {
-	case b.choice == "cpu":
-		return operators.CPU{}, ""
-	case b.gpu == nil:
-		return operators.CPU{}, "no usable GPU: " + b.noGPU.Error()
-	case b.choice == "gpu":
-		return vpgpu.Backend{Ctx: b.gpu.Context()}, ""
+// one (--backend gpu, or auto), else the CPU, and why. A program has no
+// row in the cost model (its cost is the user's code), so auto takes the
+// GPU whenever one is usable; it waits for the GPU's opening.
+func (b *Backend) programBackend(op *vprog.Operator) (operators.Backend, string, error) {
+	if b.choice == "cpu" {
+		return operators.CPU{}, "", nil
 	}
-	return vpgpu.Backend{Ctx: b.gpu.Context()}, fmt.Sprintf("%s is usable: the program %s is compiled for it", b.gpu.Device().Name, op.Prog.Name)
+	dev, err := b.device()
+	switch {
+	case err != nil && b.choice == "gpu":
+		return nil, "", err
+	case err != nil:
+		return operators.CPU{}, "no usable GPU: " + err.Error(), nil
+	case dev == nil:
+		return operators.CPU{}, "no usable GPU", nil
+	case b.choice == "gpu":
+		return vpgpu.Backend{Ctx: dev.Context()}, "", nil
+	}
+	return vpgpu.Backend{Ctx: dev.Context()}, fmt.Sprintf("%s is usable: the program %s is compiled for it", dev.Device().Name, op.Prog.Name), nil
 }

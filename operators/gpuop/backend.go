@@ -13,6 +13,7 @@ import (
 	"github.com/gpipe/gpipe/internal/par"
 	"github.com/gpipe/gpipe/kernels"
 	"github.com/gpipe/gpipe/operators"
+	"github.com/gpipe/gpipe/operators/cost"
 )
 
 // GPU runs operators on one NVIDIA GPU. It keeps the modules it loaded and
@@ -27,7 +28,7 @@ type GPU struct {
 	Poison bool
 
 	mu      sync.Mutex
-	modules map[string]*gpu.Module
+	modules map[string]*moduleSlot
 	funcs   map[string]*Kernel
 	graphs  map[*convert.Graph]*deviceGraph
 
@@ -42,6 +43,9 @@ type GPU struct {
 	// tune is what tests turn to reach rare paths on small graphs; its
 	// zero value is what runs.
 	tune tuning
+
+	// model is the cost model auto's strategy choice reads.
+	model *cost.Model
 }
 
 // tuning are a backend's test settings: each reaches, on small graphs, a
@@ -93,10 +97,11 @@ func (b *GPU) PageRankHubOrder() bool { return b == nil || !b.tune.noHubOrder }
 func NewGPU(c *gpu.Context) *GPU {
 	return &GPU{
 		ctx:     c,
-		modules: map[string]*gpu.Module{},
+		modules: map[string]*moduleSlot{},
 		funcs:   map[string]*Kernel{},
 		graphs:  map[*convert.Graph]*deviceGraph{},
 		pins:    pinnedPool{keep: pinnedKeepBytes, lendMax: pinnedResultsMax},
+		model:   defaultModel(c),
 	}
 }
 
@@ -146,10 +151,15 @@ func (b *GPU) Close() error {
 		delete(b.graphs, g)
 	}
 	var first error
-	for name, m := range b.modules {
-		if err := m.Unload(); err != nil && first == nil {
-			first = err
+	for name, slot := range b.modules {
+		slot.mu.Lock()
+		if slot.m != nil {
+			if err := slot.m.Unload(); err != nil && first == nil {
+				first = err
+			}
+			slot.m = nil
 		}
+		slot.mu.Unlock()
 		delete(b.modules, name)
 	}
 	clear(b.funcs)
@@ -186,12 +196,14 @@ func Flag(on bool) int32 {
 // Kernel returns the Kernel called name of module, loading the module on
 // first use.
 func (b *GPU) Kernel(module, name string) (*Kernel, error) {
+	key := module + "." + name
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	if k := b.funcs[module+"."+name]; k != nil {
+	k := b.funcs[key]
+	b.mu.Unlock()
+	if k != nil {
 		return k, nil
 	}
-	m, err := b.moduleLocked(module)
+	m, err := b.module(module)
 	if err != nil {
 		return nil, err
 	}
@@ -203,45 +215,79 @@ func (b *GPU) Kernel(module, name string) (*Kernel, error) {
 	if err != nil {
 		return nil, err
 	}
-	k := &Kernel{Fn: fn, grid: uint32(max(perSM, 1) * b.Device().SMs)}
-	b.funcs[module+"."+name] = k
+	k = &Kernel{Fn: fn, grid: uint32(max(perSM, 1) * b.Device().SMs)}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if first := b.funcs[key]; first != nil {
+		return first, nil // another goroutine looked it up meanwhile
+	}
+	b.funcs[key] = k
 	return k, nil
 }
 
-// moduleLocked is the module called name, loaded on first use: the driver
-// JIT-compiles its PTX for the GPU at hand then. b.mu must be held.
-func (b *GPU) moduleLocked(name string) (*gpu.Module, error) {
-	if m := b.modules[name]; m != nil {
-		return m, nil
+// moduleSlot is one module, loaded on first use under its own lock: a
+// module's load waits for nothing but an earlier load of the same module.
+type moduleSlot struct {
+	mu sync.Mutex
+	m  *gpu.Module
+}
+
+// module is the module called name, loaded on first use from its fatbin
+// (kernels.Image): the driver takes the SASS for the GPU at hand, so a
+// load compiles nothing (a GPU newer than every SASS in the fatbin
+// JIT-compiles its PTX). A load that fails is tried again on next use.
+func (b *GPU) module(name string) (*gpu.Module, error) {
+	b.mu.Lock()
+	slot := b.modules[name]
+	if slot == nil {
+		slot = &moduleSlot{}
+		b.modules[name] = slot
 	}
-	ptx, err := kernels.PTX(name)
+	b.mu.Unlock()
+	slot.mu.Lock()
+	defer slot.mu.Unlock()
+	if slot.m != nil {
+		return slot.m, nil
+	}
+	img, err := kernels.Image(name)
 	if err != nil {
 		return nil, err
 	}
-	m, err := b.ctx.LoadPTX(ptx)
+	m, err := b.ctx.LoadModule(img)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("loading kernel module %s: %w", name, err)
 	}
-	b.modules[name] = m
+	slot.m = m
 	return m, nil
 }
 
+// LoadedModules lists the modules loaded so far, in byte order.
+func (b *GPU) LoadedModules() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var names []string
+	for name, slot := range b.modules {
+		slot.mu.Lock()
+		if slot.m != nil {
+			names = append(names, name)
+		}
+		slot.mu.Unlock()
+	}
+	slices.Sort(names)
+	return names
+}
+
 // LoadKernels loads the kernel modules named first, then every other, now
-// rather than on first use. Loading JIT-compiles a module's PTX for the GPU
-// at hand: on a machine whose driver has not cached them yet, 10–13 s for
-// all the modules on the H100 (3 s of a first pagerank), which a server
-// pays as it starts rather than in its first calls. Each module's
-// compilation holds b.mu, which every run's kernel lookups take: call it
-// before runs start. A module that fails to load does not stop the others
-// (each would otherwise compile in a run); the errors come back joined.
+// rather than on first use. With fatbins a load is a copy of SASS the
+// driver has compiled nothing for, milliseconds a module; gpipe serve still
+// loads them all as it starts, so that no query waits for one. A module
+// that fails to load does not stop the others; the errors come back
+// joined.
 func (b *GPU) LoadKernels(first ...string) error {
 	names := append(slices.Clone(first), kernels.Modules()...)
 	var errs []error
 	for _, name := range names {
-		b.mu.Lock()
-		_, err := b.moduleLocked(name)
-		b.mu.Unlock()
-		if err != nil {
+		if _, err := b.module(name); err != nil {
 			errs = append(errs, err)
 		}
 	}

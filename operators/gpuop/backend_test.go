@@ -218,9 +218,7 @@ func TestLoadKernels(t *testing.T) {
 	if err := b.LoadKernels(kernels.GraphBuild); err != nil {
 		t.Fatal(err)
 	}
-	b.mu.Lock()
-	loaded := len(b.modules)
-	b.mu.Unlock()
+	loaded := len(b.LoadedModules())
 	if want := len(kernels.Modules()); loaded != want {
 		t.Errorf("%d modules loaded, want all %d", loaded, want)
 	}

@@ -79,7 +79,7 @@ func (b *GPU) BuildGraphFrom(ctx context.Context, t *edges.Table, opts convert.B
 	d.suffix, d.keySize = keyKernel(t.KeyType)
 	if up != nil {
 		// Before the lock: the upload holds it until its last copy.
-		cols, waited, ok := up.take(t, opts.Weighted)
+		cols, waited, ok := up.take(b, t, opts.Weighted)
 		if ok {
 			d.uploaded, d.rep.Upload, d.rep.DuringRead = &cols, waited, true
 		}

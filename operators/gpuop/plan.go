@@ -44,7 +44,8 @@ func (pl *Plan) Run(ctx context.Context, op operators.Operator, in operators.Inp
 }
 
 // Plan decides how op runs on g with p on this GPU: the strategy p names,
-// or auto's: the first of the operator's order for g (table.order) that
+// or auto's: the first of the operator's order for g (the measured rules'
+// order, table.order, ranked by the cost model's estimates) that
 // reads every option p gives and fits in the GPU's free memory. It fails
 // where op has no GPU strategy, p is not valid for it, or (auto) no
 // strategy fits.
@@ -63,7 +64,7 @@ func (b *GPU) Plan(op operators.Operator, g *convert.Graph, p operators.Params) 
 	if named(p) {
 		return b.newPlan(name, t.lookup(p.Strategy), "named by --strategy", g, p), nil
 	}
-	order := t.order(t, b, g, p)
+	order := b.autoOrder(t, name, g, p)
 	take, err := candidates(name, order, p)
 	if err != nil {
 		return nil, err

@@ -18,7 +18,10 @@ import (
 // row arrived; otherwise it uploads the table itself. Finish must be
 // called once the read has returned, and Release once the build has.
 type ColumnUpload struct {
-	b *GPU
+	// to is the GPU the columns go to, asked once the rows are known (nil:
+	// none); b is its answer, set by the goroutine before any copy.
+	to func(rows int64) *GPU
+	b  *GPU
 
 	// Set by Begin, before the goroutine starts.
 	rows     int64
@@ -41,26 +44,44 @@ type upPiece struct {
 	c     edges.Chunk
 }
 
-// NewColumnUpload is an upload for the table a reader is about to read.
+// NewColumnUpload is an upload to b for the table a reader is about to
+// read.
 func (b *GPU) NewColumnUpload() *ColumnUpload {
-	return &ColumnUpload{b: b, done: make(chan struct{})}
+	return NewColumnUploadTo(func(int64) *GPU { return b })
+}
+
+// NewColumnUploadTo is an upload for the table a reader is about to read,
+// to the GPU to names once the reader knows the table's rows (to may wait
+// for the GPU to open: the reader goes on meanwhile); to returning nil
+// copies nothing.
+func NewColumnUploadTo(to func(rows int64) *GPU) *ColumnUpload {
+	return &ColumnUpload{to: to, done: make(chan struct{})}
 }
 
 // Begin starts the upload of a table of rows rows (edges.Stream), unless
-// the GPU will not build it or its columns do not fit.
+// the GPU will not build it or its columns do not fit: the pieces queue
+// until the GPU is known.
 func (u *ColumnUpload) Begin(rows int64, keys edges.KeyType, weighted bool) {
 	u.rows, u.keyType, u.weighted = rows, keys, weighted
 	_, u.keySize = keyKernel(keys)
-	cols := 2 * rows * u.keySize
-	if weighted {
-		cols += 8 * rows
-	}
-	if keys == edges.KeyString || 2*rows > maxDeviceEndpoints || u.b.memoryRefusal(cols) != "" {
+	if keys == edges.KeyString || 2*rows > maxDeviceEndpoints {
 		u.off.Store(true)
 		return
 	}
 	u.pieces = make(chan upPiece, 4096)
 	go u.run()
+}
+
+// refused says why the upload's columns do not go to b, or "".
+func (u *ColumnUpload) refused(b *GPU) string {
+	if b == nil {
+		return "no GPU builds the graph"
+	}
+	cols := 2 * u.rows * u.keySize
+	if u.weighted {
+		cols += 8 * u.rows
+	}
+	return b.memoryRefusal(cols)
 }
 
 // Rows queues rows [first, first+c.Len()) for the copy (edges.Stream).
@@ -82,10 +103,19 @@ func (u *ColumnUpload) Finish() {
 	})
 }
 
-// run copies the pieces as they come, holding the build lock (the staging
-// ring is the build's) until the last has reached the device.
+// run asks for the GPU, then copies the pieces as they come, holding the
+// build lock (the staging ring is the build's) until the last has reached
+// the device. Without a GPU it drains them.
 func (u *ColumnUpload) run() {
-	b := u.b
+	b := u.to(u.rows)
+	if why := u.refused(b); why != "" {
+		u.off.Store(true)
+		for range u.pieces {
+		}
+		close(u.done)
+		return
+	}
+	u.b = b
 	b.buildMu.Lock()
 	defer b.buildMu.Unlock()
 	defer close(u.done)
@@ -141,14 +171,14 @@ func (u *ColumnUpload) fail(err error) {
 }
 
 // take waits for the upload and hands its columns over, if they are all
-// of t's (with weights when the build needs them); it returns how long it
+// of t's and on b (with weights when the build needs them); it returns how long it
 // waited. Otherwise it frees them and returns false.
-func (u *ColumnUpload) take(t *edges.Table, weighted bool) (columns, time.Duration, bool) {
+func (u *ColumnUpload) take(b *GPU, t *edges.Table, weighted bool) (columns, time.Duration, bool) {
 	u.Finish()
 	start := time.Now()
 	<-u.done
 	waited := time.Since(start)
-	whole := !u.off.Load() && u.err == nil && u.copied == u.rows && u.rows == t.NumEdges() &&
+	whole := !u.off.Load() && u.b == b && u.err == nil && u.copied == u.rows && u.rows == t.NumEdges() &&
 		u.keyType == t.KeyType && (u.weighted || !weighted)
 	if !whole {
 		u.Release()
