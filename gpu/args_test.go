@@ -61,7 +61,7 @@ func TestArgsLimits(t *testing.T) {
 		t.Fatalf("4.8 KiB of structs: %v", err)
 	}
 	pb.pointAtVals(2)
-	type noLayout struct{ n int32 }
+	type noLayout struct{ N int32 }
 	type withPointer struct {
 		_ structs.HostLayout
 		p *int32

@@ -159,16 +159,6 @@ type target interface {
 	remove()
 }
 
-// commit makes the written file the output: synced, closed, renamed into
-// place, its checksum file beside it. The errors are the causes; on one,
-// the caller removes what is left (remove).
-func (o *output) commit() error {
-	if err := o.finish(); err != nil {
-		return err
-	}
-	return o.publish()
-}
-
 // finish syncs and closes the temporary file, and writes its checksum
 // file under a temporary name.
 func (o *output) finish() error {

@@ -30,7 +30,6 @@ type ptxGen struct {
 	numVertices               string   // %rd
 	state                     string   // the run's state (%rd)
 	retPred, retLabel         string   // update_condition's result and end
-	atomicPartial             bool     // compute's atomics reduce into partial
 }
 
 // regClass is the register class of a type.
