@@ -44,10 +44,12 @@ Operators and their columns:
 GPU strategies (--strategy; auto picks the fastest measured that fits in the
    GPU's memory, and --json says which and why):
    bfs       enterprise (direction-optimizing, Enterprise), bfs4k (BFS-4K,
-             for high-diameter graphs), vwc (virtual warp-centric)
+             for high-diameter graphs), vwc (virtual warp-centric), persist
+             (one launch over every SM: road networks, meshes, grids)
    sssp      vwc (frontier push over the CSR, near-far), gshards (CuSha's
              G-Shards), cw (Concatenated Windows), kites (KiTES: pull of the
-             active vertices), warpseg (Warp Segmentation: pull of all)
+             active vertices), warpseg (Warp Segmentation: pull of all),
+             persist (near-far Δ-stepping in one launch: road networks)
    sswp      vwc, gshards, cw, kites, warpseg
    pagerank  vwc (pull over the in-edges), gshards, cw, warpseg
    cc        afforest, vwc (label propagation), gshards, cw, kites, warpseg
