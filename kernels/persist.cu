@@ -457,7 +457,8 @@ __device__ void sched_next(SsspSched& s, unsigned pushed, bool multi, const Sssp
     const double lowest = sssp_priority<P>(volatile_load(&st->far_min[s.epoch % FAR_PILES]));
     s.below = s.threshold;
     s.threshold = fmax(s.threshold, lowest) + s.delta;
-    if (!(s.threshold > lowest)) s.threshold = INFINITY;  // Δ under the values' rounding
+    // Δ under the values' rounding: every far vertex is near (+Inf).
+    if (!(s.threshold > lowest)) s.threshold = __longlong_as_double(0x7ff0000000000000ll);
     s.kind = SCHED_SPLIT;
     s.count = far;
 }
