@@ -29,7 +29,9 @@
 
 #undef __launch_bounds__
 #define __launch_bounds__(...)
+#ifndef PERSIST_SPIN_PAUSE
 #define PERSIST_SPIN_PAUSE() sched_yield()
+#endif
 
 using std::max;
 using std::min;
@@ -136,11 +138,22 @@ static bool coop_launch(void (*kernel)(K...), unsigned blocks, A... args) {
         }
         kids.push_back(pid);
     }
+    // A block that dies (its threads not made on a loaded machine, a fault)
+    // leaves the others waiting at the barrier: end them and say so.
     bool ok = true;
-    for (pid_t k : kids) {
+    for (size_t left = kids.size(); left > 0; left--) {
         int status = 0;
-        waitpid(k, &status, 0);
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ok = false;
+        pid_t k = waitpid(-1, &status, 0);
+        if (k < 0) break;
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
+        if (ok) {
+            unsigned b = (unsigned)(std::find(kids.begin(), kids.end(), k) - kids.begin());
+            std::printf("block %u: %s %d\n", b, WIFSIGNALED(status) ? "killed by signal" : "exit status",
+                        WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+            for (pid_t other : kids)
+                if (other != k) kill(other, SIGKILL);
+        }
+        ok = false;
     }
     return ok;
 }
@@ -354,8 +367,11 @@ static void check_sssp(const Graph& g, vid_t src, const char* prog, const std::v
     // The mappings stay until the process ends: a few megabytes in all.
 }
 
+// PERSIST_EMU_ONLY=NAME runs only the graph called NAME.
 int main() {
+    const char* only = std::getenv("PERSIST_EMU_ONLY");
     for (const Graph& g : graphs()) {
+        if (only && g.name != only) continue;
         std::vector<vid_t> srcs = {0, (vid_t)(g.n / 2)};
         for (vid_t s : srcs) {
             check_bfs(g, s, 3, 0);
