@@ -74,6 +74,12 @@ func BlocksFor(n, blockSize int) uint32 {
 // Launch returns when the launch is queued. A fault inside the kernel shows
 // up later, at a synchronization, as a sticky error (see Error.Sticky).
 func Launch(fn *Function, grid, block [3]uint32, sharedMem uint32, s *Stream, args ...any) error {
+	return launch(fn, false, grid, block, sharedMem, s, args)
+}
+
+// launch packs args and queues fn through cuLaunchKernel, or, cooperative,
+// through cuLaunchCooperativeKernel (cooperative.go).
+func launch(fn *Function, cooperative bool, grid, block [3]uint32, sharedMem uint32, s *Stream, args []any) error {
 	if fn == nil || fn.h == 0 || fn.mod.h == 0 {
 		return errDestroyed
 	}
@@ -84,34 +90,63 @@ func Launch(fn *Function, grid, block [3]uint32, sharedMem uint32, s *Stream, ar
 	if err := fn.checkGeometry(grid, block, sharedMem); err != nil {
 		return err
 	}
-	if len(args) > maxKernelParams {
-		return fmt.Errorf("gpu: kernel %s: %d arguments, at most %d", fn.name, len(args), maxKernelParams)
+	entry, op := drv.launchKernel, "cuLaunchKernel"
+	if cooperative {
+		var err error
+		if entry, err = cooperativeEntry(); err != nil {
+			return err
+		}
+		op = "cuLaunchCooperativeKernel"
 	}
-	if fn.params != nil && len(args) != len(fn.params) {
-		return fmt.Errorf("gpu: kernel %s takes %d arguments, %d given", fn.name, len(fn.params), len(args))
-	}
-	pb := paramPool.Get().(*paramBlock)
-	defer paramPool.Put(pb)
-	defer pb.pointAtVals(len(args))
-	if err := pb.pack(fn, args); err != nil {
+	pb, err := packParams(fn, args)
+	if err != nil {
 		return err
 	}
+	defer paramPool.Put(pb)
+	defer pb.pointAtVals(len(args))
 	pb.pinner.Pin(pb)
 	defer pb.pinner.Unpin()
 	if err := c.bind(); err != nil {
 		return err
 	}
-	r := ccall(drv.launchKernel, fn.h,
-		uintptr(grid[0]), uintptr(grid[1]), uintptr(grid[2]),
-		uintptr(block[0]), uintptr(block[1]), uintptr(block[2]),
-		uintptr(sharedMem), s.handle(), uintptr(unsafe.Pointer(&pb.ptrs[0])), 0)
+	var r result
+	if cooperative { // cuLaunchCooperativeKernel has no trailing "extra"
+		r = ccall(entry, fn.h,
+			uintptr(grid[0]), uintptr(grid[1]), uintptr(grid[2]),
+			uintptr(block[0]), uintptr(block[1]), uintptr(block[2]),
+			uintptr(sharedMem), s.handle(), uintptr(unsafe.Pointer(&pb.ptrs[0])))
+	} else {
+		r = ccall(entry, fn.h,
+			uintptr(grid[0]), uintptr(grid[1]), uintptr(grid[2]),
+			uintptr(block[0]), uintptr(block[1]), uintptr(block[2]),
+			uintptr(sharedMem), s.handle(), uintptr(unsafe.Pointer(&pb.ptrs[0])), 0)
+	}
 	c.unbind()
 	if r != success {
-		e := newError("cuLaunchKernel", r)
+		e := newError(op, r)
 		e.Target = fmt.Sprintf("%s, grid %v, block %v, shared %d", fn.name, grid, block, sharedMem)
 		return e
 	}
 	return nil
+}
+
+// packParams is a parameter block holding args, checked against fn's
+// parameters where the driver reports them; the caller points it back at
+// its vals (pointAtVals) and puts it back in paramPool.
+func packParams(fn *Function, args []any) (*paramBlock, error) {
+	if len(args) > maxKernelParams {
+		return nil, fmt.Errorf("gpu: kernel %s: %d arguments, at most %d", fn.name, len(args), maxKernelParams)
+	}
+	if fn.params != nil && len(args) != len(fn.params) {
+		return nil, fmt.Errorf("gpu: kernel %s takes %d arguments, %d given", fn.name, len(fn.params), len(args))
+	}
+	pb := paramPool.Get().(*paramBlock)
+	if err := pb.pack(fn, args); err != nil {
+		pb.pointAtVals(len(args))
+		paramPool.Put(pb)
+		return nil, err
+	}
+	return pb, nil
 }
 
 // pack puts args into the block, checking each against the kernel's

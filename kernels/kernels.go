@@ -64,6 +64,9 @@ const (
 	// Columns makes result columns in Arrow's layout: ids mapped to keys,
 	// validity bitmaps (operators/gpu_columns.go).
 	Columns = "columns"
+	// Persist holds the persistent BFS and SSSP: one cooperative launch a
+	// search, its levels separated by a grid barrier (operators/gpuop/persist.go).
+	Persist = "persist"
 )
 
 // DirEnv names a directory whose NAME.fatbin (or NAME.ptx) files replace

@@ -2,8 +2,13 @@
 # The figures of the vertex-program engine in BENCHMARKS.md: every GPU
 # strategy (warpseg and kites included) of sssp, sswp, cc and pagerank side by side on the same graph, the
 # 16-core CPU backend, and PageRank through CuPy (cuSPARSE) in the same run.
+# "roads" is sssp on graphs of high diameter: the 2048 x 2048 grid, a road of
+# ROAD_VERTICES (default 16,777,216; gpipe gen road) and luxembourg_osm, each
+# one .wel file that the GPU (persist, vwc, kites), the CPU backend and,
+# where GAP_DIR holds GAP's built sssp, GAP (-d Δ near gpipe's) all read; it
+# prints a table at the end.
 # Runs on the GPU machine from the repository root (docs/gpu.md):
-#   scripts/gpu-vp-bench.sh GPIPE OUTDIR [k22|k24|grid|real|cpu|all]...
+#   scripts/gpu-vp-bench.sh GPIPE OUTDIR [k22|k24|grid|real|roads|cpu|all]...
 # GPIPE is the gpipe binary; graphs are generated once into $TMPDIR; each
 # figure is OUTDIR/NAME.json (gpipe bench --json: one object per strategy).
 set -uo pipefail
@@ -49,8 +54,49 @@ gpu_strategies() { # operator
 	case $1 in
 	cc) echo afforest,vwc,gshards,cw,kites,warpseg ;;
 	pagerank) echo vwc,gshards,cw,warpseg ;;
+	sssp) echo vwc,gshards,cw,kites,warpseg,persist ;;
 	*) echo vwc,gshards,cw,kites,warpseg ;;
 	esac
+}
+
+# roads: sssp on the grid, a road and luxembourg_osm, one .wel file each
+# for gpipe's GPU and CPU and GAP, and a table of the medians.
+roads() {
+	local n=${ROAD_VERTICES:-16777216}
+	[ -f "$tmp/grid-2048.wel" ] || "$gpipe" gen grid --rows 2048 --cols 2048 --weighted --output "$tmp/grid-2048.wel"
+	[ -f "$tmp/road-$n.wel" ] || "$gpipe" gen road --vertices "$n" --weighted --output "$tmp/road-$n.wel"
+	[ -f "$tmp/luxembourg.wel" ] || awk '!/^%/ && ++seen > 1 { print $1 - 1, $2 - 1, 1 }' "$real/luxembourg_osm.mtx" >"$tmp/luxembourg.wel"
+	# GAP's Δ: gpipe's rule (32 x mean weight / average degree), rounded.
+	for g in grid-2048:1024 "road-$n:1024" luxembourg:16; do
+		local name=${g%:*} delta=${g#*:}
+		bench "sssp-$name-gpu" --input "$tmp/$name.wel" --undirected --op sssp --backend gpu --strategy "${ROAD_STRATEGIES:-persist,vwc,kites}" --trials 8
+		bench "sssp-$name-cpu" --input "$tmp/$name.wel" --undirected --op sssp --backend cpu --trials 4
+		if [ -n "${GAP_DIR:-}" ]; then
+			echo "== sssp-$name-gap: $GAP_DIR/sssp -f $tmp/$name.wel -s -d $delta -n 8" >&2
+			"$GAP_DIR/sssp" -f "$tmp/$name.wel" -s -d "$delta" -n 8 >"$out/sssp-$name-gap.log" 2>&1 || status=1
+		fi
+	done
+	python3 - "$out" grid-2048 "road-$n" luxembourg <<'PY'
+import json, os, re, statistics, sys
+out, names = sys.argv[1], sys.argv[2:]
+print(f"{'graph':20s} {'run':10s} {'median ms':>10s}  strategy")
+for g in names:
+    for kind in ("gpu", "cpu"):
+        try:
+            lines = open(os.path.join(out, f"sssp-{g}-{kind}.json")).read().split("\n")
+        except OSError:
+            continue
+        for line in filter(None, lines):
+            r = json.loads(line)
+            label = r["strategy"].split(" (")[0] if kind == "gpu" else "cpu"
+            print(f"{g:20s} {label:10s} {r['median_s'] * 1e3:10.3f}  {r['strategy']}")
+    try:
+        times = [float(t) for t in re.findall(r"Trial Time:\s+([0-9.]+)", open(os.path.join(out, f"sssp-{g}-gap.log")).read())]
+    except OSError:
+        times = []
+    if times:
+        print(f"{g:20s} {'gap':10s} {statistics.median(times) * 1e3:10.3f}  GAP sssp, median of {len(times)} trials")
+PY
 }
 
 for what in "$@"; do
@@ -103,6 +149,9 @@ for what in "$@"; do
 			done
 		done
 		;;
+	esac
+	case $what in
+	roads | all) roads ;;
 	esac
 	case $what in
 	cpu | all)

@@ -27,9 +27,9 @@ func genCommand(e *env) *cli.Command {
 		// Reached only without a known generator.
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
-				return usererr.New(usererr.Usage, "name a generator: gpipe gen kronecker ... or gpipe gen grid ...", "see 'gpipe gen kronecker --help' or 'gpipe gen grid --help'")
+				return usererr.New(usererr.Usage, "name a generator: gpipe gen kronecker ..., gpipe gen grid ... or gpipe gen road ...", "see 'gpipe gen kronecker --help', 'gpipe gen grid --help' or 'gpipe gen road --help'")
 			}
-			return usererr.New(usererr.Usage, fmt.Sprintf("unknown generator %q", c.Args().First()), "gpipe gen has two generators, kronecker and grid; see 'gpipe gen kronecker --help' or 'gpipe gen grid --help'")
+			return usererr.New(usererr.Usage, fmt.Sprintf("unknown generator %q", c.Args().First()), "gpipe gen has three generators, kronecker, grid and road; see 'gpipe gen kronecker --help', 'gpipe gen grid --help' or 'gpipe gen road --help'")
 		},
 		Before: e.endOnSecondSignal,
 		Subcommands: []*cli.Command{{
@@ -73,7 +73,7 @@ func genCommand(e *env) *cli.Command {
 				return generate(c, e, gen.Grid{Rows: c.Int("rows"), Cols: c.Int("cols"), Seed: c.Uint64("seed"), Weighted: c.Bool("weighted"), Progress: made},
 					fmt.Sprintf("grid %dx%d", c.Int("rows"), c.Int("cols")), made)
 			},
-		}},
+		}, roadCommand(e)},
 	}
 }
 

@@ -1,5 +1,5 @@
 // Package gen generates synthetic edge tables, seeded and deterministic at
-// any core count: Graph 500 Kronecker graphs and grids.
+// any core count: Graph 500 Kronecker graphs, grids and road-like graphs.
 package gen
 
 import (
@@ -22,14 +22,20 @@ type Generator interface {
 const weightSeed = 0x77656967687473 // "weights"
 
 // Parse reads a generator spec as gpipe bench --gen takes it:
-// kronecker:SCALE[:EDGEFACTOR] (edge factor 16 by default) or
-// grid:ROWSxCOLS. The generator draws from seed, and adds weights when
+// kronecker:SCALE[:EDGEFACTOR] (edge factor 16 by default), grid:ROWSxCOLS
+// or road:VERTICES. The generator draws from seed, and adds weights when
 // weighted.
 func Parse(spec string, seed uint64, weighted bool) (Generator, error) {
 	bad := usererr.New(usererr.Usage, "bad generator "+echo.Quote(spec),
-		"write kronecker:SCALE, kronecker:SCALE:EDGEFACTOR or grid:ROWSxCOLS, e.g. kronecker:20:16 or grid:2048x2048")
+		"write kronecker:SCALE, kronecker:SCALE:EDGEFACTOR, grid:ROWSxCOLS or road:VERTICES, e.g. kronecker:20:16, grid:2048x2048 or road:16000000")
 	parts := strings.Split(spec, ":")
 	switch {
+	case len(parts) == 2 && parts[0] == "road":
+		n, err := strconv.Atoi(parts[1])
+		if err != nil {
+			return nil, bad
+		}
+		return Road{Vertices: n, Seed: seed, Weighted: weighted}, nil
 	case len(parts) == 2 && parts[0] == "grid":
 		rows, cols, ok := strings.Cut(parts[1], "x")
 		g := Grid{Seed: seed, Weighted: weighted}

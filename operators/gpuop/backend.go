@@ -73,6 +73,12 @@ type tuning struct {
 	// at most stageMax bytes when that is positive.
 	stageAll bool
 	stageMax int
+	// persistBlocks, when positive, is the persistent kernels' grid (at
+	// most what a cooperative launch holds); persistSingle, when positive,
+	// their single-block limit, when negative none (every level on every
+	// block).
+	persistBlocks int
+	persistSingle int64
 }
 
 // SetWideValues makes sssp and sswp keep 8-byte values whatever the

@@ -12,15 +12,19 @@ import (
 	"github.com/gpipe/gpipe/operators"
 )
 
-// bfsStrategyConfigs are the BFS strategies of the seeds, and auto.
-var bfsStrategyConfigs = []operators.Params{{Strategy: "enterprise"}, {Strategy: "bfs4k"}, {Strategy: "auto"}}
+// bfsStrategyConfigs are the BFS strategies of the seeds, the persistent
+// one, and auto.
+var bfsStrategyConfigs = []operators.Params{{Strategy: "enterprise"}, {Strategy: "bfs4k"}, {Strategy: "persist"}, {Strategy: "auto"}}
+
+// bfsPathLabels are the paths a strategy's description counts.
+var bfsPathLabels = []string{"top-down", "bottom-up", "single-block", "edge-discover", "virtual-warp", "frontiers rebuilt", "multi-block levels"}
 
 // bfsPaths counts how often each path of the strategies ran, so that the
 // test can tell that it reached all of them.
 type bfsPaths map[string]int
 
 func (p bfsPaths) note(strategy string) {
-	for _, label := range []string{"top-down", "bottom-up", "single-block", "edge-discover", "virtual-warp", "frontiers rebuilt"} {
+	for _, label := range bfsPathLabels {
 		p[label] += optest.StrategyCount(strategy, label)
 	}
 }
@@ -64,6 +68,7 @@ func TestGPUBFSStrategiesMatchCPU(t *testing.T) {
 	paths := bfsPaths{}
 	seed := optest.FreshSeed(t)
 	list := append(optest.GPUShapes(t), optest.GridShapes(seed)...)
+	list = append(list, optest.RoadShapes(t, seed)...)
 	// Large enough for a frontier above half the H100's resident threads,
 	// where bfs4k switches from edge-discover to virtual warps.
 	list = append(list, optest.Shape{Name: "fresh-kronecker-19", Edges: optest.KroneckerEdges(t, 19, 16, seed+7)})
@@ -85,7 +90,7 @@ func TestGPUBFSStrategiesMatchCPU(t *testing.T) {
 	}
 	b.tune.b4kCapacity = 0
 	t.Logf("paths taken: %v", paths)
-	for _, label := range []string{"top-down", "bottom-up", "single-block", "edge-discover", "virtual-warp", "frontiers rebuilt"} {
+	for _, label := range bfsPathLabels {
 		if paths[label] == 0 {
 			t.Errorf("no search ran a %s level: the test graphs do not reach that path", label)
 		}

@@ -210,7 +210,7 @@ func (d *vpDevice) parents(ctx context.Context, pp *parentPass) ([]uint32, error
 		}
 		var err error
 		switch d.r.strategy {
-		case strategyVWC, strategyWarpSeg, strategyKiTES:
+		case strategyVWC, strategyWarpSeg, strategyKiTES, strategyPersist:
 			err = pp.pass.Launch(s, d.offs, d.targets, PtrOf(d.weights), d.n, d.values, pp.parent, pp.round, r, d.r.source)
 		default: // G-Shards, Concatenated Windows
 			a := d.shardArgs()

@@ -246,6 +246,8 @@ const (
 	strategyWarpSeg  = "warpseg"
 	strategyKiTES    = "kites"
 	strategyAfforest = "afforest"
+	// strategyPersist is bfs's and sssp's persistent search (persist.go).
+	strategyPersist = "persist"
 )
 
 // The seeds' sections.
@@ -255,6 +257,10 @@ const (
 	seedCW      = "Khorasani et al., CuSha: Concatenated Windows, HPDC'14 §3.2"
 	seedWarpSeg = "Khorasani, dissertation 2016: Warp Segmentation, §2.1–2.2"
 	seedKiTES   = "Khorasani, dissertation 2016: KiTES, §3.1–3.4"
+	// The persistent searches: BFS-4K's single-block kernel widened to
+	// every SM, and near-far Δ-stepping with ADDS's device-side buckets.
+	seedPersistBFS  = "Busato and Bombieri, BFS-4K §5.5, over every SM with a grid barrier"
+	seedPersistSSSP = "near-far Δ-stepping (Davidson et al., IPDPS'14) with ADDS's device-side buckets and dynamic Δ (Wang et al., PPoPP'21)"
 )
 
 // vpStrategies are the rows of the five layouts of a vertex program whose
@@ -304,16 +310,18 @@ var bfsTable = &table{
 			bytes: bfsStrategyBytes("bfs4k"), run: runBFS4K},
 		{name: strategyVWC, seed: seedVWC, reads: optVWarp | optVWC, layouts: []string{"csr"},
 			bytes: bfsStrategyBytes(strategyVWC), run: runBFSVWC},
+		{name: strategyPersist, seed: seedPersistBFS, layouts: []string{"csr"}, bytes: persistBFSBytes, run: runBFSPersist},
 	},
 	order: bfsOrder,
 }
 
 // ssspTable: the vertex program SSSP in the engine's five layouts, then the
-// parent pass (sssp.go).
+// parent pass (sssp.go), and the persistent near-far search
+// (persist_sssp.go).
 var ssspTable = &table{
-	strategies: vpStrategies(func(b *GPU, g *convert.Graph, name string, p operators.Params) int64 {
+	strategies: append(vpStrategies(func(b *GPU, g *convert.Graph, name string, p operators.Params) int64 {
 		return vpBytes(b, g, b.SSSPProgram(g), name, false, p) + parentBytes(g)
-	}, runSSSP),
+	}, runSSSP), &strategy{name: strategyPersist, seed: seedPersistSSSP, layouts: []string{"csr"}, bytes: persistSSSPBytes, run: runSSSPPersist}),
 	order: func(t *table, _ *GPU, g *convert.Graph, _ operators.Params) []choice {
 		return monotoneOrder(t, g, true)
 	},

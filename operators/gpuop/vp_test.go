@@ -37,6 +37,9 @@ var vpConfigs = []operators.Params{
 	{Strategy: "kites", VertexGroup: 4, Delta: 0.7},
 }
 
+// ssspConfigs are sssp's: vpConfigs and the persistent search's.
+var ssspConfigs = append(slices.Clone(vpConfigs), operators.Params{Strategy: "persist"}, operators.Params{Strategy: "persist", Delta: 0.7})
+
 // ccConfigs are cc's.
 var ccConfigs = []operators.Params{
 	{},
@@ -88,7 +91,7 @@ func TestGPUSSSPMatchesCPU(t *testing.T) {
 			want := run(t, operators.SSSP{}, g, src, operators.Params{})
 			ref := optest.UnreachedInf(want.Column("distance").Float64)
 			withWide(b, vg, func(wide bool) {
-				for _, p := range vpConfigs {
+				for _, p := range ssspConfigs {
 					name := fmt.Sprintf("%s/src=%d/wide=%v/%+v", vg.Name, src, wide, p)
 					r, err := runGPUErr(t, b, operators.SSSP{}, g, src, p)
 					if err != nil {
@@ -294,7 +297,7 @@ func TestCandidates(t *testing.T) {
 	}{
 		{"pagerank", nil, operators.Params{}, []string{"warpseg", "vwc", "gshards", "cw"}},
 		{"pagerank", nil, operators.Params{VWarp: 1}, []string{"vwc"}},
-		{"sssp", small, operators.Params{}, []string{"cw", "vwc", "gshards", "kites", "warpseg"}},
+		{"sssp", small, operators.Params{}, []string{"cw", "vwc", "gshards", "kites", "warpseg", "persist"}},
 		{"sssp", small, operators.Params{VertexGroup: 8}, []string{"kites"}},
 		{"sssp", nil, operators.Params{DeferOutliers: 5}, []string{"vwc"}},
 		{"cc", small, operators.Params{VWarp: 2}, []string{"afforest", "vwc"}},

@@ -83,3 +83,12 @@ func BenchDelta() float64 {
 	d, _ := strconv.ParseFloat(os.Getenv("GPIPE_BENCH_DELTA"), 64)
 	return d
 }
+
+// BenchPersistSpec is GPIPE_BENCH_PERSIST, the persistent searches'
+// benchmark graph as gen.Parse reads it, or the 2048 × 2048 grid.
+func BenchPersistSpec() string {
+	if s := os.Getenv("GPIPE_BENCH_PERSIST"); s != "" {
+		return s
+	}
+	return "grid:2048x2048"
+}

@@ -83,12 +83,13 @@ var (
 	realLoaded bool
 )
 
-// VPGraphs are the shapes, grids and real graphs, directed and undirected,
-// unweighted and weighted.
+// VPGraphs are the shapes, grids, roads and real graphs, directed and
+// undirected, unweighted and weighted.
 func VPGraphs(t *testing.T) []VPGraph {
 	var list []VPGraph
 	seed := FreshSeed(t)
-	for _, s := range append(GPUShapes(t), GridShapes(seed)...) {
+	shapes := append(GPUShapes(t), GridShapes(seed)...)
+	for _, s := range append(shapes, RoadShapes(t, seed)...) {
 		integers := true
 		for _, e := range s.Edges {
 			integers = integers && e.W == math.Trunc(e.W) && e.W >= 0

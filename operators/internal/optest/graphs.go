@@ -220,6 +220,30 @@ func GridShapes(seed uint64) []Shape {
 	}
 }
 
+// RoadShapes are road-like graphs (gen.Road: planar, degree 2 to 4,
+// Euclidean integer weights, a diameter of about the side) drawn from seed,
+// of two sizes.
+func RoadShapes(t testing.TB, seed uint64) []Shape {
+	var list []Shape
+	for _, size := range []struct {
+		name string
+		n    int
+	}{{"road-3000", 3000}, {"road-900", 900}} {
+		tab, err := gen.Road{Vertices: size.n, Seed: seed, Weighted: true}.Generate(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := Shape{Name: size.name}
+		for _, c := range tab.Chunks {
+			for i := range c.Src.Int64 {
+				s.Edges = append(s.Edges, Edge{c.Src.Int64[i], c.Dst.Int64[i], c.Weight[i]})
+			}
+		}
+		list = append(list, s)
+	}
+	return list
+}
+
 // RealGraphFiles are the real graphs the GPU tests read, each a different
 // Shape: road (two), social, citation, e-mail, votes, ego networks.
 var RealGraphFiles = []string{

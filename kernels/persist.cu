@@ -1,0 +1,772 @@
+// Persistent searches for graphs of high diameter (roads, meshes, grids):
+// BFS and SSSP in one cooperative launch over every SM, levels (BFS) or
+// steps (SSSP) separated by a grid-wide barrier on the device instead of a
+// return to the host (operators/gpuop/persist.go says when they pay).
+//
+//   bfsp_search        BFS over a frontier queue in global memory: one level
+//                      a step, its vertices dealt round-robin to the blocks
+//                      (entry i to block i mod blocks), so a frontier of a
+//                      few thousand vertices keeps every SM's load and atomic
+//                      units busy instead of one's. While a frontier has at
+//                      most single_limit vertices, block 0 runs levels alone
+//                      with __syncthreads between them (BFS-4K §5.5's single
+//                      block) and the other blocks wait at the barrier.
+//   ssspp_<program>    SSSP by near-far Δ-stepping with both piles on the
+//                      device: a step relaxes the near pile's vertices; when
+//                      it empties, a split step moves the far pile's vertices
+//                      under the next threshold to the near pile, which the
+//                      barrier's last block chooses (ADDS's manager, here in
+//                      the barrier), and Δ adapts to the buckets' sizes.
+//   persist_barrier_bench  the barrier alone: the floor of a level's cost.
+//
+// The queue entries carry each vertex's first edge and degree, read when it
+// was pushed, so that a level starts from its edges: a level costs the
+// latencies of its entry, its targets, the claim (with the pushed vertices'
+// offsets read alongside), the push and the barrier.
+//
+// Kernels take the scalar arguments gpu.Launch packs (it has no struct
+// parameters); the state they share with the host is BfspState and
+// SsspState, mirrored in operators/gpuop/persist.go.
+#include "frontier.cuh"
+#include "vertex_program.cuh"
+
+#include <cstddef>
+
+#define PERSIST_THREADS 1024  // the block the host launches (the emulator's is 256)
+#define PERSIST_NARROW 16     // a thread takes a vertex of up to this many edges alone
+#define PERSIST_BATCH 4       // edges a thread loads together
+
+// ---- the grid barrier ----
+
+// GridBarrier is zero before a launch: a word for each parity of the
+// generation (the steps passed so far), each summing over the launch its
+// generations' arrivals (top 24 bits, wrapping) and the blocks'
+// contributions (low 40 bits). A block adds its arrival and contribution in
+// one atomic and polls the word until the generation's arrivals are all
+// there: no last block publishes a release, as in cooperative groups' grid
+// sync (a release word cost 0.6 µs more a barrier on the H200: 1.6 against
+// 1.0 µs over 132 blocks). A parity's word is next added to two
+// generations on, which no block reaches before every block has read it.
+struct GridBarrier {
+    unsigned long long word[2];
+    unsigned long long pad[30];
+};
+
+// What a waiting block does between polls: nothing on the GPU (a poll is an
+// L2 round trip already); the emulator yields its OS thread.
+#ifndef PERSIST_SPIN_PAUSE
+#define PERSIST_SPIN_PAUSE()
+#endif
+
+#define ARRIVAL_SHIFT 40
+#define ARRIVAL_MASK 0xffffffu
+#define CONTRIB_MASK ((1ull << ARRIVAL_SHIFT) - 1)
+
+// A frontier entry: the vertex, its degree and first out-edge.
+struct QEntry {
+    vid_t v;
+    unsigned degree;
+    eid_t first;
+};
+
+// What a block keeps in shared memory across a step.
+struct PersistShared {
+    unsigned count;                 // entries this block pushed this step (the barrier's contribution)
+    unsigned wide_count;            // entries of wide
+    unsigned word;                  // the barrier's sum
+    unsigned long long prev[2];     // thread 0: each parity word's contributions at its last generation
+    QEntry wide[PERSIST_THREADS];
+};
+
+// Clears the block's barrier bookkeeping at the start of a launch.
+__device__ __forceinline__ void persist_start(PersistShared& sh)
+{
+    if (threadIdx.x == 0) {
+        sh.count = 0;
+        sh.prev[0] = sh.prev[1] = 0;
+    }
+    __syncthreads();
+}
+
+__device__ __forceinline__ unsigned long long volatile_load(const unsigned long long* p)
+{
+    return *(const volatile unsigned long long*)p;
+}
+
+__device__ __forceinline__ unsigned volatile_load(const unsigned* p) { return *(const volatile unsigned*)p; }
+
+// An entry pushed by another block this launch: read from L2 (ld.cg), never
+// from an SM's L1, which may hold the line from before it was written.
+__device__ __forceinline__ QEntry load_entry(const QEntry* p)
+{
+    const unsigned long long* w = (const unsigned long long*)p;
+    unsigned long long head = __ldcg(w), first = __ldcg(w + 1);
+    return QEntry{(vid_t)head, (unsigned)(head >> 32), (eid_t)first};
+}
+
+// Every thread of every block calls it with the same gen (the steps passed
+// so far). Thread 0 adds the block's arrival and contribution (sh.count,
+// which it clears for the next step) to the generation's word and polls it
+// until every block has arrived; the sum of the contributions is the
+// word's growth since the same parity's last generation. The fences around
+// it are cooperative groups' grid sync's: every write before the barrier is
+// visible to every read after it. Returns the sum.
+__device__ __forceinline__ unsigned grid_barrier(GridBarrier* b, unsigned gen, PersistShared& sh)
+{
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        const unsigned long long add = (1ull << ARRIVAL_SHIFT) | sh.count;
+        const unsigned p = gen & 1, arrivals = (((gen >> 1) + 1) * gridDim.x) & ARRIVAL_MASK;
+        sh.count = 0;  // the next step's count starts here, behind the final __syncthreads
+        __threadfence();
+        unsigned long long w = atomicAdd(&b->word[p], add) + add;
+        while ((unsigned)(w >> ARRIVAL_SHIFT) != arrivals) {
+            PERSIST_SPIN_PAUSE();
+            w = volatile_load(&b->word[p]);
+        }
+        __threadfence();
+        sh.word = (unsigned)(((w & CONTRIB_MASK) - sh.prev[p]) & CONTRIB_MASK);
+        sh.prev[p] = w & CONTRIB_MASK;
+    }
+    __syncthreads();
+    return sh.word;
+}
+
+// Where a step's pushes go: slots from a global counter less base (every
+// block of a multi-block step), or, single, from the block's own count
+// after base (block 0 alone: no global atomic).
+struct Pusher {
+    unsigned* global;
+    unsigned base;
+    bool single;
+};
+
+// Reserves a slot for each of the warp's lanes' N candidates that take
+// (slot[j] for take[j]), with one atomic for the warp, and adds them to
+// *block_count (shared memory; none where null). Every lane of the warp
+// must call it.
+template <int N>
+__device__ __forceinline__ void warp_reserve(const bool (&take)[N], unsigned (&slot)[N], unsigned* block_count, Pusher p)
+{
+    unsigned total = 0;
+#pragma unroll
+    for (int j = 0; j < N; j++) {
+        const unsigned m = __ballot_sync(FULL_MASK, take[j]);
+        slot[j] = total + __popc(m & lanes_below());
+        total += __popc(m);
+    }
+    if (total == 0) return;
+    unsigned base = 0;
+    if (lane_id() == 0) {
+        const unsigned local = block_count ? atomicAdd(block_count, total) : 0;
+        base = p.single ? p.base + local : atomicAdd(p.global, total) - p.base;
+    }
+    base = __shfl_sync(FULL_MASK, base, 0);
+#pragma unroll
+    for (int j = 0; j < N; j++) slot[j] += base;
+}
+
+// The frontier entry of the lane's slot in a step of count entries: block
+// rank of active takes entries rank, rank + active, ..., so that a small
+// frontier spreads over every block. valid says there is one.
+__device__ __forceinline__ unsigned long long dealt(unsigned rank, unsigned active, unsigned long long slot0)
+{
+    return rank + (unsigned long long)active * (slot0 + threadIdx.x);
+}
+
+// ---- BFS ----
+
+// The search's state, zero before the launch but for what bfsp_init sets.
+// Mirrored by operators/gpuop/persist.go (bfspState*).
+struct BfspState {
+    GridBarrier bar;                // 256 bytes
+    unsigned tail;                  // entries in the queue (multi-block levels add to it)
+    unsigned pad0[31];
+    unsigned head, level;           // where block 0's single-block run left the search
+    unsigned levels;                // the search's levels, at its end
+    unsigned single_runs, single_levels, multi_levels;
+    unsigned pad1[26];
+};
+
+static_assert(sizeof(BfspState) == 512 && offsetof(BfspState, levels) == 392 && offsetof(BfspState, multi_levels) == 404,
+              "BfspState: persist.go's offsets");
+
+struct BfsArgs {
+    const eid_t* __restrict__ offsets;
+    const vid_t* __restrict__ targets;
+    int* depth;
+    vid_t* parent;
+    QEntry* queue;
+    BfspState* st;
+};
+
+extern "C" __global__ void bfsp_init(const eid_t* offsets, int* depth, vid_t* parent, QEntry* queue, BfspState* st,
+                                     vid_t source)
+{
+    depth[source] = 0;
+    parent[source] = source;
+    queue[0] = QEntry{source, (unsigned)(offsets[source + 1] - offsets[source]), offsets[source]};
+    st->tail = 1;
+}
+
+// Claims the unvisited targets of the lane's entry (degree at most
+// PERSIST_NARROW; 0 for none), PERSIST_BATCH edges at a time, their loads
+// and claims issued together, and pushes the vertices it claims. The
+// claimed vertices' offsets are read with the claims, before they are
+// known to be won, so that the push waits for one latency, not two.
+__device__ __forceinline__ void bfs_narrow(const BfsArgs& a, const QEntry& e, int level, Pusher p, PersistShared& sh)
+{
+    const unsigned widest = __reduce_max_sync(FULL_MASK, e.degree);
+    for (unsigned k = 0; k < widest; k += PERSIST_BATCH) {
+        vid_t w[PERSIST_BATCH];
+        eid_t lo[PERSIST_BATCH], hi[PERSIST_BATCH];
+        bool won[PERSIST_BATCH];
+        unsigned slot[PERSIST_BATCH];
+#pragma unroll
+        for (int j = 0; j < PERSIST_BATCH; j++)
+            w[j] = k + j < e.degree ? __ldg(&a.targets[e.first + k + j]) : GPIPE_NO_VERTEX;
+#pragma unroll
+        for (int j = 0; j < PERSIST_BATCH; j++) {
+            const bool has = w[j] != GPIPE_NO_VERTEX;
+            lo[j] = has ? __ldg(&a.offsets[w[j]]) : 0;
+            hi[j] = has ? __ldg(&a.offsets[w[j] + 1]) : 0;
+            won[j] = has && atomicCAS(&a.depth[w[j]], GPIPE_UNVISITED, level + 1) == GPIPE_UNVISITED;
+        }
+        warp_reserve(won, slot, &sh.count, p);
+#pragma unroll
+        for (int j = 0; j < PERSIST_BATCH; j++)
+            if (won[j]) {
+                a.parent[w[j]] = e.v;
+                a.queue[slot[j]] = QEntry{w[j], (unsigned)(hi[j] - lo[j]), lo[j]};
+            }
+    }
+}
+
+// The block's wide entries (sh.wide), a warp each, 32 edges at a time.
+__device__ __forceinline__ void bfs_wide(const BfsArgs& a, int level, Pusher p, PersistShared& sh)
+{
+    const unsigned wides = sh.wide_count;
+    for (unsigned k = threadIdx.x >> 5; k < wides; k += blockDim.x >> 5) {
+        const QEntry e = sh.wide[k];
+        for (unsigned base = 0; base < e.degree; base += 32) {
+            const unsigned j = base + lane_id();
+            const vid_t w = j < e.degree ? __ldg(&a.targets[e.first + j]) : GPIPE_NO_VERTEX;
+            const bool has = w != GPIPE_NO_VERTEX;
+            const eid_t lo = has ? __ldg(&a.offsets[w]) : 0, hi = has ? __ldg(&a.offsets[w + 1]) : 0;
+            bool won[1] = {has && atomicCAS(&a.depth[w], GPIPE_UNVISITED, level + 1) == GPIPE_UNVISITED};
+            unsigned slot[1];
+            warp_reserve(won, slot, &sh.count, p);
+            if (won[0]) {
+                a.parent[w] = e.v;
+                a.queue[slot[0]] = QEntry{w, (unsigned)(hi - lo), lo};
+            }
+        }
+    }
+}
+
+// One level over queue[head, head + count), this block's share of it (rank
+// of active blocks): a thread an entry, the wide ones after to warps. The
+// rounds are the same for every thread of the block.
+__device__ void bfs_level(const BfsArgs& a, unsigned head, unsigned count, int level, unsigned rank, unsigned active,
+                          Pusher p, PersistShared& sh)
+{
+    for (unsigned long long slot0 = 0; rank + active * slot0 < count; slot0 += blockDim.x) {
+        if (threadIdx.x == 0) sh.wide_count = 0;
+        __syncthreads();
+        const unsigned long long i = dealt(rank, active, slot0);
+        QEntry e{0, 0, 0};
+        if (i < count) e = load_entry(&a.queue[head + i]);
+        if (e.degree > PERSIST_NARROW) {
+            sh.wide[atomicAdd(&sh.wide_count, 1u)] = e;
+            e.degree = 0;
+        }
+        bfs_narrow(a, e, level, p, sh);
+        __syncthreads();
+        bfs_wide(a, level, p, sh);
+        __syncthreads();
+    }
+}
+
+// Block 0 alone runs levels from the frontier [head, tail) at level while
+// the next frontier has at most limit vertices, pushing after tail without
+// global atomics, then leaves where it stopped in st and its pushes in
+// sh.count (the barrier's contribution).
+__device__ void bfs_single(const BfsArgs& a, unsigned head, unsigned tail, int level, unsigned limit, PersistShared& sh)
+{
+    const unsigned start = tail;
+    unsigned levels = 0;
+    for (;;) {
+        if (threadIdx.x == 0) sh.count = 0;
+        __syncthreads();
+        bfs_level(a, head, tail - head, level, 0, 1, Pusher{nullptr, tail, true}, sh);
+        __syncthreads();
+        const unsigned pushed = sh.count;
+        __syncthreads();  // every thread has read sh.count before thread 0 clears it
+        head = tail;
+        tail += pushed;
+        level++;
+        levels++;
+        if (pushed == 0 || pushed > limit) break;
+    }
+    if (threadIdx.x == 0) {
+        BfspState* st = a.st;
+        st->head = head;
+        st->level = (unsigned)level;
+        st->tail = tail;
+        st->single_runs++;
+        st->single_levels += levels;
+        sh.count = tail - start;
+    }
+}
+
+// The whole search. single_limit is the largest frontier block 0 takes
+// alone. The grid must be resident at once (a cooperative launch).
+extern "C" __global__ void __launch_bounds__(PERSIST_THREADS, 1) bfsp_search(
+    const eid_t* offsets, const vid_t* targets, int* depth, vid_t* parent, QEntry* queue, BfspState* st,
+    unsigned single_limit)
+{
+    __shared__ PersistShared sh;
+    const BfsArgs a{offsets, targets, depth, parent, queue, st};
+    unsigned head = 0, tail = 1, gen = 0;
+    int level = 0;
+    persist_start(sh);
+    while (tail > head) {
+        const bool single = tail - head <= single_limit;
+        if (!single)
+            bfs_level(a, head, tail - head, level, blockIdx.x, gridDim.x, Pusher{&st->tail, 0, false}, sh);
+        else if (blockIdx.x == 0)
+            bfs_single(a, head, tail, level, single_limit, sh);
+        const unsigned pushed = grid_barrier(&st->bar, gen++, sh);
+        if (single) {
+            head = volatile_load(&st->head);
+            level = (int)volatile_load(&st->level);
+        } else {
+            head = tail;
+            level++;
+            if (blockIdx.x == 0 && threadIdx.x == 0) st->multi_levels++;
+        }
+        tail += pushed;
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) st->levels = (unsigned)level;
+}
+
+// ---- SSSP ----
+
+#define SCHED_NEAR 0
+#define SCHED_SPLIT 1
+#define SCHED_DONE 2
+
+// The far piles rotate over three buffers by epoch: epoch e's near steps
+// push to pile e, split e reads it and keeps what stays far in pile e + 1,
+// and pile e + 2's counters, last read at split e - 1 and next pushed to at
+// split e + 1, are cleared by block 0 in epoch e's first step: no step's
+// pushes wait for a clear, and no block reads a count that another clears.
+#define FAR_PILES 3
+
+// The schedule of an SSSP search: what the next step does. Every block
+// keeps its own copy and advances it the same way after each barrier
+// (sched_next); block 0's single-block run leaves its copy in the state.
+struct SsspSched {
+    double threshold;    // the bucket's end: a vertex of lower priority is near
+    double below;        // the last bucket's end: vertices under it are expanded
+    double delta;        // the bucket's width
+    unsigned step;       // steps so far, from 1: near entries for this step carry stamp == step
+    unsigned epoch;      // splits so far: far pile epoch % FAR_PILES takes the far pushes
+    unsigned count;      // entries of this step's input (near, or far for a split)
+    unsigned kind;       // SCHED_NEAR, SCHED_SPLIT or SCHED_DONE
+    unsigned fresh;      // the epoch's first step: block 0 clears pile epoch + 2
+    unsigned near_base;  // near_tail when the step starts (multi-block steps add to it)
+};
+
+// Mirrored by operators/gpuop/persist_sssp.go (ssspState*): zero before
+// the launch but for what ssspp_init sets.
+struct SsspState {
+    GridBarrier bar;                         // 0
+    unsigned near_tail;                      // 256: near entries pushed by multi-block steps, all told
+    unsigned pad0[31];
+    unsigned far_tail[FAR_PILES];            // 384: the far piles' lengths
+    unsigned pad1[29];
+    unsigned long long far_min[FAR_PILES];   // 512: the lowest value pushed to each far pile
+    unsigned long long pad2[13];
+    SsspSched sched;                         // 640: the schedule (48 bytes)
+    double delta_min, delta_max;             // 688: Δ's bounds (equal: fixed)
+    unsigned adapt_low, adapt_high;          // 704: a new bucket under low entries doubles Δ, over high halves it
+    unsigned near_steps, split_steps, single_runs, single_steps;  // 712
+    unsigned long long relaxed;              // 728: edges relaxed
+    unsigned delta_changes;                  // 736
+    unsigned pad3[7];                        // to 768
+};
+
+static_assert(sizeof(SsspSched) == 48 && sizeof(SsspState) == 768, "SsspState: persist_sssp.go's offsets");
+static_assert(offsetof(SsspState, sched) == 640 && offsetof(SsspState, near_steps) == 712 &&
+                  offsetof(SsspState, relaxed) == 728 && offsetof(SsspState, delta_changes) == 736,
+              "SsspState: persist_sssp.go's offsets");
+
+template <typename P>
+struct SsspArgs {
+    const eid_t* __restrict__ offsets;
+    const vid_t* __restrict__ targets;
+    EdgeArray<typename P::Weight> weight;
+    typename P::Value* dist;
+    unsigned* stamp;   // the step that expands the vertex's latest near entry
+    unsigned* fstamp;  // 1 + the epoch of the far pile that holds the vertex
+    QEntry* near[2];
+    vid_t* far[FAR_PILES];
+    SsspState* st;
+};
+
+template <typename P>
+__device__ __forceinline__ double sssp_priority(unsigned long long v)
+{
+    return P::priority((typename P::Value)v, 0.0);
+}
+
+// The schedule after a step that pushed `pushed` near entries (multi: by
+// every block, through near_tail): another near step, a split (when the
+// near pile is empty and the far one is not: the next threshold is Δ past
+// the lowest far value, skipping empty buckets), or done. After a split,
+// Δ doubles when the new bucket is smaller than adapt_low entries and
+// halves when it is larger than adapt_high, within its bounds: the bucket
+// keeps the GPU busy without re-relaxing much (ADDS's dynamic Δ). It reads
+// the far pile's counters, which no block changes between the barrier and
+// the next step's pushes, and writes nothing: every block's thread 0 runs it
+// after each barrier and gets the same schedule.
+template <typename P>
+__device__ void sched_next(SsspSched& s, unsigned pushed, bool multi, const SsspState* st)
+{
+    const bool split = s.kind == SCHED_SPLIT;
+    s.step++;
+    s.fresh = split;
+    if (multi) s.near_base += pushed;
+    if (split) {
+        s.epoch++;
+        if (pushed < st->adapt_low) s.delta = fmin(s.delta * 2, st->delta_max);
+        else if (pushed > st->adapt_high) s.delta = fmax(s.delta / 2, st->delta_min);
+    }
+    if (pushed > 0) {
+        s.kind = SCHED_NEAR;
+        s.count = pushed;
+        return;
+    }
+    const unsigned far = volatile_load(&st->far_tail[s.epoch % FAR_PILES]);
+    if (far == 0) {
+        s.kind = SCHED_DONE;
+        s.count = 0;
+        return;
+    }
+    const double lowest = sssp_priority<P>(volatile_load(&st->far_min[s.epoch % FAR_PILES]));
+    s.below = s.threshold;
+    s.threshold = fmax(s.threshold, lowest) + s.delta;
+    // Δ under the values' rounding: every far vertex is near (+Inf).
+    if (!(s.threshold > lowest)) s.threshold = __longlong_as_double(0x7ff0000000000000ll);
+    s.kind = SCHED_SPLIT;
+    s.count = far;
+}
+
+// Counts a step of kind `was` that led to schedule s, where a Δ change
+// shows. Block 0's thread 0, once a step.
+__device__ __forceinline__ void sched_count(SsspState* st, unsigned was, double delta, const SsspSched& s)
+{
+    if (was == SCHED_NEAR) st->near_steps++;
+    else st->split_steps++;
+    if (s.delta != delta) st->delta_changes++;
+}
+
+// Block 0's thread 0 at the start of an epoch's first step: pile
+// epoch + 2 empty again (FAR_PILES says why this is safe).
+__device__ __forceinline__ void sched_clear_pile(const SsspSched& s, SsspState* st)
+{
+    if (blockIdx.x != 0 || threadIdx.x != 0 || !s.fresh) return;
+    const unsigned pile = (s.epoch + 2) % FAR_PILES;
+    st->far_tail[pile] = 0;
+    st->far_min[pile] = ~0ull;
+}
+
+template <typename P, int N>
+__device__ __forceinline__ void sssp_push_near(const SsspArgs<P>& a, const SsspSched& s, const bool (&take)[N],
+                                               const vid_t (&w)[N], const eid_t (&lo)[N], const eid_t (&hi)[N], Pusher p,
+                                               PersistShared& sh)
+{
+    unsigned slot[N];
+    warp_reserve(take, slot, &sh.count, p);
+    QEntry* out = a.near[(s.step + 1) & 1];
+#pragma unroll
+    for (int j = 0; j < N; j++)
+        if (take[j]) out[slot[j]] = QEntry{w[j], (unsigned)(hi[j] - lo[j]), lo[j]};
+}
+
+template <typename P, int N>
+__device__ __forceinline__ void sssp_push_far(const SsspArgs<P>& a, unsigned pile, const bool (&take)[N], const vid_t (&w)[N])
+{
+    unsigned slot[N];
+    warp_reserve(take, slot, (unsigned*)nullptr, Pusher{&a.st->far_tail[pile], 0, false});
+    vid_t* out = a.far[pile];
+#pragma unroll
+    for (int j = 0; j < N; j++)
+        if (take[j]) out[slot[j]] = w[j];
+}
+
+// Relaxes up to N edges from u (value du) starting at edge e0, of which n
+// are real (0 to N), their loads and atomics issued together, and pushes
+// the improved targets: near (under the threshold, once a step: stamp) or
+// far (once an epoch: fstamp, with the far pile's lowest value). The
+// targets' offsets are read with the atomics, before they are known to be
+// needed. Every lane of the warp must call it.
+template <typename P, int N>
+__device__ __forceinline__ void sssp_relax(const SsspArgs<P>& a, const SsspSched& s, typename P::Value du, eid_t e0,
+                                           unsigned n, Pusher p, PersistShared& sh)
+{
+    typedef typename P::Value V;
+    const unsigned pile = s.epoch % FAR_PILES;
+    vid_t w[N];
+    V nd[N];
+    eid_t lo[N], hi[N];
+    bool near[N], far[N];
+#pragma unroll
+    for (int j = 0; j < N; j++) {
+        w[j] = (unsigned)j < n ? __ldg(&a.targets[e0 + j]) : GPIPE_NO_VERTEX;
+        nd[j] = (unsigned)j < n ? P::compute(du, a.weight(e0 + j)) : P::none();
+    }
+#pragma unroll
+    for (int j = 0; j < N; j++) {
+        const bool has = w[j] != GPIPE_NO_VERTEX;
+        lo[j] = has ? __ldg(&a.offsets[w[j]]) : 0;
+        hi[j] = has ? __ldg(&a.offsets[w[j] + 1]) : 0;
+        const bool improved = has && P::better(nd[j], P::atomic_improve(&a.dist[w[j]], nd[j]));
+        const bool nearer = improved && P::priority(nd[j], 0.0) < s.threshold;
+        near[j] = nearer && atomicExch(&a.stamp[w[j]], s.step + 1) != s.step + 1;
+        far[j] = improved && !nearer;
+        if (far[j]) {
+            atomicMin(&a.st->far_min[pile], (unsigned long long)nd[j]);
+            far[j] = atomicExch(&a.fstamp[w[j]], s.epoch + 1) != s.epoch + 1;
+        }
+    }
+    sssp_push_near<P, N>(a, s, near, w, lo, hi, p, sh);
+    sssp_push_far<P, N>(a, pile, far, w);
+}
+
+// The block's wide near entries (sh.wide), a warp each, each lane one edge
+// of every 32.
+template <typename P>
+__device__ void sssp_wide(const SsspArgs<P>& a, const SsspSched& s, Pusher p, PersistShared& sh,
+                          unsigned long long& relaxed)
+{
+    const unsigned wides = sh.wide_count;
+    for (unsigned k = threadIdx.x >> 5; k < wides; k += blockDim.x >> 5) {
+        const QEntry e = sh.wide[k];
+        const typename P::Value du = __ldcg(&a.dist[e.v]);
+        for (unsigned base = 0; base < e.degree; base += 32) {
+            const unsigned j = base + lane_id();
+            sssp_relax<P, 1>(a, s, du, e.first + j, j < e.degree ? 1 : 0, p, sh);
+        }
+        if (lane_id() == 0) relaxed += e.degree;
+    }
+}
+
+// A near step's entries of this block (rank of active): a thread an entry
+// whose stamp says it is the vertex's latest, its edges PERSIST_BATCH at a
+// time; wide ones after to warps. Adds the edges relaxed to relaxed.
+template <typename P>
+__device__ void sssp_near(const SsspArgs<P>& a, const SsspSched& s, unsigned rank, unsigned active, Pusher p,
+                          PersistShared& sh, unsigned long long& relaxed)
+{
+    const QEntry* in = a.near[s.step & 1];
+    for (unsigned long long slot0 = 0; rank + active * slot0 < s.count; slot0 += blockDim.x) {
+        if (threadIdx.x == 0) sh.wide_count = 0;
+        __syncthreads();
+        const unsigned long long i = dealt(rank, active, slot0);
+        QEntry e{0, 0, 0};
+        typename P::Value du = P::none();
+        if (i < s.count) {
+            e = load_entry(&in[i]);
+            // A later stamp: the vertex improved since, and its newer entry expands it.
+            if (__ldcg(&a.stamp[e.v]) != s.step) e.degree = 0;
+            du = __ldcg(&a.dist[e.v]);
+        }
+        if (e.degree > PERSIST_NARROW) {
+            sh.wide[atomicAdd(&sh.wide_count, 1u)] = e;
+            e.degree = 0;
+        }
+        relaxed += e.degree;
+        const unsigned widest = __reduce_max_sync(FULL_MASK, e.degree);
+        for (unsigned k = 0; k < widest; k += PERSIST_BATCH)
+            sssp_relax<P, PERSIST_BATCH>(a, s, du, e.first + k, k < e.degree ? min(e.degree - k, (unsigned)PERSIST_BATCH) : 0,
+                                         p, sh);
+        __syncthreads();
+        sssp_wide(a, s, p, sh, relaxed);
+        __syncthreads();
+    }
+}
+
+// A split step's share of the far pile: a vertex whose value is under the
+// last threshold was expanded then (its improvement was near); under the
+// new one it moves to the near pile, else to the next far pile.
+template <typename P>
+__device__ void sssp_split(const SsspArgs<P>& a, const SsspSched& s, unsigned rank, unsigned active, Pusher p,
+                           PersistShared& sh)
+{
+    const vid_t* in = a.far[s.epoch % FAR_PILES];
+    const unsigned keep = (s.epoch + 1) % FAR_PILES;
+    for (unsigned long long slot0 = 0; rank + active * slot0 < s.count; slot0 += blockDim.x) {
+        const unsigned long long i = dealt(rank, active, slot0);
+        vid_t v[1] = {GPIPE_NO_VERTEX};
+        eid_t lo[1] = {0}, hi[1] = {0};
+        bool near[1] = {false}, far[1] = {false};
+        if (i < s.count) {
+            v[0] = __ldcg(&in[i]);
+            const typename P::Value dv = __ldcg(&a.dist[v[0]]);
+            lo[0] = __ldg(&a.offsets[v[0]]);
+            hi[0] = __ldg(&a.offsets[v[0] + 1]);
+            const double pv = P::priority(dv, 0.0);
+            if (pv >= s.below && pv < s.threshold) {
+                near[0] = atomicExch(&a.stamp[v[0]], s.step + 1) != s.step + 1;
+            } else if (pv >= s.threshold) {
+                atomicMin(&a.st->far_min[keep], (unsigned long long)dv);
+                far[0] = atomicExch(&a.fstamp[v[0]], s.epoch + 2) != s.epoch + 2;
+            }
+        }
+        sssp_push_near<P, 1>(a, s, near, v, lo, hi, p, sh);
+        sssp_push_far<P, 1>(a, keep, far, v);
+    }
+}
+
+// One step of the schedule, this block's share (rank of active); near
+// pushes count in sh.count. The edges relaxed go to the state once a block.
+template <typename P>
+__device__ void sssp_step(const SsspArgs<P>& a, const SsspSched& s, unsigned rank, unsigned active, bool single,
+                          PersistShared& sh)
+{
+    sched_clear_pile(s, a.st);
+    const Pusher p{&a.st->near_tail, single ? 0u : s.near_base, single};
+    unsigned long long relaxed = 0;
+    if (s.kind == SCHED_NEAR)
+        sssp_near(a, s, rank, active, p, sh, relaxed);
+    else
+        sssp_split(a, s, rank, active, p, sh);
+    block_add(relaxed, &a.st->relaxed);
+}
+
+// Thread 0's schedule in every thread of the block.
+__device__ __forceinline__ SsspSched sched_broadcast(const SsspSched& s)
+{
+    __shared__ SsspSched shared;
+    __syncthreads();
+    if (threadIdx.x == 0) shared = s;
+    __syncthreads();
+    return shared;
+}
+
+// The schedule a single-block run left, read after the barrier from L2.
+__device__ __forceinline__ SsspSched load_sched(const SsspSched* p)
+{
+    const volatile SsspSched* v = p;
+    return SsspSched{v->threshold, v->below, v->delta, v->step, v->epoch, v->count, v->kind, v->fresh, v->near_base};
+}
+
+// Block 0 alone runs steps from s while their inputs have at most limit
+// entries, then leaves the schedule in the state.
+template <typename P>
+__device__ void sssp_single(const SsspArgs<P>& a, SsspSched s, unsigned limit, PersistShared& sh)
+{
+    SsspState* st = a.st;
+    unsigned steps = 0;
+    do {
+        sssp_step(a, s, 0, 1, true, sh);
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            const unsigned was = s.kind, pushed = sh.count;
+            const double delta = s.delta;
+            sh.count = 0;
+            sched_next<P>(s, pushed, false, st);
+            sched_count(st, was, delta, s);
+        }
+        s = sched_broadcast(s);
+        steps++;
+    } while (s.kind != SCHED_DONE && s.count <= limit);
+    if (threadIdx.x == 0) {
+        st->sched = s;
+        st->single_runs++;
+        st->single_steps += steps;
+    }
+}
+
+// The whole search from the schedule ssspp_init left. The grid must be
+// resident at once (a cooperative launch).
+template <typename P>
+__device__ void ssspp_search(const SsspArgs<P>& a, unsigned single_limit)
+{
+    __shared__ PersistShared sh;
+    SsspState* st = a.st;
+    SsspSched s = st->sched;
+    unsigned gen = 0;
+    persist_start(sh);
+    while (s.kind != SCHED_DONE) {
+        const bool single = s.count <= single_limit;
+        if (!single)
+            sssp_step(a, s, blockIdx.x, gridDim.x, false, sh);
+        else if (blockIdx.x == 0)
+            sssp_single(a, s, single_limit, sh);
+        const unsigned pushed = grid_barrier(&st->bar, gen++, sh);
+        if (single) {
+            s = load_sched(&st->sched);
+        } else {
+            if (threadIdx.x == 0) {
+                const unsigned was = s.kind;
+                const double delta = s.delta;
+                sched_next<P>(s, pushed, true, st);
+                if (blockIdx.x == 0) sched_count(st, was, delta, s);
+            }
+            s = sched_broadcast(s);
+        }
+    }
+}
+
+// Puts the source in the first near pile and the schedule's start in the
+// state; the rest of the state is zero (the host clears it).
+template <typename P>
+__device__ __forceinline__ void ssspp_init(const SsspArgs<P>& a, vid_t source, double delta, double delta_max,
+                                           unsigned adapt_low, unsigned adapt_high)
+{
+    a.dist[source] = 0;  // the bits of 0 in either width
+    a.stamp[source] = 1;
+    a.near[1][0] = QEntry{source, (unsigned)(a.offsets[source + 1] - a.offsets[source]), a.offsets[source]};
+    SsspState* st = a.st;
+    for (int i = 0; i < FAR_PILES; i++) st->far_min[i] = ~0ull;
+    st->sched = SsspSched{delta, -1.0, delta, 1, 0, 1, SCHED_NEAR, 0, 0};
+    st->delta_min = delta;
+    st->delta_max = delta_max;
+    st->adapt_low = adapt_low;
+    st->adapt_high = adapt_high;
+}
+
+// The kernels take SsspArgs by value (operators/gpuop/persist_sssp.go's
+// ssspPersistArgs mirrors it field by field).
+#define SSSPP_PROGRAM(NAME, P)                                                                                     \
+    extern "C" __global__ void ssspp_init_##NAME(SsspArgs<P> a, vid_t source, double delta, double delta_max,     \
+                                                 unsigned adapt_low, unsigned adapt_high)                         \
+    {                                                                                                              \
+        ssspp_init<P>(a, source, delta, delta_max, adapt_low, adapt_high);                                        \
+    }                                                                                                              \
+    extern "C" __global__ void __launch_bounds__(PERSIST_THREADS, 1) ssspp_##NAME(SsspArgs<P> a, unsigned single_limit) \
+    {                                                                                                              \
+        ssspp_search<P>(a, single_limit);                                                                          \
+    }
+
+SSSPP_PROGRAM(sssp_u32u, SSSP32<Unit>)
+SSSPP_PROGRAM(sssp_u32, SSSP32<unsigned>)
+SSSPP_PROGRAM(sssp_f64, SSSP64)
+
+// ---- the barrier's cost ----
+
+// rounds barriers and nothing else; *sink gets the last sum (gridDim.x).
+extern "C" __global__ void __launch_bounds__(PERSIST_THREADS, 1) persist_barrier_bench(GridBarrier* b, unsigned rounds,
+                                                                                      unsigned* sink)
+{
+    __shared__ PersistShared sh;
+    persist_start(sh);
+    for (unsigned r = 0; r < rounds; r++) {
+        if (threadIdx.x == 0) sh.count = 1;  // thread 0 alone reads and clears it
+        grid_barrier(b, r, sh);
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) *sink = sh.word;
+}

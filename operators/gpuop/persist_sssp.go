@@ -1,0 +1,237 @@
+package gpuop
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"structs"
+
+	"github.com/gpipe/gpipe/convert"
+	"github.com/gpipe/gpipe/gpu"
+	"github.com/gpipe/gpipe/kernels"
+	"github.com/gpipe/gpipe/operators"
+)
+
+// SSSP's persistent strategy (kernels/persist.cu, ssspp_*): near-far
+// Δ-stepping in one cooperative launch, both piles on the device. A near
+// step relaxes the near pile (vertices under the threshold) into the next
+// near pile and the far pile; when the near pile empties, the barrier's last
+// block sets the next threshold Δ past the far pile's lowest value and a
+// split step moves the far vertices under it to the near pile. No step
+// returns to the host.
+//
+// From ADDS (Wang, Fussell and Lin: asynchronous dynamic Δ-stepping,
+// PPoPP'21) it takes the buckets kept and advanced on the device by the
+// GPU itself (ADDS's manager; here the last block at each barrier), and Δ
+// that adapts at run time to the work a bucket holds: it starts at
+// near-far's rule from the weights (gpuSSSPDelta: 32 × mean weight ÷
+// average degree) and doubles, up to 64 times, while new buckets hold
+// fewer vertices than there are blocks, halving back when one holds more
+// than the grid has threads. It does not take ADDS's asynchrony (workers
+// that pull from the lowest bucket with no barrier between steps): the
+// barrier keeps the steps' work lists exact and the schedule the same in
+// every block, at about a microsecond a step (BENCHMARKS.md). Given
+// --delta, Δ stays fixed.
+
+// SsspState in kernels/persist.cu: the fields the host reads.
+const (
+	ssspStateBytes     = 768
+	ssspDeltaAt        = 656 // sched.delta: Δ at the end
+	ssspNearStepsAt    = 712
+	ssspSplitStepsAt   = 716
+	ssspSingleRunsAt   = 720
+	ssspSingleStepsAt  = 724
+	ssspRelaxedAt      = 728
+	ssspDeltaChangesAt = 736
+)
+
+// persistDeltaGrowth is how far Δ may grow above near-far's rule.
+const persistDeltaGrowth = 64
+
+// persistDeltas are Δ's start and bound for a search on g: --delta fixed,
+// or near-far's rule, free to grow persistDeltaGrowth times.
+func persistDeltas(g *convert.Graph, p operators.Params) (start, most float64) {
+	d := gpuSSSPDelta(g, p)
+	if p.Delta > 0 || math.IsInf(d, 1) {
+		return d, d
+	}
+	return d, d * persistDeltaGrowth
+}
+
+// persistSSSPBytes is the device memory of a persistent SSSP on g: the CSR
+// and its weights, the values, two stamps, two near piles of entries and
+// three far piles of vertices (each vertex at most once in each), the
+// state, and the parent pass.
+func persistSSSPBytes(b *GPU, g *convert.Graph, _ operators.Params) int64 {
+	prog := b.SSSPProgram(g)
+	n := max(int64(g.NumVertices()), 1)
+	parts := []Layout{OutOffsets, OutTargets}
+	if prog.Weights != NoWeights {
+		parts = append(parts, prog.Weights)
+	}
+	return layoutBytes(g, parts...) + n*prog.ValueBytes() + 8*n + 2*persistEntryBytes*n + 12*n + ssspStateBytes + parentBytes(g)
+}
+
+// ssspRan is what a persistent SSSP ran, read from its state.
+type ssspRan struct {
+	blocks                                     uint32
+	delta, deltaStart, deltaMost               float64
+	near, splits, singleRuns, singleSteps, dch uint32
+	relaxed                                    uint64
+}
+
+func parseSSSPState(b []byte, blocks uint32, start, most float64) ssspRan {
+	u := func(at int) uint32 { return binary.LittleEndian.Uint32(b[at:]) }
+	return ssspRan{blocks: blocks, delta: math.Float64frombits(binary.LittleEndian.Uint64(b[ssspDeltaAt:])),
+		deltaStart: start, deltaMost: most, near: u(ssspNearStepsAt), splits: u(ssspSplitStepsAt),
+		singleRuns: u(ssspSingleRunsAt), singleSteps: u(ssspSingleStepsAt), dch: u(ssspDeltaChangesAt),
+		relaxed: binary.LittleEndian.Uint64(b[ssspRelaxedAt:])}
+}
+
+func (r ssspRan) String() string {
+	delta := fmt.Sprintf("delta=%.4g fixed", r.deltaStart)
+	if r.deltaMost > r.deltaStart {
+		delta = fmt.Sprintf("delta=%.4g adaptive to %.4g, %d changes, %.4g at the end", r.deltaStart, r.deltaMost, r.dch, r.delta)
+	}
+	return fmt.Sprintf("persist (%d blocks, near-far %s: %d near and %d split steps, %d single-block steps in %d runs)",
+		r.blocks, delta, r.near, r.splits, r.singleSteps, r.singleRuns)
+}
+
+// ssspPersist is a persistent SSSP's device side.
+type ssspPersist struct {
+	init, search *Kernel
+	grid         uint32
+	parts        []*gpu.DeviceBuffer // offsets, targets, weights (nil: none)
+	// values, stamp, fstamp, near0, near1, far0, far1, far2, state
+	bufs []*gpu.DeviceBuffer
+}
+
+// prepareSSSPPersist takes the search's kernels, layouts and buffers from e.
+func prepareSSSPPersist(e *enactor, prog Program) (*ssspPersist, error) {
+	n := max(int64(e.g.NumVertices()), 1)
+	ks, err := e.kernels(kernels.Persist, "ssspp_init_"+prog.Name, "ssspp_"+prog.Name)
+	if err != nil {
+		return nil, err
+	}
+	grid, err := e.b.persistGrid(ks[1].Fn)
+	if err != nil {
+		return nil, err
+	}
+	parts := []Layout{OutOffsets, OutTargets}
+	if prog.Weights != NoWeights {
+		parts = append(parts, prog.Weights)
+	}
+	layouts, err := e.layouts(parts...)
+	if err != nil {
+		return nil, err
+	}
+	if prog.Weights == NoWeights {
+		layouts = append(layouts, nil)
+	}
+	bufs, err := e.buffers(n*prog.ValueBytes(), 4*n, 4*n, persistEntryBytes*n, persistEntryBytes*n, 4*n, 4*n, 4*n, ssspStateBytes)
+	if err != nil {
+		return nil, err
+	}
+	return &ssspPersist{init: ks[0], search: ks[1], grid: grid, parts: layouts, bufs: bufs}, nil
+}
+
+// run queues the search from source: the values unreached, the stamps
+// clear, the state zero, then ssspp_init and the cooperative search.
+func (sp *ssspPersist) run(e *enactor, prog Program, start, most float64) error {
+	values, st := sp.bufs[0], sp.bufs[8]
+	if err := values.Memset8(e.s, prog.None); err != nil {
+		return err
+	}
+	for _, buf := range []*gpu.DeviceBuffer{sp.bufs[1], sp.bufs[2], st} {
+		if err := buf.Memset8(e.s, 0); err != nil {
+			return err
+		}
+	}
+	// Δ doubles while a new bucket holds fewer vertices than blocks, and
+	// halves while one holds more than the grid has threads.
+	low, high := sp.grid, sp.grid*persistThreads
+	a := ssspPersistArgs{
+		offsets: sp.parts[0].Ptr(), targets: sp.parts[1].Ptr(), weights: PtrOf(sp.parts[2]),
+		dist: values.Ptr(), stamp: sp.bufs[1].Ptr(), fstamp: sp.bufs[2].Ptr(),
+		near: [2]gpu.DevicePtr{sp.bufs[3].Ptr(), sp.bufs[4].Ptr()},
+		far:  [3]gpu.DevicePtr{sp.bufs[5].Ptr(), sp.bufs[6].Ptr(), sp.bufs[7].Ptr()},
+		st:   st.Ptr(),
+	}
+	if err := gpu.Launch(sp.init.Fn, gpu.Dim(1), gpu.Dim(1), 0, e.s, gpu.Args(&a), e.in.Source, start, most, low, high); err != nil {
+		return err
+	}
+	return gpu.LaunchCooperative(sp.search.Fn, gpu.Dim(sp.grid), gpu.Dim(persistThreads), 0, e.s, gpu.Args(&a), e.b.persistLimit())
+}
+
+// ssspPersistArgs mirrors kernels/persist.cu's SsspArgs, field by field:
+// the CSR and weights (0 for unit weights), the values, the stamps, the
+// near piles, the far piles and the state.
+type ssspPersistArgs struct {
+	_                structs.HostLayout
+	offsets, targets gpu.DevicePtr
+	weights, dist    gpu.DevicePtr
+	stamp, fstamp    gpu.DevicePtr
+	near             [2]gpu.DevicePtr
+	far              [3]gpu.DevicePtr
+	st               gpu.DevicePtr
+}
+
+// runSSSPPersist runs the persistent SSSP, then the parent passes of the
+// vertex programs' SSSP (sssp.go) over the same CSR and values.
+func runSSSPPersist(e *enactor) error {
+	if err := checkPersistSize("sssp", e.g); err != nil {
+		return err
+	}
+	prog := e.b.SSSPProgram(e.g)
+	sp, err := prepareSSSPPersist(e, prog)
+	if err != nil {
+		return err
+	}
+	d := &vpDevice{e: e, b: e.b, s: e.s, g: e.g, n: int64(e.g.NumVertices()), values: sp.bufs[0],
+		offs: sp.parts[0], targets: sp.parts[1], weights: sp.parts[2],
+		r: vpRun{prog: prog, strategy: strategyPersist, source: e.in.Source}}
+	pp, err := d.prepareParents()
+	if err != nil {
+		return err
+	}
+	host, err := NewCounters(e.b, ssspStateBytes)
+	if err != nil {
+		return err
+	}
+	e.done.Add(host.Free)
+	start, most := persistDeltas(e.g, e.p)
+	if err := e.start(); err != nil {
+		return err
+	}
+	if err := sp.run(e, prog, start, most); err != nil {
+		return err
+	}
+	parent, err := d.parents(e.ctx, pp)
+	if err != nil {
+		return err
+	}
+	if err := e.stop(); err != nil {
+		return err
+	}
+	raw, err := host.read(e.s, sp.bufs[8])
+	if err != nil {
+		return err
+	}
+	return ssspPersistResult(e, d, parseSSSPState(raw, sp.grid, start, most), parent)
+}
+
+// ssspPersistResult fills e's result with d's distances and the parents.
+func ssspPersistResult(e *enactor, d *vpDevice, ran ssspRan, parent []uint32) error {
+	dist, err := downloadFloats(d, Distance64, Distance32)
+	if err != nil {
+		return err
+	}
+	e.res.Strategy = ran.String() + ", " + d.r.prog.DescribeValues()
+	e.res.Iterations = int(ran.near + ran.splits)
+	e.res.EdgesExamined = int64(ran.relaxed)
+	e.res.Columns = []operators.Column{
+		{Name: "distance", Type: operators.Float64Column, Float64: dist},
+		{Name: "parent", Type: operators.VertexColumn, Vertex: parent},
+	}
+	return nil
+}

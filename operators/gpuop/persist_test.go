@@ -1,0 +1,230 @@
+package gpuop
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpipe/gpipe/convert"
+	"github.com/gpipe/gpipe/gpu"
+	"github.com/gpipe/gpipe/ingest/edges"
+	"github.com/gpipe/gpipe/ingest/gen"
+	"github.com/gpipe/gpipe/kernels"
+	"github.com/gpipe/gpipe/operators"
+	"github.com/gpipe/gpipe/operators/internal/optest"
+)
+
+// persistModes force each way the persistent searches run a step: every
+// level in every block (no single-block runs), every level in block 0
+// (the other blocks only wait at the barrier), a grid of two blocks (a
+// frontier's vertices dealt between them), and the defaults.
+var persistModes = []struct {
+	name   string
+	single int64
+	blocks int
+}{{"multi-block", -1, 0}, {"single-block", 1 << 40, 0}, {"two-blocks", 40, 2}, {"default", 0, 0}}
+
+// persistGraphs are the graphs the modes run on: grids, roads, chains, a
+// Kronecker graph and the real road graphs, directed and undirected.
+func persistGraphs(t *testing.T) []optest.VPGraph {
+	seed := optest.FreshSeed(t)
+	shapes := append(optest.GridShapes(seed), optest.RoadShapes(t, seed)...)
+	shapes = append(shapes, optest.Shape{Name: "kronecker-12", Edges: optest.KroneckerEdges(t, 12, 16, seed+9)})
+	var list []optest.VPGraph
+	for _, s := range shapes {
+		for _, directed := range []bool{true, false} {
+			list = append(list, optest.VPGraph{Name: fmt.Sprintf("%s/directed=%v", s.Name, directed),
+				G: optest.BuildGraph(t, s, directed, true, edges.KeyInt64), Integers: true})
+		}
+	}
+	for _, rg := range optest.RealGraphs(t) {
+		if strings.HasPrefix(rg.Name, "luxembourg") || strings.HasPrefix(rg.Name, "rome99") {
+			list = append(list, optest.VPGraph{Name: rg.Name, G: rg.G, Integers: true})
+		}
+	}
+	return list
+}
+
+// TestGPUPersistModes runs the persistent BFS and SSSP in every mode
+// against the CPU, and checks that each mode ran as forced.
+func TestGPUPersistModes(t *testing.T) {
+	b := testGPU(t)
+	for _, vg := range persistGraphs(t) {
+		g := vg.G
+		for _, src := range optest.SourcesOf(g) {
+			depth := run(t, operators.BFS{}, g, src, operators.Params{}).Column("depth").Int32
+			dist := optest.UnreachedInf(run(t, operators.SSSP{}, g, src, operators.Params{}).Column("distance").Float64)
+			for _, m := range persistModes {
+				b.tune.persistSingle, b.tune.persistBlocks = m.single, m.blocks
+				name := fmt.Sprintf("%s/src=%d/%s", vg.Name, src, m.name)
+				checkPersistBFS(t, b, name, g, src, depth, m.single)
+				checkPersistSSSP(t, b, name, g, src, dist)
+			}
+			b.tune.persistSingle, b.tune.persistBlocks = 0, 0
+		}
+		b.Forget(g)
+	}
+}
+
+func checkPersistBFS(t *testing.T, b *GPU, name string, g *convert.Graph, src uint32, want []int32, single int64) {
+	t.Helper()
+	r, err := runGPUErr(t, b, operators.BFS{}, g, src, operators.Params{Strategy: "persist"})
+	if err != nil {
+		t.Errorf("%s/bfs: %v", name, err)
+		return
+	}
+	if err := optest.ValidateBFS(g, src, r.Column("depth").Int32, r.Column("parent").Vertex, want); err != nil {
+		t.Errorf("%s/bfs (%s): %v", name, r.Strategy, err)
+	}
+	singles, multis := optest.StrategyCount(r.Strategy, "single-block levels"), optest.StrategyCount(r.Strategy, "multi-block levels")
+	if singles+multis != r.Iterations || single < 0 && singles > 0 || single > 1<<30 && multis > 0 {
+		t.Errorf("%s/bfs: %q for %d levels", name, r.Strategy, r.Iterations)
+	}
+}
+
+func checkPersistSSSP(t *testing.T, b *GPU, name string, g *convert.Graph, src uint32, ref []float64) {
+	t.Helper()
+	for _, p := range []operators.Params{{Strategy: "persist"}, {Strategy: "persist", Delta: 1}} {
+		r, err := runGPUErr(t, b, operators.SSSP{}, g, src, p)
+		if err != nil {
+			t.Errorf("%s/sssp/delta=%v: %v", name, p.Delta, err)
+			continue
+		}
+		dist := r.Column("distance").Float64
+		if err := optest.ValidateSSSP(g, src, dist, r.Column("parent").Vertex, ref); err != nil {
+			t.Errorf("%s/sssp/delta=%v (%s): %v", name, p.Delta, r.Strategy, err)
+			continue
+		}
+		for v := range dist {
+			if !(dist[v] == ref[v] || math.IsNaN(dist[v]) && math.IsInf(ref[v], 1)) {
+				t.Errorf("%s/sssp/delta=%v: vertex %d distance %v, the CPU's %v", name, p.Delta, v, dist[v], ref[v])
+				break
+			}
+		}
+	}
+}
+
+// BenchmarkGPUGridBarrier times kernels/persist.cu's grid barrier alone,
+// one block of 1024 threads an SM: the floor of a persistent level's cost.
+func BenchmarkGPUGridBarrier(b *testing.B) {
+	gb := benchGPU(b)
+	k, err := gb.Kernel(kernels.Persist, "persist_barrier_bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	most, err := k.Fn.CooperativeGrid(persistThreads, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	bufs, free, err := gb.Buffers(256, 8)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer free()
+	s, err := gb.ctx.NewStream()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Destroy()
+	for _, blocks := range []int{1, 8, 32, gb.Device().SMs, most} {
+		b.Run(fmt.Sprintf("blocks=%d", blocks), func(b *testing.B) {
+			const rounds = 20000
+			var times []time.Duration
+			for i := -1; i < b.N; i++ {
+				if err := bufs[0].Memset8(s, 0); err != nil {
+					b.Fatal(err)
+				}
+				start := time.Now()
+				if err := gpu.LaunchCooperative(k.Fn, gpu.Dim(uint32(blocks)), gpu.Dim(persistThreads), 0, s, bufs[0], uint32(rounds), bufs[1]); err != nil {
+					b.Fatal(err)
+				}
+				if err := s.Synchronize(); err != nil {
+					b.Fatal(err)
+				}
+				if i >= 0 {
+					times = append(times, time.Since(start))
+				}
+			}
+			slices.Sort(times)
+			b.ReportMetric(float64(times[len(times)/2].Nanoseconds())/rounds/1e3, "µs/barrier")
+		})
+	}
+}
+
+// persistBenchGraph is GPIPE_BENCH_PERSIST's graph: grid:RxC or road:N
+// (default the 2048 × 2048 grid), weighted, undirected.
+func persistBenchGraph(b *testing.B) *convert.Graph {
+	spec := optest.BenchPersistSpec()
+	gn, err := gen.Parse(spec, 1, true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tab, err := gn.Generate(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, err := convert.Build(context.Background(), tab, convert.BuildOptions{Undirected: true, Weighted: true, Weights: convert.NonNegativeWeights})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("%s: %d vertices, %d directed edges", spec, g.NumVertices(), g.NumEdges())
+	return g
+}
+
+// BenchmarkGPUPersist sweeps the persistent searches' single-block limit and
+// grid on GPIPE_BENCH_PERSIST's graph, beside bfs4k, enterprise and kites:
+//
+//	GPIPE_BENCH_PERSIST=grid:2048x2048 operators.test -test.run XXX -test.bench GPUPersist -test.benchtime 8x
+func BenchmarkGPUPersist(b *testing.B) {
+	gb := benchGPU(b)
+	g := persistBenchGraph(b)
+	srcs := optest.BenchSources(g, 64)
+	for _, c := range []struct {
+		name   string
+		op     operators.Operator
+		p      operators.Params
+		single int64
+		blocks int
+	}{
+		{"bfs/persist", operators.BFS{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"bfs/persist-single64", operators.BFS{}, operators.Params{Strategy: "persist"}, 64, 0},
+		{"bfs/persist-single1024", operators.BFS{}, operators.Params{Strategy: "persist"}, 1024, 0},
+		{"bfs/persist-multi", operators.BFS{}, operators.Params{Strategy: "persist"}, -1, 0},
+		{"bfs/persist-66blocks", operators.BFS{}, operators.Params{Strategy: "persist"}, 0, 66},
+		{"bfs/bfs4k", operators.BFS{}, operators.Params{Strategy: "bfs4k"}, 0, 0},
+		{"sssp/persist", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"sssp/persist-single1024", operators.SSSP{}, operators.Params{Strategy: "persist"}, 1024, 0},
+		{"sssp/persist-multi", operators.SSSP{}, operators.Params{Strategy: "persist"}, -1, 0},
+		{"sssp/persist-fixed", operators.SSSP{}, operators.Params{Strategy: "persist", Delta: gpuSSSPDelta(g, operators.Params{})}, 0, 0},
+		{"sssp/persist-fixed4x", operators.SSSP{}, operators.Params{Strategy: "persist", Delta: 4 * gpuSSSPDelta(g, operators.Params{})}, 0, 0},
+		{"sssp/kites", operators.SSSP{}, operators.Params{Strategy: "kites"}, 0, 0},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			gb.tune.persistSingle, gb.tune.persistBlocks = c.single, c.blocks
+			defer func() { gb.tune.persistSingle, gb.tune.persistBlocks = 0, 0 }()
+			p := c.p
+			if err := c.op.Prepare(&p); err != nil {
+				b.Fatal(err)
+			}
+			var times []time.Duration
+			var last *operators.Result
+			for i := -1; i < b.N; i++ {
+				r, err := gb.Run(context.Background(), c.op, operators.Input{Graph: g, Source: srcs[(i+1)%len(srcs)], Params: p})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if i >= 0 {
+					times = append(times, r.Compute)
+				}
+				last = r
+			}
+			optest.ReportMedian(b, times)
+			b.ReportMetric(float64(last.Iterations), "iterations")
+			b.Logf("%s", last.Strategy)
+		})
+	}
+}
