@@ -85,3 +85,12 @@ func TestArgsLimits(t *testing.T) {
 		}()
 	}
 }
+
+// A nil buffer (an absent optional array) is address 0 in an argument
+// struct, as Launch passes a nil *DeviceBuffer.
+func TestNilBufferPtr(t *testing.T) {
+	var b *DeviceBuffer
+	if b.Ptr() != 0 {
+		t.Fatalf("nil buffer's Ptr = %#x", b.Ptr())
+	}
+}

@@ -62,8 +62,14 @@ func (c *Context) Alloc(bytes int64) (*DeviceBuffer, error) {
 	return b, nil
 }
 
-// Ptr is the buffer's device address, for kernel arguments.
-func (b *DeviceBuffer) Ptr() DevicePtr { return b.ptr }
+// Ptr is the buffer's device address, for kernel arguments; 0 for a nil
+// buffer (an absent optional array), as Launch passes a nil *DeviceBuffer.
+func (b *DeviceBuffer) Ptr() DevicePtr {
+	if b == nil {
+		return 0
+	}
+	return b.ptr
+}
 
 // Size is the buffer's length in bytes.
 func (b *DeviceBuffer) Size() int64 { return b.size }

@@ -13,6 +13,7 @@ import (
 var abouts = map[string]string{
 	"enterprise": "direction-optimizing BFS with frontier classes (Enterprise)",
 	"bfs4k":      "BFS-4K: small frontiers in one block, for high-diameter graphs",
+	"persist":    "the whole search in one launch over every SM, a grid barrier a level (road networks, meshes)",
 	"vwc":        "virtual warp-centric (a frontier push; a pull for pagerank)",
 	"gshards":    "CuSha's G-Shards",
 	"cw":         "CuSha's Concatenated Windows",

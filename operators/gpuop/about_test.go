@@ -21,7 +21,7 @@ func TestEveryStrategyHasAbout(t *testing.T) {
 			t.Errorf("the help does not explain %q:\n%s", s, help)
 		}
 	}
-	if !strings.Contains(help, "   bfs       enterprise, bfs4k, vwc\n") {
+	if !strings.Contains(help, "   bfs       enterprise, bfs4k, vwc, persist\n") {
 		t.Errorf("the help's bfs line:\n%s", help)
 	}
 }

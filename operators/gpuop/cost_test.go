@@ -8,7 +8,7 @@ import (
 )
 
 // auto's strategy for a first search without history comes from the cost
-// model: bfs4k for a grid (road-like degrees), enterprise for a
+// model: persist for a grid (road-like degrees), enterprise for a
 // small-world graph, whatever the rules' order; each reason gives the
 // estimates.
 func TestCostOrderFirstSearch(t *testing.T) {
@@ -19,7 +19,7 @@ func TestCostOrderFirstSearch(t *testing.T) {
 	for _, c := range []struct {
 		s     cost.Shape
 		first string
-	}{{grid, "bfs4k"}, {kron, "enterprise"}} {
+	}{{grid, "persist"}, {kron, "enterprise"}} {
 		got := costOrder(m, "bfs", rule, c.s, 1)
 		if len(got) != len(bfsTable.strategies) || got[0].s.name != c.first {
 			t.Errorf("%+v: order %v, want %s first", c.s, choiceNames(got), c.first)
@@ -35,10 +35,10 @@ func TestCostOrderFirstSearch(t *testing.T) {
 // ones, and its why.
 func TestCostOrderUnknownStrategy(t *testing.T) {
 	m := cost.Default(16, "NVIDIA H200", 0)
-	t2 := &table{strategies: append([]*strategy{{name: "persist"}}, bfsTable.strategies...)}
-	rule := orderOf(t2, "persist", "a new strategy")
+	t2 := &table{strategies: append([]*strategy{{name: "newcomer"}}, bfsTable.strategies...)}
+	rule := orderOf(t2, "newcomer", "a new strategy")
 	got := costOrder(m, "bfs", rule, cost.Shape{Vertices: 100, Edges: 400, AvgDegree: 4, MaxDegree: 4}, 1)
-	if n := len(got); got[n-1].s.name != "persist" || got[n-1].why != "a new strategy" {
+	if n := len(got); got[n-1].s.name != "newcomer" || got[n-1].why != "a new strategy" {
 		t.Errorf("order %v, last why %q", choiceNames(got), got[n-1].why)
 	}
 }

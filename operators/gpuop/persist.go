@@ -3,6 +3,7 @@ package gpuop
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/gpu"
@@ -81,11 +82,22 @@ func (b *GPU) persistGrid(fn *gpu.Function) (uint32, error) {
 func (b *GPU) persistLimit() uint32 {
 	switch t := b.tune.persistSingle; {
 	case t > 0:
-		return uint32(t)
+		return uint32(min(t, math.MaxUint32)) // 1<<40: every level
 	case t < 0:
 		return 0
 	}
 	return persistSingleLimit
+}
+
+// persistApplies is persist's applicability for op: a GPU with
+// cooperative launches and a graph the kernels can count.
+func persistApplies(op string) func(b *GPU, g *convert.Graph) error {
+	return func(b *GPU, g *convert.Graph) error {
+		if dev := b.Device(); !dev.CooperativeLaunch {
+			return fmt.Errorf("%s has no cooperative launches", dev.Name)
+		}
+		return checkPersistSize(op, g)
+	}
 }
 
 // checkPersistSize refuses a graph with more vertices than the persistent

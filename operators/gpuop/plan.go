@@ -71,16 +71,22 @@ func (b *GPU) Plan(op operators.Operator, g *convert.Graph, p operators.Params) 
 	}
 	var skipped []string
 	for _, c := range take {
+		if c.s.applies != nil {
+			if err = c.s.applies(b, g); err != nil {
+				skipped = append(skipped, fmt.Sprintf("%s does not apply (%v)", c.s.name, err))
+				continue
+			}
+		}
 		pl := b.newPlan(name, c.s, "auto: "+c.why, g, p)
 		if err = b.fitsBytes(g, pl.Bytes); err != nil {
-			skipped = append(skipped, fmt.Sprintf("%s needs %d MiB", c.s.name, pl.Bytes>>20))
+			skipped = append(skipped, fmt.Sprintf("%s needs %d MiB, more than is free", c.s.name, pl.Bytes>>20))
 			continue
 		}
 		if len(take) < len(order) {
 			pl.Reason += "; of the strategies that read the options given"
 		}
 		if len(skipped) > 0 {
-			pl.Reason += "; chosen because it fits in the GPU's free memory where " + strings.Join(skipped, ", ") + " would not"
+			pl.Reason += "; passed over: " + strings.Join(skipped, ", ")
 		}
 		return pl, nil
 	}

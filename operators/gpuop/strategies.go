@@ -37,6 +37,9 @@ type strategy struct {
 	// workspace. b keeps what it derived from g before (nil: derived
 	// afresh).
 	bytes func(b *GPU, g *convert.Graph, p operators.Params) int64
+	// applies, where set, says why the strategy cannot run g on b (nil:
+	// it can); auto passes over it then, a named one fails as its run would.
+	applies func(b *GPU, g *convert.Graph) error
 	// run runs it, filling the enactor's result.
 	run func(e *enactor) error
 }
@@ -310,7 +313,8 @@ var bfsTable = &table{
 			bytes: bfsStrategyBytes("bfs4k"), run: runBFS4K},
 		{name: strategyVWC, seed: seedVWC, reads: optVWarp | optVWC, layouts: []string{"csr"},
 			bytes: bfsStrategyBytes(strategyVWC), run: runBFSVWC},
-		{name: strategyPersist, seed: seedPersistBFS, layouts: []string{"csr"}, bytes: persistBFSBytes, run: runBFSPersist},
+		{name: strategyPersist, seed: seedPersistBFS, layouts: []string{"csr"}, bytes: persistBFSBytes,
+			applies: persistApplies("bfs"), run: runBFSPersist},
 	},
 	order: bfsOrder,
 }
@@ -321,7 +325,8 @@ var bfsTable = &table{
 var ssspTable = &table{
 	strategies: append(vpStrategies(func(b *GPU, g *convert.Graph, name string, p operators.Params) int64 {
 		return vpBytes(b, g, b.SSSPProgram(g), name, false, p) + parentBytes(g)
-	}, runSSSP), &strategy{name: strategyPersist, seed: seedPersistSSSP, layouts: []string{"csr"}, bytes: persistSSSPBytes, run: runSSSPPersist}),
+	}, runSSSP), &strategy{name: strategyPersist, seed: seedPersistSSSP, layouts: []string{"csr"}, bytes: persistSSSPBytes,
+		applies: persistApplies("sssp"), run: runSSSPPersist}),
 	order: func(t *table, _ *GPU, g *convert.Graph, _ operators.Params) []choice {
 		return monotoneOrder(t, g, true)
 	},
