@@ -61,9 +61,14 @@ func (b *GPU) enact(ctx context.Context, pl *Plan, in operators.Input) (*operato
 	return e.res, nil
 }
 
-// run runs the strategy and frees what it took.
+// run runs the strategy and frees what it took. A context canceled
+// already stops it before any work (persist, one launch, looks at the
+// context nowhere else).
 func (e *enactor) run() error {
 	defer e.done.Free()
+	if err := e.ctx.Err(); err != nil {
+		return err
+	}
 	return e.plan.s.run(e)
 }
 
