@@ -52,7 +52,7 @@ declare -A flags=(
 	[grid2048]=--undirected [k22]=--undirected [k24]=--undirected
 )
 declare -A strategies=(
-	[bfs]="enterprise bfs4k vwc" [sssp]="vwc gshards cw kites warpseg" [sswp]="vwc gshards cw kites warpseg"
+	[bfs]="enterprise bfs4k vwc persist" [sssp]="vwc gshards cw kites warpseg persist" [sswp]="vwc gshards cw kites warpseg"
 	[pagerank]="warpseg vwc gshards cw" [cc]="afforest vwc gshards cw kites warpseg"
 )
 
