@@ -24,7 +24,7 @@ go build -trimpath -ldflags="-s -w -X main.version=$version" -o "$out/gpipe" ./c
 go build -trimpath -ldflags="-s -w" -o "$out/recordsbench" ./scripts/recordsbench
 # Test binaries are named by the package's last path element (gpuop.test
 # for operators/gpuop); gpu-run.sh runs each in its package directory.
-for pkg in gpu kernels operators operators/gpuop operators/multigpu serve; do
+for pkg in gpu kernels operators operators/gpuop operators/multigpu operators/vprog/vpgpu serve; do
 	go test -c -trimpath -ldflags="-s -w" -o "$out/$(basename "$pkg").test" "./$pkg"
 done
 go test -c -trimpath -ldflags="-s -w" -o "$out/pipeline.test" ./internal/pipeline

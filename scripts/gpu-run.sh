@@ -12,7 +12,7 @@ export GPIPE_REQUIRE_GPU=1
 status=0
 nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.mem --format=csv | tee "$logs/nvidia-smi.txt"
 if [ "$what" = tests ] || [ "$what" = all ]; then
-	for pkg in gpu kernels operators operators/gpuop operators/multigpu serve internal/pipeline; do
+	for pkg in gpu kernels operators operators/gpuop operators/multigpu operators/vprog/vpgpu serve internal/pipeline; do
 		# Tests read testdata relative to their package directory.
 		name=$(basename "$pkg")
 		( cd "$pkg" && "$bundle/$name.test" -test.v -test.count=1 -test.timeout 10m ) 2>&1 | tee "$logs/test-$name.log"
