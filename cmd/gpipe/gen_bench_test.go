@@ -562,7 +562,7 @@ func TestBenchTooManyTrials(t *testing.T) {
 func TestGenUnknownGenerator(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	fails(t, dir, nil, 2, []string{`unknown generator "erdos"`, "kronecker and grid"}, "gen", "erdos", "--scale", "3", "--output", "g.parquet")
+	fails(t, dir, nil, 2, []string{`unknown generator "erdos"`, "kronecker, grid and road"}, "gen", "erdos", "--scale", "3", "--output", "g.parquet")
 	fails(t, dir, nil, 2, []string{"name a generator"}, "gen")
 }
 
