@@ -56,6 +56,7 @@ func TestRankH200(t *testing.T) {
 		{"bfs", kron22, []string{"bfs4k", "vwc", "enterprise"}, "enterprise"},
 		{"bfs", grid2048, []string{"enterprise", "bfs4k", "vwc", "persist"}, "persist"},
 		{"bfs", kron22, []string{"persist", "bfs4k", "vwc", "enterprise"}, "enterprise"},
+		{"bfs", Shape{Vertices: 1 << 18, Edges: 8 << 20, AvgDegree: 32, MaxDegree: 1 << 14}, []string{"persist", "enterprise"}, "enterprise"},
 		{"sssp", grid2048, []string{"vwc", "kites", "warpseg", "persist"}, "persist"},
 		{"sssp", kron22, []string{"persist", "vwc"}, "vwc"},
 		{"cc", kron22, []string{"vwc", "afforest", "cw"}, "afforest"},
