@@ -181,7 +181,7 @@ func BenchmarkRenumberKronecker(b *testing.B) {
 	spans := edgeSpans(tab)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, _, err := renumber(context.Background(), tab, spans, nil); err != nil {
+		if _, _, err := renumber(context.Background(), tab, spans, nil, tuning{}); err != nil {
 			b.Fatal(err)
 		}
 	}

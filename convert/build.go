@@ -47,7 +47,7 @@ func Build(ctx context.Context, t *edges.Table, opts BuildOptions) (*Graph, erro
 		return nil, err
 	}
 	spans := edgeSpans(t)
-	g := &Graph{Directed: !opts.Undirected, Weighted: opts.Weighted, alloc: opts.Alloc}
+	g := &Graph{Directed: !opts.Undirected, Weighted: opts.Weighted, alloc: opts.Alloc, tune: opts.tune}
 	g.Stats.Skipped = edges.Skips{}
 
 	var drop []uint64
@@ -62,7 +62,7 @@ func Build(ctx context.Context, t *edges.Table, opts BuildOptions) (*Graph, erro
 	g.Stats.InputEdges = t.NumEdges() - dropped
 	phase("weights")
 
-	keys, ids, err := renumber(ctx, t, spans, drop)
+	keys, ids, err := renumber(ctx, t, spans, drop, opts.tune)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +78,7 @@ func Build(ctx context.Context, t *edges.Table, opts BuildOptions) (*Graph, erro
 	}
 	if opts.BuildIn && g.Directed {
 		g.inOnce.Do(func() {
-			g.in, err = transpose(ctx, &g.Out, g.alloc)
+			g.in, err = transpose(ctx, &g.Out, g.alloc, g.tune)
 			g.inBuilt.Store(err == nil)
 		})
 		if err != nil {

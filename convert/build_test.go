@@ -326,9 +326,8 @@ func TestBuildRandom(t *testing.T) {
 			// Weights in [-1, 3.5]: only FiniteWeights accepts them all.
 			opts.Weights, opts.SkipInvalid = FiniteWeights, false
 		}
-		testAtomicCounts = i%3 == 0
-		check(t, fmt.Sprintf("case %d %v %v nv=%d m=%d %+v atomic=%v", i, kt, mode, nv, m, opts, testAtomicCounts), tab, opts)
-		testAtomicCounts = false
+		opts.tune = tuning{atomicCounts: i%3 == 0}
+		check(t, fmt.Sprintf("case %d %v %v nv=%d m=%d %+v", i, kt, mode, nv, m, opts), tab, opts)
 	}
 }
 
@@ -347,14 +346,14 @@ func TestBuildLarge(t *testing.T) {
 			opts := BuildOptions{Undirected: i%2 == 0, Weighted: mode == sparseKeys || kt == edges.KeyString}
 			check(t, fmt.Sprintf("large %v %v", kt, mode), tab, opts)
 			if mode == denseKeys {
-				testBigRow = 300 // rows sorted by all cores, too short for the bitmap
-				check(t, fmt.Sprintf("large %v %v big rows", kt, mode), tab, BuildOptions{Undirected: opts.Undirected, Weighted: !opts.Weighted})
-				testBigRow = 0
+				// Rows sorted by all cores, too short for the bitmap.
+				big := BuildOptions{Undirected: opts.Undirected, Weighted: !opts.Weighted, tune: tuning{bigRow: 300}}
+				check(t, fmt.Sprintf("large %v %v big rows", kt, mode), tab, big)
 			}
 			if mode == sparseKeys || kt == edges.KeyString {
-				testSmallTables, testAtomicCounts = true, true
-				check(t, fmt.Sprintf("large %v %v small tables, atomic counts", kt, mode), tab, opts)
-				testSmallTables, testAtomicCounts = false, false
+				small := opts
+				small.tune = tuning{smallTables: true, atomicCounts: true}
+				check(t, fmt.Sprintf("large %v %v small tables, atomic counts", kt, mode), tab, small)
 			}
 		}
 	}
@@ -418,10 +417,9 @@ func TestBuildShapes(t *testing.T) {
 	for _, c := range cases {
 		for _, undirected := range []bool{false, true} {
 			for _, weighted := range []bool{false, true} {
-				opts := BuildOptions{Undirected: undirected, Weighted: weighted, BuildIn: true}
-				testAtomicCounts = c.name == "star in"
+				opts := BuildOptions{Undirected: undirected, Weighted: weighted, BuildIn: true,
+					tune: tuning{atomicCounts: c.name == "star in"}}
 				g := check(t, fmt.Sprintf("%s undirected=%v weighted=%v", c.name, undirected, weighted), shaped(c.src, c.dst, c.w), opts)
-				testAtomicCounts = false
 				if c.name == "empty" && (g.NumVertices() != 0 || len(g.Out.Offsets) != 1) {
 					t.Fatalf("empty graph: %d vertices, offsets %v", g.NumVertices(), g.Out.Offsets)
 				}
@@ -527,16 +525,17 @@ func TestBuildWeightRuleMirror(t *testing.T) {
 	}
 }
 
+// TestBuildTooManyVertices lowers the limit on vertices to 20 (the graphs
+// have about 30) on every way of renumbering: the error names that limit.
 func TestBuildTooManyVertices(t *testing.T) {
-	defer func(old int64) { maxVertices = old }(maxVertices)
-	maxVertices = 20
+	opts := BuildOptions{tune: tuning{maxVertices: 20}}
 	r := rand.New(rand.NewPCG(9, 10))
 	for _, kt := range keyTypes {
 		for _, mode := range []keyMode{denseKeys, sparseKeys} {
 			e := randomEdges(r, 30, 500)
 			tab := tableOf(r, e, kt, mode, 2)
-			_, err := Build(context.Background(), tab, BuildOptions{})
-			if usererr.KindOf(err) != usererr.Input || !strings.Contains(err.Error(), "distinct vertex keys") {
+			_, err := Build(context.Background(), tab, opts)
+			if usererr.KindOf(err) != usererr.Input || !strings.Contains(err.Error(), "distinct vertex keys, more than the 20 vertices") {
 				t.Fatalf("%v %v: error %v", kt, mode, err)
 			}
 		}
@@ -558,8 +557,7 @@ func TestBuildCanceled(t *testing.T) {
 // keys, weights, both directions, the in-edges, long rows sorted by all
 // cores, and sorts cut into many blocks.
 func TestBuildCanceledAnywhere(t *testing.T) {
-	defer func(b int64, p int) { testBigRow, psortBlock = b, p }(testBigRow, psortBlock)
-	testBigRow, psortBlock = 256, 1<<10
+	tune := tuning{bigRow: 256, psortBlock: 1 << 10}
 	r := rand.New(rand.NewPCG(15, 16))
 	for _, c := range []struct {
 		kt   edges.KeyType
@@ -567,8 +565,8 @@ func TestBuildCanceledAnywhere(t *testing.T) {
 	}{{edges.KeyInt64, sparseKeys}, {edges.KeyUint32, denseKeys}, {edges.KeyString, sparseKeys}} {
 		tab := tableOf(r, randomEdges(r, 60000, 40000), c.kt, c.mode, 3)
 		for _, opts := range []BuildOptions{
-			{Weighted: true, Weights: NonNegativeWeights, SkipInvalid: true, BuildIn: true},
-			{Undirected: true},
+			{Weighted: true, Weights: NonNegativeWeights, SkipInvalid: true, BuildIn: true, tune: tune},
+			{Undirected: true, tune: tune},
 		} {
 			count := pollctx.New(0)
 			g, err := Build(count, tab, opts)
@@ -753,9 +751,7 @@ func cellText(a arrow.Array, i int) string {
 
 func TestPsort(t *testing.T) {
 	r := rand.New(rand.NewPCG(19, 20))
-	defer func(b int) { psortBlock = b }(psortBlock)
-	for _, block := range []int{psortBlock, 1 << 12} { // one block per worker; many, in several rounds
-		psortBlock = block
+	for _, block := range []int{defaultPsortBlock, 1 << 12} { // one block per worker; many, in several rounds
 		for _, procs := range []int{1, 2, 3, 7} {
 			old := runtime.GOMAXPROCS(procs)
 			for _, n := range []int{0, 1, 100, 1 << 14, 100003} {
@@ -765,7 +761,7 @@ func TestPsort(t *testing.T) {
 				}
 				want := slices.Clone(xs)
 				slices.Sort(want)
-				if err := psort(context.Background(), xs, slices.Sort[[]uint64], func(a, b uint64) bool { return a < b }); err != nil {
+				if err := psort(context.Background(), xs, block, slices.Sort[[]uint64], func(a, b uint64) bool { return a < b }); err != nil {
 					t.Fatal(err)
 				}
 				if !slices.Equal(xs, want) {
@@ -777,15 +773,30 @@ func TestPsort(t *testing.T) {
 	}
 }
 
+// TestTuningDefaults: the zero tuning, which every build but the tests'
+// runs, is the builder's defaults, and each field turns its path on.
+func TestTuningDefaults(t *testing.T) {
+	var z tuning
+	est := 1e6 // distinct keys, by the sketch
+	if z.sortBlock() != 1<<18 || z.vertexLimit() != MaxVertices || bigRow(0, z) != 1<<16 ||
+		!blockedCounts(2, 10, 100, z) || tableSlots(est, 1, z) != int64(est/targetLoad)+1 {
+		t.Errorf("zero tuning: block %d, limit %d, big row %d, blocked counts %v, slots %d",
+			z.sortBlock(), z.vertexLimit(), bigRow(0, z), blockedCounts(2, 10, 100, z), tableSlots(est, 1, z))
+	}
+	on := tuning{psortBlock: 7, atomicCounts: true, maxVertices: 20, smallTables: true, bigRow: 300}
+	if on.sortBlock() != 7 || on.vertexLimit() != 20 || bigRow(0, on) != 300 ||
+		blockedCounts(2, 10, 100, on) || tableSlots(est, 1, on) >= tableSlots(est, 1, z) {
+		t.Errorf("tuning %+v not followed", on)
+	}
+}
+
 // psort stops soon after its context is canceled, in the block sorts and in
 // the merges: sorting the distinct keys of a graph with a billion of them
 // takes seconds. Here the context is canceled by the first block sort, and
-// by the first comparison of the merges; blocks are no longer than
-// psortBlock and few more are sorted, and the merges do not get through
-// one round.
+// by the first comparison of the merges; blocks are no longer than block
+// and few more are sorted, and the merges do not get through one round.
 func TestPsortCanceled(t *testing.T) {
-	defer func(b int) { psortBlock = b }(psortBlock)
-	psortBlock = 1 << 10
+	const block = 1 << 10
 	const n = 64 << 10 // 64 blocks, 6 rounds of merges
 	xs := make([]uint64, n)
 	r := rand.New(rand.NewPCG(23, 24))
@@ -804,9 +815,9 @@ func TestPsortCanceled(t *testing.T) {
 		}
 		slices.Sort(b)
 	}
-	err := psort(ctx, slices.Clone(xs), sortBlock, func(a, b uint64) bool { return a < b })
-	if !errors.Is(err, context.Canceled) || blocks.Load() > int64(2*par.Workers()) || longest.Load() > int64(psortBlock) {
-		t.Errorf("canceled by the first block: %v after %d blocks of up to %d (of %d)", err, blocks.Load(), longest.Load(), psortBlock)
+	err := psort(ctx, slices.Clone(xs), block, sortBlock, func(a, b uint64) bool { return a < b })
+	if !errors.Is(err, context.Canceled) || blocks.Load() > int64(2*par.Workers()) || longest.Load() > block {
+		t.Errorf("canceled by the first block: %v after %d blocks of up to %d (of %d)", err, blocks.Load(), longest.Load(), block)
 	}
 
 	ctx, cancel = context.WithCancel(context.Background())
@@ -817,7 +828,7 @@ func TestPsortCanceled(t *testing.T) {
 		}
 		return a < b
 	}
-	err = psort(ctx, slices.Clone(xs), slices.Sort[[]uint64], less)
+	err = psort(ctx, slices.Clone(xs), block, slices.Sort[[]uint64], less)
 	if !errors.Is(err, context.Canceled) || compared.Load() >= n {
 		t.Errorf("canceled by the first comparison: %v after %d comparisons (a round of merges makes about %d)", err, compared.Load(), n)
 	}

@@ -23,16 +23,15 @@ type padded struct {
 // blockedCounts says whether a counting sort of m entries into n rows may
 // use one uint32 counter per block and row (blocks·n·4 bytes, no atomics,
 // stable) rather than shared atomic counters: the entries must fit uint32
-// cursors and the counters must be small next to the edges.
-func blockedCounts(blocks, n int, m int64) bool {
-	if testAtomicCounts {
+// cursors and the counters must be small next to the edges. Tests turn the
+// atomic counters on (tune.atomicCounts), since only many cores and
+// vertices reach them.
+func blockedCounts(blocks, n int, m int64, tune tuning) bool {
+	if tune.atomicCounts {
 		return false
 	}
 	return m < 1<<32-1 && int64(blocks)*int64(n)*4 <= max(2*m, 1<<24)
 }
-
-// testAtomicCounts makes the counting sorts use atomic counters, for tests.
-var testAtomicCounts = false
 
 // buildCSR builds the out-edge layout of the edges src[i] -> dst[i] (both
 // directions when undirected), skipping dropped edges (src NoVertex): a
@@ -65,7 +64,7 @@ func buildCSR(ctx context.Context, n int, ids edgeIDs, spans []span, opts BuildO
 	c := CSR{Offsets: layoutSlice[int64](a, n+1)}
 	start := sc.start
 	bounds := func(u int) (int64, int64) { return start[u], start[u+1] }
-	merged, maxDeg := cleanRows(ctx, n, bounds, sc.tgt, sc.wt, c.Offsets)
+	merged, maxDeg := cleanRows(ctx, n, bounds, sc.tgt, sc.wt, c.Offsets, opts.tune)
 	if err := ctx.Err(); err != nil {
 		c.free(a)
 		return CSR{}, err
@@ -122,7 +121,7 @@ func scatter(ctx context.Context, n int, ids edgeIDs, spans []span, opts BuildOp
 	if opts.Undirected {
 		entries *= 2
 	}
-	if blocks := min(par.Workers(), len(spans)); blockedCounts(blocks, n, entries) {
+	if blocks := min(par.Workers(), len(spans)); blockedCounts(blocks, n, entries, opts.tune) {
 		return scatterBlocked(ctx, n, blocks, ids, spans, opts.Weighted, opts.Undirected)
 	}
 	return scatterAtomic(ctx, n, ids, spans, opts.Weighted, opts.Undirected)
@@ -431,8 +430,9 @@ func scatterAtomic(ctx context.Context, n int, ids edgeIDs, spans []span, weight
 // transpose is the layout of the reversed edges, from a (nil: Go memory):
 // a counting sort by target. With a counter per block of sources and row it
 // is stable, so the rows come out sorted; with shared atomic counters (too
-// many cores and vertices for those) the rows are sorted afterwards.
-func transpose(ctx context.Context, c *CSR, a memory.Allocator) (CSR, error) {
+// many cores and vertices for those) the rows are sorted afterwards. tune
+// is the build's (tuning.go).
+func transpose(ctx context.Context, c *CSR, a memory.Allocator, tune tuning) (CSR, error) {
 	n, m := c.NumVertices(), len(c.Targets)
 	r := CSR{Offsets: layoutSlice[int64](a, n+1), Targets: layoutSlice[uint32](a, m)}
 	if c.Weights != nil {
@@ -442,10 +442,10 @@ func transpose(ctx context.Context, c *CSR, a memory.Allocator) (CSR, error) {
 		return r, nil
 	}
 	var err error
-	if blocks := par.Workers(); blockedCounts(blocks, n, int64(m)) {
+	if blocks := par.Workers(); blockedCounts(blocks, n, int64(m), tune) {
 		err = transposeBlocked(ctx, c, &r, blocks)
 	} else {
-		err = transposeAtomic(ctx, c, &r)
+		err = transposeAtomic(ctx, c, &r, tune)
 	}
 	if err != nil {
 		r.free(a)
@@ -541,7 +541,7 @@ func blockCursors(cnt []uint32, n, blocks int, off []int64) int64 {
 	return total
 }
 
-func transposeAtomic(ctx context.Context, c, r *CSR) error {
+func transposeAtomic(ctx context.Context, c, r *CSR, tune tuning) error {
 	n, m := c.NumVertices(), len(c.Targets)
 	done := ctx.Done()
 	off := r.Offsets
@@ -576,7 +576,7 @@ func transposeAtomic(ctx context.Context, c, r *CSR) error {
 	}
 	copy(off[1:n+1], off[:n]) // off[v] was the end of row v
 	off[0] = 0
-	cleanRows(ctx, n, func(u int) (int64, int64) { return off[u], off[u+1] }, r.Targets, r.Weights, nil)
+	cleanRows(ctx, n, func(u int) (int64, int64) { return off[u], off[u+1] }, r.Targets, r.Weights, nil, tune)
 	return ctx.Err()
 }
 

@@ -87,6 +87,9 @@ type Graph struct {
 	// split is the partition a part's graph belongs to (partition.go); nil
 	// for a whole graph.
 	split *partitionSet
+	// tune is the build's (tuning.go), for the in-edge layout In builds;
+	// zero, the defaults, for a graph not built by Build.
+	tune tuning
 }
 
 // Stats counts what building the graph did to the input.
@@ -119,7 +122,7 @@ func (g *Graph) In() *CSR {
 			return
 		}
 		var err error
-		g.in, err = transpose(context.Background(), &g.Out, g.alloc)
+		g.in, err = transpose(context.Background(), &g.Out, g.alloc, g.tune)
 		g.inBuilt.Store(err == nil)
 	})
 	return &g.in
@@ -153,6 +156,10 @@ type BuildOptions struct {
 	BuildIn bool
 	// Alloc allocates the layouts; nil means Go memory.
 	Alloc memory.Allocator
+
+	// tune is what tests set to reach, on small graphs, the paths only
+	// large ones take (tuning.go); its zero value is what every build runs.
+	tune tuning
 }
 
 // WeightRule is what an operator accepts as an edge weight.

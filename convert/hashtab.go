@@ -29,20 +29,18 @@ const (
 // index len(slots), must stay below NoVertex.
 const maxSlots = int64(NoVertex) - 1
 
-// tableSlots is the number of slots for about est distinct keys.
-func tableSlots(est float64, workers int) int64 {
+// tableSlots is the number of slots for about est distinct keys. Tests
+// start tables at their smallest size (tune.smallTables), so that they go
+// through the rebuild, which a sound estimate rarely needs.
+func tableSlots(est float64, workers int, tune tuning) int64 {
 	n := int64(est/targetLoad) + 1
 	// Room for every worker's unflushed inserts past the limit.
 	n = max(n, int64(float64(workers*flushEvery)/(1-maxLoad))+64)
-	if testSmallTables {
+	if tune.smallTables {
 		n = int64(workers*flushEvery)*10 + 64
 	}
 	return min(n, maxSlots)
 }
-
-// testSmallTables makes tables start at their smallest size, so that tests
-// go through the rebuild.
-var testSmallTables = false
 
 // mix64 is a bijective 64-bit finalizer (MurmurHash3's fmix64).
 func mix64(x uint64) uint64 {

@@ -6,22 +6,22 @@ import (
 	"github.com/gpipe/gpipe/internal/par"
 )
 
-// psortBlock is the most elements psort gives one call of sortBlock or of
-// merge: the work between two checks for cancellation (some 20 ms for
-// integers, more for strings). A variable so that tests can cut small inputs
-// into many blocks.
-var psortBlock = 1 << 18
+// defaultPsortBlock is the most elements psort gives one call of sortBlock
+// or of merge in a build: the work between two checks for cancellation
+// (some 20 ms for integers, more for strings). Tests pass smaller blocks
+// (tuning.psortBlock) to cut small inputs into many.
+const defaultPsortBlock = 1 << 18
 
-// psort sorts xs on all cores: blocks of at most psortBlock elements (at
-// least one per worker) sorted by sortBlock, then rounds of pairwise merges,
-// each merge cut by co-ranking into pieces of at most psortBlock so that
-// every round keeps all cores busy. less must be a strict order consistent
-// with sortBlock's. It checks ctx before each block and piece; canceled, it
+// psort sorts xs on all cores: blocks of at most block elements (at least
+// one per worker) sorted by sortBlock, then rounds of pairwise merges, each
+// merge cut by co-ranking into pieces of at most block so that every round
+// keeps all cores busy. less must be a strict order consistent with
+// sortBlock's. It checks ctx before each block and piece; canceled, it
 // returns ctx.Err() with xs in no particular order.
-func psort[T any](ctx context.Context, xs []T, sortBlock func([]T), less func(a, b T) bool) error {
+func psort[T any](ctx context.Context, xs []T, block int, sortBlock func([]T), less func(a, b T) bool) error {
 	n := len(xs)
 	w := par.Workers()
-	blocks := max(w, (n+psortBlock-1)/psortBlock)
+	blocks := max(w, (n+block-1)/block)
 	if n < 1<<14 || blocks == 1 {
 		sortBlock(xs)
 		return ctx.Err()
@@ -57,7 +57,7 @@ func psort[T any](ctx context.Context, xs []T, sortBlock func([]T), less func(a,
 			mid, hi := bounds[r+1], bounds[r+2]
 			a, b := from[lo:mid], from[mid:hi]
 			total := hi - lo
-			k := max(1, min(w, total/(1<<13)), (total+psortBlock-1)/psortBlock)
+			k := max(1, min(w, total/(1<<13)), (total+block-1)/block)
 			prevI, prevJ := 0, 0
 			for p := 1; p <= k; p++ {
 				pos := total * p / k

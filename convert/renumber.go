@@ -14,34 +14,32 @@ import (
 	"github.com/gpipe/gpipe/internal/usererr"
 )
 
-// maxVertices is MaxVertices, lowered by tests.
-var maxVertices = MaxVertices
-
-// tooManyVertices is the error for a table with more than maxVertices keys.
-func tooManyVertices(t *edges.Table, n string) error {
-	return usererr.InFile(t.Name, fmt.Sprintf("the edges have %s distinct vertex keys, more than the %d vertices a graph can have", n, maxVertices),
+// tooManyVertices is the error for a table with more than limit (the
+// build's tune.vertexLimit) distinct keys, n of them.
+func tooManyVertices(t *edges.Table, n string, limit int64) error {
+	return usererr.InFile(t.Name, fmt.Sprintf("the edges have %s distinct vertex keys, more than the %d vertices a graph can have", n, limit),
 		"split the graph, or drop edges (filter the input) before loading it")
 }
 
 // renumber maps every key to its rank among the distinct keys of the edges
 // not marked in drop. It returns the keys in rank order and the endpoints'
-// ids (NoVertex sources for dropped edges).
-func renumber(ctx context.Context, t *edges.Table, spans []span, drop []uint64) (*VertexKeys, edgeIDs, error) {
+// ids (NoVertex sources for dropped edges). tune is the build's (tuning.go).
+func renumber(ctx context.Context, t *edges.Table, spans []span, drop []uint64, tune tuning) (*VertexKeys, edgeIDs, error) {
 	k := &VertexKeys{Type: t.KeyType, ArrowType: keyArrowType(t)}
 	var ids edgeIDs
 	var err error
 	switch t.KeyType {
 	case edges.KeyInt32:
-		k.Int32, ids, err = renumberInts[int32](ctx, t, spans, drop)
+		k.Int32, ids, err = renumberInts[int32](ctx, t, spans, drop, tune)
 	case edges.KeyInt64:
-		k.Int64, ids, err = renumberInts[int64](ctx, t, spans, drop)
+		k.Int64, ids, err = renumberInts[int64](ctx, t, spans, drop, tune)
 	case edges.KeyUint32:
-		k.Uint32, ids, err = renumberInts[uint32](ctx, t, spans, drop)
+		k.Uint32, ids, err = renumberInts[uint32](ctx, t, spans, drop, tune)
 	case edges.KeyUint64:
-		k.Uint64, ids, err = renumberInts[uint64](ctx, t, spans, drop)
+		k.Uint64, ids, err = renumberInts[uint64](ctx, t, spans, drop, tune)
 	case edges.KeyString:
 		st := newStoredIDs(t)
-		k.Str, err = renumberStrings(ctx, t, spans, drop, st.src, st.dst)
+		k.Str, err = renumberStrings(ctx, newHashedEdges(t, spans, drop, st, tune))
 		ids = st
 	default:
 		return nil, nil, usererr.InFile(t.Name, fmt.Sprintf("unsupported key type %v", t.KeyType), "")
@@ -155,7 +153,7 @@ func unord[T intKey](u uint64) T {
 // hash table.
 func directLimit(endpoints int) uint64 { return max(1<<26, 8*uint64(endpoints)) }
 
-func renumberInts[T intKey](ctx context.Context, t *edges.Table, spans []span, drop []uint64) ([]T, edgeIDs, error) {
+func renumberInts[T intKey](ctx context.Context, t *edges.Table, spans []span, drop []uint64, tune tuning) ([]T, edgeIDs, error) {
 	// The range of the keys.
 	workers := par.Workers()
 	type minMax struct {
@@ -190,23 +188,24 @@ func renumberInts[T intKey](ctx context.Context, t *edges.Table, spans []span, d
 		return nil, &storedIDs{}, nil
 	}
 	if hi-lo < directLimit(2*int(t.NumEdges())) {
-		return renumberDirect[T](ctx, t, spans, drop, lo, hi-lo+1)
+		return renumberDirect[T](ctx, t, spans, drop, lo, hi-lo+1, tune.vertexLimit())
 	}
 	ids := newStoredIDs(t)
-	keys, err := renumberHashed[T](ctx, t, spans, drop, ids.src, ids.dst)
+	keys, err := renumberHashed[T](ctx, newHashedEdges(t, spans, drop, ids, tune))
 	return keys, ids, err
 }
 
 // renumberDirect renumbers keys whose ordinals lie in [lo, lo+r): a bitmap
-// marks the keys present, per-word ranks turn it into ids.
-func renumberDirect[T intKey](ctx context.Context, t *edges.Table, spans []span, drop []uint64, lo, r uint64) ([]T, edgeIDs, error) {
+// marks the keys present, per-word ranks turn it into ids. More than limit
+// keys are an error.
+func renumberDirect[T intKey](ctx context.Context, t *edges.Table, spans []span, drop []uint64, lo, r uint64, limit int64) ([]T, edgeIDs, error) {
 	words := make([]rankWord, int((r+63)/64))
 	if err := markDirect[T](ctx, t, spans, drop, lo, words); err != nil {
 		return nil, nil, err
 	}
 	counts := wordCounts(words)
-	if n := counts[len(counts)-1]; n > maxVertices {
-		return nil, nil, tooManyVertices(t, fmt.Sprint(n))
+	if n := counts[len(counts)-1]; n > limit {
+		return nil, nil, tooManyVertices(t, fmt.Sprint(n), limit)
 	}
 	keys := rankWords[T](words, counts, lo)
 	return keys, &rankedIDs[T]{words: words, lo: lo, drop: drop}, nil
@@ -339,10 +338,9 @@ func rankKeys[T intKey](keys []T, lo uint64, words []rankWord, ids []uint32) {
 }
 
 // renumberHashed renumbers keys of a wide range: the distinct keys go into a
-// hash table (each endpoint's slot noted in src/dst), are sorted, and the
-// slots are then replaced by the ranks.
-func renumberHashed[T intKey](ctx context.Context, t *edges.Table, spans []span, drop []uint64, src, dst []uint32) ([]T, error) {
-	e := &hashedEdges{t: t, spans: spans, drop: drop, src: src, dst: dst}
+// hash table (each endpoint's slot noted in e.src/e.dst), are sorted, and
+// the slots are then replaced by the ranks.
+func renumberHashed[T intKey](ctx context.Context, e *hashedEdges) ([]T, error) {
 	size, err := sketchInts[T](ctx, e)
 	if err != nil {
 		return nil, err
@@ -351,12 +349,12 @@ func renumberHashed[T intKey](ctx context.Context, t *edges.Table, spans []span,
 	if err != nil {
 		return nil, err
 	}
-	distinct, err := sortedKeys(ctx, t, tab)
+	distinct, err := sortedKeys(ctx, e, tab)
 	if err != nil {
 		return nil, err
 	}
 	keys, rankOf := rankInts[T](ctx, tab, distinct)
-	relabel(ctx, spans, src, dst, rankOf)
+	relabel(ctx, e.spans, e.src, e.dst, rankOf)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -364,14 +362,22 @@ func renumberHashed[T intKey](ctx context.Context, t *edges.Table, spans []span,
 }
 
 // hashedEdges is the edges of a renumbering through a hash table: the table
-// and its spans, the edges dropped (nil: none), and src and dst, which note
+// and its spans, the edges dropped (nil: none), src and dst, which note
 // each endpoint's slot (NoVertex for a dropped edge's source) and then its
-// id.
+// id, and the build's tuning (the tables' size, the limit on vertices, the
+// sort's blocks).
 type hashedEdges struct {
 	t        *edges.Table
 	spans    []span
 	drop     []uint64
 	src, dst []uint32
+	tune     tuning
+}
+
+// newHashedEdges is the edges of t to renumber through a hash table, their
+// slots and then their ids noted in ids.
+func newHashedEdges(t *edges.Table, spans []span, drop []uint64, ids *storedIDs, tune tuning) *hashedEdges {
+	return &hashedEdges{t: t, spans: spans, drop: drop, src: ids.src, dst: ids.dst, tune: tune}
 }
 
 // sketchInts is the number of slots for the distinct keys of the edges, as
@@ -394,16 +400,16 @@ func sketchInts[T intKey](ctx context.Context, e *hashedEdges) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	return sketchSlots(sketches), nil
+	return sketchSlots(sketches, e.tune), nil
 }
 
 // sketchSlots merges the workers' sketches and returns the number of slots
 // for the distinct keys they estimate.
-func sketchSlots(sketches []hll) int64 {
+func sketchSlots(sketches []hll, tune tuning) int64 {
 	for w := 1; w < len(sketches); w++ {
 		sketches[0].merge(&sketches[w])
 	}
-	return tableSlots(sketches[0].estimate(), len(sketches))
+	return tableSlots(sketches[0].estimate(), len(sketches), tune)
 }
 
 // hashInts inserts every key into a table of size slots, rebuilt twice as
@@ -419,7 +425,7 @@ func hashInts[T intKey](ctx context.Context, e *hashedEdges, size int64) (*intTa
 			return tab, nil
 		}
 		if size == maxSlots {
-			return nil, tooManyVertices(e.t, fmt.Sprintf("more than %d", tab.limit))
+			return nil, tooManyVertices(e.t, fmt.Sprintf("more than %d", tab.limit), e.tune.vertexLimit())
 		}
 		size = min(2*size, maxSlots)
 	}
@@ -462,8 +468,8 @@ func insertInts[T intKey](ctx context.Context, e *hashedEdges, tab *intTable) {
 	})
 }
 
-// sortedKeys is the distinct keys (ordinals) in tab, sorted.
-func sortedKeys(ctx context.Context, t *edges.Table, tab *intTable) ([]uint64, error) {
+// sortedKeys is the distinct keys (ordinals) of e in tab, sorted.
+func sortedKeys(ctx context.Context, e *hashedEdges, tab *intTable) ([]uint64, error) {
 	distinct, err := occupied(ctx, tab.slots)
 	if err != nil {
 		return nil, err
@@ -471,10 +477,10 @@ func sortedKeys(ctx context.Context, t *edges.Table, tab *intTable) ([]uint64, e
 	if tab.zero.Load() {
 		distinct = append(distinct, 0)
 	}
-	if int64(len(distinct)) > maxVertices {
-		return nil, tooManyVertices(t, fmt.Sprint(len(distinct)))
+	if limit := e.tune.vertexLimit(); int64(len(distinct)) > limit {
+		return nil, tooManyVertices(e.t, fmt.Sprint(len(distinct)), limit)
 	}
-	if err := psort(ctx, distinct, slices.Sort[[]uint64], func(a, b uint64) bool { return a < b }); err != nil {
+	if err := psort(ctx, distinct, e.tune.sortBlock(), slices.Sort[[]uint64], func(a, b uint64) bool { return a < b }); err != nil {
 		return nil, err
 	}
 	return distinct, nil
@@ -544,8 +550,7 @@ func relabel(ctx context.Context, spans []span, src, dst []uint32, rankOf []uint
 
 // renumberStrings renumbers string keys, in bytewise order, through a hash
 // table of references into the key columns.
-func renumberStrings(ctx context.Context, t *edges.Table, spans []span, drop []uint64, src, dst []uint32) (*edges.Strings, error) {
-	e := &hashedEdges{t: t, spans: spans, drop: drop, src: src, dst: dst}
+func renumberStrings(ctx context.Context, e *hashedEdges) (*edges.Strings, error) {
 	size, err := sketchStrings(ctx, e)
 	if err != nil {
 		return nil, err
@@ -554,7 +559,7 @@ func renumberStrings(ctx context.Context, t *edges.Table, spans []span, drop []u
 	if err != nil {
 		return nil, err
 	}
-	order, err := sortedSlots(ctx, t, tab)
+	order, err := sortedSlots(ctx, e, tab)
 	if err != nil {
 		return nil, err
 	}
@@ -562,7 +567,7 @@ func renumberStrings(ctx context.Context, t *edges.Table, spans []span, drop []u
 	if err != nil {
 		return nil, err
 	}
-	relabel(ctx, spans, src, dst, rankOf)
+	relabel(ctx, e.spans, e.src, e.dst, rankOf)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -587,7 +592,7 @@ func sketchStrings(ctx context.Context, e *hashedEdges) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	return sketchSlots(sketches), nil
+	return sketchSlots(sketches, e.tune), nil
 }
 
 // hashStrings is hashInts for string keys.
@@ -602,7 +607,7 @@ func hashStrings(ctx context.Context, e *hashedEdges, size int64) (*strTable, er
 			return tab, nil
 		}
 		if size == maxSlots {
-			return nil, tooManyVertices(e.t, fmt.Sprintf("more than %d", tab.limit))
+			return nil, tooManyVertices(e.t, fmt.Sprintf("more than %d", tab.limit), e.tune.vertexLimit())
 		}
 		size = min(2*size, maxSlots)
 	}
@@ -645,8 +650,9 @@ func insertStrings(ctx context.Context, e *hashedEdges, tab *strTable) {
 	})
 }
 
-// sortedSlots is the occupied slots of tab, sorted by their strings.
-func sortedSlots(ctx context.Context, t *edges.Table, tab *strTable) ([]uint32, error) {
+// sortedSlots is the occupied slots of tab, e's distinct keys, sorted by
+// their strings.
+func sortedSlots(ctx context.Context, e *hashedEdges, tab *strTable) ([]uint32, error) {
 	nb := par.NumBlocks(len(tab.slots))
 	counts := make([]int, nb+1)
 	par.Blocks(len(tab.slots), func(b, lo, hi int) {
@@ -662,8 +668,8 @@ func sortedSlots(ctx context.Context, t *edges.Table, tab *strTable) ([]uint32, 
 		counts[b] += counts[b-1]
 	}
 	n := counts[nb]
-	if int64(n) > maxVertices {
-		return nil, tooManyVertices(t, fmt.Sprint(n))
+	if limit := e.tune.vertexLimit(); int64(n) > limit {
+		return nil, tooManyVertices(e.t, fmt.Sprint(n), limit)
 	}
 	order := make([]uint32, n)
 	par.Blocks(len(tab.slots), func(b, lo, hi int) {
@@ -675,7 +681,7 @@ func sortedSlots(ctx context.Context, t *edges.Table, tab *strTable) ([]uint32, 
 			}
 		}
 	})
-	err := psort(ctx, order, func(xs []uint32) { slices.SortFunc(xs, tab.compare) },
+	err := psort(ctx, order, e.tune.sortBlock(), func(xs []uint32) { slices.SortFunc(xs, tab.compare) },
 		func(a, b uint32) bool { return tab.compare(a, b) < 0 })
 	if err != nil {
 		return nil, err

@@ -268,26 +268,24 @@ func (s *rowSorter) markSort(t []uint32) int64 {
 	return int64(k)
 }
 
-// bigRow is the length from which a row is sorted by all cores together.
-func bigRow(total int) int64 {
-	if testBigRow > 0 {
-		return testBigRow
+// bigRow is the length from which a row is sorted by all cores together:
+// tune.bigRow where set (tests, to reach that path on small graphs).
+func bigRow(total int, tune tuning) int64 {
+	if tune.bigRow > 0 {
+		return tune.bigRow
 	}
 	return int64(max(1<<16, total/(4*par.Workers())))
 }
-
-// testBigRow, when set, is bigRow.
-var testBigRow int64
 
 // cleanRows sorts every row [bounds(u)) of t (with its weights w, if any) by
 // target. With deg set, it also merges each row's duplicate targets (keeping
 // the minimum weight) to the front of the row, stores the row's new length in
 // deg[u] and returns the number of targets merged away and the largest new
-// length.
-func cleanRows(ctx context.Context, n int, bounds func(u int) (int64, int64), t []uint32, w []float64, deg []int64) (merged, maxDeg int64) {
+// length. tune is the build's (tuning.go).
+func cleanRows(ctx context.Context, n int, bounds func(u int) (int64, int64), t []uint32, w []float64, deg []int64, tune tuning) (merged, maxDeg int64) {
 	workers := par.Workers()
 	accs := make([]rowAcc, workers)
-	big := bigRow(len(t))
+	big := bigRow(len(t), tune)
 	var bigMu sync.Mutex
 	var bigRows []int
 	done := ctx.Done()
@@ -325,7 +323,7 @@ func cleanRows(ctx context.Context, n int, bounds func(u int) (int64, int64), t 
 			if w != nil {
 				rw = w[rlo:rhi]
 			}
-			k, err := cleanBigRow(ctx, s, t[rlo:rhi], rw, deg != nil)
+			k, err := cleanBigRow(ctx, s, t[rlo:rhi], rw, deg != nil, tune.sortBlock())
 			if err != nil {
 				break
 			}
@@ -358,20 +356,21 @@ func (a *rowAcc) finish(deg []int64, u int, l, k int64) {
 }
 
 // cleanBigRow is rowSorter.clean for a row of bigRow entries or more, on all
-// cores; canceled, it returns ctx.Err().
-func cleanBigRow(ctx context.Context, s *rowSorter, row []uint32, w []float64, dedupe bool) (int64, error) {
+// cores, sorting blocks of block entries at a time (see psort); canceled, it
+// returns ctx.Err().
+func cleanBigRow(ctx context.Context, s *rowSorter, row []uint32, w []float64, dedupe bool, block int) (int64, error) {
 	switch {
 	case w == nil && s.useMarks(len(row)):
 		return s.markSort(row), nil
 	case w == nil:
-		if err := psort(ctx, row, slices.Sort[[]uint32], func(a, b uint32) bool { return a < b }); err != nil {
+		if err := psort(ctx, row, block, slices.Sort[[]uint32], func(a, b uint32) bool { return a < b }); err != nil {
 			return 0, err
 		}
 		if dedupe {
 			return dedupe32(row), nil
 		}
 	default:
-		if err := sortBigTW(ctx, row, w); err != nil {
+		if err := sortBigTW(ctx, row, w, block); err != nil {
 			return 0, err
 		}
 		if dedupe {
@@ -387,16 +386,17 @@ type tw struct {
 	w float64
 }
 
-// sortBigTW sorts a long weighted row on all cores, through a copy; canceled,
-// it returns ctx.Err() with the row as it was.
-func sortBigTW(ctx context.Context, t []uint32, w []float64) error {
+// sortBigTW sorts a long weighted row on all cores, through a copy, in
+// blocks of block entries (see psort); canceled, it returns ctx.Err() with
+// the row as it was.
+func sortBigTW(ctx context.Context, t []uint32, w []float64, block int) error {
 	tmp := make([]tw, len(t))
 	par.For(len(t), 1<<16, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			tmp[i] = tw{t[i], w[i]}
 		}
 	})
-	err := psort(ctx, tmp, func(xs []tw) {
+	err := psort(ctx, tmp, block, func(xs []tw) {
 		slices.SortFunc(xs, func(a, b tw) int { return int(int64(a.t) - int64(b.t)) })
 	}, func(a, b tw) bool { return a.t < b.t })
 	if err != nil {

@@ -204,7 +204,7 @@ func TestWeightStats(t *testing.T) {
 func TestHubOrder(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	out := randomCSR(r, 20000, 200000)
-	in, err := transpose(context.Background(), out, nil)
+	in, err := transpose(context.Background(), out, nil, tuning{})
 	if err != nil {
 		t.Fatal(err)
 	}
