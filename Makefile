@@ -42,6 +42,7 @@ fmt:
 vet:
 	$(GO) vet ./...
 	cd examples/library && $(GO) vet ./...
+	$(GO) vet -tags gpipe_nokernels ./kernels  # the GPU bundle's test binaries' build
 
 # staticcheck at a pinned version, through go run: nothing to install
 # (the module proxy serves it; the first run builds it, about a minute on

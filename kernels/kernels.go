@@ -28,9 +28,6 @@ import (
 	"strings"
 )
 
-//go:embed *.fatbin
-var fatbins embed.FS
-
 //go:embed *.stamp
 var stamps embed.FS
 
@@ -108,6 +105,9 @@ func overrideDir() string {
 
 // embedded is the fatbin of module name that the build embedded.
 func embedded(name string) ([]byte, error) {
+	if !embedsFatbins {
+		return nil, fmt.Errorf("kernels: this binary was built with -tags gpipe_nokernels and holds no kernels: set %s to a directory of NAME.fatbin files (the repository's kernels/)", DirEnv)
+	}
 	b, err := fatbins.ReadFile(name + ".fatbin")
 	if err != nil {
 		return nil, fmt.Errorf("kernels: no module %q", name)
@@ -115,12 +115,13 @@ func embedded(name string) ([]byte, error) {
 	return b, nil
 }
 
-// Modules lists the module names.
+// Modules lists the module names (from their stamps, which every build
+// embeds).
 func Modules() []string {
-	entries, _ := fs.ReadDir(fatbins, ".")
+	entries, _ := fs.ReadDir(stamps, ".")
 	var names []string
 	for _, e := range entries {
-		names = append(names, strings.TrimSuffix(e.Name(), ".fatbin"))
+		names = append(names, strings.TrimSuffix(e.Name(), ".stamp"))
 	}
 	return names
 }

@@ -13,6 +13,7 @@ import (
 // made, or a fatbin does not match its stamp: run `make kernels` where nvcc
 // exists (docs/gpu.md).
 func TestFatbinIsFresh(t *testing.T) {
+	skipWithoutEmbedded(t)
 	cus, err := fs.Glob(sources, "*.cu")
 	if err != nil || len(cus) == 0 {
 		t.Fatalf("no kernel sources embedded: %v", err)
@@ -48,8 +49,8 @@ func TestFatbinIsFresh(t *testing.T) {
 			}
 		}
 	}
-	if len(Modules()) != len(cus) {
-		t.Errorf("%d .fatbin files for %d .cu files: remove fatbins whose source is gone", len(Modules()), len(cus))
+	if bins, _ := fs.Glob(fatbins, "*.fatbin"); len(bins) != len(cus) || len(Modules()) != len(cus) {
+		t.Errorf("%d .fatbin and %d .stamp files for %d .cu files: remove those whose source is gone", len(bins), len(Modules()), len(cus))
 	}
 	if stale, _ := filepath.Glob("*.ptx"); len(stale) > 0 { // the test runs in kernels/
 		t.Errorf("PTX files %v are left from before the fatbins: remove them", stale)
@@ -133,6 +134,7 @@ func TestImageFromDir(t *testing.T) {
 // TestEmbeddedAreFatbins: every embedded module is a fat binary, loaded
 // without a GPIPE_KERNELS_DIR.
 func TestEmbeddedAreFatbins(t *testing.T) {
+	skipWithoutEmbedded(t)
 	t.Setenv(DirEnv, "")
 	t.Setenv(oldDirEnv, "")
 	for _, name := range Modules() {
@@ -140,5 +142,32 @@ func TestEmbeddedAreFatbins(t *testing.T) {
 		if err != nil || !IsFatbin(b) {
 			t.Errorf("module %s: %d bytes, fatbin %v, %v", name, len(b), IsFatbin(b), err)
 		}
+	}
+}
+
+// skipWithoutEmbedded skips a test of the embedded fatbins in a build
+// without them (-tags gpipe_nokernels).
+func skipWithoutEmbedded(t *testing.T) {
+	t.Helper()
+	if !embedsFatbins {
+		t.Skip("built with -tags gpipe_nokernels: no fatbins embedded")
+	}
+}
+
+// A build without the fatbins says how to give it kernels; one with them
+// lists the same modules either way (from the stamps).
+func TestModulesFromStamps(t *testing.T) {
+	t.Setenv(DirEnv, "")
+	t.Setenv(oldDirEnv, "")
+	names := Modules()
+	if len(names) == 0 || !slices.Contains(names, GraphBuild) {
+		t.Fatalf("modules %v", names)
+	}
+	_, err := Image(GraphBuild)
+	if embedsFatbins != (err == nil) {
+		t.Fatalf("embedded %v, Image: %v", embedsFatbins, err)
+	}
+	if err != nil && !strings.Contains(err.Error(), DirEnv) {
+		t.Errorf("the error does not say how to give the kernels: %v", err)
 	}
 }

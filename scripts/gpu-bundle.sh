@@ -23,14 +23,20 @@ version=${VERSION:-$(./scripts/version.sh)}
 go build -trimpath -ldflags="-s -w -X main.version=$version" -o "$out/gpipe" ./cmd/gpipe
 go build -trimpath -ldflags="-s -w" -o "$out/recordsbench" ./scripts/recordsbench
 # Test binaries are named by the package's last path element (gpuop.test
-# for operators/gpuop); gpu-run.sh runs each in its package directory.
+# for operators/gpuop); gpu-run.sh runs each in its package directory. They
+# embed no kernels (-tags gpipe_nokernels: 25 MB less each) and load the
+# checkout's kernels/*.fatbin through GPIPE_KERNELS_DIR, which gpu-run.sh
+# sets: so they also test fatbins just made there by kernels/build.sh.
+testc() { # output name, package
+	go test -c -trimpath -tags gpipe_nokernels -ldflags="-s -w" -o "$out/$1" "$2"
+}
 for pkg in gpu kernels operators operators/gpuop operators/multigpu operators/vprog/vpgpu serve; do
-	go test -c -trimpath -ldflags="-s -w" -o "$out/$(basename "$pkg").test" "./$pkg"
+	testc "$(basename "$pkg").test" "./$pkg"
 done
-go test -c -trimpath -ldflags="-s -w" -o "$out/pipeline.test" ./internal/pipeline
+testc pipeline.test ./internal/pipeline
 # The root package's tests: the library's face (Load, FromRecords, Run) on
 # the automatic backend.
-go test -c -trimpath -ldflags="-s -w" -o "$out/gpipe.test" .
+testc gpipe.test .
 cp scripts/gpu-run.sh "$out/run.sh"
 chmod +x "$out/run.sh"
 # The binaries are large (gRPC and Arrow Flight in gpipe and the test

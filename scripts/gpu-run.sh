@@ -9,6 +9,9 @@ logs=${1:-$bundle/logs}
 what=${2:-all}
 mkdir -p "$logs"
 export GPIPE_REQUIRE_GPU=1
+# The test binaries embed no kernels (gpu-bundle.sh): they load the
+# checkout's, from the repository root this runs in.
+export GPIPE_KERNELS_DIR=${GPIPE_KERNELS_DIR:-$PWD/kernels}
 status=0
 nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.mem --format=csv | tee "$logs/nvidia-smi.txt"
 if [ "$what" = tests ] || [ "$what" = all ]; then
