@@ -18,16 +18,19 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
 	for pkg in gpu kernels operators operators/gpuop operators/multigpu operators/vprog/vpgpu serve internal/pipeline; do
 		# Tests read testdata relative to their package directory.
 		name=$(basename "$pkg")
+		[ -x "$bundle/$name.test" ] || continue # not in this bundle (TESTS)
 		( cd "$pkg" && "$bundle/$name.test" -test.v -test.count=1 -test.timeout 10m ) 2>&1 | tee "$logs/test-$name.log"
 		rc=${PIPESTATUS[0]}
 		echo "== $pkg tests: exit $rc" | tee -a "$logs/summary.txt"
 		[ "$rc" -eq 0 ] || status=1
 	done
 	# The root package's tests (the library's face).
-	"$bundle/gpipe.test" -test.v -test.count=1 -test.timeout 10m 2>&1 | tee "$logs/test-gpipe.log"
-	rc=${PIPESTATUS[0]}
-	echo "== gpipe (root) tests: exit $rc" | tee -a "$logs/summary.txt"
-	[ "$rc" -eq 0 ] || status=1
+	if [ -x "$bundle/gpipe.test" ]; then
+		"$bundle/gpipe.test" -test.v -test.count=1 -test.timeout 10m 2>&1 | tee "$logs/test-gpipe.log"
+		rc=${PIPESTATUS[0]}
+		echo "== gpipe (root) tests: exit $rc" | tee -a "$logs/summary.txt"
+		[ "$rc" -eq 0 ] || status=1
+	fi
 fi
 # The benchmark graph: Graph 500 Kronecker, scale 22, edge factor 16, written
 # once as an Arrow IPC file (read memory-mapped) so every run reads the same.
