@@ -282,10 +282,10 @@ func (c *compiler) compare(e *Expr) boolFn {
 		return func(fr *frame) bool { return x(fr) != y(fr) }
 	case a.T.IsFloat():
 		x, y := c.floatExpr(a), c.floatExpr(e.Args[1])
-		return func(fr *frame) bool { return floatCompare(op, x(fr), y(fr)) }
+		return func(fr *frame) bool { return compare(op, x(fr), y(fr)) }
 	}
 	x, y := c.intExpr(a), c.intExpr(e.Args[1])
-	return func(fr *frame) bool { return intCompare(op, x(fr), y(fr)) }
+	return func(fr *frame) bool { return compare(op, x(fr), y(fr)) }
 }
 
 // block compiles statements; the closure reports whether a return ran.

@@ -55,9 +55,9 @@ func evalOp(op Op, t Type, args []*Expr) (value, string) {
 	b := args[1]
 	if op >= OpEq && op <= OpGe {
 		if at.IsFloat() {
-			return boolValue(floatCompare(op, a.Val.f, b.Val.f)), ""
+			return boolValue(compare(op, a.Val.f, b.Val.f)), ""
 		}
-		return boolValue(intCompare(op, a.Val.i, b.Val.i)), ""
+		return boolValue(compare(op, a.Val.i, b.Val.i)), ""
 	}
 	if t.IsFloat() {
 		f, p := floatArith(op, t, a.Val.f, b.Val.f)

@@ -109,23 +109,9 @@ func floatArith(op Op, t Type, a, b float64) (float64, string) {
 	return r, ""
 }
 
-func intCompare(op Op, a, b int64) bool {
-	switch op {
-	case OpEq:
-		return a == b
-	case OpNe:
-		return a != b
-	case OpLt:
-		return a < b
-	case OpLe:
-		return a <= b
-	case OpGt:
-		return a > b
-	}
-	return a >= b
-}
-
-func floatCompare(op Op, a, b float64) bool {
+// compare is a comparison op of two numbers of one kind (int64 or
+// float64: NaN compares as Go compares it).
+func compare[T int64 | float64](op Op, a, b T) bool {
 	switch op {
 	case OpEq:
 		return a == b
