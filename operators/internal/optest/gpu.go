@@ -165,7 +165,11 @@ func SameRanks(got, want Ranks, n int) error {
 	}
 	slack := 1e-9
 	if got.Float32 {
-		slack = 1e-7
+		// Storing a rank in float32 alone may move the sum by up to 2^-24
+		// (6e-8); the float32 iterations' sums add a few roundings more a
+		// vertex (1.08e-7 seen on the H200 with four parts on a chain
+		// graph), so eight times the storage bound.
+		slack = 8 * 0x1p-24
 	}
 	if n > 0 && math.Abs(sum-1) > slack {
 		return fmt.Errorf("ranks sum to %v", sum)
