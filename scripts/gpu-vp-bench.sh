@@ -65,15 +65,21 @@ roads() {
 	local n=${ROAD_VERTICES:-16777216}
 	[ -f "$tmp/grid-2048.wel" ] || "$gpipe" gen grid --rows 2048 --cols 2048 --weighted --output "$tmp/grid-2048.wel"
 	[ -f "$tmp/road-$n.wel" ] || "$gpipe" gen road --vertices "$n" --weighted --output "$tmp/road-$n.wel"
-	[ -f "$tmp/luxembourg.wel" ] || awk '!/^%/ && ++seen > 1 { print $1 - 1, $2 - 1, 1 }' "$real/luxembourg_osm.mtx" >"$tmp/luxembourg.wel"
+	# The real graph's file must be there: an empty .wel would give no
+	# source to gpipe and leave GAP searching forever.
+	if [ ! -s "$tmp/luxembourg.wel" ]; then
+		[ -f "$real/luxembourg_osm.mtx" ] || { echo "roads: no $real/luxembourg_osm.mtx (set GPIPE_REAL_GRAPHS)" >&2; status=1; }
+		awk '!/^%/ && ++seen > 1 { print $1 - 1, $2 - 1, 1 }' "$real/luxembourg_osm.mtx" >"$tmp/luxembourg.wel" 2>/dev/null
+	fi
 	# GAP's Δ: gpipe's rule (32 x mean weight / average degree), rounded.
 	for g in grid-2048:1024 "road-$n:1024" luxembourg:16; do
 		local name=${g%:*} delta=${g#*:}
+		[ -s "$tmp/$name.wel" ] || continue
 		bench "sssp-$name-gpu" --input "$tmp/$name.wel" --undirected --op sssp --backend gpu --strategy "${ROAD_STRATEGIES:-persist,vwc,kites}" --trials 8
 		bench "sssp-$name-cpu" --input "$tmp/$name.wel" --undirected --op sssp --backend cpu --trials 4
 		if [ -n "${GAP_DIR:-}" ]; then
 			echo "== sssp-$name-gap: $GAP_DIR/sssp -f $tmp/$name.wel -s -d $delta -n 8" >&2
-			"$GAP_DIR/sssp" -f "$tmp/$name.wel" -s -d "$delta" -n 8 >"$out/sssp-$name-gap.log" 2>&1 || status=1
+			timeout 300 "$GAP_DIR/sssp" -f "$tmp/$name.wel" -s -d "$delta" -n 8 >"$out/sssp-$name-gap.log" 2>&1 || status=1
 		fi
 	done
 	python3 - "$out" grid-2048 "road-$n" luxembourg <<'PY'
