@@ -9,6 +9,23 @@ typedef long long eid_t;
 #define GPIPE_NO_VERTEX 0xffffffffu
 #define GPIPE_UNVISITED (-1)
 
+// An array the kernel only reads, loaded through the read-only data path
+// (ld.global.nc, __ldg). Kernels that take one argument struct lost that
+// path: NVVM ignores __restrict__ on struct members and on locals copied
+// from them, so it no longer proves the arrays unaliased (issue 35's
+// ld.global.nc counts: scripts/ptx-loads.sh). One pointer, the layout of a
+// `const T*`: the Go mirrors of the structs stay as they are. Only for an
+// array no thread of the same launch writes: the nc path does not see such
+// writes.
+template <class T>
+struct ReadOnly {
+    const T* p;
+
+    __device__ __forceinline__ T operator[](long long i) const { return __ldg(p + i); }
+    __device__ __forceinline__ ReadOnly operator+(long long i) const { return ReadOnly{p + i}; }
+    __device__ __forceinline__ explicit operator bool() const { return p != nullptr; }
+};
+
 // A virtual warp is K consecutive lanes of a physical warp (K a power of two,
 // at most 32). Its lanes synchronize and shuffle only among themselves, with
 // a mask of their own lanes, since under independent thread scheduling the
