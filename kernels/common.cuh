@@ -26,6 +26,13 @@ struct ReadOnly {
     __device__ __forceinline__ explicit operator bool() const { return p != nullptr; }
 };
 
+// The address of element i of an array, plain or ReadOnly: for the loads
+// with another cache hint (__ldcs, evict-first), which take a pointer.
+template <class T>
+__device__ __forceinline__ const T* address(const T* p, long long i) { return p + i; }
+template <class T>
+__device__ __forceinline__ const T* address(const ReadOnly<T>& a, long long i) { return a.p + i; }
+
 // A virtual warp is K consecutive lanes of a physical warp (K a power of two,
 // at most 32). Its lanes synchronize and shuffle only among themselves, with
 // a mask of their own lanes, since under independent thread scheduling the

@@ -601,13 +601,13 @@ __device__ __forceinline__ void ws_hubs(const WSArgs<P>& a)
 template <typename C, bool HUB, bool W>
 __device__ __forceinline__ void ws_pagerank_pull(const PRPullArgs<C>& a)
 {
-    const eid_t* __restrict__ in_offsets = a.in_offsets;
-    const vid_t* __restrict__ in_sources = a.in_sources;
-    const double* __restrict__ in_weights = a.in_weights;
-    const vid_t* __restrict__ hub_id = a.hub_id;
-    const C* __restrict__ contrib = a.contrib;
-    const double* __restrict__ inv_degree = a.inv_degree;
-    const double* __restrict__ rank = a.rank;
+    const ReadOnly<eid_t> in_offsets = a.in_offsets;
+    const ReadOnly<vid_t> in_sources = a.in_sources;
+    const ReadOnly<double> in_weights = a.in_weights;
+    const ReadOnly<vid_t> hub_id = a.hub_id;
+    const ReadOnly<C> contrib = a.contrib;
+    const ReadOnly<double> inv_degree = a.inv_degree;
+    const ReadOnly<double> rank = a.rank;
     double* __restrict__ next_rank = a.next_rank;
     C* __restrict__ next_contrib = a.next_contrib;
     const long long lo = a.lo, hi = a.hi, n = a.n, outlier_degree = a.outlier_degree;
@@ -641,8 +641,8 @@ __device__ __forceinline__ void ws_pagerank_pull(const PRPullArgs<C>& a)
             const WSElement x = ws_element(first, ps, total, pass + lane);
             double y = 0;
             if (x.valid) {
-                y = (double)contrib[stream ? __ldcs(&in_sources[x.e]) : in_sources[x.e]];
-                if (W) y *= stream ? __ldcs(&in_weights[x.e]) : in_weights[x.e];
+                y = (double)contrib[stream ? __ldcs(address(in_sources, x.e)) : in_sources[x.e]];
+                if (W) y *= stream ? __ldcs(address(in_weights, x.e)) : in_weights[x.e];
             }
             y = ws_segment_reduce(y, x.seg, [](double a, double b) { return a + b; });
             if (ws_segment_head(x.seg) && x.valid) acc[x.seg] += y;
