@@ -34,15 +34,15 @@
 struct Unit {};
 
 // EdgeArray reads edge values; for Unit it reads nothing (the array may be
-// null).
+// null). Through the read-only path: no kernel writes the weights it reads.
 template <typename W>
 struct EdgeArray {
-    const W* __restrict__ p;
+    ReadOnly<W> p;
     __device__ __forceinline__ W operator()(long long e) const { return p[e]; }
 };
 template <>
 struct EdgeArray<Unit> {
-    const Unit* p;
+    ReadOnly<Unit> p;
     __device__ __forceinline__ Unit operator()(long long) const { return Unit(); }
 };
 
