@@ -21,8 +21,11 @@ template <class T>
 struct ReadOnly {
     const T* p;
 
+    ReadOnly() = default;
+    __host__ __device__ constexpr ReadOnly(const T* q) : p(q) {}
+
     __device__ __forceinline__ T operator[](long long i) const { return __ldg(p + i); }
-    __device__ __forceinline__ ReadOnly operator+(long long i) const { return ReadOnly{p + i}; }
+    __device__ __forceinline__ ReadOnly operator+(long long i) const { return ReadOnly(p + i); }
     __device__ __forceinline__ explicit operator bool() const { return p != nullptr; }
 };
 
