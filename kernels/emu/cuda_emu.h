@@ -36,11 +36,6 @@ inline dim3 blockDim, gridDim;
 #define __restrict__
 #define __shared__ static
 
-// __ldg (the read-only data path, common.cuh's ReadOnly) is a plain load on
-// the CPU.
-template <class T>
-inline T __ldg(const T* p) { return *p; }
-
 namespace emu {
 
 struct Warp {
