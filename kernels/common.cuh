@@ -26,6 +26,7 @@ typedef long long eid_t;
 // clobber is a pure function of the address, which is what a read-only
 // array is for the length of a launch. On the CPU (kernels/emu) it is a
 // plain load.
+#ifdef __CUDA_ARCH__
 template <int N>
 struct NcWord;
 template <>
@@ -39,7 +40,6 @@ struct NcWord<8> { typedef unsigned long long type; };
 template <>
 struct NcWord<16> { typedef uint4 type; };
 
-#ifdef __CUDA_ARCH__
 __device__ __forceinline__ unsigned char nc_word(const unsigned char* p) {
     unsigned short r;
     asm("ld.global.nc.u8 %0, [%1];" : "=h"(r) : "l"(p));
