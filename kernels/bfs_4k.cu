@@ -75,9 +75,10 @@ __device__ __forceinline__ void clear_duplicates(unsigned long long* table)
 // Visits w from u if it is unvisited, filters duplicates and appends the
 // survivors to the next frontier, adding their out-degrees to edges. Every
 // lane of the warp must call it (has_edge says whether this lane has an
-// edge at all).
+// edge at all). Offsets: a const eid_t* or a ReadOnly<eid_t>.
+template <class Offsets>
 __device__ __forceinline__ void visit_and_append(
-    bool has_edge, vid_t w, vid_t u, int level, const eid_t* __restrict__ offsets, int* __restrict__ depth,
+    bool has_edge, vid_t w, vid_t u, int level, const Offsets& offsets, int* __restrict__ depth,
     vid_t* __restrict__ parent, unsigned long long* dups, WarpQueue& next, unsigned long long& edges)
 {
     bool fresh = has_edge && depth[w] == GPIPE_UNVISITED;
@@ -112,11 +113,11 @@ __device__ __forceinline__ eid_t defer_hub(vid_t u, eid_t degree, segment_t* seg
 // hub_degree, in segments, room for segment_cap); the single-block
 // kernel's shared frontier capacity.
 struct B4KLevelArgs {
-    const eid_t* offsets;
-    const vid_t* targets;
+    ReadOnly<eid_t> offsets;
+    ReadOnly<vid_t> targets;
     int* depth;
     vid_t* parent;
-    const vid_t* frontier;
+    ReadOnly<vid_t> frontier;  // not next: the host swaps two queues
     vid_t* next;
     FrontierStats* stats;
     segment_t* segments;
@@ -141,11 +142,11 @@ template <int K>
 __device__ __forceinline__ void vw_level(const B4KLevelArgs& a, WarpQueue& next, unsigned long long& edges,
                                          unsigned long long* dups, unsigned first_warp, unsigned warps)
 {
-    const eid_t* __restrict__ offsets = a.offsets;
-    const vid_t* __restrict__ targets = a.targets;
+    const ReadOnly<eid_t> offsets = a.offsets;
+    const ReadOnly<vid_t> targets = a.targets;
     int* __restrict__ depth = a.depth;
     vid_t* __restrict__ parent = a.parent;
-    const vid_t* __restrict__ frontier = a.frontier;
+    const ReadOnly<vid_t> frontier = a.frontier;
     const unsigned count = a.count, segment_cap = a.segment_cap;
     const int level = a.level;
     FrontierStats* stats = a.stats;
@@ -202,11 +203,11 @@ B4K_VW(32)
 __device__ __forceinline__ void ed_level(const B4KLevelArgs& a, WarpQueue& next, unsigned long long& edges,
                                          unsigned long long* dups, unsigned first_warp, unsigned warps)
 {
-    const eid_t* __restrict__ offsets = a.offsets;
-    const vid_t* __restrict__ targets = a.targets;
+    const ReadOnly<eid_t> offsets = a.offsets;
+    const ReadOnly<vid_t> targets = a.targets;
     int* __restrict__ depth = a.depth;
     vid_t* __restrict__ parent = a.parent;
-    const vid_t* __restrict__ frontier = a.frontier;
+    const ReadOnly<vid_t> frontier = a.frontier;
     const unsigned count = a.count, segment_cap = a.segment_cap;
     const int level = a.level;
     FrontierStats* stats = a.stats;
@@ -354,8 +355,8 @@ __device__ __forceinline__ void single_push(bool won, vid_t w, eid_t first, eid_
 __device__ __forceinline__ void single_level(const B4KLevelArgs& a, SharedFrontier cur, unsigned count, int level,
                                              SharedFrontier next, SingleLevel* lvl, unsigned* wide)
 {
-    const eid_t* __restrict__ offsets = a.offsets;
-    const vid_t* __restrict__ targets = a.targets;
+    const ReadOnly<eid_t> offsets = a.offsets;
+    const ReadOnly<vid_t> targets = a.targets;
     int* __restrict__ depth = a.depth;
     vid_t* __restrict__ parent = a.parent;
     vid_t* spill = a.next;
@@ -427,8 +428,8 @@ __device__ __forceinline__ void single_level(const B4KLevelArgs& a, SharedFronti
 // first edge, degree) and the list of SINGLE_WIDE wide vertices.
 extern "C" __global__ void __launch_bounds__(SINGLE_THREADS, 1) b4k_single(B4KLevelArgs a)
 {
-    const eid_t* __restrict__ offsets = a.offsets;
-    const vid_t* __restrict__ frontier = a.frontier;
+    const ReadOnly<eid_t> offsets = a.offsets;
+    const ReadOnly<vid_t> frontier = a.frontier;
     vid_t* __restrict__ next = a.next;
     FrontierStats* stats = a.stats;
     const unsigned capacity = a.capacity, cap = a.cap;

@@ -231,9 +231,9 @@ extern "C" __global__ void __launch_bounds__(256) ent_td_grid(
 //
 // Its arguments are one QueueArgs (enterprise.go's queueArgs mirrors it).
 struct QueueArgs {
-    const uint4* classes;
-    const unsigned* hub_bits;
-    const unsigned* bits;
+    ReadOnly<uint4> classes;
+    ReadOnly<unsigned> hub_bits;
+    ReadOnly<unsigned> bits;
     vid_t* queues;
     LevelStats* stats;
     vid_t* hubs;
@@ -245,9 +245,9 @@ struct QueueArgs {
 
 extern "C" __global__ void __launch_bounds__(256) ent_queue(QueueArgs a)
 {
-    const uint4* __restrict__ classes = a.classes;
-    const unsigned* __restrict__ hub_bits = a.hub_bits;
-    const unsigned* __restrict__ bits = a.bits;
+    const ReadOnly<uint4> classes = a.classes;
+    const ReadOnly<unsigned> hub_bits = a.hub_bits;
+    const ReadOnly<unsigned> bits = a.bits;
     const long long words = a.words, own_lo = a.own_lo, own_hi = a.own_hi, cap = a.cap;
     vid_t* __restrict__ queues = a.queues;
     LevelStats* stats = a.stats;
@@ -336,15 +336,15 @@ extern "C" __global__ void __launch_bounds__(256) ent_unvisited(
 // BottomUpArgs are a bottom-up step's arguments, one struct (the Go side's
 // bottomUpArgs in operators/gpuop/enterprise.go mirrors it field by field).
 struct BottomUpArgs {
-    const eid_t* in_offsets;
-    const vid_t* in_sources;
-    const unsigned* hub_bits;
+    ReadOnly<eid_t> in_offsets;
+    ReadOnly<vid_t> in_sources;
+    ReadOnly<unsigned> hub_bits;
     int* depth;
     vid_t* parent;
-    const vid_t* queue;
-    const vid_t* hubs;
+    ReadOnly<vid_t> queue;
+    ReadOnly<vid_t> hubs;
     const unsigned* hub_count;
-    const unsigned* bits;
+    ReadOnly<unsigned> bits;
     vid_t* next_queue;
     unsigned* next_count;
     LevelStats* stats;
@@ -358,17 +358,17 @@ struct BottomUpArgs {
 template <int K>
 __device__ __forceinline__ void bottom_up(const BottomUpArgs& a)
 {
-    const eid_t* __restrict__ in_offsets = a.in_offsets;
-    const vid_t* __restrict__ in_sources = a.in_sources;
-    const unsigned* __restrict__ hub_bits = a.hub_bits;
+    const ReadOnly<eid_t> in_offsets = a.in_offsets;
+    const ReadOnly<vid_t> in_sources = a.in_sources;
+    const ReadOnly<unsigned> hub_bits = a.hub_bits;
     int* __restrict__ depth = a.depth;
     vid_t* __restrict__ parent = a.parent;
-    const vid_t* __restrict__ queue = a.queue;
+    const ReadOnly<vid_t> queue = a.queue;
     const unsigned count = a.count;
     const int level = a.level;
-    const vid_t* __restrict__ hubs = a.hubs;
+    const ReadOnly<vid_t> hubs = a.hubs;
     const unsigned* hub_count = a.hub_count;
-    const unsigned* __restrict__ bits = a.bits;
+    const ReadOnly<unsigned> bits = a.bits;
     vid_t* __restrict__ next_queue = a.next_queue;
     unsigned* next_count = a.next_count;
     LevelStats* stats = a.stats;

@@ -26,8 +26,8 @@ typedef unsigned long long outlier_t;
 // VWCLevelArgs are a level's arguments, one struct (operators/gpuop/bfs.go's
 // vwcLevelArgs mirrors it field by field).
 struct VWCLevelArgs {
-    const eid_t* offsets;
-    const vid_t* targets;
+    ReadOnly<eid_t> offsets;
+    ReadOnly<vid_t> targets;
     int* depth;
     vid_t* parent;
     unsigned long long* counter;
@@ -43,8 +43,8 @@ struct VWCLevelArgs {
 template <int K>
 __device__ __forceinline__ void bfs_level(const VWCLevelArgs& a)
 {
-    const eid_t* __restrict__ offsets = a.offsets;
-    const vid_t* __restrict__ targets = a.targets;
+    const ReadOnly<eid_t> offsets = a.offsets;
+    const ReadOnly<vid_t> targets = a.targets;
     int* __restrict__ depth = a.depth;
     vid_t* __restrict__ parent = a.parent;
     const long long n = a.n, chunk = a.chunk, outlier_degree = a.outlier_degree;

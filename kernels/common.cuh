@@ -9,6 +9,97 @@ typedef long long eid_t;
 #define GPIPE_NO_VERTEX 0xffffffffu
 #define GPIPE_UNVISITED (-1)
 
+// An array the kernel only reads, loaded through the read-only data path
+// (ld.global.nc, what __ldg does). Kernels that take one argument struct
+// lost that path: NVVM ignores __restrict__ on struct members and on locals
+// copied from them, so it no longer proves the arrays unaliased (issue 35's
+// ld.global.nc counts: scripts/ptx-loads.sh). One pointer, the layout of a
+// `const T*`: the Go mirrors of the structs stay as they are. Only for an
+// array no thread of the same launch writes: the nc path does not see such
+// writes.
+//
+// The load is an asm that is not volatile rather than __ldg, which in CUDA
+// 11 is an asm volatile: the compiler may not reorder a volatile asm past
+// another or past a store or atomic, and unrolled loops then lose the
+// loads they had in flight (bfs_vwc and vp_vwc lost a third to half of
+// their loads' copies with __ldg). A plain asm with an output and no memory
+// clobber is a pure function of the address, which is what a read-only
+// array is for the length of a launch. On the CPU (kernels/emu) it is a
+// plain load.
+#ifdef __CUDA_ARCH__
+template <int N>
+struct NcWord;
+template <>
+struct NcWord<1> { typedef unsigned char type; };
+template <>
+struct NcWord<2> { typedef unsigned short type; };
+template <>
+struct NcWord<4> { typedef unsigned type; };
+template <>
+struct NcWord<8> { typedef unsigned long long type; };
+template <>
+struct NcWord<16> { typedef uint4 type; };
+
+__device__ __forceinline__ unsigned char nc_word(const unsigned char* p) {
+    unsigned short r;
+    asm("ld.global.nc.u8 %0, [%1];" : "=h"(r) : "l"(p));
+    return (unsigned char)r;
+}
+__device__ __forceinline__ unsigned short nc_word(const unsigned short* p) {
+    unsigned short r;
+    asm("ld.global.nc.u16 %0, [%1];" : "=h"(r) : "l"(p));
+    return r;
+}
+__device__ __forceinline__ unsigned nc_word(const unsigned* p) {
+    unsigned r;
+    asm("ld.global.nc.u32 %0, [%1];" : "=r"(r) : "l"(p));
+    return r;
+}
+__device__ __forceinline__ unsigned long long nc_word(const unsigned long long* p) {
+    unsigned long long r;
+    asm("ld.global.nc.u64 %0, [%1];" : "=l"(r) : "l"(p));
+    return r;
+}
+__device__ __forceinline__ uint4 nc_word(const uint4* p) {
+    uint4 r;
+    asm("ld.global.nc.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+    return r;
+}
+#endif
+
+// *p through the read-only path: any type of 1, 2, 4, 8 or 16 bytes.
+template <class T>
+__device__ __forceinline__ T load_nc(const T* p) {
+#ifdef __CUDA_ARCH__
+    typedef typename NcWord<sizeof(T)>::type W;
+    const W w = nc_word(reinterpret_cast<const W*>(p));
+    T t;
+    memcpy(&t, &w, sizeof(T));
+    return t;
+#else
+    return *p;
+#endif
+}
+
+template <class T>
+struct ReadOnly {
+    const T* p;
+
+    ReadOnly() = default;
+    __host__ __device__ constexpr ReadOnly(const T* q) : p(q) {}
+
+    __device__ __forceinline__ T operator[](long long i) const { return load_nc(p + i); }
+    __device__ __forceinline__ ReadOnly operator+(long long i) const { return ReadOnly(p + i); }
+    __device__ __forceinline__ explicit operator bool() const { return p != nullptr; }
+};
+
+// The address of element i of an array, plain or ReadOnly: for the loads
+// with another cache hint (__ldcs, evict-first), which take a pointer.
+template <class T>
+__device__ __forceinline__ const T* address(const T* p, long long i) { return p + i; }
+template <class T>
+__device__ __forceinline__ const T* address(const ReadOnly<T>& a, long long i) { return a.p + i; }
+
 // A virtual warp is K consecutive lanes of a physical warp (K a power of two,
 // at most 32). Its lanes synchronize and shuffle only among themselves, with
 // a mask of their own lanes, since under independent thread scheduling the

@@ -127,8 +127,10 @@ __device__ __forceinline__ unsigned hub_slot(vid_t v) {
 }
 
 // Fills the block's cache from the list of frontier hubs. Every thread must
-// call it; it synchronizes the block.
-__device__ __forceinline__ void hub_cache_load(vid_t* cache, const vid_t* hubs, unsigned count) {
+// call it; it synchronizes the block. Hubs: a const vid_t* or a
+// ReadOnly<vid_t>.
+template <class Hubs>
+__device__ __forceinline__ void hub_cache_load(vid_t* cache, const Hubs& hubs, unsigned count) {
     for (unsigned i = threadIdx.x; i < HUB_CACHE_SLOTS; i += blockDim.x) cache[i] = GPIPE_NO_VERTEX;
     __syncthreads();
     count = min(count, (unsigned)HUB_CACHE_SLOTS * 4);
@@ -143,8 +145,10 @@ __device__ __forceinline__ bool hub_cached(const vid_t* cache, vid_t v) { return
 
 // A frontier as a bitmap, one bit per vertex: what a bottom-up step asks of
 // each in-neighbour ("is it in the frontier?") in a 32nd of the bytes of
-// the status array, so that far more of it stays in the caches.
-__device__ __forceinline__ bool in_bitmap(const unsigned* bits, vid_t v) { return (bits[v >> 5] >> (v & 31)) & 1u; }
+// the status array, so that far more of it stays in the caches. Bits: a
+// const unsigned* or a ReadOnly<unsigned>.
+template <class Bits>
+__device__ __forceinline__ bool in_bitmap(const Bits& bits, vid_t v) { return (bits[v >> 5] >> (v & 31)) & 1u; }
 
 // What a BFS level leaves for the host (Enterprise's, on one GPU or
 // several), which reads it after each level.

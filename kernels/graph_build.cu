@@ -118,7 +118,9 @@ extern "C" __global__ void __launch_bounds__(THREADS) gb_bits_to_keys(const u64*
     }
 }
 
-__device__ __forceinline__ unsigned bitmap_id(u64 o, const u64* __restrict__ words, const unsigned* __restrict__ rank)
+// Words and Rank: plain pointers or ReadOnly arrays.
+template <class Words, class Rank>
+__device__ __forceinline__ unsigned bitmap_id(u64 o, const Words& words, const Rank& rank)
 {
     return rank[o >> 6] + (unsigned)__popcll(words[o >> 6] & ((1ull << (o & 63)) - 1));
 }
@@ -137,7 +139,9 @@ __device__ __forceinline__ void endpoints(const T* __restrict__ src, const T* __
     }
 }
 
-__device__ __forceinline__ unsigned sorted_id(u64 o, const u64* __restrict__ distinct, u64 n)
+// Distinct: a plain pointer or a ReadOnly array.
+template <class Distinct>
+__device__ __forceinline__ unsigned sorted_id(u64 o, const Distinct& distinct, u64 n)
 {
     u64 lo = 0, hi = n;
     while (lo < hi) {
@@ -178,11 +182,11 @@ extern "C" __global__ void __launch_bounds__(THREADS) gb_compact(const u64* __re
 // bitmap's words (with rank) or the n sorted distinct keys.
 template <typename T>
 struct EntriesArgs {
-    const T* src;
-    const T* dst;
-    const double* w;
-    const u64* table;
-    const unsigned* rank;
+    ReadOnly<T> src;
+    ReadOnly<T> dst;
+    ReadOnly<double> w;
+    ReadOnly<u64> table;
+    ReadOnly<unsigned> rank;
     u64* keys;
     double* vals;
     u64* self;
@@ -194,11 +198,11 @@ struct EntriesArgs {
 template <typename T, bool BITMAP>
 __device__ __forceinline__ void make_entries(const EntriesArgs<T>& a)
 {
-    const T* __restrict__ src = a.src;
-    const T* __restrict__ dst = a.dst;
-    const double* __restrict__ w = a.w;
-    const u64* __restrict__ table = a.table;
-    const unsigned* __restrict__ rank = a.rank;
+    const ReadOnly<T> src = a.src;
+    const ReadOnly<T> dst = a.dst;
+    const ReadOnly<double> w = a.w;
+    const ReadOnly<u64> table = a.table;
+    const ReadOnly<unsigned> rank = a.rank;
     const u64 m = a.m, lo = a.lo, n = a.n;
     const unsigned bits = a.bits;
     const int undirected = a.undirected;

@@ -57,14 +57,14 @@
 // PushClearArgs are mg_push_clear's arguments, one struct
 // (operators/multigpu/bfs.go's pushClearArgs mirrors it field by field).
 struct PushClearArgs {
-    const unsigned* bits;
-    unsigned* const* peers;
-    const unsigned* hub_bits;
+    ReadOnly<unsigned> bits;  // its own words, which no peer writes
+    ReadOnly<unsigned*> peers;
+    ReadOnly<unsigned> hub_bits;
     LevelStats* stats;
     unsigned* host_stats;
     unsigned* done;
-    vid_t* const* hub_lists;
-    unsigned* const* hub_counts;
+    ReadOnly<vid_t*> hub_lists;
+    ReadOnly<unsigned*> hub_counts;
     long long lo, hi, clear_words;
     int npeers, zeros, nparts, list_hubs;
     unsigned hub_cap;
@@ -72,14 +72,14 @@ struct PushClearArgs {
 
 extern "C" __global__ void __launch_bounds__(256) mg_push_clear(PushClearArgs a)
 {
-    const unsigned* __restrict__ bits = a.bits;
-    unsigned* const* __restrict__ peers = a.peers;
-    const unsigned* __restrict__ hub_bits = a.hub_bits;
+    const ReadOnly<unsigned> bits = a.bits;
+    const ReadOnly<unsigned*> peers = a.peers;
+    const ReadOnly<unsigned> hub_bits = a.hub_bits;
     LevelStats* stats = a.stats;
     unsigned* host_stats = a.host_stats;
     unsigned* __restrict__ done = a.done;
-    vid_t* const* __restrict__ hub_lists = a.hub_lists;
-    unsigned* const* __restrict__ hub_counts = a.hub_counts;
+    const ReadOnly<vid_t*> hub_lists = a.hub_lists;
+    const ReadOnly<unsigned*> hub_counts = a.hub_counts;
     const long long lo = a.lo, hi = a.hi, clear_words = a.clear_words;
     const int npeers = a.npeers, zeros = a.zeros, nparts = a.nparts, list_hubs = a.list_hubs;
     const unsigned hub_cap = a.hub_cap;
@@ -130,7 +130,9 @@ MG_PR(f32_hub, float, true)
 
 // ---- Vertex Refinement ----
 
-__device__ __forceinline__ bool mg_bit(const unsigned* __restrict__ bits, long long v) {
+// Bits: a const unsigned* or a ReadOnly<unsigned>.
+template <class Bits>
+__device__ __forceinline__ bool mg_bit(const Bits& bits, long long v) {
     return (bits[v >> 5] >> (v & 31)) & 1u;
 }
 
@@ -163,19 +165,19 @@ __device__ __forceinline__ void mg_collect(bool improved, bool boundary, vid_t v
 // hub_degree is mg_pull's, hubs and hub_count mg_hubs'.
 template <class P>
 struct MgPullArgs {
-    const eid_t* in_offs;
-    const vid_t* in_adj;
-    const typename P::Weight* in_weights;
+    ReadOnly<eid_t> in_offs;
+    ReadOnly<vid_t> in_adj;
+    ReadOnly<typename P::Weight> in_weights;
     typename P::Value* values;
-    const unsigned* active;
-    const unsigned* boundary;
+    ReadOnly<unsigned> active;  // mg_activate writes it, in a later launch
+    ReadOnly<unsigned> boundary;
     vid_t* changed;
     unsigned* changed_count;
     vid_t* out_ids;
     typename P::Value* out_vals;
     unsigned* out_count;
     unsigned long long* examined;
-    const vid_t* hubs;
+    ReadOnly<vid_t> hubs;
     long long lo, hi, hub_degree;
     unsigned hub_count;
 };
@@ -184,11 +186,11 @@ template <class P>
 __device__ __forceinline__ void mg_pull(const MgPullArgs<P>& a)
 {
     const Rows in{a.in_offs, a.in_adj};
-    const typename P::Weight* in_weights = a.in_weights;
+    const ReadOnly<typename P::Weight> in_weights = a.in_weights;
     typename P::Value* values = a.values;
-    const unsigned* __restrict__ active = a.active;
+    const ReadOnly<unsigned> active = a.active;
     const long long lo = a.lo, hi = a.hi, hub_degree = a.hub_degree;
-    const unsigned* __restrict__ boundary = a.boundary;
+    const ReadOnly<unsigned> boundary = a.boundary;
     vid_t* changed = a.changed;
     unsigned* changed_count = a.changed_count;
     vid_t* out_ids = a.out_ids;
@@ -226,13 +228,13 @@ template <class P>
 __device__ __forceinline__ void mg_hubs(const MgPullArgs<P>& a)
 {
     const Rows in{a.in_offs, a.in_adj};
-    const typename P::Weight* in_weights = a.in_weights;
+    const ReadOnly<typename P::Weight> in_weights = a.in_weights;
     typename P::Value* values = a.values;
-    const unsigned* __restrict__ active = a.active;
+    const ReadOnly<unsigned> active = a.active;
     const long long lo = a.lo, hi = a.hi;
-    const vid_t* __restrict__ hubs = a.hubs;
+    const ReadOnly<vid_t> hubs = a.hubs;
     const unsigned hub_count = a.hub_count;
-    const unsigned* __restrict__ boundary = a.boundary;
+    const ReadOnly<unsigned> boundary = a.boundary;
     vid_t* changed = a.changed;
     unsigned* changed_count = a.changed_count;
     vid_t* out_ids = a.out_ids;

@@ -61,25 +61,26 @@ __device__ __forceinline__ void pr_init(
 // The source of in-edge e. With stream set, the load carries the
 // evict-first hint (ld.global.cs): the indices are read once an iteration,
 // and should not push the gathered contributions out of L1 and L2.
-__device__ __forceinline__ vid_t source_at(const vid_t* __restrict__ sources, eid_t e, bool stream) {
-    return stream ? __ldcs(&sources[e]) : sources[e];
+__device__ __forceinline__ vid_t source_at(const ReadOnly<vid_t>& sources, eid_t e, bool stream) {
+    return stream ? __ldcs(address(sources, e)) : sources[e];
 }
 
 // c, the contribution of in-edge e, times the edge's weight where the pull
 // is weighted (W); the weights are read once an iteration, as the sources
-// are, and carry the same hint.
-template <bool W>
-__device__ __forceinline__ double weigh(const double* __restrict__ weights, eid_t e, bool stream, double c)
+// are, and carry the same hint. Weights: a const double* or a
+// ReadOnly<double>.
+template <bool W, class Weights>
+__device__ __forceinline__ double weigh(const Weights& weights, eid_t e, bool stream, double c)
 {
     if (!W) return c;
-    return (stream ? __ldcs(&weights[e]) : weights[e]) * c;
+    return (stream ? __ldcs(address(weights, e)) : weights[e]) * c;
 }
 
 // Σ contrib[sources[e]] (weighed) over [first, last), K lanes apart, up to
 // four loads in flight a lane.
 template <int K, typename C, bool W>
-__device__ __forceinline__ double gather(const vid_t* __restrict__ sources, const double* __restrict__ weights,
-                                         const C* __restrict__ contrib, eid_t first, eid_t last, unsigned lane, bool stream)
+__device__ __forceinline__ double gather(const ReadOnly<vid_t>& sources, const ReadOnly<double>& weights,
+                                         const ReadOnly<C>& contrib, eid_t first, eid_t last, unsigned lane, bool stream)
 {
     double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
     eid_t e = first + lane;
@@ -104,13 +105,13 @@ __device__ __forceinline__ double gather(const vid_t* __restrict__ sources, cons
 template <int K, typename C, bool HUB, bool W>
 __device__ __forceinline__ void pr_pull(const PRPullArgs<C>& a)
 {
-    const eid_t* __restrict__ in_offsets = a.in_offsets;
-    const vid_t* __restrict__ in_sources = a.in_sources;
-    const double* __restrict__ in_weights = a.in_weights;
-    const vid_t* __restrict__ hub_id = a.hub_id;
-    const C* __restrict__ contrib = a.contrib;
-    const double* __restrict__ inv_degree = a.inv_degree;
-    const double* __restrict__ rank = a.rank;
+    const ReadOnly<eid_t> in_offsets = a.in_offsets;
+    const ReadOnly<vid_t> in_sources = a.in_sources;
+    const ReadOnly<double> in_weights = a.in_weights;
+    const ReadOnly<vid_t> hub_id = a.hub_id;
+    const ReadOnly<C> contrib = a.contrib;
+    const ReadOnly<double> inv_degree = a.inv_degree;
+    const ReadOnly<double> rank = a.rank;
     double* __restrict__ next_rank = a.next_rank;
     C* __restrict__ next_contrib = a.next_contrib;
     const long long n = a.n, chunk = a.chunk, outlier_degree = a.outlier_degree;

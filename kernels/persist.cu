@@ -192,8 +192,8 @@ static_assert(sizeof(BfspState) == 512 && offsetof(BfspState, levels) == 392 && 
               "BfspState: persist.go's offsets");
 
 struct BfsArgs {
-    const eid_t* __restrict__ offsets;
-    const vid_t* __restrict__ targets;
+    ReadOnly<eid_t> offsets;
+    ReadOnly<vid_t> targets;
     int* depth;
     vid_t* parent;
     QEntry* queue;
@@ -224,12 +224,12 @@ __device__ __forceinline__ void bfs_narrow(const BfsArgs& a, const QEntry& e, in
         unsigned slot[PERSIST_BATCH];
 #pragma unroll
         for (int j = 0; j < PERSIST_BATCH; j++)
-            w[j] = k + j < e.degree ? __ldg(&a.targets[e.first + k + j]) : GPIPE_NO_VERTEX;
+            w[j] = k + j < e.degree ? a.targets[e.first + k + j] : GPIPE_NO_VERTEX;
 #pragma unroll
         for (int j = 0; j < PERSIST_BATCH; j++) {
             const bool has = w[j] != GPIPE_NO_VERTEX;
-            lo[j] = has ? __ldg(&a.offsets[w[j]]) : 0;
-            hi[j] = has ? __ldg(&a.offsets[w[j] + 1]) : 0;
+            lo[j] = has ? a.offsets[w[j]] : 0;
+            hi[j] = has ? a.offsets[w[j] + 1] : 0;
             won[j] = has && atomicCAS(&a.depth[w[j]], GPIPE_UNVISITED, level + 1) == GPIPE_UNVISITED;
         }
         warp_reserve(won, slot, &sh.count, p);
@@ -250,9 +250,9 @@ __device__ __forceinline__ void bfs_wide(const BfsArgs& a, int level, Pusher p, 
         const QEntry e = sh.wide[k];
         for (unsigned base = 0; base < e.degree; base += 32) {
             const unsigned j = base + lane_id();
-            const vid_t w = j < e.degree ? __ldg(&a.targets[e.first + j]) : GPIPE_NO_VERTEX;
+            const vid_t w = j < e.degree ? a.targets[e.first + j] : GPIPE_NO_VERTEX;
             const bool has = w != GPIPE_NO_VERTEX;
-            const eid_t lo = has ? __ldg(&a.offsets[w]) : 0, hi = has ? __ldg(&a.offsets[w + 1]) : 0;
+            const eid_t lo = has ? a.offsets[w] : 0, hi = has ? a.offsets[w + 1] : 0;
             bool won[1] = {has && atomicCAS(&a.depth[w], GPIPE_UNVISITED, level + 1) == GPIPE_UNVISITED};
             unsigned slot[1];
             warp_reserve(won, slot, &sh.count, p);
@@ -404,8 +404,8 @@ static_assert(offsetof(SsspState, sched) == 640 && offsetof(SsspState, near_step
 
 template <typename P>
 struct SsspArgs {
-    const eid_t* __restrict__ offsets;
-    const vid_t* __restrict__ targets;
+    ReadOnly<eid_t> offsets;
+    ReadOnly<vid_t> targets;
     EdgeArray<typename P::Weight> weight;
     typename P::Value* dist;
     unsigned* stamp;   // the step that expands the vertex's latest near entry
@@ -524,14 +524,14 @@ __device__ __forceinline__ void sssp_relax(const SsspArgs<P>& a, const SsspSched
     bool near[N], far[N];
 #pragma unroll
     for (int j = 0; j < N; j++) {
-        w[j] = (unsigned)j < n ? __ldg(&a.targets[e0 + j]) : GPIPE_NO_VERTEX;
+        w[j] = (unsigned)j < n ? a.targets[e0 + j] : GPIPE_NO_VERTEX;
         nd[j] = (unsigned)j < n ? P::compute(du, a.weight(e0 + j)) : P::none();
     }
 #pragma unroll
     for (int j = 0; j < N; j++) {
         const bool has = w[j] != GPIPE_NO_VERTEX;
-        lo[j] = has ? __ldg(&a.offsets[w[j]]) : 0;
-        hi[j] = has ? __ldg(&a.offsets[w[j] + 1]) : 0;
+        lo[j] = has ? a.offsets[w[j]] : 0;
+        hi[j] = has ? a.offsets[w[j] + 1] : 0;
         const bool improved = has && P::better(nd[j], P::atomic_improve(&a.dist[w[j]], nd[j]));
         const bool nearer = improved && P::priority(nd[j], 0.0) < s.threshold;
         near[j] = nearer && atomicExch(&a.stamp[w[j]], s.step + 1) != s.step + 1;
@@ -615,8 +615,8 @@ __device__ void sssp_split(const SsspArgs<P>& a, const SsspSched& s, unsigned ra
         if (i < s.count) {
             v[0] = __ldcg(&in[i]);
             const typename P::Value dv = __ldcg(&a.dist[v[0]]);
-            lo[0] = __ldg(&a.offsets[v[0]]);
-            hi[0] = __ldg(&a.offsets[v[0] + 1]);
+            lo[0] = a.offsets[v[0]];
+            hi[0] = a.offsets[v[0] + 1];
             const double pv = P::priority(dv, 0.0);
             if (pv >= s.below && pv < s.threshold) {
                 near[0] = atomicExch(&a.stamp[v[0]], s.step + 1) != s.step + 1;

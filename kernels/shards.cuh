@@ -31,8 +31,10 @@
 
 #include "vertex_program.cuh"
 
-// The shard holding entry p: the j with start[j] <= p < start[j+1].
-__device__ __forceinline__ unsigned shard_of(const unsigned* __restrict__ start, unsigned S, unsigned p) {
+// The shard holding entry p: the j with start[j] <= p < start[j+1]. Start:
+// a const unsigned* or a ReadOnly<unsigned>.
+template <class Start>
+__device__ __forceinline__ unsigned shard_of(const Start& start, unsigned S, unsigned p) {
     unsigned lo = 0, hi = S;  // start[lo] <= p < start[hi]
     while (hi - lo > 1) {
         unsigned mid = (lo + hi) >> 1;
@@ -50,14 +52,16 @@ __device__ __forceinline__ unsigned shard_of(const unsigned* __restrict__ start,
 // the other); parent, round, r and source the parent passes'.
 template <class P>
 struct ShardArgs {
-    const unsigned* start;
-    const unsigned* windows;
-    const unsigned* src_index;
-    const unsigned* cw_start;
-    const unsigned short* cw_src;
-    const unsigned* mapper;
-    const unsigned short* dest;
-    const typename P::Weight* weights;
+    ReadOnly<unsigned> start;
+    ReadOnly<unsigned> windows;
+    ReadOnly<unsigned> src_index;
+    ReadOnly<unsigned> cw_start;
+    ReadOnly<unsigned short> cw_src;
+    ReadOnly<unsigned> mapper;
+    ReadOnly<unsigned short> dest;
+    ReadOnly<typename P::Weight> weights;
+    // Read and written in the same launch (step 2 reads what other
+    // blocks' step 4 writes): plain loads.
     typename P::Value* src_value;
     typename P::Value* values;
     int* dirty;
@@ -78,8 +82,8 @@ __device__ __forceinline__ bool shard_compute(const ShardArgs<P>& a, unsigned i,
 {
     typedef typename P::Value V;
     const unsigned N = a.N, n = a.n;
-    const unsigned* __restrict__ start = a.start;
-    const unsigned short* __restrict__ dest = a.dest;
+    const ReadOnly<unsigned> start = a.start;
+    const ReadOnly<unsigned short> dest = a.dest;
     const V* src_value = a.src_value;
     V* values = a.values;
     __shared__ int any;
@@ -115,13 +119,13 @@ __device__ __forceinline__ void gs_write_back(const ShardArgs<P>& a, unsigned i,
                                               const typename P::Value* local, const unsigned char* changed, int next)
 {
     const unsigned S = a.S;
-    const unsigned* __restrict__ windows = a.windows;
-    const unsigned* __restrict__ src_index = a.src_index;
+    const ReadOnly<unsigned> windows = a.windows;
+    const ReadOnly<unsigned> src_index = a.src_index;
     typename P::Value* src_value = a.src_value;
     int* dirty = a.dirty;
     const unsigned lane = threadIdx.x & 31u, warps = blockDim.x >> 5;
     for (unsigned j = threadIdx.x >> 5; j < S; j += warps) {
-        const unsigned* wj = windows + (size_t)j * (S + 1);
+        const ReadOnly<unsigned> wj = windows + (long long)j * (S + 1);
         const unsigned lo = wj[i], hi = wj[i + 1];
         bool wrote = false;
         for (unsigned p = lo + lane; p < hi; p += 32) {
@@ -142,10 +146,10 @@ __device__ __forceinline__ void cw_write_back(const ShardArgs<P>& a, unsigned i,
                                               const unsigned char* changed, int next)
 {
     const unsigned S = a.S;
-    const unsigned* __restrict__ start = a.start;
-    const unsigned* __restrict__ cw_start = a.cw_start;
-    const unsigned short* __restrict__ cw_src = a.cw_src;
-    const unsigned* __restrict__ mapper = a.mapper;
+    const ReadOnly<unsigned> start = a.start;
+    const ReadOnly<unsigned> cw_start = a.cw_start;
+    const ReadOnly<unsigned short> cw_src = a.cw_src;
+    const ReadOnly<unsigned> mapper = a.mapper;
     typename P::Value* src_value = a.src_value;
     int* dirty = a.dirty;
     const unsigned lane = threadIdx.x & 31u, hi = cw_start[i + 1];
@@ -268,11 +272,11 @@ __device__ __forceinline__ void parent_check(
 // struct (operators/gpuop/pagerank.go's shardRankArgs mirrors it).
 template <typename C>
 struct ShardRankArgs {
-    const unsigned* start;
-    const unsigned short* dest;
-    const C* src_value;
-    const double* inv_degree;
-    const double* rank;
+    ReadOnly<unsigned> start;
+    ReadOnly<unsigned short> dest;
+    ReadOnly<C> src_value;  // written back by a second launch
+    ReadOnly<double> inv_degree;
+    ReadOnly<double> rank;  // not next_rank: the host swaps the two
     double* next_rank;
     C* next_contrib;
     const double* dangling;
@@ -285,11 +289,11 @@ struct ShardRankArgs {
 template <typename C>
 __device__ __forceinline__ void shards_pagerank(const ShardRankArgs<C>& a)
 {
-    const unsigned* __restrict__ start = a.start;
-    const unsigned short* __restrict__ dest = a.dest;
-    const C* __restrict__ src_value = a.src_value;
-    const double* __restrict__ inv_degree = a.inv_degree;
-    const double* __restrict__ rank = a.rank;
+    const ReadOnly<unsigned> start = a.start;
+    const ReadOnly<unsigned short> dest = a.dest;
+    const ReadOnly<C> src_value = a.src_value;
+    const ReadOnly<double> inv_degree = a.inv_degree;
+    const ReadOnly<double> rank = a.rank;
     double* __restrict__ next_rank = a.next_rank;
     C* __restrict__ next_contrib = a.next_contrib;
     const unsigned n = a.n, N = a.N, S = a.S;

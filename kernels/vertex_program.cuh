@@ -34,15 +34,15 @@
 struct Unit {};
 
 // EdgeArray reads edge values; for Unit it reads nothing (the array may be
-// null).
+// null). Through the read-only path: no kernel writes the weights it reads.
 template <typename W>
 struct EdgeArray {
-    const W* __restrict__ p;
+    ReadOnly<W> p;
     __device__ __forceinline__ W operator()(long long e) const { return p[e]; }
 };
 template <>
 struct EdgeArray<Unit> {
-    const Unit* p;
+    ReadOnly<Unit> p;
     __device__ __forceinline__ Unit operator()(long long) const { return Unit(); }
 };
 
@@ -176,13 +176,13 @@ struct CCLabel {
 // the sources past the caches.
 template <typename C>
 struct PRPullArgs {
-    const eid_t* in_offsets;
-    const vid_t* in_sources;
-    const double* in_weights;
-    const vid_t* hub_id;
-    const C* contrib;
-    const double* inv_degree;
-    const double* rank;
+    ReadOnly<eid_t> in_offsets;
+    ReadOnly<vid_t> in_sources;
+    ReadOnly<double> in_weights;
+    ReadOnly<vid_t> hub_id;
+    ReadOnly<C> contrib;  // not next_contrib: the host swaps the two
+    ReadOnly<double> inv_degree;
+    ReadOnly<double> rank;  // not next_rank: swapped the same way
     double* next_rank;
     C* next_contrib;
     const double* dangling;
@@ -199,11 +199,11 @@ struct PRPullArgs {
 // acc turned into ranks); pagerank.go's prFinishArgs mirrors it.
 template <typename C>
 struct PRFinishArgs {
-    const vid_t* outliers;
-    const vid_t* hub_id;
+    ReadOnly<vid_t> outliers;
+    ReadOnly<vid_t> hub_id;
     double* acc;
-    const double* inv_degree;
-    const double* rank;
+    ReadOnly<double> inv_degree;
+    ReadOnly<double> rank;
     double* next_rank;
     C* next_contrib;
     const double* dangling;
@@ -226,9 +226,10 @@ struct RankUpdate {
         : base((1.0 - damping_) / (double)n + damping_ * (*dangling) / (double)n),
           damping(damping_), change(0), dangle(0) {}
 
-    template <typename C>
-    __device__ __forceinline__ void apply(long long v, long long cslot, double sum, const double* __restrict__ rank,
-                                          const double* __restrict__ inv_degree,
+    // rank and inv_degree: const double* or ReadOnly<double>.
+    template <typename C, class Rank, class InvDegree>
+    __device__ __forceinline__ void apply(long long v, long long cslot, double sum, const Rank& rank,
+                                          const InvDegree& inv_degree,
                                           double* __restrict__ next_rank, C* __restrict__ next_contrib) {
         double x = base + damping * sum;
         double inv = inv_degree[v];

@@ -35,11 +35,11 @@ typedef unsigned long long outlier_t;
 // field; the outliers' kernel reads neither n, outlier_degree nor chunk).
 template <class P>
 struct VWCPushArgs {
-    const eid_t* offs;
-    const vid_t* targets;
-    const typename P::Weight* weights;
-    const eid_t* in_offs;
-    const vid_t* in_srcs;
+    ReadOnly<eid_t> offs;
+    ReadOnly<vid_t> targets;
+    ReadOnly<typename P::Weight> weights;
+    ReadOnly<eid_t> in_offs;
+    ReadOnly<vid_t> in_srcs;
     typename P::Value* values;
     typename P::Value* expanded;
     unsigned char* flags;
@@ -63,7 +63,7 @@ struct PushTo {
 // Relaxes the edges [first, last) of a vertex of value vu, K lanes apart.
 template <class P, int K>
 __device__ __forceinline__ void relax_range(
-    const vid_t* __restrict__ targets, EdgeArray<typename P::Weight> w, eid_t first, eid_t last, unsigned lane,
+    const ReadOnly<vid_t>& targets, EdgeArray<typename P::Weight> w, eid_t first, eid_t last, unsigned lane,
     typename P::Value vu, typename P::Value* values, unsigned char* flags_next)
 {
     typedef typename P::Value V;
@@ -82,7 +82,7 @@ __device__ __forceinline__ void relax_range(
 // outlier_degree of them.
 template <class P, int K>
 __device__ __forceinline__ void expand(
-    const eid_t* __restrict__ offs, const vid_t* __restrict__ targets, EdgeArray<typename P::Weight> w, vid_t u,
+    const ReadOnly<eid_t>& offs, const ReadOnly<vid_t>& targets, EdgeArray<typename P::Weight> w, vid_t u,
     typename P::Value vu, outlier_t dir, const PushTo<typename P::Value>& to, long long outlier_degree,
     const VirtualWarp<K>& vw)
 {
@@ -106,10 +106,10 @@ template <class P, int K>
 __device__ __forceinline__ void vwc_push(const VWCPushArgs<P>& a)
 {
     typedef typename P::Value V;
-    const eid_t* __restrict__ offs = a.offs;
-    const vid_t* __restrict__ targets = a.targets;
-    const eid_t* __restrict__ in_offs = a.in_offs;
-    const vid_t* __restrict__ in_srcs = a.in_srcs;
+    const ReadOnly<eid_t> offs = a.offs;
+    const ReadOnly<vid_t> targets = a.targets;
+    const ReadOnly<eid_t> in_offs = a.in_offs;
+    const ReadOnly<vid_t> in_srcs = a.in_srcs;
     V* values = a.values;
     V* expanded = a.expanded;
     unsigned char* flags = a.flags;
@@ -205,21 +205,22 @@ template <class P>
 __device__ __forceinline__ void vwc_push_outliers(const VWCPushArgs<P>& a)
 {
     typedef typename P::Value V;
-    const eid_t* __restrict__ offs = a.offs;
-    const vid_t* __restrict__ targets = a.targets;
-    const typename P::Weight* weights = a.weights;
-    const eid_t* __restrict__ in_offs = a.in_offs;
-    const vid_t* __restrict__ in_srcs = a.in_srcs;
+    const ReadOnly<eid_t> offs = a.offs;
+    const ReadOnly<vid_t> targets = a.targets;
+    const ReadOnly<typename P::Weight> weights = a.weights;
+    const ReadOnly<eid_t> in_offs = a.in_offs;
+    const ReadOnly<vid_t> in_srcs = a.in_srcs;
     V* values = a.values;
-    const V* __restrict__ expanded = a.expanded;
+    // Written by the launch before (vwc_push), only read here.
+    const ReadOnly<V> expanded = a.expanded;
     unsigned char* flags = a.flags;
     const long long groups = a.groups, queue_cap = a.queue_cap;
-    const outlier_t* queue = a.queue;
+    const ReadOnly<outlier_t> queue = a.queue;  // queued by the launch before
     VPState* st = a.st;
     if (*(volatile unsigned*)&st->done) return;
     const unsigned now = st->iteration, queued_at = (now - 1) & 1u;
     unsigned char* flags_next = flags + ((now & 1u) ? groups : 0);
-    const outlier_t* q = queue + (queued_at ? queue_cap : 0);
+    const ReadOnly<outlier_t> q = queue + (queued_at ? queue_cap : 0);
     const unsigned count = st->outliers[queued_at];
     EdgeArray<typename P::Weight> w{weights};
     for (unsigned i = blockIdx.x; i < count; i += gridDim.x) {
@@ -227,7 +228,7 @@ __device__ __forceinline__ void vwc_push_outliers(const VWCPushArgs<P>& a)
         const vid_t u = (vid_t)(entry & 0xffffffffu);
         const eid_t segment = (eid_t)((entry >> 32) & 0x7fffffffu);
         const bool in = entry >> 63;
-        const eid_t* o = in ? in_offs : offs;
+        const ReadOnly<eid_t> o = in ? in_offs : offs;
         const eid_t first = o[u] + segment * OUTLIER_SEGMENT, last = min(first + OUTLIER_SEGMENT, o[u + 1]);
         const V vu = expanded[u];
         for (eid_t e = first + threadIdx.x; e < last; e += blockDim.x) {

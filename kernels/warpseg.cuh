@@ -77,8 +77,8 @@ typedef unsigned long long hubwork_t;
 
 // A CSR (or CSC): row v is adj[offs[v] .. offs[v+1]).
 struct Rows {
-    const eid_t* __restrict__ offs;
-    const vid_t* __restrict__ adj;
+    ReadOnly<eid_t> offs;
+    ReadOnly<vid_t> adj;
 };
 
 // What one iteration reads and writes: the kernels' one argument
@@ -87,12 +87,12 @@ struct Rows {
 template <class P>
 struct WSArgs {
     Rows in;                                  // pull rows (CSC; the CSR of an undirected graph)
-    const typename P::Weight* in_weights;     // their weights in the program's type (null: none)
+    ReadOnly<typename P::Weight> in_weights;  // their weights in the program's type (null: none)
     Rows out;                                 // CC on a directed graph: also pull along out-edges (else null)
     Rows act;                                 // KiTES: activation rows (out-edges, or groups → groups)
     Rows act_in;                              // KiTES, CC on a directed graph, R = 1: also in-edges
-    const typename P::Weight* act_weights;    // KiTES, R = 1: the activation rows' weights (null: none)
-    const unsigned* hub_mask;                 // KiTES, R = 1: a bit per hub, sent to instead of activated (else null)
+    ReadOnly<typename P::Weight> act_weights; // KiTES, R = 1: the activation rows' weights (null: none)
+    ReadOnly<unsigned> hub_mask;              // KiTES, R = 1: a bit per hub, sent to instead of activated (else null)
     typename P::Value* values;
     unsigned* mask;                           // KiTES: 2 × mask_words activeness words, by parity
     unsigned* pending;                        // KiTES: D, a bit per vertex (a word per round), owner-written
@@ -224,8 +224,8 @@ __device__ __forceinline__ bool ws_set_active(unsigned g, unsigned log_r, unsign
 }
 
 // Whether vertex v is a hub that KiTES sends to (hub_mask, when set).
-__device__ __forceinline__ bool ws_is_hub(const unsigned* hub_mask, unsigned v) {
-    return hub_mask && ((__ldg(&hub_mask[v >> 5]) >> (v & 31u)) & 1u);
+__device__ __forceinline__ bool ws_is_hub(const ReadOnly<unsigned>& hub_mask, unsigned v) {
+    return hub_mask && ((hub_mask[v >> 5] >> (v & 31u)) & 1u);
 }
 
 // Sends message m to hub h: true when it improved h, which is then marked
@@ -263,7 +263,7 @@ template <class P>
 __device__ __forceinline__ unsigned ws_activate(const WSArgs<P>& a, Rows rows, long long r, bool take, typename P::Value now,
                                                 unsigned log_r, const WSNext& to, unsigned& improved)
 {
-    const unsigned* hub_mask = a.hub_mask;
+    const ReadOnly<unsigned> hub_mask = a.hub_mask;
     const unsigned t = to.t;
     unsigned* next = to.next;
     typedef typename P::Value V;
@@ -601,13 +601,13 @@ __device__ __forceinline__ void ws_hubs(const WSArgs<P>& a)
 template <typename C, bool HUB, bool W>
 __device__ __forceinline__ void ws_pagerank_pull(const PRPullArgs<C>& a)
 {
-    const eid_t* __restrict__ in_offsets = a.in_offsets;
-    const vid_t* __restrict__ in_sources = a.in_sources;
-    const double* __restrict__ in_weights = a.in_weights;
-    const vid_t* __restrict__ hub_id = a.hub_id;
-    const C* __restrict__ contrib = a.contrib;
-    const double* __restrict__ inv_degree = a.inv_degree;
-    const double* __restrict__ rank = a.rank;
+    const ReadOnly<eid_t> in_offsets = a.in_offsets;
+    const ReadOnly<vid_t> in_sources = a.in_sources;
+    const ReadOnly<double> in_weights = a.in_weights;
+    const ReadOnly<vid_t> hub_id = a.hub_id;
+    const ReadOnly<C> contrib = a.contrib;
+    const ReadOnly<double> inv_degree = a.inv_degree;
+    const ReadOnly<double> rank = a.rank;
     double* __restrict__ next_rank = a.next_rank;
     C* __restrict__ next_contrib = a.next_contrib;
     const long long lo = a.lo, hi = a.hi, n = a.n, outlier_degree = a.outlier_degree;
@@ -641,8 +641,8 @@ __device__ __forceinline__ void ws_pagerank_pull(const PRPullArgs<C>& a)
             const WSElement x = ws_element(first, ps, total, pass + lane);
             double y = 0;
             if (x.valid) {
-                y = (double)contrib[stream ? __ldcs(&in_sources[x.e]) : in_sources[x.e]];
-                if (W) y *= stream ? __ldcs(&in_weights[x.e]) : in_weights[x.e];
+                y = (double)contrib[stream ? __ldcs(address(in_sources, x.e)) : in_sources[x.e]];
+                if (W) y *= stream ? __ldcs(address(in_weights, x.e)) : in_weights[x.e];
             }
             y = ws_segment_reduce(y, x.seg, [](double a, double b) { return a + b; });
             if (ws_segment_head(x.seg) && x.valid) acc[x.seg] += y;

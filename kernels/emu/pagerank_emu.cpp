@@ -30,7 +30,6 @@ template <typename T>
 inline T __ldcs(const T* p) { return *p; }
 template <typename T>
 inline T __ldg(const T* p) { return *p; }
-inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 template <typename T>
 inline T atomicExch(T* p, T v) { return std::atomic_ref<T>(*p).exchange(v); }
 template <typename T>
@@ -188,12 +187,9 @@ static void run(const Graph& g, bool weighted, bool hub, bool warpseg, long long
         const int next = 1 - cur;
         double* dangling = &acc[cur];
         acc[next] = 0, acc[2] = 0;
-        using Pull = void (*)(const eid_t*, const vid_t*, const double*, const vid_t*, const C*, const double*, const double*, double*, C*,
-                              long long, double, const double*, double*, double*, unsigned long long*, long long, long long, bool);
-        using Pull0 = void (*)(const eid_t*, const vid_t*, const vid_t*, const C*, const double*, const double*, double*, C*,
-                               long long, double, const double*, double*, double*, unsigned long long*, long long, long long, bool);
-        Pull pw;
-        Pull0 p0;
+        // The pulls take one PRPullArgs (issue 35); _w reads in_weights.
+        using Pull = void (*)(PRPullArgs<C>);
+        Pull pw, p0;
         if constexpr (sizeof(C) == 8) {
             pw = warpseg ? (hub ? pr_ws_f64_hub_w : pr_ws_f64_w) : (hub ? pr_pull_k32_f64_hub_w : pr_pull_k32_f64_w);
             p0 = warpseg ? (hub ? pr_ws_f64_hub : pr_ws_f64) : (hub ? pr_pull_k32_f64_hub : pr_pull_k32_f64);
@@ -202,14 +198,28 @@ static void run(const Graph& g, bool weighted, bool hub, bool warpseg, long long
             p0 = warpseg ? (hub ? pr_ws_f32_hub : pr_ws_f32) : (hub ? pr_pull_k32_f32_hub : pr_pull_k32_f32);
         }
         const bool stream = it % 2 == 0;
-        if (weighted)
-            emu::launch(pw, 4, 256, g.in_off.data(), srcs, inw, hub_id, (const C*)contrib[cur].data(), (const double*)inv.data(),
-                        (const double*)rank[cur].data(), rank[next].data(), contrib[next].data(), n, d, (const double*)dangling,
-                        &acc[next], &acc[2], (unsigned long long*)nullptr, 8LL, threshold, stream);
-        else
-            emu::launch(p0, 4, 256, g.in_off.data(), srcs, hub_id, (const C*)contrib[cur].data(), (const double*)inv.data(),
-                        (const double*)rank[cur].data(), rank[next].data(), contrib[next].data(), n, d, (const double*)dangling,
-                        &acc[next], &acc[2], (unsigned long long*)nullptr, 8LL, threshold, stream);
+        PRPullArgs<C> pa{};
+        pa.in_offsets = g.in_off.data();
+        pa.in_sources = srcs;
+        pa.in_weights = inw;
+        pa.hub_id = hub_id;
+        pa.contrib = contrib[cur].data();
+        pa.inv_degree = inv.data();
+        pa.rank = rank[cur].data();
+        pa.next_rank = rank[next].data();
+        pa.next_contrib = contrib[next].data();
+        pa.dangling = dangling;
+        pa.next_dangling = &acc[next];
+        pa.l1 = &acc[2];
+        pa.counter = nullptr;
+        pa.lo = 0;
+        pa.hi = n;
+        pa.n = n;
+        pa.damping = d;
+        pa.chunk = 8;
+        pa.outlier_degree = threshold;
+        pa.stream = stream;
+        emu::launch(weighted ? pw : p0, 4, 256, pa);
         if (!outliers.empty()) {
             if (weighted) {
                 if constexpr (sizeof(C) == 8) emu::launch(pr_outliers_f64_w, 2, 256, g.in_off.data(), srcs, inw, (const C*)contrib[cur].data(), (const vid_t*)outliers.data(), (const unsigned long long*)segments.data(), (unsigned)segments.size(), outlier_acc.data());
@@ -218,11 +228,24 @@ static void run(const Graph& g, bool weighted, bool hub, bool warpseg, long long
                 if constexpr (sizeof(C) == 8) emu::launch(pr_outliers_f64, 2, 256, g.in_off.data(), srcs, (const C*)contrib[cur].data(), (const vid_t*)outliers.data(), (const unsigned long long*)segments.data(), (unsigned)segments.size(), outlier_acc.data());
                 else emu::launch(pr_outliers_f32, 2, 256, g.in_off.data(), srcs, (const C*)contrib[cur].data(), (const vid_t*)outliers.data(), (const unsigned long long*)segments.data(), (unsigned)segments.size(), outlier_acc.data());
             }
-            void (*finish)(const vid_t*, const vid_t*, unsigned, double*, const double*, const double*, double*, C*, long long, double, const double*, double*, double*);
+            void (*finish)(PRFinishArgs<C>);
             if constexpr (sizeof(C) == 8) finish = hub ? pr_outliers_finish_f64_hub : pr_outliers_finish_f64;
             else finish = hub ? pr_outliers_finish_f32_hub : pr_outliers_finish_f32;
-            emu::launch(finish, 1, 256, (const vid_t*)outliers.data(), hub_id, (unsigned)outliers.size(), outlier_acc.data(), (const double*)inv.data(),
-                        (const double*)rank[cur].data(), rank[next].data(), contrib[next].data(), n, d, (const double*)dangling, &acc[next], &acc[2]);
+            PRFinishArgs<C> fa{};
+            fa.outliers = outliers.data();
+            fa.hub_id = hub_id;
+            fa.acc = outlier_acc.data();
+            fa.inv_degree = inv.data();
+            fa.rank = rank[cur].data();
+            fa.next_rank = rank[next].data();
+            fa.next_contrib = contrib[next].data();
+            fa.dangling = dangling;
+            fa.next_dangling = &acc[next];
+            fa.l1 = &acc[2];
+            fa.n = n;
+            fa.damping = d;
+            fa.count = (unsigned)outliers.size();
+            emu::launch(finish, 1, 256, fa);
         }
         ref_step(g, weighted, d, r);
         double worst = 0;
