@@ -10,6 +10,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/gpipe/gpipe/convert"
@@ -18,37 +20,50 @@ import (
 	"github.com/gpipe/gpipe/operators/vprog"
 )
 
-// Strategies are the programs' GPU strategies: vwc, K lanes a vertex
-// pulling its in-edges (virtual warp-centric, over the active vertices
-// only).
-var Strategies = []string{"vwc"}
-
 // Options tune a run.
 type Options struct {
-	// Strategy is "", "auto" or "vwc".
+	// Strategy is "", "auto" or one of vprog.Strategies().
 	Strategy string
-	// VWarp is the lanes a vertex (1 to 32, a power of two); 0 picks the
+	// VWarp is vwc's lanes a vertex (1 to 32, a power of two); 0 picks the
 	// smallest power of two at least the average in-degree.
 	VWarp int
+	// ShardVertices is gshards' window; 0 picks CuSha's (at most what a
+	// block's shared memory holds).
+	ShardVertices int
 }
 
 // Stats say how a run went.
 type Stats struct {
 	Strategy, Reason string
 	VWarp            int
+	// ShardVertices is gshards' window (CuSha's N).
+	ShardVertices int
 	// Compute is the kernels' time (events); Load the JIT compilation's,
 	// Transfer the uploads' and the initial values' (host).
 	Compute, Load, Transfer time.Duration
 }
 
+// Shape is the strategy's geometry in words: vwc's lanes a vertex,
+// gshards' window.
+func (st *Stats) Shape() string {
+	switch st.Strategy {
+	case "vwc":
+		return fmt.Sprintf("%d lanes a vertex (vwarp)", st.VWarp)
+	case "gshards":
+		return fmt.Sprintf("windows of %d vertices", st.ShardVertices)
+	}
+	return "32 in-edges a warp's round"
+}
+
 // Run runs p on g on the GPU of c.
 func Run(ctx context.Context, c *gpu.Context, p *vprog.Program, in vprog.Input, opts Options) (*vprog.Outcome, *Stats, error) {
-	if opts.Strategy != "" && opts.Strategy != "auto" && opts.Strategy != "vwc" {
-		return nil, nil, usererr.New(usererr.Usage, fmt.Sprintf("vertex programs have no GPU strategy %q", opts.Strategy), "use vwc (or auto)")
-	}
-	st := &Stats{Strategy: "vwc", VWarp: opts.VWarp, Reason: "asked for"}
-	if opts.Strategy == "" || opts.Strategy == "auto" {
-		st.Reason = "auto: the one strategy of vertex programs"
+	st := &Stats{Strategy: opts.Strategy, VWarp: opts.VWarp, ShardVertices: opts.ShardVertices, Reason: "asked for"}
+	switch {
+	case opts.Strategy == "" || opts.Strategy == "auto":
+		st.Strategy, st.Reason = choose(p, in.Graph)
+	case !slices.Contains(vprog.Strategies(), opts.Strategy):
+		return nil, nil, usererr.New(usererr.Usage, fmt.Sprintf("vertex programs have no GPU strategy %q", opts.Strategy),
+			"use one of "+strings.Join(vprog.Strategies(), ", ")+" (or auto)")
 	}
 	if st.VWarp == 0 {
 		st.VWarp = pickVWarp(in.Graph)
@@ -89,7 +104,7 @@ type run struct {
 	g      *convert.Graph
 	mod    *vprog.Module
 	module *gpu.Module
-	fns    [3]*gpu.Function
+	fns    map[string]*gpu.Function
 	bufs   []*gpu.DeviceBuffer
 	tab    *gpu.DeviceBuffer
 	state  *gpu.DeviceBuffer
@@ -102,6 +117,15 @@ type run struct {
 	cur    []*gpu.DeviceBuffer
 	n      uint32
 	st     *Stats
+	// inDst is the in-edges' destinations (warpseg, gshards).
+	inDst *gpu.DeviceBuffer
+	// ks is KiTES' compaction: per thread counts, the active list, its
+	// prefix sums and its totals.
+	ks kitesBufs
+}
+
+type kitesBufs struct {
+	cnt, deg, list, prefix, totals *gpu.DeviceBuffer
 }
 
 func newRun(c *gpu.Context, p *vprog.Program, in vprog.Input, st *Stats) (*run, error) {
@@ -135,7 +159,7 @@ func newRun(c *gpu.Context, p *vprog.Program, in vprog.Input, st *Stats) (*run, 
 // load generates the program's PTX and has the driver compile it.
 func (r *run) load() error {
 	start := time.Now()
-	m, err := r.prog.GeneratePTX(r.st.VWarp)
+	m, err := r.prog.GenerateFor(r.st.Strategy, r.st.VWarp)
 	if err != nil {
 		return usererr.New(usererr.Usage, err.Error(), "pass vwarp 1, 2, 4, 8, 16 or 32")
 	}
@@ -144,8 +168,9 @@ func (r *run) load() error {
 		return usererr.New(usererr.Internal, "the GPU driver did not compile the program's kernels: "+err.Error(),
 			"report it with the program; run it on the CPU (--backend cpu) meanwhile").Because(err)
 	}
-	for i, name := range []string{vprog.KernelCompute, vprog.KernelCheck, vprog.KernelCommit} {
-		if r.fns[i], err = r.module.Function(name); err != nil {
+	r.fns = map[string]*gpu.Function{}
+	for _, name := range kernelsOf(r.st.Strategy) {
+		if r.fns[name], err = r.module.Function(name); err != nil {
 			return err
 		}
 	}
@@ -230,7 +255,10 @@ func (r *run) upload(in vprog.Input) error {
 	if r.tab, err = r.put(uint64Bytes(ptrs)); err != nil {
 		return err
 	}
-	return r.flags()
+	if err := r.flags(); err != nil {
+		return err
+	}
+	return r.strategyBuffers()
 }
 
 // flags allocates the run's state, its activeness flags by parity and

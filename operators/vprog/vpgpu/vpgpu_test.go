@@ -85,9 +85,10 @@ func graphs(t *testing.T) []graphCase {
 	return list
 }
 
-// TestExamplesGPU runs the eight examples on the GPU with several virtual
-// warp sizes and compares them with the CPU's runs: integer programs
-// exactly (and their iterations), float ones within their tolerance.
+// TestExamplesGPU runs the eight examples on the GPU with every strategy
+// (vwc with several virtual warp sizes) and compares them with the CPU's
+// runs: integer programs exactly (and their iterations), float ones
+// within their tolerance.
 func TestExamplesGPU(t *testing.T) {
 	c := device(t)
 	progs := map[string]*vprog.Program{}
@@ -116,21 +117,32 @@ func TestExamplesGPU(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %s on the CPU: %v", gc.name, name, err)
 			}
-			vwarps := []int{0, 1, 32}
-			if strings.HasPrefix(gc.name, "real/") {
-				vwarps = vwarps[:1]
-			}
-			for _, k := range vwarps {
-				got, st, err := Run(context.Background(), c, p, in, Options{VWarp: k})
+			for _, o := range configs(strings.HasPrefix(gc.name, "real/")) {
+				got, st, err := Run(context.Background(), c, p, in, o)
 				if err != nil {
-					t.Fatalf("%s: %s on the GPU (vwarp %d): %v", gc.name, name, k, err)
+					t.Fatalf("%s: %s on the GPU (%+v): %v", gc.name, name, o, err)
 				}
 				if err := same(p, got, want); err != nil {
-					t.Errorf("%s: %s on the GPU (vwarp %d): %v", gc.name, name, st.VWarp, err)
+					t.Errorf("%s: %s on the GPU (%s, %s): %v", gc.name, name, st.Strategy, st.Shape(), err)
 				}
 			}
 		}
 	}
+}
+
+// configs are the runs each test graph gets: vwc at several virtual warp
+// sizes, auto, and every other strategy (gshards also with windows of 7
+// vertices, so that small graphs have several shards, the last partial);
+// on the real graphs auto and each strategy once.
+func configs(real bool) []Options {
+	list := []Options{{}}
+	if !real {
+		list = append(list, Options{Strategy: "vwc", VWarp: 1}, Options{Strategy: "vwc", VWarp: 32}, Options{Strategy: "gshards", ShardVertices: 7})
+	}
+	for _, s := range vprog.Strategies() {
+		list = append(list, Options{Strategy: s})
+	}
+	return list
 }
 
 // same compares a GPU outcome with the CPU's.
@@ -183,6 +195,16 @@ func TestFaultGPU(t *testing.T) {
 	_, _, err = Run(context.Background(), c, p, vprog.Input{Graph: g, Source: -1}, Options{VWarp: 4})
 	if usererr.KindOf(err) != usererr.Input || !strings.HasPrefix(fmt.Sprint(err), "bad.vp, line 3: column 36: division by zero at vertex ") {
 		t.Fatalf("%v, want the division by zero at bad.vp line 3 column 36", err)
+	}
+}
+
+// TestStrategyRefused checks that a strategy programs do not have is a
+// usage error naming those they have (cw is gshards here: ptx_shards.go).
+func TestStrategyRefused(t *testing.T) {
+	g := optest.BuildGraph(t, optest.Shapes(t)[3], true, true, edges.KeyInt64)
+	_, _, err := Run(context.Background(), nil, example(t, "cc"), vprog.Input{Graph: g, Source: -1}, Options{Strategy: "cw"})
+	if usererr.KindOf(err) != usererr.Usage || !strings.Contains(fmt.Sprint(err), "vwc, warpseg, kites, gshards") {
+		t.Fatalf("%v, want a usage error listing the strategies", err)
 	}
 }
 
