@@ -76,7 +76,10 @@ func TestRunProgram(t *testing.T) {
 	fails(t, dir, nil, 2, []string{"--op with --program"}, "run", "--program", prog("bfs"), "--op", "bfs", "--input", karate)
 	fails(t, dir, nil, 3, []string{"cannot read the program"}, "run", "--program", filepath.Join(dir, "none.vp"), "--input", karate)
 	fails(t, dir, nil, 2, []string{"needs a source vertex"}, "run", "--program", prog("bfs"), "--input", karate)
-	fails(t, dir, nil, 2, []string{`no GPU strategy "gshards"`}, "run", "--program", prog("cc"), "--input", karate, "--strategy", "gshards")
+	fails(t, dir, nil, 2, []string{`no GPU strategy "cw"`, "vwc, warpseg, kites, gshards"}, "run", "--program", prog("cc"), "--input", karate, "--strategy", "cw")
+	for _, s := range []string{"warpseg", "kites", "gshards"} {
+		ok(t, dir, nil, "run", "--program", prog("cc"), "--input", karate, "--strategy", s, "--output", out("s"+s), "-q")
+	}
 	fails(t, dir, nil, 2, []string{"vwarp (the lanes a vertex) 3"}, "run", "--program", prog("cc"), "--input", karate, "--vwarp", "3")
 	fails(t, dir, nil, 2, []string{"--dynamic does not apply to operator program cc"}, "run", "--program", prog("cc"), "--input", karate, "--dynamic")
 	fails(t, dir, nil, 2, []string{`--weight-col "w" with a program that reads the edge column "nn_weight"`}, "run", "--program", prog("nn"), "--input", karate, "--weight-col", "w")
