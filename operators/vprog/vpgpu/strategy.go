@@ -168,3 +168,32 @@ func (r *run) shardIteration(parity int) error {
 	shared := N * uint32(r.prog.ShardBytes())
 	return gpu.Launch(r.fns[vprog.KernelShard], grid, gpu.Dim(blockSize), shared, r.s, r.tab, r.state, r.act[parity], r.chg, r.inOff, r.inSrc, r.inDst, r.n, N, int64(r.n))
 }
+
+// Need is the device memory a run of p on g takes with strategy (auto,
+// or none named: the most a strategy takes).
+func Need(p *vprog.Program, g *convert.Graph, strategy string) int64 {
+	n, m := int64(g.NumVertices()), g.NumEdges() // as many in-edges as out-edges
+	b := 2*8*(n+1) + 2*4*m                       // in- and out-edge offsets, sources, targets
+	for _, f := range p.Vertex {
+		b += 2 * int64(f.Type.Size()) * n // cur and next
+	}
+	for _, f := range p.Static {
+		b += int64(f.Type.Size()) * n
+	}
+	for _, f := range p.Edge {
+		b += int64(f.Type.Size()) * m
+	}
+	b += 3*n + 4*vprog.StateWords + 8*int64(p.FieldTable()) // flags, state, table
+	dst := 4 * m
+	kites := 4*n + 8*(n+1) + 12*vprog.KitesThreads + 16
+	switch strategy {
+	case "vwc":
+	case "warpseg", "gshards":
+		b += dst
+	case "kites":
+		b += kites
+	default:
+		b += max(dst, kites)
+	}
+	return b
+}

@@ -209,3 +209,20 @@ func TestStrategyRefused(t *testing.T) {
 }
 
 func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
+
+// TestNeed checks the memory estimate the Flight server places programs
+// by: each strategy's extra buffers on top of vwc's, auto the most.
+func TestNeed(t *testing.T) {
+	g := optest.BuildGraph(t, optest.Shapes(t)[3], true, true, edges.KeyInt64)
+	p := example(t, "sssp")
+	vwc := Need(p, g, "vwc")
+	n, m := int64(g.NumVertices()), g.NumEdges()
+	if min := 2*8*(n+1) + 8*m + 2*4*n; vwc < min {
+		t.Errorf("vwc needs %d bytes, less than the layouts and the field's %d", vwc, min)
+	}
+	for _, s := range []string{"warpseg", "gshards", "kites"} {
+		if need := Need(p, g, s); need <= vwc || need > Need(p, g, "auto") {
+			t.Errorf("%s needs %d bytes: vwc %d, auto %d", s, need, vwc, Need(p, g, "auto"))
+		}
+	}
+}
