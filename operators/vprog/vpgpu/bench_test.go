@@ -23,7 +23,9 @@ import (
 // (GPIPE_VP_BENCH=1; GPIPE_BENCH_SCALE, 22 for the table): CuSha's
 // five programs gpipe has built in, as programs, against the built-in
 // operators on the Kronecker graph and the real graphs; NN, HS and CS
-// per virtual warp size beside the CPU. Times are the backends' own
+// per strategy beside the CPU; the five per strategy (those tables first:
+// the comparison with the built-ins was measured before the strategies).
+// Times are the backends' own
 // (CUDA events; the CPU's wall clock), medians of three after a warm-up;
 // the table goes to the log and to $GPIPE_VP_BENCH_OUT.
 func TestBenchPrograms(t *testing.T) {
@@ -38,18 +40,18 @@ func TestBenchPrograms(t *testing.T) {
 		rows = append(rows, fmt.Sprintf(format, args...))
 		t.Log(rows[len(rows)-1])
 	}
-	add("| graph | algorithm | built-in (strategy) | ms | iterations | program (vwarp) | ms | iterations | ratio |")
-	add("|---|---|---|---|---|---|---|---|---|")
-	type bench struct {
-		name string
-		g    *convert.Graph
-	}
-	list := []bench{{fmt.Sprintf("kronecker-%d", optest.BenchScale()), optest.BenchGraph(t)}}
+	list := []benchGraph{{fmt.Sprintf("kronecker-%d", optest.BenchScale()), optest.BenchGraph(t)}}
 	for _, rg := range optest.RealGraphs(t) {
 		if strings.HasSuffix(rg.Name, "/undirected") {
-			list = append(list, bench{rg.Name, rg.G})
+			list = append(list, benchGraph{rg.Name, rg.G})
 		}
 	}
+	benchSums(t, c, add)
+	rows = append(rows, "")
+	benchStrategies(t, c, list, add)
+	rows = append(rows, "")
+	add("| graph | algorithm | built-in (strategy) | ms | iterations | program (its strategy) | ms | iterations | ratio |")
+	add("|---|---|---|---|---|---|---|---|---|")
 	pairs := [][2]string{{"bfs", "bfs"}, {"sssp", "sssp"}, {"pagerank", "pr"}, {"cc", "cc"}, {"sswp", "sswp"}}
 	for _, b := range list {
 		src := optest.BenchSources(b.g, 1)[0]
@@ -58,12 +60,10 @@ func TestBenchPrograms(t *testing.T) {
 			bt, bres := median(t, builtin, op, b.g, src)
 			prog := &vprog.Operator{Prog: example(t, pair[1])}
 			pt, pres := median(t, Backend{Ctx: c}, prog, b.g, src)
-			add("| %s | %s | %s | %.2f | %d | %s | %.2f | %d | %.2f |", b.name, pair[0], bres.Strategy, ms(bt), bres.Iterations,
-				pres.StrategyReason[strings.LastIndex(pres.StrategyReason, ";")+2:], ms(pt), pres.Iterations, ms(pt)/ms(bt))
+			add("| %s | %s | %s | %.2f | %d | %s, %s | %.2f | %d | %.2f |", b.name, pair[0], bres.Strategy, ms(bt), bres.Iterations,
+				pres.Strategy, pres.StrategyReason[strings.LastIndex(pres.StrategyReason, ";")+2:], ms(pt), pres.Iterations, ms(pt)/ms(bt))
 		}
 	}
-	rows = append(rows, "")
-	benchSums(t, c, add)
 	if out := os.Getenv("GPIPE_VP_BENCH_OUT"); out != "" {
 		if err := os.WriteFile(out, []byte(strings.Join(rows, "\n")+"\n"), 0o644); err != nil {
 			t.Fatal(err)
@@ -71,11 +71,72 @@ func TestBenchPrograms(t *testing.T) {
 	}
 }
 
-// benchSums times NN, HS and CS on the Kronecker graph, per virtual warp
-// size, and on the CPU; HS and CS stop after 20 iterations.
+// strategyConfigs are the columns of the per-strategy tables: vwc at its
+// auto K, K=1 and K=32, each other strategy, and auto (its choice).
+func strategyConfigs() []Options {
+	list := []Options{{Strategy: "vwc"}, {Strategy: "vwc", VWarp: 1}, {Strategy: "vwc", VWarp: 32}}
+	for _, s := range vprog.Strategies()[1:] {
+		list = append(list, Options{Strategy: s})
+	}
+	return append(list, Options{})
+}
+
+const strategyHeader = "vwc (auto K) ms | vwc K=1 ms | vwc K=32 ms | warpseg ms | kites ms | gshards ms | auto ms (its choice)"
+
+// strategyCells times p on in with each of strategyConfigs (the median of
+// three after a warm-up) and checks each result against want.
+func strategyCells(t *testing.T, c *gpu.Context, name string, p *vprog.Program, in vprog.Input, want *vprog.Outcome) []string {
+	var cells []string
+	for _, o := range strategyConfigs() {
+		var times []time.Duration
+		var st *Stats
+		for i := 0; i < 4; i++ {
+			got, s, err := Run(context.Background(), c, p, in, o)
+			if err != nil {
+				t.Fatalf("%s (%+v): %v", name, o, err)
+			}
+			if err := same(p, got, want); err != nil {
+				t.Errorf("%s (%s, %s): %v", name, s.Strategy, s.Shape(), err)
+			}
+			if i > 0 {
+				times = append(times, s.Compute)
+			}
+			st = s
+		}
+		slices.Sort(times)
+		cell := fmt.Sprintf("%.2f", ms(times[1]))
+		if o.Strategy == "" {
+			cell += " (" + st.Strategy + ")"
+		}
+		cells = append(cells, cell)
+	}
+	return cells
+}
+
+// benchStrategies times bfs, sssp, pagerank, cc and sswp as programs with
+// every strategy on the benchmark graphs.
+func benchStrategies(t *testing.T, c *gpu.Context, list []benchGraph, add func(string, ...any)) {
+	add("| graph | program | iterations | %s |", strategyHeader)
+	add("|---|---|---|---|---|---|---|---|---|---|")
+	for _, b := range list {
+		src := optest.BenchSources(b.g, 1)[0]
+		for _, name := range []string{"bfs", "sssp", "pr", "cc", "sswp"} {
+			p := example(t, name)
+			in := vprog.Input{Graph: b.g, Source: int64(src)}
+			want, err := vprog.RunCPU(context.Background(), p, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			add("| %s | %s | %d | %s |", b.name, name, want.Iterations, strings.Join(strategyCells(t, c, name, p, in, want), " | "))
+		}
+	}
+}
+
+// benchSums times NN, HS and CS on the Kronecker graph with every
+// strategy, and on the CPU; HS and CS stop after 20 iterations.
 func benchSums(t *testing.T, c *gpu.Context, add func(string, ...any)) {
-	add("| graph | program | iterations | CPU ms | vwc (auto K) ms | vwc K=1 ms | vwc K=32 ms |")
-	add("|---|---|---|---|---|---|---|")
+	add("| graph | program | iterations | CPU ms | %s |", strategyHeader)
+	add("|---|---|---|---|---|---|---|---|---|---|---|")
 	scale := optest.BenchScale()
 	// NN and HS on coefficients that sum below 0.9 into every vertex;
 	// CS on the benchmark graph's weights (any positive conductances).
@@ -99,25 +160,7 @@ func benchSums(t *testing.T, c *gpu.Context, add func(string, ...any)) {
 			t.Fatal(err)
 		}
 		cpu := time.Since(start)
-		cells := []string{}
-		for _, k := range []int{0, 1, 32} {
-			var times []time.Duration
-			for i := 0; i < 4; i++ {
-				got, st, err := Run(context.Background(), c, p, in, Options{VWarp: k})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := same(p, got, want); err != nil {
-					t.Errorf("%s (vwarp %d): %v", name, st.VWarp, err)
-				}
-				if i > 0 {
-					times = append(times, st.Compute)
-				}
-			}
-			slices.Sort(times)
-			cells = append(cells, fmt.Sprintf("%.2f", ms(times[1])))
-		}
-		add("| kronecker-%d | %s | %d | %.1f | %s |", scale, name, want.Iterations, ms(cpu), strings.Join(cells, " | "))
+		add("| kronecker-%d | %s | %d | %.1f | %s |", scale, name, want.Iterations, ms(cpu), strings.Join(strategyCells(t, c, name, p, in, want), " | "))
 	}
 }
 
@@ -154,6 +197,11 @@ func sumGraph(t *testing.T, scale int) *convert.Graph {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+type benchGraph struct {
+	name string
+	g    *convert.Graph
+}
 
 // median runs op on b once to warm up, then three times, and returns the
 // median of the results' compute times and the last result.
