@@ -115,29 +115,51 @@ func benchPart(part string) bool {
 }
 
 // strategyCells times p on in with each of strategyConfigs (the median of
-// benchRuns after a warm-up), checks each result against want, and ends
-// with auto's choice.
+// benchRuns after a warm-up, on one upload), checks each result against
+// want, and ends with auto's choice.
 func strategyCells(t *testing.T, c *gpu.Context, name string, p *vprog.Program, in vprog.Input, want *vprog.Outcome) []string {
 	var cells []string
 	for _, o := range strategyConfigs() {
-		var times []time.Duration
-		for i := 0; i <= benchRuns(); i++ {
-			got, s, err := Run(context.Background(), c, p, in, o)
-			if err != nil {
-				t.Fatalf("%s (%+v): %v", name, o, err)
-			}
-			if err := same(p, got, want); err != nil {
-				t.Errorf("%s (%s, %s): %v", name, s.Strategy, s.Shape(), err)
-			}
-			if i > 0 {
-				times = append(times, s.Compute)
-			}
-		}
+		times := repeated(t, c, name, p, in, o, want)
 		slices.Sort(times)
 		cells = append(cells, fmt.Sprintf("%.2f", ms(times[len(times)/2])))
 	}
 	auto, _ := choose(p, in.Graph)
 	return append(cells, auto)
+}
+
+// repeated runs p with o once to warm up, then benchRuns times on the
+// same upload (restarted each time), checks each outcome against want,
+// and returns the timed runs' compute times.
+func repeated(t *testing.T, c *gpu.Context, name string, p *vprog.Program, in vprog.Input, o Options, want *vprog.Outcome) []time.Duration {
+	st, err := plan(p, in.Graph, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := newRun(c, p, in, st)
+	if err != nil {
+		t.Fatalf("%s (%+v): %v", name, o, err)
+	}
+	defer r.free()
+	var times []time.Duration
+	for i := 0; i <= benchRuns(); i++ {
+		if i > 0 {
+			if err := r.restart(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := r.iterate(context.Background())
+		if err != nil {
+			t.Fatalf("%s (%+v): %v", name, o, err)
+		}
+		if err := same(p, got, want); err != nil {
+			t.Errorf("%s (%s, %s), run %d: %v", name, st.Strategy, st.Shape(), i, err)
+		}
+		if i > 0 {
+			times = append(times, st.Compute)
+		}
+	}
+	return times
 }
 
 // benchStrategies times bfs, sssp, pagerank, cc and sswp as programs with

@@ -57,16 +57,9 @@ func (st *Stats) Shape() string {
 
 // Run runs p on g on the GPU of c.
 func Run(ctx context.Context, c *gpu.Context, p *vprog.Program, in vprog.Input, opts Options) (*vprog.Outcome, *Stats, error) {
-	st := &Stats{Strategy: opts.Strategy, VWarp: opts.VWarp, ShardVertices: opts.ShardVertices, Reason: "asked for"}
-	switch {
-	case opts.Strategy == "" || opts.Strategy == "auto":
-		st.Strategy, st.Reason = choose(p, in.Graph)
-	case !slices.Contains(vprog.Strategies(), opts.Strategy):
-		return nil, nil, usererr.New(usererr.Usage, fmt.Sprintf("vertex programs have no GPU strategy %q", opts.Strategy),
-			"use one of "+strings.Join(vprog.Strategies(), ", ")+" (or auto)")
-	}
-	if st.VWarp == 0 {
-		st.VWarp = pickVWarp(in.Graph)
+	st, err := plan(p, in.Graph, opts)
+	if err != nil {
+		return nil, nil, err
 	}
 	if in.Graph.NumVertices() == 0 {
 		out, err := vprog.RunCPU(ctx, p, in) // nothing to launch
@@ -82,6 +75,23 @@ func Run(ctx context.Context, c *gpu.Context, p *vprog.Program, in vprog.Input, 
 		return nil, nil, err
 	}
 	return out, st, nil
+}
+
+// plan is the run's strategy (auto's choice, or the one asked for) and
+// vwc's K.
+func plan(p *vprog.Program, g *convert.Graph, opts Options) (*Stats, error) {
+	st := &Stats{Strategy: opts.Strategy, VWarp: opts.VWarp, ShardVertices: opts.ShardVertices, Reason: "asked for"}
+	switch {
+	case opts.Strategy == "" || opts.Strategy == "auto":
+		st.Strategy, st.Reason = choose(p, g)
+	case !slices.Contains(vprog.Strategies(), opts.Strategy):
+		return nil, usererr.New(usererr.Usage, fmt.Sprintf("vertex programs have no GPU strategy %q", opts.Strategy),
+			"use one of "+strings.Join(vprog.Strategies(), ", ")+" (or auto)")
+	}
+	if st.VWarp == 0 {
+		st.VWarp = pickVWarp(g)
+	}
+	return st, nil
 }
 
 // pickVWarp is the smallest power of two at least the average in-degree,
@@ -115,8 +125,10 @@ type run struct {
 	act    [2]*gpu.DeviceBuffer
 	chg    *gpu.DeviceBuffer
 	cur    []*gpu.DeviceBuffer
-	n      uint32
-	st     *Stats
+	// init is the vertex fields' initial values (restart copies them again).
+	init [][]byte
+	n    uint32
+	st   *Stats
 	// inDst is the in-edges' destinations (warpseg, gshards).
 	inDst *gpu.DeviceBuffer
 	// ks is KiTES' compaction: per thread counts, the active list, its
@@ -225,12 +237,13 @@ func (r *run) upload(in vprog.Input) error {
 	p := r.prog
 	add := func(fields []vprog.Field, vals []vprog.Values, keep bool) error {
 		for k, f := range fields {
-			b, err := r.put(fieldBytes(f.Type, vals[k]))
+			raw := fieldBytes(f.Type, vals[k])
+			b, err := r.put(raw)
 			if err != nil {
 				return err
 			}
 			if keep {
-				r.cur = append(r.cur, b)
+				r.cur, r.init = append(r.cur, b), append(r.init, raw)
 			}
 			ptrs = append(ptrs, uint64(b.Ptr()))
 		}
@@ -276,12 +289,31 @@ func (r *run) flags() error {
 	if r.chg, err = r.alloc(int64(r.n)); err != nil {
 		return err
 	}
+	return r.clearFlags()
+}
+
+// clearFlags clears the state, the changed flags and the second parity's
+// flags, and makes every vertex active.
+func (r *run) clearFlags() error {
 	for _, z := range []*gpu.DeviceBuffer{r.state, r.act[1], r.chg} {
 		if err := z.Memset8(r.s, 0); err != nil {
 			return err
 		}
 	}
 	return r.act[0].Memset8(r.s, 1)
+}
+
+// restart sets the run back to its start, the vertex fields' initial
+// values current again (a benchmark repeats a run on one upload).
+func (r *run) restart() error {
+	for k, b := range r.cur {
+		if len(r.init[k]) > 0 {
+			if err := b.CopyFromHost(r.s, r.init[k]); err != nil {
+				return err
+			}
+		}
+	}
+	return r.clearFlags()
 }
 
 func (r *run) put(raw []byte) (*gpu.DeviceBuffer, error) {
