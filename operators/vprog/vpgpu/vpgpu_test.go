@@ -183,7 +183,8 @@ func closeFloats(got, want []float64, tol float64) error {
 }
 
 // TestFaultGPU checks that a division by zero on the GPU is the error the
-// CPU gives: the program's line and column, and a vertex.
+// CPU gives, with every strategy: the program's line and column, and a
+// vertex.
 func TestFaultGPU(t *testing.T) {
 	c := device(t)
 	g := optest.BuildGraph(t, optest.Shapes(t)[3], true, true, edges.KeyInt64)
@@ -192,9 +193,11 @@ func TestFaultGPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = Run(context.Background(), c, p, vprog.Input{Graph: g, Source: -1}, Options{VWarp: 4})
-	if usererr.KindOf(err) != usererr.Input || !strings.HasPrefix(fmt.Sprint(err), "bad.vp, line 3: column 36: division by zero at vertex ") {
-		t.Fatalf("%v, want the division by zero at bad.vp line 3 column 36", err)
+	for _, s := range vprog.Strategies() {
+		_, _, err = Run(context.Background(), c, p, vprog.Input{Graph: g, Source: -1}, Options{Strategy: s, VWarp: 4})
+		if usererr.KindOf(err) != usererr.Input || !strings.HasPrefix(fmt.Sprint(err), "bad.vp, line 3: column 36: division by zero at vertex ") {
+			t.Errorf("%s: %v, want the division by zero at bad.vp line 3 column 36", s, err)
+		}
 	}
 }
 
