@@ -43,14 +43,14 @@ func TestBenchPrograms(t *testing.T) {
 		rows = append(rows, fmt.Sprintf(format, args...))
 		t.Log(rows[len(rows)-1])
 	}
-	var kron, real []benchGraph // built only for the parts that read them
+	var kron, reals []benchGraph // built only for the parts that read them
 	if benchPart("kron") || benchPart("builtins") {
 		kron = []benchGraph{{fmt.Sprintf("kronecker-%d", optest.BenchScale()), optest.BenchGraph(t)}}
 	}
 	if benchPart("real") || benchPart("builtins") {
 		for _, rg := range optest.RealGraphs(t) {
 			if strings.HasSuffix(rg.Name, "/undirected") {
-				real = append(real, benchGraph{rg.Name, rg.G})
+				reals = append(reals, benchGraph{rg.Name, rg.G})
 			}
 		}
 	}
@@ -59,7 +59,7 @@ func TestBenchPrograms(t *testing.T) {
 		rows = append(rows, "")
 	}
 	if benchPart("real") {
-		benchStrategies(t, c, real, add)
+		benchStrategies(t, c, reals, add)
 		rows = append(rows, "")
 	}
 	if benchPart("kron") {
@@ -68,7 +68,7 @@ func TestBenchPrograms(t *testing.T) {
 	}
 	var list []benchGraph
 	if benchPart("builtins") {
-		list = append(kron, real...)
+		list = append(kron, reals...)
 	}
 	add("| graph | algorithm | built-in (strategy) | ms | iterations | program (its strategy) | ms | iterations | ratio |")
 	add("|---|---|---|---|---|---|---|---|---|")
