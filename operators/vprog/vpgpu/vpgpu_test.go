@@ -229,3 +229,24 @@ func TestNeed(t *testing.T) {
 		}
 	}
 }
+
+// TestChoose checks auto's rule (the H200's figures, strategy.go): a sum
+// over skewed in-degrees takes warpseg, HS's too though it starts from a
+// source; a traversal there, and any program on even in-degrees, vwc.
+func TestChoose(t *testing.T) {
+	shapes := map[string]optest.Shape{}
+	for _, s := range optest.Shapes(t) {
+		shapes[s.Name] = s
+	}
+	star := optest.BuildGraph(t, shapes["star"], true, true, edges.KeyInt64)
+	chain := optest.BuildGraph(t, shapes["chain"], false, true, edges.KeyInt64)
+	for _, c := range []struct {
+		prog string
+		g    *convert.Graph
+		want string
+	}{{"pr", star, "warpseg"}, {"hs", star, "warpseg"}, {"bfs", star, "vwc"}, {"cc", star, "vwc"}, {"pr", chain, "vwc"}} {
+		if got, why := choose(example(t, c.prog), c.g); got != c.want || !strings.HasPrefix(why, "auto: ") {
+			t.Errorf("%s: auto chose %s (%s), want %s", c.prog, got, why, c.want)
+		}
+	}
+}
