@@ -115,24 +115,23 @@ func (pl *placement) warm(log *slog.Logger) {
 // run runs op on g with parameters p, and says where it ran when that was
 // chosen (auto) and why.
 func (pl *placement) run(ctx context.Context, g *pipeline.Graph, op operators.Operator, p operators.Params) (res *pipeline.Result, note string, err error) {
-	name := op.Spec().Name
-	if prog, ok := op.(*vprog.Operator); ok {
-		return pl.runProgram(ctx, g, prog, p)
-	}
 	if pl.gpu == nil {
-		res, err = g.Run(ctx, name, p, operators.CPU{})
+		res, err = g.RunOp(ctx, op, p, operators.CPU{})
 		return res, pl.noGPU, err
 	}
 	need, err := pl.gpu.Need(op, g.Graph, p)
 	if err != nil { // the operator has no GPU implementation
 		return pl.elsewhere(ctx, g, op, p, err)
 	}
-	if d, ok := pl.gpu.(deviceGPU); ok && pl.choice == "auto" {
+	if _, prog := op.(*vprog.Operator); !prog && pl.choice == "auto" {
 		// The cost model, per query, with the GPU open: a query the CPU
 		// answers sooner (a small graph) runs there.
-		if cpu, why := pipeline.CheaperOnCPU(d.GPU, pl.model, g.Graph, op, p); cpu {
-			res, err = g.Run(ctx, name, p, operators.CPU{})
-			return res, "ran on the CPU: " + why, err
+		// A program has no row in the cost model: it takes the GPU.
+		if d, ok := pl.gpu.(deviceGPU); ok {
+			if cpu, why := pipeline.CheaperOnCPU(d.GPU, pl.model, g.Graph, op, p); cpu {
+				res, err = g.RunOp(ctx, op, p, operators.CPU{})
+				return res, "ran on the CPU: " + why, err
+			}
 		}
 	}
 	pl.runs.RLock()
@@ -142,7 +141,7 @@ func (pl *placement) run(ctx context.Context, g *pipeline.Graph, op operators.Op
 		return pl.elsewhere(ctx, g, op, p, errNoRoom{need: need, free: total, all: true})
 	}
 	if err == nil && need <= free {
-		res, err = pl.onGPU(ctx, g, name, p)
+		res, err = pl.onGPU(ctx, g, op, p)
 		pl.runs.RUnlock()
 		if !declined(err) {
 			return res, "", err
@@ -193,12 +192,12 @@ func (pl *placement) alone(ctx context.Context, g *pipeline.Graph, op operators.
 			}
 		}
 	}
-	res, err := pl.onGPU(ctx, g, op.Spec().Name, p)
+	res, err := pl.onGPU(ctx, g, op, p)
 	if declined(err) && len(others) > 0 {
 		for _, o := range others {
 			pl.forget(o)
 		}
-		res, err = pl.onGPU(ctx, g, op.Spec().Name, p)
+		res, err = pl.onGPU(ctx, g, op, p)
 	}
 	if declined(err) {
 		return nil, errNoRoom{need: need, free: free, cause: err}
@@ -207,11 +206,11 @@ func (pl *placement) alone(ctx context.Context, g *pipeline.Graph, op operators.
 }
 
 // onGPU runs op on g on the GPU, noting the graph's use.
-func (pl *placement) onGPU(ctx context.Context, g *pipeline.Graph, name string, p operators.Params) (*pipeline.Result, error) {
+func (pl *placement) onGPU(ctx context.Context, g *pipeline.Graph, op operators.Operator, p operators.Params) (*pipeline.Result, error) {
 	pl.mu.Lock()
 	pl.used[g.Graph] = time.Now()
 	pl.mu.Unlock()
-	return g.Run(ctx, name, p, pl.gpu)
+	return g.RunOp(ctx, op, p, pl.gpu)
 }
 
 // elsewhere is what happens to a run the GPU cannot take (why): under
@@ -224,7 +223,7 @@ func (pl *placement) elsewhere(ctx context.Context, g *pipeline.Graph, op operat
 		}
 		return nil, "", why
 	}
-	res, err := g.Run(ctx, op.Spec().Name, p, operators.CPU{})
+	res, err := g.RunOp(ctx, op, p, operators.CPU{})
 	return res, "ran on the CPU: " + oneLine(why.Error()), err
 }
 

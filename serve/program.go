@@ -3,10 +3,11 @@ package serve
 import (
 	"context"
 
-	"github.com/gpipe/gpipe/internal/pipeline"
+	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
 	"github.com/gpipe/gpipe/operators/vprog"
+	"github.com/gpipe/gpipe/operators/vprog/vpgpu"
 )
 
 // programName is what errors call a query's program: it has no file.
@@ -28,9 +29,28 @@ func (q *query) operator() (operators.Operator, error) {
 	return &vprog.Operator{Prog: prog}, nil
 }
 
-// runProgram runs a vertex program on g: on the CPU; a GPU run goes
-// through pipeline.ProgramBackend where the placement has a device.
-func (pl *placement) runProgram(ctx context.Context, g *pipeline.Graph, op *vprog.Operator, p operators.Params) (*pipeline.Result, string, error) {
-	res, err := g.RunOp(ctx, op, p, operators.CPU{})
-	return res, "vertex programs run on the CPU in the server", err
+// A vertex program runs where the built-ins run (placement.run): on the
+// GPU when there is one and the run fits in its memory, else on the CPU
+// (--backend auto) or refused (--backend gpu). On the device, package
+// vpgpu compiles and runs it with its own copies of the graph's layouts
+// (the graph's resident copies are gpuop's); its memory is
+// vpgpu.Need's. Under auto a program always takes the GPU: the cost
+// model has no row for a user's code.
+
+// Need is the device memory a run of op on g takes: a program's from
+// vpgpu, a built-in's from gpuop.
+func (d deviceGPU) Need(op operators.Operator, g *convert.Graph, p operators.Params) (int64, error) {
+	if vp, ok := op.(*vprog.Operator); ok {
+		return vpgpu.Need(vp.Prog, g, p.Strategy), nil
+	}
+	return d.GPU.Need(op, g, p)
+}
+
+// Run runs op on the GPU: a program through vpgpu, a built-in through
+// gpuop.
+func (d deviceGPU) Run(ctx context.Context, op operators.Operator, in operators.Input) (*operators.Result, error) {
+	if _, ok := op.(*vprog.Operator); ok {
+		return vpgpu.Backend{Ctx: d.Context()}.Run(ctx, op, in)
+	}
+	return d.GPU.Run(ctx, op, in)
 }

@@ -21,7 +21,7 @@ func benchCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:      "bench",
 		Usage:     "load and build a graph once, then time an operator over several trials",
-		UsageText: "gpipe bench (--input PATH | --gen kronecker:SCALE[:EDGEFACTOR] | --gen grid:ROWSxCOLS) --op OP [--backend cpu|gpu] [--strategy S[,S...]] [--trials N] [--json]",
+		UsageText: "gpipe bench (--input PATH | --gen kronecker:SCALE[:EDGEFACTOR] | --gen grid:ROWSxCOLS) (--op OP | --program FILE) [--backend cpu|gpu] [--strategy S[,S...]] [--trials N] [--json]",
 		Description: "Trial times are the operator's own compute time (CUDA events on the GPU), after one\n" +
 			"untimed warm-up run. bfs, sssp and sswp start each trial from a different random vertex\n" +
 			"with out-edges (seeded). bfs reports GTEPS as Graph 500 does: input edges over time,\n" +
@@ -33,6 +33,7 @@ func benchCommand(e *env) *cli.Command {
 			s3EndpointFlag(),
 			&cli.StringFlag{Name: "gen", Usage: "generate the graph: kronecker:SCALE[:EDGEFACTOR] (edge factor 16 by default) or grid:ROWSxCOLS (add --undirected)"},
 			&cli.StringFlag{Name: "op", Usage: "operator"},
+			&cli.StringFlag{Name: "program", Usage: "time the vertex program in `FILE` instead of an operator (--strategy may list vwc, warpseg, kites, gshards)"},
 			&cli.StringFlag{Name: "backend", Value: "cpu", Usage: "cpu, gpu or auto (the GPU when one is usable and the graph fits)"},
 			&cli.IntFlag{Name: "gpus", Value: 0, Usage: "GPUs to spread bfs, pagerank, sssp, sswp and cc over, the graph cut by vertex range (0: every usable GPU where that is faster or one GPU is too small; 1: one GPU)"},
 			&cli.IntFlag{Name: "trials", Value: 16, Usage: fmt.Sprintf("timed runs (at most %d)", bench.MaxTrials)},
@@ -50,10 +51,7 @@ func benchCommand(e *env) *cli.Command {
 		}, append(textFlags(), paramFlags()...)...),
 		Before: e.endOnSecondSignal,
 		Action: func(c *cli.Context) error {
-			if c.String("op") == "" {
-				return usererr.New(usererr.Usage, "--op is required", "see 'gpipe bench --help'")
-			}
-			params, err := paramsFor(c, c.String("op"))
+			prog, params, err := benchOperator(c)
 			if err != nil {
 				return err
 			}
@@ -64,8 +62,12 @@ func benchCommand(e *env) *cli.Command {
 				if c.Int("sources") < 1 {
 					return usererr.Newf(usererr.Usage, "--sources %d must be at least 1", c.Int("sources"))
 				}
-				if o, _ := operators.Lookup(c.String("op")); !o.Spec().NeedsSource {
-					return usererr.New(usererr.Usage, fmt.Sprintf("--sources does not apply to operator %s (it takes no source)", c.String("op")), "leave it out")
+				o := prog
+				if o == nil {
+					o, _ = operators.Lookup(c.String("op"))
+				}
+				if !o.Spec().NeedsSource {
+					return usererr.New(usererr.Usage, fmt.Sprintf("--sources does not apply to operator %s (it takes no source)", o.Spec().Name), "leave it out")
 				}
 			}
 			var profile io.Writer
@@ -95,13 +97,17 @@ func benchCommand(e *env) *cli.Command {
 			defer progress.Stop()
 			// The trials' iterations show in the progress line.
 			ctx := operators.WithProgress(c.Context, progress.Iterated)
+			cols := edges.Columns{
+				Src: c.String("src-col"), Dst: c.String("dst-col"), Weight: c.String("weight-col"),
+				WeightExplicit: c.IsSet("weight-col"),
+			}
+			if err := programColumn(c, prog, &cols); err != nil {
+				return err
+			}
 			reps, err := bench.Run(ctx, bench.Config{
 				Input: c.String("input"), Gen: c.String("gen"),
 				Load: pipeline.LoadOptions{
-					Columns: edges.Columns{
-						Src: c.String("src-col"), Dst: c.String("dst-col"), Weight: c.String("weight-col"),
-						WeightExplicit: c.IsSet("weight-col"),
-					},
+					Columns:    cols,
 					Format:     c.String("input-format"),
 					Undirected: c.Bool("undirected"),
 					Stdin:      e.stdin,
@@ -110,7 +116,7 @@ func benchCommand(e *env) *cli.Command {
 					Store: store,
 				},
 				Unweighted: c.Bool("unweighted"),
-				Op:         c.String("op"), Params: params, Backend: c.String("backend"), GPUs: c.Int("gpus"),
+				Op:         c.String("op"), Operator: prog, Params: params, Backend: c.String("backend"), GPUs: c.Int("gpus"),
 				Trials: c.Int("trials"), Sources: c.Int("sources"), Seed: c.Uint64("seed"),
 				Stage: progress.Stage(""), CPUProfile: profile,
 			})
@@ -158,4 +164,19 @@ func printBench(e *env, rep *bench.Report) {
 		fmt.Fprintf(tw, "note\t%s\n", n)
 	}
 	tw.Flush()
+}
+
+// benchOperator is the vertex program --program names (nil for --op's
+// operator) and the run's parameters.
+func benchOperator(c *cli.Context) (operators.Operator, operators.Params, error) {
+	prog, err := programFlag(c)
+	switch {
+	case err != nil:
+		return nil, operators.Params{}, err
+	case prog == nil:
+		p, err := paramsFor(c, c.String("op"))
+		return nil, p, err
+	}
+	p, err := paramsOf(c, prog)
+	return prog, p, err
 }

@@ -19,7 +19,7 @@ func programFlag(c *cli.Context) (operators.Operator, error) {
 	path := c.String("program")
 	switch {
 	case path == "" && c.String("op") == "":
-		return nil, usererr.New(usererr.Usage, "--op or --program is required", "see 'gpipe run --help'")
+		return nil, usererr.New(usererr.Usage, "--op or --program is required", "see 'gpipe "+c.Command.Name+" --help'")
 	case path == "":
 		return nil, nil
 	case c.String("op") != "":

@@ -76,7 +76,10 @@ func TestRunProgram(t *testing.T) {
 	fails(t, dir, nil, 2, []string{"--op with --program"}, "run", "--program", prog("bfs"), "--op", "bfs", "--input", karate)
 	fails(t, dir, nil, 3, []string{"cannot read the program"}, "run", "--program", filepath.Join(dir, "none.vp"), "--input", karate)
 	fails(t, dir, nil, 2, []string{"needs a source vertex"}, "run", "--program", prog("bfs"), "--input", karate)
-	fails(t, dir, nil, 2, []string{`no GPU strategy "gshards"`}, "run", "--program", prog("cc"), "--input", karate, "--strategy", "gshards")
+	fails(t, dir, nil, 2, []string{`no GPU strategy "cw"`, "vwc, warpseg, kites, gshards"}, "run", "--program", prog("cc"), "--input", karate, "--strategy", "cw")
+	for _, s := range []string{"warpseg", "kites", "gshards"} {
+		ok(t, dir, nil, "run", "--program", prog("cc"), "--input", karate, "--strategy", s, "--output", out("s"+s), "-q")
+	}
 	fails(t, dir, nil, 2, []string{"vwarp (the lanes a vertex) 3"}, "run", "--program", prog("cc"), "--input", karate, "--vwarp", "3")
 	fails(t, dir, nil, 2, []string{"--dynamic does not apply to operator program cc"}, "run", "--program", prog("cc"), "--input", karate, "--dynamic")
 	fails(t, dir, nil, 2, []string{`--weight-col "w" with a program that reads the edge column "nn_weight"`}, "run", "--program", prog("nn"), "--input", karate, "--weight-col", "w")
@@ -104,4 +107,22 @@ func TestGenEdgeColumns(t *testing.T) {
 	}
 	fails(t, dir, nil, 2, []string{"--edge-columns with an edge list output"}, "gen", "grid", "--rows", "2", "--cols", "2", "--edge-columns", "nn", "--output", filepath.Join(dir, "g.txt"))
 	fails(t, dir, nil, 2, []string{`unknown column kind "xx"`}, "gen", "grid", "--rows", "2", "--cols", "2", "--edge-columns", "nn,xx", "--output", g)
+}
+
+// TestBenchProgram times a vertex program with gpipe bench: one report a
+// strategy of the list, the program named as run names it; a strategy
+// programs do not have, and --op with --program, are usage errors.
+func TestBenchProgram(t *testing.T) {
+	dir := t.TempDir()
+	root, _ := filepath.Abs("../..")
+	cc := filepath.Join(root, "examples", "programs", "cc.vp")
+	bfs := filepath.Join(root, "examples", "programs", "bfs.vp")
+	r := ok(t, dir, nil, "bench", "--gen", "kronecker:6", "--undirected", "--program", cc, "--strategy", "vwc,gshards", "--trials", "2", "--json", "-q")
+	if n := strings.Count(r.stdout, `"op":"program cc"`); n != 2 {
+		t.Errorf("%d reports of program cc, want 2 (one a strategy): %s", n, r.stdout)
+	}
+	ok(t, dir, nil, "bench", "--gen", "kronecker:6", "--program", bfs, "--sources", "2", "--trials", "2", "-q")
+	fails(t, dir, nil, 2, []string{`no GPU strategy "cw"`}, "bench", "--gen", "kronecker:6", "--program", cc, "--strategy", "vwc,cw")
+	fails(t, dir, nil, 2, []string{"--op with --program"}, "bench", "--gen", "kronecker:6", "--program", cc, "--op", "cc")
+	fails(t, dir, nil, 2, []string{"--sources does not apply to operator program cc"}, "bench", "--gen", "kronecker:6", "--program", cc, "--sources", "2")
 }

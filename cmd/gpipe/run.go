@@ -17,6 +17,7 @@ import (
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
 	"github.com/gpipe/gpipe/operators/gpuop"
+	"github.com/gpipe/gpipe/operators/vprog"
 	"github.com/gpipe/gpipe/sink"
 )
 
@@ -169,7 +170,8 @@ func runCommand(e *env) *cli.Command {
 			"   gpipe run --input edges.parquet --op bfs --source 42 --output out.parquet\n" +
 			"   gpipe run --input - --op pagerank --output - < edges.arrows | next-tool\n\n" + semantics +
 			"GPU strategies (--strategy; auto picks the fastest measured that fits in the\n" +
-			"   GPU's memory, and --json says which and why):\n" + gpuop.StrategiesHelp() + "\n" + formatsHelp,
+			"   GPU's memory, and --json says which and why):\n" + gpuop.StrategiesHelp() +
+			"   vertex programs (--program): " + strings.Join(vprog.Strategies(), ", ") + "\n\n" + formatsHelp,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "edge table `PATH`: a file, a directory or glob of part files (Hive key=value directories too), " +
 				"an s3://BUCKET/KEY object or s3://BUCKET/PREFIX/ dataset, an https:// URL, or \"-\" (stdin: Parquet or Arrow IPC, or the format --input-format names)"},

@@ -25,6 +25,7 @@ import (
 	"github.com/gpipe/gpipe/internal/usererr"
 	"github.com/gpipe/gpipe/operators"
 	"github.com/gpipe/gpipe/operators/gpuop"
+	"github.com/gpipe/gpipe/operators/vprog"
 )
 
 // Config is one `gpipe bench`: load and build once, then run an operator
@@ -38,6 +39,9 @@ type Config struct {
 	// Unweighted reads no weight column (pipeline.Job's).
 	Unweighted bool
 	Op         string
+	// Operator, when set, is the operator in place of Op's (a vertex
+	// program, which no name looks up); prepare sets it to Op's otherwise.
+	Operator operators.Operator
 	// Params are the operator's parameters. Params.Strategy may list
 	// several GPU strategies, separated by commas, to compare them side by
 	// side on the same graph.
@@ -173,18 +177,33 @@ func prepare(cfg *Config) (operators.Operator, []string, error) {
 	if err := checkCounts(*cfg); err != nil {
 		return nil, nil, err
 	}
-	op, err := operators.Lookup(cfg.Op)
-	if err != nil {
-		return nil, nil, err
+	op := cfg.Operator
+	if op == nil {
+		var err error
+		if op, err = operators.Lookup(cfg.Op); err != nil {
+			return nil, nil, err
+		}
+		cfg.Operator = op
+	}
+	// A program checks its strategy in Prepare: each of the list's below.
+	_, program := op.(*vprog.Operator)
+	list := cfg.Params.Strategy
+	if program {
+		cfg.Params.Strategy = ""
 	}
 	if err := op.Prepare(&cfg.Params); err != nil {
 		return nil, nil, err
 	}
-	strategies := strings.Split(cfg.Params.Strategy, ",")
+	cfg.Params.Strategy = list
+	strategies := strings.Split(list, ",")
 	for _, s := range strategies {
 		p := cfg.Params
 		p.Strategy = strings.TrimSpace(s)
-		if err := gpuop.Check(op, p); err != nil {
+		check := gpuop.Check
+		if program {
+			check = func(op operators.Operator, p operators.Params) error { return op.Prepare(&p) }
+		}
+		if err := check(op, p); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -232,7 +251,7 @@ type benchedGraph struct {
 func (b *benchedGraph) report(cfg Config, spec operators.Spec, backend, reason string) *Report {
 	g := b.g
 	rep := &Report{
-		Op: cfg.Op, Backend: backend, Input: b.name, BackendReason: reason, Sources: b.sources,
+		Op: cfg.Operator.Spec().Name, Backend: backend, Input: b.name, BackendReason: reason, Sources: b.sources,
 		Vertices: g.NumVertices(), Edges: g.NumEdges(), InputEdges: g.Stats.InputEdges,
 		ReadS: g.ReadTime.Seconds(), BuildS: g.BuildTime.Seconds(),
 		UploadS: g.Built.Upload.Seconds(), BuildDevice: g.Built.Device, BuildReason: g.Built.Reason,
@@ -298,7 +317,7 @@ func benchTrials(ctx context.Context, cfg Config, g *pipeline.Graph, runner oper
 			cfg.Stage(fmt.Sprintf("trial %d of %d", trial+1, cfg.Trials))
 		}
 		runtime.GC()
-		res, err := g.Run(ctx, cfg.Op, p, runner)
+		res, err := g.RunOp(ctx, cfg.Operator, p, runner)
 		if err != nil {
 			return err
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/gpipe/gpipe/convert"
@@ -56,10 +58,9 @@ func (o *Operator) Prepare(p *operators.Params) error {
 	if p.MaxIterations < 0 {
 		return usererr.Newf(usererr.Usage, "max_iterations %d is negative", p.MaxIterations)
 	}
-	switch p.Strategy {
-	case "", "auto", "vwc":
-	default:
-		return usererr.New(usererr.Usage, fmt.Sprintf("vertex programs have no GPU strategy %q", p.Strategy), "use vwc (or auto)")
+	if p.Strategy != "" && p.Strategy != "auto" && !slices.Contains(Strategies(), p.Strategy) {
+		return usererr.New(usererr.Usage, fmt.Sprintf("vertex programs have no GPU strategy %q", p.Strategy),
+			"use one of "+strings.Join(Strategies(), ", ")+" (or auto)")
 	}
 	if k := p.VWarp; k != 0 && (k < 1 || k > 32 || k&(k-1) != 0) {
 		return usererr.Newf(usererr.Usage, "vwarp (the lanes a vertex) %d is not 1, 2, 4, 8, 16 or 32", k)

@@ -40,6 +40,6 @@ func (b Backend) Run(ctx context.Context, op operators.Operator, in operators.In
 		return nil, err
 	}
 	res.Backend, res.Strategy, res.Compute, res.Transfer = "gpu", st.Strategy, st.Compute, st.Transfer
-	res.StrategyReason = fmt.Sprintf("%s; %d lanes a vertex (vwarp)", st.Reason, st.VWarp)
+	res.StrategyReason = st.Reason + "; " + st.Shape()
 	return res, nil
 }

@@ -65,19 +65,24 @@ func (r *run) iterate(ctx context.Context) (*vprog.Outcome, error) {
 	return r.outcome(state)
 }
 
-// iteration queues one iteration: compute (reading the flags of parity),
-// check, commit (writing the other parity's).
+// iteration queues one iteration: the strategy's kernels (reading the
+// flags of parity), check, commit (writing the other parity's).
 func (r *run) iteration(parity int) error {
+	if err := r.strategyIteration(parity); err != nil {
+		return err
+	}
+	if err := gpu.Launch(r.fns[vprog.KernelCheck], gpu.Dim(1), gpu.Dim(1), 0, r.s, r.state, uint32(r.prog.MaxIterations)); err != nil {
+		return err
+	}
+	grid := gpu.Dim(min(gpu.BlocksFor(int(r.n), blockSize), maxBlocks))
+	return gpu.Launch(r.fns[vprog.KernelCommit], grid, gpu.Dim(blockSize), 0, r.s, r.tab, r.state, r.outOff, r.outTgt, r.act[parity^1], r.chg, r.n)
+}
+
+// vwcIteration is vp_compute: K lanes a vertex.
+func (r *run) vwcIteration(parity int) error {
 	k := uint32(r.st.VWarp)
 	grid := gpu.Dim(min(gpu.BlocksFor(int(r.n)*int(k), blockSize), maxBlocks))
-	if err := gpu.Launch(r.fns[0], grid, gpu.Dim(blockSize), 0, r.s, r.tab, r.state, r.inOff, r.inSrc, r.act[parity], r.chg, r.n, int64(r.n)); err != nil {
-		return err
-	}
-	if err := gpu.Launch(r.fns[1], gpu.Dim(1), gpu.Dim(1), 0, r.s, r.state, uint32(r.prog.MaxIterations)); err != nil {
-		return err
-	}
-	grid = gpu.Dim(min(gpu.BlocksFor(int(r.n), blockSize), maxBlocks))
-	return gpu.Launch(r.fns[2], grid, gpu.Dim(blockSize), 0, r.s, r.tab, r.state, r.outOff, r.outTgt, r.act[parity^1], r.chg, r.n)
+	return gpu.Launch(r.fns[vprog.KernelCompute], grid, gpu.Dim(blockSize), 0, r.s, r.tab, r.state, r.inOff, r.inSrc, r.act[parity], r.chg, r.n, int64(r.n))
 }
 
 func (r *run) readState(state *[vprog.StateWords]uint32) error {

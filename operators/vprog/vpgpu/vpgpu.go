@@ -10,6 +10,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/gpipe/gpipe/convert"
@@ -18,40 +20,46 @@ import (
 	"github.com/gpipe/gpipe/operators/vprog"
 )
 
-// Strategies are the programs' GPU strategies: vwc, K lanes a vertex
-// pulling its in-edges (virtual warp-centric, over the active vertices
-// only).
-var Strategies = []string{"vwc"}
-
 // Options tune a run.
 type Options struct {
-	// Strategy is "", "auto" or "vwc".
+	// Strategy is "", "auto" or one of vprog.Strategies().
 	Strategy string
-	// VWarp is the lanes a vertex (1 to 32, a power of two); 0 picks the
+	// VWarp is vwc's lanes a vertex (1 to 32, a power of two); 0 picks the
 	// smallest power of two at least the average in-degree.
 	VWarp int
+	// ShardVertices is gshards' window; 0 picks CuSha's (at most what a
+	// block's shared memory holds).
+	ShardVertices int
 }
 
 // Stats say how a run went.
 type Stats struct {
 	Strategy, Reason string
 	VWarp            int
+	// ShardVertices is gshards' window (CuSha's N).
+	ShardVertices int
 	// Compute is the kernels' time (events); Load the JIT compilation's,
 	// Transfer the uploads' and the initial values' (host).
 	Compute, Load, Transfer time.Duration
 }
 
+// Shape is the strategy's geometry in words: vwc's lanes a vertex,
+// gshards' window.
+func (st *Stats) Shape() string {
+	switch st.Strategy {
+	case "vwc":
+		return fmt.Sprintf("%d lanes a vertex (vwarp)", st.VWarp)
+	case "gshards":
+		return fmt.Sprintf("windows of %d vertices", st.ShardVertices)
+	}
+	return "32 in-edges a warp's round"
+}
+
 // Run runs p on g on the GPU of c.
 func Run(ctx context.Context, c *gpu.Context, p *vprog.Program, in vprog.Input, opts Options) (*vprog.Outcome, *Stats, error) {
-	if opts.Strategy != "" && opts.Strategy != "auto" && opts.Strategy != "vwc" {
-		return nil, nil, usererr.New(usererr.Usage, fmt.Sprintf("vertex programs have no GPU strategy %q", opts.Strategy), "use vwc (or auto)")
-	}
-	st := &Stats{Strategy: "vwc", VWarp: opts.VWarp, Reason: "asked for"}
-	if opts.Strategy == "" || opts.Strategy == "auto" {
-		st.Reason = "auto: the one strategy of vertex programs"
-	}
-	if st.VWarp == 0 {
-		st.VWarp = pickVWarp(in.Graph)
+	st, err := plan(p, in.Graph, opts)
+	if err != nil {
+		return nil, nil, err
 	}
 	if in.Graph.NumVertices() == 0 {
 		out, err := vprog.RunCPU(ctx, p, in) // nothing to launch
@@ -67,6 +75,23 @@ func Run(ctx context.Context, c *gpu.Context, p *vprog.Program, in vprog.Input, 
 		return nil, nil, err
 	}
 	return out, st, nil
+}
+
+// plan is the run's strategy (auto's choice, or the one asked for) and
+// vwc's K.
+func plan(p *vprog.Program, g *convert.Graph, opts Options) (*Stats, error) {
+	st := &Stats{Strategy: opts.Strategy, VWarp: opts.VWarp, ShardVertices: opts.ShardVertices, Reason: "asked for"}
+	switch {
+	case opts.Strategy == "" || opts.Strategy == "auto":
+		st.Strategy, st.Reason = choose(p, g)
+	case !slices.Contains(vprog.Strategies(), opts.Strategy):
+		return nil, usererr.New(usererr.Usage, fmt.Sprintf("vertex programs have no GPU strategy %q", opts.Strategy),
+			"use one of "+strings.Join(vprog.Strategies(), ", ")+" (or auto)")
+	}
+	if st.VWarp == 0 {
+		st.VWarp = pickVWarp(g)
+	}
+	return st, nil
 }
 
 // pickVWarp is the smallest power of two at least the average in-degree,
@@ -89,7 +114,7 @@ type run struct {
 	g      *convert.Graph
 	mod    *vprog.Module
 	module *gpu.Module
-	fns    [3]*gpu.Function
+	fns    map[string]*gpu.Function
 	bufs   []*gpu.DeviceBuffer
 	tab    *gpu.DeviceBuffer
 	state  *gpu.DeviceBuffer
@@ -100,8 +125,19 @@ type run struct {
 	act    [2]*gpu.DeviceBuffer
 	chg    *gpu.DeviceBuffer
 	cur    []*gpu.DeviceBuffer
-	n      uint32
-	st     *Stats
+	// init is the vertex fields' initial values (restart copies them again).
+	init [][]byte
+	n    uint32
+	st   *Stats
+	// inDst is the in-edges' destinations (warpseg, gshards).
+	inDst *gpu.DeviceBuffer
+	// ks is KiTES' compaction: per thread counts, the active list, its
+	// prefix sums and its totals.
+	ks kitesBufs
+}
+
+type kitesBufs struct {
+	cnt, deg, list, prefix, totals *gpu.DeviceBuffer
 }
 
 func newRun(c *gpu.Context, p *vprog.Program, in vprog.Input, st *Stats) (*run, error) {
@@ -135,7 +171,7 @@ func newRun(c *gpu.Context, p *vprog.Program, in vprog.Input, st *Stats) (*run, 
 // load generates the program's PTX and has the driver compile it.
 func (r *run) load() error {
 	start := time.Now()
-	m, err := r.prog.GeneratePTX(r.st.VWarp)
+	m, err := r.prog.GenerateFor(r.st.Strategy, r.st.VWarp)
 	if err != nil {
 		return usererr.New(usererr.Usage, err.Error(), "pass vwarp 1, 2, 4, 8, 16 or 32")
 	}
@@ -144,8 +180,9 @@ func (r *run) load() error {
 		return usererr.New(usererr.Internal, "the GPU driver did not compile the program's kernels: "+err.Error(),
 			"report it with the program; run it on the CPU (--backend cpu) meanwhile").Because(err)
 	}
-	for i, name := range []string{vprog.KernelCompute, vprog.KernelCheck, vprog.KernelCommit} {
-		if r.fns[i], err = r.module.Function(name); err != nil {
+	r.fns = map[string]*gpu.Function{}
+	for _, name := range kernelsOf(r.st.Strategy) {
+		if r.fns[name], err = r.module.Function(name); err != nil {
 			return err
 		}
 	}
@@ -200,12 +237,13 @@ func (r *run) upload(in vprog.Input) error {
 	p := r.prog
 	add := func(fields []vprog.Field, vals []vprog.Values, keep bool) error {
 		for k, f := range fields {
-			b, err := r.put(fieldBytes(f.Type, vals[k]))
+			raw := fieldBytes(f.Type, vals[k])
+			b, err := r.put(raw)
 			if err != nil {
 				return err
 			}
 			if keep {
-				r.cur = append(r.cur, b)
+				r.cur, r.init = append(r.cur, b), append(r.init, raw)
 			}
 			ptrs = append(ptrs, uint64(b.Ptr()))
 		}
@@ -230,7 +268,10 @@ func (r *run) upload(in vprog.Input) error {
 	if r.tab, err = r.put(uint64Bytes(ptrs)); err != nil {
 		return err
 	}
-	return r.flags()
+	if err := r.flags(); err != nil {
+		return err
+	}
+	return r.strategyBuffers()
 }
 
 // flags allocates the run's state, its activeness flags by parity and
@@ -248,12 +289,31 @@ func (r *run) flags() error {
 	if r.chg, err = r.alloc(int64(r.n)); err != nil {
 		return err
 	}
+	return r.clearFlags()
+}
+
+// clearFlags clears the state, the changed flags and the second parity's
+// flags, and makes every vertex active.
+func (r *run) clearFlags() error {
 	for _, z := range []*gpu.DeviceBuffer{r.state, r.act[1], r.chg} {
 		if err := z.Memset8(r.s, 0); err != nil {
 			return err
 		}
 	}
 	return r.act[0].Memset8(r.s, 1)
+}
+
+// restart sets the run back to its start, the vertex fields' initial
+// values current again (a benchmark repeats a run on one upload).
+func (r *run) restart() error {
+	for k, b := range r.cur {
+		if len(r.init[k]) > 0 {
+			if err := b.CopyFromHost(r.s, r.init[k]); err != nil {
+				return err
+			}
+		}
+	}
+	return r.clearFlags()
 }
 
 func (r *run) put(raw []byte) (*gpu.DeviceBuffer, error) {
