@@ -138,8 +138,9 @@ template <typename T>
 static void shared_free(T* p, size_t n) { munmap(p, std::max<size_t>(n * sizeof(T), 64)); }
 
 // Runs kernel over `blocks` blocks of 256 threads, all at once: block b is
-// a child process. A block that has not finished in 15 minutes (a barrier that
-// never releases) is killed and reported.
+// a child process. A block that has not finished in 15 minutes
+// (PERSIST_EMU_ALARM_S: a barrier that never releases) is killed and
+// reported.
 template <typename... K, typename... A>
 static bool coop_launch(void (*kernel)(K...), unsigned blocks, A... args) {
     std::vector<pid_t> kids;
@@ -147,7 +148,7 @@ static bool coop_launch(void (*kernel)(K...), unsigned blocks, A... args) {
     for (unsigned b = 0; b < blocks; b++) {
         pid_t pid = fork();
         if (pid == 0) {
-            alarm(900);
+            alarm((unsigned)emu_env("PERSIST_EMU_ALARM_S", 900));
             gridDim.x = blocks;
             blockDim.x = emu::Pool::threads;
             emu::block_barrier = std::make_unique<std::barrier<>>(emu::Pool::threads);
