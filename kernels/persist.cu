@@ -132,6 +132,17 @@ __device__ __forceinline__ unsigned grid_barrier(GridBarrier* b, unsigned gen, P
     return sh.word;
 }
 
+// Thread 0 of a block that has not yet arrived at generation gen's barrier
+// waits until every other block has: what they read before arriving (the
+// schedule, the far piles' counters) is read, and the block may change it.
+// The fence orders their reads before its writes, as the barrier's do.
+__device__ __forceinline__ void grid_wait_others(const GridBarrier* b, unsigned gen)
+{
+    const unsigned p = gen & 1, others = (((gen >> 1) + 1) * gridDim.x - 1) & ARRIVAL_MASK;
+    while ((unsigned)(volatile_load(&b->word[p]) >> ARRIVAL_SHIFT) != others) PERSIST_SPIN_PAUSE();
+    __threadfence();
+}
+
 // Where a step's pushes go: slots from a global counter less base (every
 // block of a multi-block step), or, single, from the block's own count
 // after base (block 0 alone: no global atomic).
@@ -360,7 +371,9 @@ extern "C" __global__ void __launch_bounds__(PERSIST_THREADS, 1) bfsp_search(
 // push to pile e, split e reads it and keeps what stays far in pile e + 1,
 // and pile e + 2's counters, last read at split e - 1 and next pushed to at
 // split e + 1, are cleared by block 0 in epoch e's first step: no step's
-// pushes wait for a clear, and no block reads a count that another clears.
+// pushes wait for a clear, and no block reads a count that another clears
+// (between the read and the clear there is a barrier, or, in a
+// single-block run, block 0 waits for the others' arrival at it).
 #define FAR_PILES 3
 
 // The schedule of an SSSP search: what the next step does. Every block
@@ -429,8 +442,10 @@ __device__ __forceinline__ double sssp_priority(unsigned long long v)
 // halves when it is larger than adapt_high, within its bounds: the bucket
 // keeps the GPU busy without re-relaxing much (ADDS's dynamic Δ). It reads
 // the far pile's counters, which no block changes between the barrier and
-// the next step's pushes, and writes nothing: every block's thread 0 runs it
-// after each barrier and gets the same schedule.
+// the next step's pushes (a single-block run that follows waits for every
+// block's arrival before its next epoch clears the pile: sssp_single), and
+// writes nothing: every block's thread 0 runs it after each barrier and
+// gets the same schedule.
 template <typename P>
 __device__ void sched_next(SsspSched& s, unsigned pushed, bool multi, const SsspState* st)
 {
@@ -664,13 +679,25 @@ __device__ __forceinline__ SsspSched load_sched(const SsspSched* p)
 }
 
 // Block 0 alone runs steps from s while their inputs have at most limit
-// entries, then leaves the schedule in the state.
+// entries, then leaves the schedule in the state. The other blocks go to
+// barrier gen after reading, late on a busy GPU, what this run changes: the
+// schedule in the state (at the launch's start) and the far pile of the
+// split that starts the run (sched_next), which the run's next epoch
+// clears and pushes to. So before its first epoch's clear, and before it
+// writes the schedule, block 0 waits for their arrival: once a run, while
+// its first steps overlap their way to the barrier.
 template <typename P>
-__device__ void sssp_single(const SsspArgs<P>& a, SsspSched s, unsigned limit, PersistShared& sh)
+__device__ void sssp_single(const SsspArgs<P>& a, SsspSched s, unsigned limit, unsigned gen, PersistShared& sh)
 {
     SsspState* st = a.st;
     unsigned steps = 0;
+    bool waited = false;  // the same in every thread: s is broadcast
     do {
+        if (s.fresh && !waited) {
+            if (threadIdx.x == 0) grid_wait_others(&st->bar, gen);
+            __syncthreads();
+            waited = true;
+        }
         sssp_step(a, s, 0, 1, true, sh);
         __syncthreads();
         if (threadIdx.x == 0) {
@@ -684,6 +711,7 @@ __device__ void sssp_single(const SsspArgs<P>& a, SsspSched s, unsigned limit, P
         steps++;
     } while (s.kind != SCHED_DONE && s.count <= limit);
     if (threadIdx.x == 0) {
+        if (!waited) grid_wait_others(&st->bar, gen);
         st->sched = s;
         st->single_runs++;
         st->single_steps += steps;
@@ -705,7 +733,7 @@ __device__ void ssspp_search(const SsspArgs<P>& a, unsigned single_limit)
         if (!single)
             sssp_step(a, s, blockIdx.x, gridDim.x, false, sh);
         else if (blockIdx.x == 0)
-            sssp_single(a, s, single_limit, sh);
+            sssp_single(a, s, single_limit, gen, sh);
         const unsigned pushed = grid_barrier(&st->bar, gen++, sh);
         if (single) {
             s = load_sched(&st->sched);
