@@ -82,15 +82,9 @@ func runBench(e *env, c *cli.Context) error {
 		defer f.Close()
 		profile = f
 	}
-	if err := checkGPUsFlag(c); err != nil {
-		return err
-	}
-	header, delim, err := textOptions(c)
+	header, delim, err := loadFlags(c)
 	if err != nil {
 		return err
-	}
-	if c.Bool("unweighted") && c.IsSet("weight-col") {
-		return usererr.New(usererr.Usage, "--unweighted with --weight-col: one reads no weights, the other names them", "leave one of them out")
 	}
 	store, err := storeOptions(c)
 	if err != nil {

@@ -104,6 +104,23 @@ func textFlags() []cli.Flag {
 	}
 }
 
+// loadFlags checks the flags run and bench share about the load (--gpus;
+// --unweighted against --weight-col) and returns the text reader's header
+// and delimiter.
+func loadFlags(c *cli.Context) (edges.Header, rune, error) {
+	if err := checkGPUsFlag(c); err != nil {
+		return "", 0, err
+	}
+	header, delim, err := textOptions(c)
+	if err != nil {
+		return "", 0, err
+	}
+	if c.Bool("unweighted") && c.IsSet("weight-col") {
+		return "", 0, usererr.New(usererr.Usage, "--unweighted with --weight-col: one reads no weights, the other names them", "leave one of them out")
+	}
+	return header, delim, nil
+}
+
 // textOptions reads --header and --delimiter, refusing them for formats
 // they do not apply to.
 func textOptions(c *cli.Context) (edges.Header, rune, error) {
@@ -308,15 +325,9 @@ func runAction(c *cli.Context, e *env) error {
 	if err := checkNotTerminal(e, c.String("output"), c.String("output-format")); err != nil {
 		return err
 	}
-	if err := checkGPUsFlag(c); err != nil {
-		return err
-	}
-	header, delim, err := textOptions(c)
+	header, delim, err := loadFlags(c)
 	if err != nil {
 		return err
-	}
-	if c.Bool("unweighted") && c.IsSet("weight-col") {
-		return usererr.New(usererr.Usage, "--unweighted with --weight-col: one reads no weights, the other names them", "leave one of them out")
 	}
 	sinkOpts, err := sinkOptions(c, e)
 	if err != nil {
