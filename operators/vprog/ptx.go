@@ -3,6 +3,7 @@ package vprog
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"strings"
 )
 
@@ -214,12 +215,9 @@ func (g *ptxGen) gather(t Type, base, i string, wide bool) string {
 	return r
 }
 
-func log2(n int) int {
-	if n == 8 {
-		return 3
-	}
-	return 2
-}
+// log2 is the exponent of n, a power of two (a lane count, an element's
+// bytes).
+func log2(n int) int { return bits.TrailingZeros(uint(n)) }
 
 func (g *ptxGen) logic(e *Expr) string {
 	r := g.reg("p")

@@ -159,7 +159,7 @@ func (p *Program) computeKernel(k int, faults *[]fault) string {
 	perWarp := 32 / k
 	sub, row := g.reg("r"), g.reg("r")
 	g.emit("and.b32 %s, %s, %d", sub, lane, k-1)
-	g.emit("shr.u32 %s, %s, %d", row, lane, log2int(k))
+	g.emit("shr.u32 %s, %s, %d", row, lane, log2(k))
 	base, step := g.reg("r"), g.reg("r")
 	g.emit("mul.lo.u32 %s, %s, %d", base, warp, perWarp)
 	g.emit("mul.lo.u32 %s, %s, %d", step, warps, perWarp)
@@ -180,15 +180,6 @@ func (p *Program) computeKernel(k int, faults *[]fault) string {
 	g.emit("ret")
 	body := g.b.String()
 	return entry(name, params, g, body)
-}
-
-func log2int(k int) int {
-	n := 0
-	for k > 1 {
-		k >>= 1
-		n++
-	}
-	return n
 }
 
 // threadIDs are the lane, the warp and the number of warps of the grid.
