@@ -33,7 +33,7 @@ type testGraph struct {
 	name string
 	g    *convert.Graph
 	// scaled says the weights are the diffusion coefficients of
-	// scaledShape (every vertex's in-edges sum below 1), which HS and NN
+	// optest.ScaledWeights (every vertex's in-edges sum below 1), which HS and NN
 	// need to converge.
 	scaled bool
 	// negative says some weights are negative (no sssp).
@@ -49,27 +49,10 @@ func testGraphs(t testing.TB) []testGraph {
 			name := fmt.Sprintf("%s/directed=%v", s.Name, directed)
 			list = append(list,
 				testGraph{name, optest.BuildGraph(t, s, directed, true, edges.KeyInt64), false, s.Negative},
-				testGraph{name + "/scaled", optest.BuildGraph(t, scaledShape(s), directed, true, edges.KeyInt64), true, false})
+				testGraph{name + "/scaled", optest.BuildGraph(t, optest.ScaledWeights(s), directed, true, edges.KeyInt64), true, false})
 		}
 	}
 	return list
-}
-
-// scaledShape gives each edge a weight in (0, 0.9/(deg(u)+deg(v))], the
-// degrees counting both ends of every edge: the weights into any vertex
-// sum below 0.9 whichever way the edges are stored.
-func scaledShape(s optest.Shape) optest.Shape {
-	deg := map[int64]int{}
-	for _, e := range s.Edges {
-		deg[e.U]++
-		deg[e.V]++
-	}
-	out := optest.Shape{Name: s.Name}
-	for i, e := range s.Edges {
-		frac := 0.1 + 0.8*math.Mod(float64(i)*0.6180339887, 1)
-		out.Edges = append(out.Edges, optest.Edge{U: e.U, V: e.V, W: frac / float64(deg[e.U]+deg[e.V])})
-	}
-	return out
 }
 
 func runCPU(t testing.TB, p *Program, g *convert.Graph, src int64) *Outcome {

@@ -222,22 +222,6 @@ func emuShapes() []optest.Shape {
 	return []optest.Shape{par, star, rnd}
 }
 
-// emuScaled gives each edge a weight below 1/(deg(u)+deg(v)), so that
-// NN and HS converge.
-func emuScaled(s optest.Shape) optest.Shape {
-	deg := map[int64]int{}
-	for _, e := range s.Edges {
-		deg[e.U]++
-		deg[e.V]++
-	}
-	out := optest.Shape{Name: s.Name + "/scaled"}
-	for i, e := range s.Edges {
-		frac := 0.1 + 0.8*math.Mod(float64(i)*0.6180339887, 1)
-		out.Edges = append(out.Edges, optest.Edge{U: e.U, V: e.V, W: frac / float64(deg[e.U]+deg[e.V])})
-	}
-	return out
-}
-
 // emuSame compares an emulated outcome with the CPU's: integers exactly,
 // floats exactly too or within the tolerance (sums in another order).
 func emuSame(p *Program, exact bool, got, want *Outcome) error {
@@ -313,7 +297,7 @@ func TestStrategiesEmulated(t *testing.T) {
 func emuCompareAll(t *testing.T, p *Program, s optest.Shape, directed bool) {
 	t.Helper()
 	if p.Name == "nn" || p.Name == "hs" {
-		s = emuScaled(s)
+		s = optest.ScaledWeights(s)
 	}
 	g := optest.BuildGraph(t, s, directed, true, edges.KeyInt64)
 	srcs := optest.SourcesOf(g)

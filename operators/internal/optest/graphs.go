@@ -109,6 +109,25 @@ func KroneckerEdges(t testing.TB, scale, edgeFactor int, seed uint64) []Edge {
 	return edges
 }
 
+// ScaledWeights is s, named NAME/scaled, with each edge's weight in
+// (0, 0.9/(deg(u)+deg(v))], the degrees counting both ends of every edge:
+// the weights into any vertex sum below 0.9 whichever way the edges are
+// stored, so that the sum programs HS and NN converge (as gpipe gen
+// --edge-columns makes them).
+func ScaledWeights(s Shape) Shape {
+	deg := map[int64]int{}
+	for _, e := range s.Edges {
+		deg[e.U]++
+		deg[e.V]++
+	}
+	out := Shape{Name: s.Name + "/scaled"}
+	for i, e := range s.Edges {
+		frac := 0.1 + 0.8*math.Mod(float64(i)*0.6180339887, 1)
+		out.Edges = append(out.Edges, Edge{U: e.U, V: e.V, W: frac / float64(deg[e.U]+deg[e.V])})
+	}
+	return out
+}
+
 // Shapes are the graphs every operator is tested on.
 func Shapes(t testing.TB) []Shape {
 	rng := rand.New(rand.NewPCG(42, 7))

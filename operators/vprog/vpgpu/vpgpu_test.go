@@ -45,22 +45,6 @@ func example(t testing.TB, name string) *vprog.Program {
 	return p
 }
 
-// scaled gives each edge a weight below 0.9/(deg(u)+deg(v)), so that HS
-// and NN converge (as gpipe gen --edge-columns does).
-func scaled(s optest.Shape) optest.Shape {
-	deg := map[int64]int{}
-	for _, e := range s.Edges {
-		deg[e.U]++
-		deg[e.V]++
-	}
-	out := optest.Shape{Name: s.Name + "/scaled"}
-	for i, e := range s.Edges {
-		frac := 0.1 + 0.8*math.Mod(float64(i)*0.6180339887, 1)
-		out.Edges = append(out.Edges, optest.Edge{U: e.U, V: e.V, W: frac / float64(deg[e.U]+deg[e.V])})
-	}
-	return out
-}
-
 type graphCase struct {
 	name   string
 	g      *convert.Graph
@@ -76,7 +60,7 @@ func graphs(t *testing.T) []graphCase {
 		for _, directed := range []bool{true, false} {
 			list = append(list,
 				graphCase{fmt.Sprintf("%s/directed=%v", s.Name, directed), optest.BuildGraph(t, s, directed, true, edges.KeyInt64), false},
-				graphCase{fmt.Sprintf("%s/directed=%v/scaled", s.Name, directed), optest.BuildGraph(t, scaled(s), directed, true, edges.KeyInt64), true})
+				graphCase{fmt.Sprintf("%s/directed=%v/scaled", s.Name, directed), optest.BuildGraph(t, optest.ScaledWeights(s), directed, true, edges.KeyInt64), true})
 		}
 	}
 	for _, rg := range optest.RealGraphs(t) {
