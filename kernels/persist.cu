@@ -40,13 +40,16 @@
 
 // GridBarrier is zero before a launch: a word for each parity of the
 // generation (the steps passed so far), each summing over the launch its
-// generations' arrivals (top 24 bits, wrapping) and the blocks'
-// contributions (low 40 bits). A block adds its arrival and contribution in
+// generations' arrivals (top 11 bits, wrapping) and the blocks'
+// contributions (low 53 bits). A block adds its arrival and contribution in
 // one atomic and polls the word until the generation's arrivals are all
 // there: no last block publishes a release, as in cooperative groups' grid
 // sync (a release word cost 0.6 µs more a barrier on the H200: 1.6 against
 // 1.0 µs over 132 blocks). A parity's word is next added to two
 // generations on, which no block reaches before every block has read it.
+// The arrival field only has to tell a generation's count from the one
+// before it (at most PERSIST_MAX_BLOCKS apart), and the contributions of a
+// whole launch stay under 2^53 (BFS: each vertex counts at most twice).
 struct GridBarrier {
     unsigned long long word[2];
     unsigned long long pad[30];
@@ -58,9 +61,14 @@ struct GridBarrier {
 #define PERSIST_SPIN_PAUSE()
 #endif
 
-#define ARRIVAL_SHIFT 40
-#define ARRIVAL_MASK 0xffffffu
+#define ARRIVAL_SHIFT 53
+#define ARRIVAL_MASK 0x7ffu
 #define CONTRIB_MASK ((1ull << ARRIVAL_SHIFT) - 1)
+#define PERSIST_MAX_BLOCKS 1024  // under ARRIVAL_MASK, and the BFS's kept entries under 2^KEPT_BITS (persist.go)
+
+// A BFS contribution is its queue pushes shifted by KEPT_BITS plus the
+// entries it keeps in shared memory (at most PERSIST_LOCAL a block).
+#define KEPT_BITS 20
 
 // A frontier entry: the vertex, its degree and first out-edge.
 struct QEntry {
@@ -71,9 +79,10 @@ struct QEntry {
 
 // What a block keeps in shared memory across a step.
 struct PersistShared {
-    unsigned count;                 // entries this block pushed this step (the barrier's contribution)
+    unsigned count;                 // entries this block pushed to the queue this step (the barrier's contribution)
+    unsigned kept;                  // BFS: entries this block keeps in shared memory for the next level
     unsigned wide_count;            // entries of wide
-    unsigned word;                  // the barrier's sum
+    unsigned long long word;        // the barrier's sum
     unsigned long long prev[2];     // thread 0: each parity word's contributions at its last generation
     QEntry wide[PERSIST_THREADS];
 };
@@ -82,7 +91,7 @@ struct PersistShared {
 __device__ __forceinline__ void persist_start(PersistShared& sh)
 {
     if (threadIdx.x == 0) {
-        sh.count = 0;
+        sh.count = sh.kept = 0;
         sh.prev[0] = sh.prev[1] = 0;
     }
     __syncthreads();
@@ -95,6 +104,39 @@ __device__ __forceinline__ unsigned long long volatile_load(const unsigned long 
 
 __device__ __forceinline__ unsigned volatile_load(const unsigned* p) { return *(const volatile unsigned*)p; }
 
+// The barrier's arrival and its polls, ordered as a release and an
+// acquire at the GPU's scope (atom.acq_rel, ld.acquire): what a block
+// wrote before arriving is visible to what every block reads after
+// leaving, as __threadfence() on both sides would make it, without the
+// two sequentially consistent fences (0.35 and 0.4 µs of a 4.8 µs grid
+// level on the H200). The emulator's fences stand in for them.
+__device__ __forceinline__ unsigned long long atomic_add_acq_rel(unsigned long long* p, unsigned long long v)
+{
+#ifdef __CUDA_ARCH__
+    unsigned long long old;
+    asm volatile("atom.acq_rel.gpu.global.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
+    return old;
+#else
+    __threadfence();
+    const unsigned long long old = atomicAdd(p, v);
+    __threadfence();
+    return old;
+#endif
+}
+
+__device__ __forceinline__ unsigned long long load_acquire(const unsigned long long* p)
+{
+#ifdef __CUDA_ARCH__
+    unsigned long long v;
+    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+#else
+    const unsigned long long v = volatile_load(p);
+    __threadfence();
+    return v;
+#endif
+}
+
 // An entry pushed by another block this launch: read from L2 (ld.cg), never
 // from an SM's L1, which may hold the line from before it was written.
 __device__ __forceinline__ QEntry load_entry(const QEntry* p)
@@ -105,27 +147,27 @@ __device__ __forceinline__ QEntry load_entry(const QEntry* p)
 }
 
 // Every thread of every block calls it with the same gen (the steps passed
-// so far). Thread 0 adds the block's arrival and contribution (sh.count,
-// which it clears for the next step) to the generation's word and polls it
-// until every block has arrived; the sum of the contributions is the
-// word's growth since the same parity's last generation. The fences around
-// it are cooperative groups' grid sync's: every write before the barrier is
+// so far). Thread 0 adds the block's arrival and contribution (sh.count
+// shifted by shift, plus sh.kept; it clears both for the next step) to the
+// generation's word and polls it until every block has arrived; the sum of
+// the contributions is the word's growth since the same parity's last
+// generation. The arrival releases and the polls acquire (as cooperative
+// groups' grid sync's fences do): every write before the barrier is
 // visible to every read after it. Returns the sum.
-__device__ __forceinline__ unsigned grid_barrier(GridBarrier* b, unsigned gen, PersistShared& sh)
+__device__ __forceinline__ unsigned long long grid_barrier(GridBarrier* b, unsigned gen, PersistShared& sh,
+                                                           unsigned shift = 0)
 {
     __syncthreads();
     if (threadIdx.x == 0) {
-        const unsigned long long add = (1ull << ARRIVAL_SHIFT) | sh.count;
+        const unsigned long long add = (1ull << ARRIVAL_SHIFT) + ((unsigned long long)sh.count << shift) + sh.kept;
         const unsigned p = gen & 1, arrivals = (((gen >> 1) + 1) * gridDim.x) & ARRIVAL_MASK;
-        sh.count = 0;  // the next step's count starts here, behind the final __syncthreads
-        __threadfence();
-        unsigned long long w = atomicAdd(&b->word[p], add) + add;
+        sh.count = sh.kept = 0;  // the next step's counts start here, behind the final __syncthreads
+        unsigned long long w = atomic_add_acq_rel(&b->word[p], add) + add;
         while ((unsigned)(w >> ARRIVAL_SHIFT) != arrivals) {
             PERSIST_SPIN_PAUSE();
-            w = volatile_load(&b->word[p]);
+            w = load_acquire(&b->word[p]);
         }
-        __threadfence();
-        sh.word = (unsigned)(((w & CONTRIB_MASK) - sh.prev[p]) & CONTRIB_MASK);
+        sh.word = ((w & CONTRIB_MASK) - sh.prev[p]) & CONTRIB_MASK;
         sh.prev[p] = w & CONTRIB_MASK;
     }
     __syncthreads();
@@ -135,12 +177,12 @@ __device__ __forceinline__ unsigned grid_barrier(GridBarrier* b, unsigned gen, P
 // Thread 0 of a block that has not yet arrived at generation gen's barrier
 // waits until every other block has: what they read before arriving (the
 // schedule, the far piles' counters) is read, and the block may change it.
-// The fence orders their reads before its writes, as the barrier's do.
+// Its acquiring polls order their reads before its writes, as the
+// barrier's do.
 __device__ __forceinline__ void grid_wait_others(const GridBarrier* b, unsigned gen)
 {
     const unsigned p = gen & 1, others = (((gen >> 1) + 1) * gridDim.x - 1) & ARRIVAL_MASK;
-    while ((unsigned)(volatile_load(&b->word[p]) >> ARRIVAL_SHIFT) != others) PERSIST_SPIN_PAUSE();
-    __threadfence();
+    while ((unsigned)(load_acquire(&b->word[p]) >> ARRIVAL_SHIFT) != others) PERSIST_SPIN_PAUSE();
 }
 
 // Where a step's pushes go: slots from a global counter less base (every
@@ -187,21 +229,47 @@ __device__ __forceinline__ unsigned long long dealt(unsigned rank, unsigned acti
 
 // ---- BFS ----
 
+// A level's pushes stay in the block that made them, in shared memory,
+// while the block holds fewer than its keep (PERSIST_LOCAL at most), and
+// that block expands them at the next level: a level then costs the
+// targets' loads, the visit and the barrier, without the queue entry's
+// round trip through L2 and the queue slot's global atomic (two of the
+// five dependent accesses of a level that goes through the queue). Pushes
+// past keep go to the queue in global memory, whose entries the next
+// level deals round-robin to every block, so a block whose part of the
+// frontier grows hands the rest to the others.
+#define PERSIST_LOCAL 960u
+
+// A block's kept entries: q[cur] holds the level's (in of them); the
+// level's pushes claim slots of q[cur ^ 1] (out counts the claims, those
+// at or past keep went to the queue instead).
+struct BfsLocal {
+    unsigned in, out;
+    QEntry q[2][PERSIST_LOCAL];
+};
+
 // The search's state, zero before the launch but for what bfsp_init sets.
 // Mirrored by operators/gpuop/persist.go (bfspState*).
 struct BfspState {
     GridBarrier bar;                // 256 bytes
-    unsigned tail;                  // entries in the queue (multi-block levels add to it)
+    unsigned tail;                  // entries in the queue (every push to it adds to it)
     unsigned pad0[31];
     unsigned head, level;           // where block 0's single-block run left the search
     unsigned levels;                // the search's levels, at its end
     unsigned single_runs, single_levels, multi_levels;
-    unsigned pad1[26];
+    unsigned local_levels;          // multi-block levels that read no queue entry: every block's input was its own
+    unsigned gathers;               // times the blocks' kept entries went to the queue for a single-block run
+    unsigned pad1[24];
 };
 
-static_assert(sizeof(BfspState) == 512 && offsetof(BfspState, levels) == 392 && offsetof(BfspState, multi_levels) == 404,
+static_assert(sizeof(BfspState) == 512 && offsetof(BfspState, levels) == 392 && offsetof(BfspState, multi_levels) == 404 &&
+                  offsetof(BfspState, gathers) == 412,
               "BfspState: persist.go's offsets");
 
+// targets is the CSR's, or with width the ELL copy (bfsp_ell): a vertex
+// v's edges at v · width, so that a pushed vertex's entry needs no read
+// of its offsets, which would otherwise be the level's one access to
+// DRAM left after the prefetch.
 struct BfsArgs {
     ReadOnly<eid_t> offsets;
     ReadOnly<vid_t> targets;
@@ -209,15 +277,80 @@ struct BfsArgs {
     vid_t* parent;
     QEntry* queue;
     BfspState* st;
+    unsigned width;
+};
+
+// The entry of vertex w: its degree and first edge from the offsets, or
+// from w alone in the ELL copy (whose padding is GPIPE_NO_VERTEX). has
+// false: an empty entry, no read.
+__device__ __forceinline__ QEntry bfs_entry(const BfsArgs& a, vid_t w, bool has)
+{
+    if (!has) return QEntry{w, 0, 0};
+    if (a.width) return QEntry{w, a.width, (eid_t)w * a.width};
+    const eid_t lo = a.offsets[w], hi = a.offsets[w + 1];
+    return QEntry{w, (unsigned)(hi - lo), lo};
+}
+
+// Where a level's pushes go: the block's next kept list while it holds
+// fewer than keep, then the queue. prefetch asks L2 for each pushed
+// vertex's first targets, which the next level reads first.
+struct BfsPush {
+    QEntry* out;
+    unsigned keep;
+    bool prefetch;
 };
 
 extern "C" __global__ void bfsp_init(const eid_t* offsets, int* depth, vid_t* parent, QEntry* queue, BfspState* st,
-                                     vid_t source)
+                                     vid_t source, unsigned width)
 {
     depth[source] = 0;
     parent[source] = source;
-    queue[0] = QEntry{source, (unsigned)(offsets[source + 1] - offsets[source]), offsets[source]};
+    queue[0] = width ? QEntry{source, width, (eid_t)source * width}
+                     : QEntry{source, (unsigned)(offsets[source + 1] - offsets[source]), offsets[source]};
     st->tail = 1;
+}
+
+// The ELL copy of a CSR whose out-degrees are at most width: vertex v's
+// targets at ell[v · width, v · width + degree), the rest of its row
+// GPIPE_NO_VERTEX.
+extern "C" __global__ void bfsp_ell(const eid_t* offsets, const vid_t* targets, vid_t* ell, unsigned long long n,
+                                    unsigned width)
+{
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned long long v = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; v < n; v += stride) {
+        const eid_t lo = offsets[v], hi = offsets[v + 1];
+        for (unsigned j = 0; j < width; j++) ell[v * width + j] = lo + j < hi ? targets[lo + j] : GPIPE_NO_VERTEX;
+    }
+}
+
+__device__ __forceinline__ void prefetch_l2(const void* p)
+{
+#ifdef __CUDA_ARCH__
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+#endif
+}
+
+// Pushes the lane's N won vertices (entry ent[j], parent from): a slot of
+// the kept list for each while the list holds fewer than keep, the rest
+// to the queue (counted in sh.count). Every lane of the warp must call it.
+template <int N>
+__device__ __forceinline__ void bfs_push(const BfsArgs& a, const bool (&won)[N], const QEntry (&ent)[N], vid_t from,
+                                         BfsPush p, BfsLocal& L, PersistShared& sh)
+{
+    unsigned slot[N], qslot[N];
+    bool spill[N];
+    warp_reserve(won, slot, &L.out, Pusher{nullptr, 0, true});
+#pragma unroll
+    for (int j = 0; j < N; j++) spill[j] = won[j] && slot[j] >= p.keep;
+    warp_reserve(spill, qslot, &sh.count, Pusher{&a.st->tail, 0, false});
+#pragma unroll
+    for (int j = 0; j < N; j++) {
+        if (!won[j]) continue;
+        a.parent[ent[j].v] = from;
+        if (spill[j]) a.queue[qslot[j]] = ent[j];
+        else p.out[slot[j]] = ent[j];
+        if (p.prefetch && ent[j].degree > 0) prefetch_l2(address(a.targets, ent[j].first));
+    }
 }
 
 // Claims the unvisited targets of the lane's entry (degree at most
@@ -225,36 +358,29 @@ extern "C" __global__ void bfsp_init(const eid_t* offsets, int* depth, vid_t* pa
 // and claims issued together, and pushes the vertices it claims. The
 // claimed vertices' offsets are read with the claims, before they are
 // known to be won, so that the push waits for one latency, not two.
-__device__ __forceinline__ void bfs_narrow(const BfsArgs& a, const QEntry& e, int level, Pusher p, PersistShared& sh)
+__device__ __forceinline__ void bfs_narrow(const BfsArgs& a, const QEntry& e, int level, BfsPush p, BfsLocal& L,
+                                           PersistShared& sh)
 {
     const unsigned widest = __reduce_max_sync(FULL_MASK, e.degree);
     for (unsigned k = 0; k < widest; k += PERSIST_BATCH) {
         vid_t w[PERSIST_BATCH];
-        eid_t lo[PERSIST_BATCH], hi[PERSIST_BATCH];
+        QEntry ent[PERSIST_BATCH];
         bool won[PERSIST_BATCH];
-        unsigned slot[PERSIST_BATCH];
 #pragma unroll
         for (int j = 0; j < PERSIST_BATCH; j++)
             w[j] = k + j < e.degree ? a.targets[e.first + k + j] : GPIPE_NO_VERTEX;
 #pragma unroll
         for (int j = 0; j < PERSIST_BATCH; j++) {
             const bool has = w[j] != GPIPE_NO_VERTEX;
-            lo[j] = has ? a.offsets[w[j]] : 0;
-            hi[j] = has ? a.offsets[w[j] + 1] : 0;
+            ent[j] = bfs_entry(a, w[j], has);
             won[j] = has && atomicCAS(&a.depth[w[j]], GPIPE_UNVISITED, level + 1) == GPIPE_UNVISITED;
         }
-        warp_reserve(won, slot, &sh.count, p);
-#pragma unroll
-        for (int j = 0; j < PERSIST_BATCH; j++)
-            if (won[j]) {
-                a.parent[w[j]] = e.v;
-                a.queue[slot[j]] = QEntry{w[j], (unsigned)(hi[j] - lo[j]), lo[j]};
-            }
+        bfs_push(a, won, ent, e.v, p, L, sh);
     }
 }
 
 // The block's wide entries (sh.wide), a warp each, 32 edges at a time.
-__device__ __forceinline__ void bfs_wide(const BfsArgs& a, int level, Pusher p, PersistShared& sh)
+__device__ __forceinline__ void bfs_wide(const BfsArgs& a, int level, BfsPush p, BfsLocal& L, PersistShared& sh)
 {
     const unsigned wides = sh.wide_count;
     for (unsigned k = threadIdx.x >> 5; k < wides; k += blockDim.x >> 5) {
@@ -263,100 +389,163 @@ __device__ __forceinline__ void bfs_wide(const BfsArgs& a, int level, Pusher p, 
             const unsigned j = base + lane_id();
             const vid_t w = j < e.degree ? a.targets[e.first + j] : GPIPE_NO_VERTEX;
             const bool has = w != GPIPE_NO_VERTEX;
-            const eid_t lo = has ? a.offsets[w] : 0, hi = has ? a.offsets[w + 1] : 0;
-            bool won[1] = {has && atomicCAS(&a.depth[w], GPIPE_UNVISITED, level + 1) == GPIPE_UNVISITED};
-            unsigned slot[1];
-            warp_reserve(won, slot, &sh.count, p);
-            if (won[0]) {
-                a.parent[w] = e.v;
-                a.queue[slot[0]] = QEntry{w, (unsigned)(hi - lo), lo};
-            }
+            const QEntry ent[1] = {bfs_entry(a, w, has)};
+            const bool won[1] = {has && atomicCAS(&a.depth[w], GPIPE_UNVISITED, level + 1) == GPIPE_UNVISITED};
+            bfs_push(a, won, ent, e.v, p, L, sh);
         }
     }
 }
 
-// One level over queue[head, head + count), this block's share of it (rank
-// of active blocks): a thread an entry, the wide ones after to warps. The
-// rounds are the same for every thread of the block.
+// One level, this block's share (rank of active blocks): its kept entries
+// (L.q[cur]) and its deal of the queue's [head, head + count), a thread an
+// entry, the wide ones after to warps. The rounds are the same for every
+// thread of the block. Leaves the kept pushes in L.q[cur ^ 1] and their
+// number in L.in and sh.kept.
 __device__ void bfs_level(const BfsArgs& a, unsigned head, unsigned count, int level, unsigned rank, unsigned active,
-                          Pusher p, PersistShared& sh)
+                          BfsPush p, BfsLocal& L, unsigned cur, PersistShared& sh)
 {
-    for (unsigned long long slot0 = 0; rank + active * slot0 < count; slot0 += blockDim.x) {
+    const unsigned local = L.in, dealt_here = count > rank ? (count - rank - 1) / active + 1 : 0;
+    const QEntry* in = L.q[cur];
+    p.out = L.q[cur ^ 1];
+    for (unsigned base = 0; base < local + dealt_here; base += blockDim.x) {
         if (threadIdx.x == 0) sh.wide_count = 0;
         __syncthreads();
-        const unsigned long long i = dealt(rank, active, slot0);
+        const unsigned i = base + threadIdx.x;
         QEntry e{0, 0, 0};
-        if (i < count) e = load_entry(&a.queue[head + i]);
+        if (i < local) e = in[i];
+        else if (i < local + dealt_here) e = load_entry(&a.queue[head + rank + (unsigned long long)active * (i - local)]);
         if (e.degree > PERSIST_NARROW) {
             sh.wide[atomicAdd(&sh.wide_count, 1u)] = e;
             e.degree = 0;
         }
-        bfs_narrow(a, e, level, p, sh);
+        bfs_narrow(a, e, level, p, L, sh);
         __syncthreads();
-        bfs_wide(a, level, p, sh);
+        bfs_wide(a, level, p, L, sh);
         __syncthreads();
     }
+    if (threadIdx.x == 0) {
+        L.in = sh.kept = min(L.out, p.keep);
+        L.out = 0;
+    }
+    __syncthreads();
 }
 
-// Block 0 alone runs levels from the frontier [head, tail) at level while
-// the next frontier has at most limit vertices, pushing after tail without
-// global atomics, then leaves where it stopped in st and its pushes in
-// sh.count (the barrier's contribution).
-__device__ void bfs_single(const BfsArgs& a, unsigned head, unsigned tail, int level, unsigned limit, PersistShared& sh)
+// The block's kept entries to the queue (slots from its tail, counted in
+// sh.count), before a level that block 0 runs alone reads them there.
+__device__ void bfs_flush(const BfsArgs& a, BfsLocal& L, unsigned cur, PersistShared& sh)
 {
-    const unsigned start = tail;
-    unsigned levels = 0;
+    __shared__ unsigned at;
+    const unsigned n = L.in;
+    if (threadIdx.x == 0 && n > 0) {
+        at = atomicAdd(&a.st->tail, n);
+        sh.count += n;
+    }
+    __syncthreads();
+    for (unsigned i = threadIdx.x; i < n; i += blockDim.x) a.queue[at + i] = L.q[cur][i];
+    __syncthreads();
+    if (threadIdx.x == 0) L.in = 0;
+}
+
+// The kept list a multi-block level allows a block: keep when it is not
+// 0, else four times the block's fair share of the level's total entries
+// and at least PERSIST_KEEP_MIN; at most PERSIST_LOCAL. Within a level a
+// block's entries cost one round of latencies however many there are up
+// to its threads, but each one's loads and atomics go through its own SM:
+// a block holding hundreds while the others hold tens would make the SM's
+// throughput, not the latencies, bound the level.
+#define PERSIST_KEEP_MIN 256u
+
+__device__ __forceinline__ unsigned bfs_keep(unsigned long long total, unsigned active, unsigned keep)
+{
+    if (keep != 0) return min(keep, PERSIST_LOCAL);
+    const unsigned long long share = 4 * ((total + active - 1) / active);
+    return (unsigned)max((unsigned long long)PERSIST_KEEP_MIN, min(share, (unsigned long long)PERSIST_LOCAL));
+}
+
+// Block 0 alone runs levels from the queue's [head, tail) at level while
+// the next frontier has at most limit entries, keeping them in its shared
+// memory (what does not fit goes to the queue). Then it puts its kept
+// entries in the queue after tail, so that the next level deals the whole
+// frontier to every block, and leaves where it stopped in st and its queue
+// pushes in sh.count (the barrier's contribution).
+__device__ void bfs_single(const BfsArgs& a, unsigned head, unsigned tail, int level, unsigned limit, bool prefetch,
+                           BfsLocal& L, PersistShared& sh)
+{
+    unsigned levels = 0, cur = 0;
     for (;;) {
-        if (threadIdx.x == 0) sh.count = 0;
-        __syncthreads();
-        bfs_level(a, head, tail - head, level, 0, 1, Pusher{nullptr, tail, true}, sh);
-        __syncthreads();
-        const unsigned pushed = sh.count;
-        __syncthreads();  // every thread has read sh.count before thread 0 clears it
+        const unsigned before = sh.count;
+        bfs_level(a, head, tail - head, level, 0, 1, BfsPush{nullptr, PERSIST_LOCAL, prefetch}, L, cur, sh);
+        const unsigned pushed = sh.count - before, kept = L.in;
+        __syncthreads();  // every thread has read sh.count before the next level adds to it
         head = tail;
         tail += pushed;
+        cur ^= 1;
         level++;
         levels++;
-        if (pushed == 0 || pushed > limit) break;
+        if (pushed + kept == 0 || pushed + kept > limit) break;
     }
+    bfs_flush(a, L, cur, sh);
     if (threadIdx.x == 0) {
         BfspState* st = a.st;
         st->head = head;
         st->level = (unsigned)level;
-        st->tail = tail;
         st->single_runs++;
         st->single_levels += levels;
-        sh.count = tail - start;
+        sh.kept = 0;
     }
 }
 
 // The whole search. single_limit is the largest frontier block 0 takes
-// alone. The grid must be resident at once (a cooperative launch).
+// alone; keep, when not 0, what a block keeps in shared memory from a
+// multi-block level to the next (else bfs_keep's rule); prefetch, not 0,
+// asks L2 for the pushed vertices' targets; width, when not 0, says
+// targets is the ELL copy of that width. The grid must be resident at once
+// (a cooperative launch) and at most PERSIST_MAX_BLOCKS.
 extern "C" __global__ void __launch_bounds__(PERSIST_THREADS, 1) bfsp_search(
     const eid_t* offsets, const vid_t* targets, int* depth, vid_t* parent, QEntry* queue, BfspState* st,
-    unsigned single_limit)
+    unsigned single_limit, unsigned keep, unsigned prefetch, unsigned width)
 {
     __shared__ PersistShared sh;
-    const BfsArgs a{offsets, targets, depth, parent, queue, st};
-    unsigned head = 0, tail = 1, gen = 0;
+    __shared__ BfsLocal L;
+    const BfsArgs a{offsets, targets, depth, parent, queue, st, width};
+    unsigned head = 0, tail = 1, gen = 0, cur = 0;
+    unsigned long long kept = 0;  // entries all blocks keep for the next level
     int level = 0;
     persist_start(sh);
-    while (tail > head) {
-        const bool single = tail - head <= single_limit;
-        if (!single)
-            bfs_level(a, head, tail - head, level, blockIdx.x, gridDim.x, Pusher{&st->tail, 0, false}, sh);
-        else if (blockIdx.x == 0)
-            bfs_single(a, head, tail, level, single_limit, sh);
-        const unsigned pushed = grid_barrier(&st->bar, gen++, sh);
+    if (threadIdx.x == 0) L.in = L.out = 0;
+    __syncthreads();
+    while (kept + (tail - head) > 0) {
+        const unsigned long long total = kept + (tail - head);
+        const bool single = total <= single_limit;
+        if (single && kept > 0) {
+            // Every block's kept entries to the queue, for block 0's run.
+            bfs_flush(a, L, cur, sh);
+            tail += (unsigned)(grid_barrier(&st->bar, gen++, sh, KEPT_BITS) >> KEPT_BITS);
+            kept = 0;
+            if (blockIdx.x == 0 && threadIdx.x == 0) st->gathers++;
+            continue;
+        }
+        if (!single) {
+            const BfsPush p{nullptr, bfs_keep(total, gridDim.x, keep), prefetch != 0};
+            bfs_level(a, head, tail - head, level, blockIdx.x, gridDim.x, p, L, cur, sh);
+            cur ^= 1;
+        } else if (blockIdx.x == 0) {
+            bfs_single(a, head, tail, level, single_limit, prefetch != 0, L, sh);
+        }
+        const unsigned long long sum = grid_barrier(&st->bar, gen++, sh, KEPT_BITS);
         if (single) {
             head = volatile_load(&st->head);
             level = (int)volatile_load(&st->level);
         } else {
+            if (blockIdx.x == 0 && threadIdx.x == 0) {
+                st->multi_levels++;
+                if (head == tail) st->local_levels++;
+            }
             head = tail;
             level++;
-            if (blockIdx.x == 0 && threadIdx.x == 0) st->multi_levels++;
         }
-        tail += pushed;
+        tail += (unsigned)(sum >> KEPT_BITS);
+        kept = sum & ((1ull << KEPT_BITS) - 1);
     }
     if (blockIdx.x == 0 && threadIdx.x == 0) st->levels = (unsigned)level;
 }
@@ -734,7 +923,7 @@ __device__ void ssspp_search(const SsspArgs<P>& a, unsigned single_limit)
             sssp_step(a, s, blockIdx.x, gridDim.x, false, sh);
         else if (blockIdx.x == 0)
             sssp_single(a, s, single_limit, gen, sh);
-        const unsigned pushed = grid_barrier(&st->bar, gen++, sh);
+        const unsigned pushed = (unsigned)grid_barrier(&st->bar, gen++, sh);
         if (single) {
             s = load_sched(&st->sched);
         } else {

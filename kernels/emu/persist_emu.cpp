@@ -316,23 +316,44 @@ static T* upload(const std::vector<T>& v) {
     return p;
 }
 
-static void check_bfs(const Graph& g, vid_t src, unsigned blocks, unsigned limit) {
+// A BFS run's shape: blocks, the single-block limit, the kept list (0:
+// the rule), the L2 prefetch and the ELL copy (where the degrees allow).
+struct BfsCase {
+    unsigned blocks, limit, keep, prefetch;
+    bool ell;
+};
+
+static void check_bfs(const Graph& g, vid_t src, BfsCase c) {
+    const unsigned blocks = c.blocks, limit = c.limit;
     eid_t* off = upload(g.off);
     vid_t* tgt = upload(g.tgt);
     int* depth = shared_alloc<int>(g.n, 0xff);
     vid_t* parent = shared_alloc<vid_t>(g.n, 0xff);
     QEntry* queue = shared_alloc<QEntry>(g.n + 1, 0xee);
     BfspState* st = shared_alloc<BfspState>(1, 0);
-    bfsp_init(off, depth, parent, queue, st, src);
-    bool ok = coop_launch(bfsp_search, blocks, (const eid_t*)off, (const vid_t*)tgt, depth, parent, queue, st, limit);
+    unsigned width = 0;
+    for (long long v = 0; c.ell && v < g.n; v++) width = std::max<unsigned>(width, g.off[v + 1] - g.off[v]);
+    if (width > 16) width = 0;
+    vid_t* ell = nullptr;
+    if (width) {
+        ell = shared_alloc<vid_t>(g.n * width, 0);
+        blockIdx.x = 0;
+        gridDim.x = blockDim.x = 1;
+        threadIdx.x = 0;
+        bfsp_ell(off, tgt, ell, (unsigned long long)g.n, width);
+    }
+    bfsp_init(off, depth, parent, queue, st, src, width);
+    bool ok = coop_launch(bfsp_search, blocks, (const eid_t*)off, width ? (const vid_t*)ell : (const vid_t*)tgt, depth, parent,
+                          queue, st, limit, c.keep, c.prefetch, width);
     std::vector<int> want = ref_bfs(g, src);
     int deepest = -1;
     for (int d : want) deepest = std::max(deepest, d);
     [&] {
-        CHECK(ok, "%s bfs src %u blocks %u limit %u: a block failed or hung", g.name.c_str(), src, blocks, limit);
+        CHECK(ok, "%s bfs src %u blocks %u limit %u keep %u: a block failed or hung", g.name.c_str(), src, blocks, limit,
+              c.keep);
         for (long long v = 0; v < g.n; v++) {
-            CHECK(depth[v] == want[v], "%s bfs src %u blocks %u limit %u: depth[%lld] = %d, want %d", g.name.c_str(), src,
-                  blocks, limit, v, depth[v], want[v]);
+            CHECK(depth[v] == want[v], "%s bfs src %u blocks %u limit %u keep %u: depth[%lld] = %d, want %d",
+                  g.name.c_str(), src, blocks, limit, c.keep, v, depth[v], want[v]);
             if (want[v] <= 0) continue;
             vid_t p = parent[v];
             bool edge = p < g.n && std::binary_search(g.tgt.begin() + g.off[p], g.tgt.begin() + g.off[p + 1], (vid_t)v);
@@ -340,8 +361,10 @@ static void check_bfs(const Graph& g, vid_t src, unsigned blocks, unsigned limit
         }
         CHECK((int)st->levels == deepest + 1, "%s bfs src %u blocks %u limit %u: %u levels, want %d", g.name.c_str(), src,
               blocks, limit, st->levels, deepest + 1);
-        std::printf("ok %s bfs src %u blocks %u limit %u: %u levels (%u single in %u runs, %u multi)\n", g.name.c_str(), src,
-                    blocks, limit, st->levels, st->single_levels, st->single_runs, st->multi_levels);
+        std::printf("ok %s bfs src %u blocks %u limit %u keep %u ell %u: %u levels (%u single in %u runs, %u multi, %u of them "
+                    "local, %u gathers)\n",
+                    g.name.c_str(), src, blocks, limit, c.keep, width, st->levels, st->single_levels, st->single_runs,
+                    st->multi_levels, st->local_levels, st->gathers);
     }();
     shared_free(off, g.off.size());
     shared_free(tgt, g.tgt.size());
@@ -349,6 +372,7 @@ static void check_bfs(const Graph& g, vid_t src, unsigned blocks, unsigned limit
     shared_free(parent, g.n);
     shared_free(queue, g.n + 1);
     shared_free(st, 1);
+    if (ell) shared_free(ell, g.n * width);
 }
 
 // How an SSSP run is set up: the program's weights, Δ and its bounds.
@@ -395,21 +419,26 @@ static void check_sssp(const Graph& g, vid_t src, const char* prog, const std::v
 }
 
 // PERSIST_EMU_ONLY=NAME runs only the graph called NAME;
-// PERSIST_EMU_SSSP_ONLY=1 only its SSSP cases.
+// PERSIST_EMU_SSSP_ONLY=1 only its SSSP cases, PERSIST_EMU_BFS_ONLY=1 only
+// its BFS cases.
 int main() {
     const char* only = std::getenv("PERSIST_EMU_ONLY");
-    const bool bfs = !std::getenv("PERSIST_EMU_SSSP_ONLY");
+    const bool bfs = !std::getenv("PERSIST_EMU_SSSP_ONLY"), sssp = !std::getenv("PERSIST_EMU_BFS_ONLY");
     for (const Graph& g : graphs()) {
         if (only && g.name != only) continue;
         std::vector<vid_t> srcs = {0, (vid_t)(g.n / 2)};
         for (vid_t s : bfs ? srcs : std::vector<vid_t>{}) {
-            check_bfs(g, s, 3, 0);
-            check_bfs(g, s, 3, 40);
+            check_bfs(g, s, {3, 0, 0, 1, true});
+            check_bfs(g, s, {3, 40, 0, 0, false});
+            check_bfs(g, s, {3, 0, 1, 1, false});  // a block keeps one entry: the rest through the queue
+            check_bfs(g, s, {3, 40, 5, 0, true});
         }
         if (bfs) {
-            check_bfs(g, srcs[0], 2, 1u << 30);
-            check_bfs(g, srcs[0], 1, 10);
+            check_bfs(g, srcs[0], {2, 1u << 30, 0, 1, true});
+            check_bfs(g, srcs[0], {1, 10, 0, 1, false});
+            check_bfs(g, srcs[0], {4, 0, 1000, 1, true});  // every push kept
         }
+        if (!sssp) continue;
         vid_t s = srcs[1];
         for (SsspCase c : {SsspCase{3, 0, 30, 30}, SsspCase{3, 25, 8, 256}, SsspCase{2, 1u << 30, 1e9, 1e9}, SsspCase{1, 10, 1, 64}}) {
             check_sssp<SSSP32<unsigned>, unsigned>(g, s, "sssp_u32", &g.wu, c, ssspp_init_sssp_u32, ssspp_sssp_u32);

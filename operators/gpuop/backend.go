@@ -79,6 +79,16 @@ type tuning struct {
 	// block).
 	persistBlocks int
 	persistSingle int64
+	// persistKeep, when positive, is what each block of a persistent BFS
+	// keeps in shared memory from a level to the next (at most the
+	// kernel's PERSIST_LOCAL; 1: nearly every push through the queue);
+	// noPersistPrefetch turns off its L2 prefetch of the pushed vertices'
+	// targets.
+	persistKeep       uint32
+	noPersistPrefetch bool
+	// noPersistELL makes the persistent BFS read the CSR where it would
+	// read an ELL copy (persistELLWidth).
+	noPersistELL bool
 }
 
 // SetWideValues makes sssp and sswp keep 8-byte values whatever the

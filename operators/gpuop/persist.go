@@ -41,6 +41,11 @@ const persistEntryBytes = 16
 // barrier it saves is; over it, the level's vertices spread over every SM.
 const persistSingleLimit = 256
 
+// persistMaxBlocks is the largest persistent grid: the barrier counts
+// arrivals in 11 bits and the BFS's kept entries (960 a block) in 20
+// (kernels/persist.cu's PERSIST_MAX_BLOCKS).
+const persistMaxBlocks = 1024
+
 // persistMaxVertices is the most vertices the persistent kernels take:
 // their queue counters are 32-bit and each vertex enters a queue once.
 const persistMaxVertices = 1<<32 - 2
@@ -52,6 +57,7 @@ const (
 	bfspSingleRunsAt   = 396
 	bfspSingleLevelsAt = 400
 	bfspMultiLevelsAt  = 404
+	bfspLocalLevelsAt  = 408
 )
 
 // persistGrid is the blocks a persistent launch of fn runs: one an SM
@@ -71,7 +77,7 @@ func (b *GPU) persistGrid(fn *gpu.Function) (uint32, error) {
 	if b.tune.persistBlocks > 0 {
 		blocks = b.tune.persistBlocks
 	}
-	if blocks = min(blocks, most); blocks < 1 {
+	if blocks = min(blocks, most, persistMaxBlocks); blocks < 1 {
 		return 0, fmt.Errorf("operators: kernel %s does not fit on an SM of %s (%d threads)", fn.Name(), dev.Name, persistThreads)
 	}
 	return uint32(blocks), nil
@@ -110,29 +116,70 @@ func checkPersistSize(op string, g *convert.Graph) error {
 	return nil
 }
 
-// persistBFSBytes is the device memory of a persistent BFS on g: the CSR,
-// depths and parents, the queue (each vertex once), the state and the
-// result's columns.
-func persistBFSBytes(_ *GPU, g *convert.Graph, _ operators.Params) int64 {
+// persistBFSBytes is the device memory of a persistent BFS on g: the CSR
+// and its ELL copy where it has one, depths and parents, the queue (each
+// vertex once), the state and the result's columns.
+func persistBFSBytes(b *GPU, g *convert.Graph, _ operators.Params) int64 {
 	n := int64(g.NumVertices())
-	return layoutBytes(g, OutOffsets, OutTargets) + 8*n + persistEntryBytes*max(n, 1) + bfspStateBytes + bfsColumnsBytes(g)
+	return layoutBytes(g, OutOffsets, OutTargets) + 4*n*int64(b.persistELLWidth(g)) + 8*n + persistEntryBytes*max(n, 1) +
+		bfspStateBytes + bfsColumnsBytes(g)
+}
+
+// persistELLMax is the widest ELL copy the persistent BFS makes: the
+// kernel's PERSIST_BATCH, the edges a thread loads at once. A wider row
+// costs every vertex a second round of loads for its padding (on
+// luxembourg_osm, width 6 for an average degree of 2.1, 3.19 ms against
+// 2.5 through the CSR on the H200).
+const persistELLMax = 4
+
+// persistELLWidth is the width of the ELL copy of g's CSR the persistent
+// BFS reads (0: none, the CSR): its largest out-degree, where that is at
+// most persistELLMax and the copy's padding no more than doubles the
+// targets (or the copy is under 64 MiB). A road network, mesh or grid
+// has one; a skewed graph does not.
+func (b *GPU) persistELLWidth(g *convert.Graph) int {
+	if b != nil && b.tune.noPersistELL {
+		return 0
+	}
+	d := g.Degrees()
+	cells := int64(d.Vertices) * d.Max
+	if d.Max < 1 || d.Max > persistELLMax || cells > 2*d.Edges && 4*cells > 64<<20 {
+		return 0
+	}
+	return int(d.Max)
 }
 
 // bfspRan is what a persistent BFS ran, read from its state.
 type bfspRan struct {
 	blocks                                       uint32
 	levels, singleRuns, singleLevels, multiLevel uint32
+	localLevels                                  uint32
+	width                                        uint32 // of the ELL copy (0: the CSR)
 }
 
 func parseBFSPState(b []byte, blocks uint32) bfspRan {
 	u := func(at int) uint32 { return binary.LittleEndian.Uint32(b[at:]) }
 	return bfspRan{blocks: blocks, levels: u(bfspLevelsAt), singleRuns: u(bfspSingleRunsAt),
-		singleLevels: u(bfspSingleLevelsAt), multiLevel: u(bfspMultiLevelsAt)}
+		singleLevels: u(bfspSingleLevelsAt), multiLevel: u(bfspMultiLevelsAt),
+		localLevels: u(bfspLocalLevelsAt)}
 }
 
 func (r bfspRan) String() string {
-	return fmt.Sprintf("persist (%d blocks: %d single-block levels in %d runs, %d multi-block levels)",
-		r.blocks, r.singleLevels, r.singleRuns, r.multiLevel)
+	adjacency := "CSR"
+	if r.width > 0 {
+		adjacency = fmt.Sprintf("ELL width %d", r.width)
+	}
+	return fmt.Sprintf("persist (%d blocks, %s: %d single-block levels in %d runs, %d multi-block levels, %d of them from shared memory only)",
+		r.blocks, adjacency, r.singleLevels, r.singleRuns, r.multiLevel, r.localLevels)
+}
+
+// persistPrefetch is bfsp_search's prefetch argument: 1 unless tuning
+// turns it off.
+func (b *GPU) persistPrefetch() uint32 {
+	if b.tune.noPersistPrefetch {
+		return 0
+	}
+	return 1
 }
 
 // runBFSPersist runs the persistent BFS: bfsp_init marks the source and
@@ -141,8 +188,8 @@ func runBFSPersist(e *enactor) error {
 	if err := checkPersistSize("bfs", e.g); err != nil {
 		return err
 	}
-	n := int64(e.g.NumVertices())
-	ks, err := e.kernels(kernels.Persist, "bfsp_init", "bfsp_search")
+	n, width := int64(e.g.NumVertices()), e.b.persistELLWidth(e.g)
+	ks, err := e.kernels(kernels.Persist, "bfsp_init", "bfsp_search", "bfsp_ell")
 	if err != nil {
 		return err
 	}
@@ -158,6 +205,14 @@ func runBFSPersist(e *enactor) error {
 	if err != nil {
 		return err
 	}
+	targets := parts[1]
+	if width > 0 {
+		ell, err := e.buffers(4 * n * int64(width))
+		if err != nil {
+			return err
+		}
+		targets = ell[0]
+	}
 	host, err := NewCounters(e.b, bfspStateBytes)
 	if err != nil {
 		return err
@@ -167,14 +222,19 @@ func runBFSPersist(e *enactor) error {
 	if err := e.start(); err != nil {
 		return err
 	}
+	if width > 0 {
+		if err := ks[2].Launch(e.s, parts[0], parts[1], targets, uint64(n), uint32(width)); err != nil {
+			return err
+		}
+	}
 	if err := st.Memset8(e.s, 0); err != nil {
 		return err
 	}
-	if err := startSearch(e.s, depth, parent, ks[0], parts[0], depth, parent, queue, st, e.in.Source); err != nil {
+	if err := startSearch(e.s, depth, parent, ks[0], parts[0], depth, parent, queue, st, e.in.Source, uint32(width)); err != nil {
 		return err
 	}
 	if err := gpu.LaunchCooperative(ks[1].Fn, gpu.Dim(grid), gpu.Dim(persistThreads), 0, e.s,
-		parts[0], parts[1], depth, parent, queue, st, e.b.persistLimit()); err != nil {
+		parts[0], targets, depth, parent, queue, st, e.b.persistLimit(), e.b.tune.persistKeep, e.b.persistPrefetch(), uint32(width)); err != nil {
 		return err
 	}
 	if err := e.stop(); err != nil {
@@ -185,5 +245,6 @@ func runBFSPersist(e *enactor) error {
 		return err
 	}
 	ran := parseBFSPState(raw, grid)
+	ran.width = uint32(width)
 	return bfsResult(e, depth, parent, ran.String(), int(ran.levels))
 }

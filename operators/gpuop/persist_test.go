@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,12 +22,21 @@ import (
 // persistModes force each way the persistent searches run a step: every
 // level in every block (no single-block runs), every level in block 0
 // (the other blocks only wait at the barrier), a grid of two blocks (a
-// frontier's vertices dealt between them), and the defaults.
+// frontier's vertices dealt between them), the defaults, and for BFS
+// every level in every block with each block keeping one push in shared
+// memory (the rest through the queue, no prefetch, the CSR) or all of
+// them.
 var persistModes = []struct {
-	name   string
-	single int64
-	blocks int
-}{{"multi-block", -1, 0}, {"single-block", 1 << 40, 0}, {"two-blocks", 40, 2}, {"default", 0, 0}}
+	name              string
+	single            int64
+	blocks            int
+	keep              uint32
+	noPrefetch, noELL bool
+}{
+	{"multi-block", -1, 0, 0, false, false}, {"single-block", 1 << 40, 0, 0, false, false},
+	{"two-blocks", 40, 2, 0, false, false}, {"default", 0, 0, 0, false, false},
+	{"keep-one-csr", -1, 0, 1, true, true}, {"keep-all", -1, 0, 960, false, false},
+}
 
 // persistGraphs are the graphs the modes run on: grids, roads, chains, a
 // Kronecker graph and the real road graphs, directed and undirected.
@@ -53,6 +63,7 @@ func persistGraphs(t *testing.T) []optest.VPGraph {
 // against the CPU, and checks that each mode ran as forced.
 func TestGPUPersistModes(t *testing.T) {
 	b := testGPU(t)
+	ellRuns := 0
 	for _, vg := range persistGraphs(t) {
 		g := vg.G
 		for _, src := range optest.SourcesOf(g) {
@@ -60,22 +71,38 @@ func TestGPUPersistModes(t *testing.T) {
 			dist := optest.UnreachedInf(run(t, operators.SSSP{}, g, src, operators.Params{}).Column("distance").Float64)
 			for _, m := range persistModes {
 				b.tune.persistSingle, b.tune.persistBlocks = m.single, m.blocks
+				b.tune.persistKeep, b.tune.noPersistPrefetch, b.tune.noPersistELL = m.keep, m.noPrefetch, m.noELL
 				name := fmt.Sprintf("%s/src=%d/%s", vg.Name, src, m.name)
-				checkPersistBFS(t, b, name, g, src, depth, m.single)
-				checkPersistSSSP(t, b, name, g, src, dist)
+				strategy := checkPersistBFS(t, b, name, g, src, depth, m.single, m.keep)
+				ell := b.persistELLWidth(g) > 0
+				if strategy != "" && strings.Contains(strategy, "ELL width") != ell {
+					t.Errorf("%s/bfs: %q on a graph of max out-degree %d (ELL copy: %v)", name, strategy, g.Degrees().Max, ell)
+				}
+				if ell {
+					ellRuns++
+				}
+				if m.keep == 0 {
+					checkPersistSSSP(t, b, name, g, src, dist)
+				}
 			}
-			b.tune.persistSingle, b.tune.persistBlocks = 0, 0
+			b.tune.persistSingle, b.tune.persistBlocks, b.tune.persistKeep = 0, 0, 0
+			b.tune.noPersistPrefetch, b.tune.noPersistELL = false, false
 		}
 		b.Forget(g)
 	}
+	if ellRuns == 0 {
+		t.Error("no search ran on an ELL copy: the grids and roads should")
+	}
 }
 
-func checkPersistBFS(t *testing.T, b *GPU, name string, g *convert.Graph, src uint32, want []int32, single int64) {
+// checkPersistBFS runs the persistent BFS on g from src against the CPU's
+// depths and returns its description ("" where it failed).
+func checkPersistBFS(t *testing.T, b *GPU, name string, g *convert.Graph, src uint32, want []int32, single int64, keep uint32) string {
 	t.Helper()
 	r, err := runGPUErr(t, b, operators.BFS{}, g, src, operators.Params{Strategy: "persist"})
 	if err != nil {
 		t.Errorf("%s/bfs: %v", name, err)
-		return
+		return ""
 	}
 	if err := optest.ValidateBFS(g, src, r.Column("depth").Int32, r.Column("parent").Vertex, want); err != nil {
 		t.Errorf("%s/bfs (%s): %v", name, r.Strategy, err)
@@ -84,6 +111,12 @@ func checkPersistBFS(t *testing.T, b *GPU, name string, g *convert.Graph, src ui
 	if singles+multis != r.Iterations || single < 0 && singles > 0 || single > 1<<30 && multis > 0 {
 		t.Errorf("%s/bfs: %q for %d levels", name, r.Strategy, r.Iterations)
 	}
+	// Keeping every push, the levels after the first read no queue entry
+	// while a block's pushes fit its shared memory.
+	if local := optest.StrategyCount(r.Strategy, "of them from shared memory only"); keep >= 960 && multis > 1 && local == 0 {
+		t.Errorf("%s/bfs: %q: no level ran from the blocks' kept entries alone", name, r.Strategy)
+	}
+	return r.Strategy
 }
 
 func checkPersistSSSP(t *testing.T, b *GPU, name string, g *convert.Graph, src uint32, ref []float64) {
@@ -175,6 +208,17 @@ func persistBenchGraph(b *testing.B) *convert.Graph {
 	return g
 }
 
+// benchKeep is the kept list a BenchmarkGPUPersist case names
+// ("...-keepN"), 0 (the rule) where it names none.
+func benchKeep(name string) uint32 {
+	_, n, ok := strings.Cut(name, "-keep")
+	if !ok {
+		return 0
+	}
+	k, _ := strconv.ParseUint(n, 10, 32)
+	return uint32(k)
+}
+
 // BenchmarkGPUPersist sweeps the persistent searches' single-block limit and
 // grid on GPIPE_BENCH_PERSIST's graph, beside bfs4k, enterprise and kites:
 //
@@ -198,6 +242,12 @@ func BenchmarkGPUPersist(b *testing.B) {
 		{"bfs/persist-66blocks", operators.BFS{}, operators.Params{Strategy: "persist"}, 0, 66},
 		{"bfs/persist-33blocks", operators.BFS{}, operators.Params{Strategy: "persist"}, 0, 33},
 		{"bfs/persist-16blocks", operators.BFS{}, operators.Params{Strategy: "persist"}, 0, 16},
+		{"bfs/persist-keep1", operators.BFS{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"bfs/persist-keep256", operators.BFS{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"bfs/persist-keep960", operators.BFS{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"bfs/persist-noprefetch", operators.BFS{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"bfs/persist-csr", operators.BFS{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"bfs/persist-csr-keep1", operators.BFS{}, operators.Params{Strategy: "persist"}, 0, 0},
 		{"bfs/bfs4k", operators.BFS{}, operators.Params{Strategy: "bfs4k"}, 0, 0},
 		{"sssp/persist", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
 		{"sssp/persist-single1024", operators.SSSP{}, operators.Params{Strategy: "persist"}, 1024, 0},
@@ -210,7 +260,12 @@ func BenchmarkGPUPersist(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			gb.tune.persistSingle, gb.tune.persistBlocks = c.single, c.blocks
-			defer func() { gb.tune.persistSingle, gb.tune.persistBlocks = 0, 0 }()
+			gb.tune.persistKeep, gb.tune.noPersistPrefetch = benchKeep(c.name), strings.HasSuffix(c.name, "-noprefetch")
+			gb.tune.noPersistELL = strings.Contains(c.name, "-csr")
+			defer func() {
+				gb.tune.persistSingle, gb.tune.persistBlocks, gb.tune.persistKeep = 0, 0, 0
+				gb.tune.noPersistPrefetch, gb.tune.noPersistELL = false, false
+			}()
 			p := c.p
 			if err := c.op.Prepare(&p); err != nil {
 				b.Fatal(err)
@@ -231,5 +286,28 @@ func BenchmarkGPUPersist(b *testing.B) {
 			b.ReportMetric(float64(last.Iterations), "iterations")
 			b.Logf("%s", last.Strategy)
 		})
+	}
+}
+
+// TestPersistELLWidth checks which graphs the persistent BFS reads through
+// an ELL copy: grids and roads (low, even degrees) do, a graph with a
+// vertex of more than persistELLMax edges does not, and tuning turns it
+// off.
+func TestPersistELLWidth(t *testing.T) {
+	seed := optest.FreshSeed(t)
+	grid := optest.BuildGraph(t, optest.GridShapes(seed)[0], false, false, edges.KeyInt64)
+	if w := (*GPU)(nil).persistELLWidth(grid); w != int(grid.Degrees().Max) || w < 2 || w > 4 {
+		t.Errorf("grid of max degree %d: width %d", grid.Degrees().Max, w)
+	}
+	var leaves []optest.Edge
+	for v := range int64(persistELLMax + 1) {
+		leaves = append(leaves, optest.Edge{U: 0, V: v + 1, W: 1})
+	}
+	star := optest.BuildGraph(t, optest.Shape{Name: "star", Edges: leaves}, false, false, edges.KeyInt64)
+	if w := (*GPU)(nil).persistELLWidth(star); w != 0 {
+		t.Errorf("star of %d leaves: width %d, want the CSR", persistELLMax+1, w)
+	}
+	if w := (&GPU{tune: tuning{noPersistELL: true}}).persistELLWidth(grid); w != 0 {
+		t.Errorf("noPersistELL: width %d", w)
 	}
 }
