@@ -44,7 +44,7 @@ func (SSSP) Prepare(p *Params) error { return checkDelta("sssp", p.Delta) }
 func checkDelta(op string, delta float64) error {
 	if math.IsNaN(delta) || math.IsInf(delta, 0) || delta < 0 {
 		return usererr.New(usererr.Usage, fmt.Sprintf("operator %s: delta %v must be a positive number", op, delta),
-			"pass a bucket width > 0, or 0 to let gpipe choose one from the weights")
+			"pass a bucket width > 0, or 0 to let gpipe choose one from the weights and the degrees")
 	}
 	return nil
 }
