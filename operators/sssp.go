@@ -105,20 +105,21 @@ const roadDeltaFactor = 16
 // That tuning holds where a few hops reach everything. On a graph of
 // road-like degrees (cost.Shape.HighDiameter: average under 8, none over
 // 64: roads, meshes, grids) the distances span thousands of mean weights,
-// and Δ = mean/degree (16 to 21 for weights 1..255) made tens of thousands
-// of buckets, each a few phases over a thin wavefront: 14,000 phases on a
-// 4 M vertex road (gpipe gen road), 5,900 on the 1024² grid, where 16
+// and Δ = 0.5 · mean/degree (16 to 31 for weights 1..255) made thousands
+// of buckets, each a phase or a few over a thin wavefront: 14,000 phases on a
+// 4 M vertex road (gpipe gen road), 5,000 on the 1024² grid, where 16
 // cores were 5.6 to 7.5 times slower than GAP's sssp at -d 1024. There a
 // wider bucket costs little extra work, since the few paths into a vertex
 // within one bucket seldom undercut each other: at Δ = 16 · mean/degree
-// (roadDeltaFactor: 512 on the grid, 612 on the road, 980 on
-// luxembourg_osm with weights 1..255) the grid took 641 phases and 1.74
+// (roadDeltaFactor: 514 on the grid, 602 on the road, 963 on
+// luxembourg_osm with weights 1..255) the grid took 668 phases and 1.74
 // distance updates a vertex (1.33 at Δ = 16; 765 and 2.08 at 1,024), the
-// road about 2,000 and 1.17 (1.08 at 21), luxembourg_osm 144 and 1.04;
-// unweighted, luxembourg_osm's 1,188 BFS levels took 145 buckets of Δ =
-// 7.7 and no extra update. Both ends agree: Meyer and Sanders bound the
-// phases by the distances' span over Δ times the hops a bucket's paths
-// take, so a graph whose spans are long wants a larger Δ; GAP's benchmark
+// road about 2,000 and 1.17 (1.08 at 21), luxembourg_osm 154 and 1.04;
+// unweighted, luxembourg_osm's 1,188 BFS levels took 151 phases at Δ =
+// 7.7 and no extra update. So the literature: in Meyer and Sanders'
+// analysis the phases grow with the distances' span over Δ and the work
+// with the paths lighter than Δ, so long spans reached by few paths, a
+// road's, want the larger Δ; GAP's benchmark
 // runs its road graph at -d 50000 and its Kronecker, uniform, Twitter and
 // web graphs (weights 1..255) at -d 2; near-far (Davidson et al., IPDPS'14)
 // takes 32 · mean/degree, as gpipe's GPU does, where a step must fill a
