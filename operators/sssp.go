@@ -13,6 +13,7 @@ import (
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/internal/par"
 	"github.com/gpipe/gpipe/internal/usererr"
+	"github.com/gpipe/gpipe/operators/cost"
 )
 
 // SSSP is single-source shortest paths over non-negative edge weights
@@ -43,7 +44,7 @@ func (SSSP) Prepare(p *Params) error { return checkDelta("sssp", p.Delta) }
 func checkDelta(op string, delta float64) error {
 	if math.IsNaN(delta) || math.IsInf(delta, 0) || delta < 0 {
 		return usererr.New(usererr.Usage, fmt.Sprintf("operator %s: delta %v must be a positive number", op, delta),
-			"pass a bucket width > 0, or 0 to let gpipe choose one from the weights")
+			"pass a bucket width > 0, or 0 to let gpipe choose one from the weights and the degrees")
 	}
 	return nil
 }
@@ -68,18 +69,26 @@ func SampleWeights(c *convert.CSR) (mean, lo, hi float64) {
 	return sum / samples, lo, hi
 }
 
-// ssspDeltaFactor scales the default Δ: Δ = factor · mean weight / average
-// degree. Measured on Kronecker graphs with GAP's weights (1..255), where it
-// gives Δ ≈ 1.2 .. 1.33 (gpipe's graphs leave out isolated vertices, so the
-// average degree is 48 to 56), which the integer rule of defaultSSSPDelta
-// raises to 2.
-var ssspDeltaFactor = 0.5
+// ssspDeltaFactor scales the default Δ on small-world graphs: Δ = factor ·
+// mean weight / average degree. Measured on Kronecker graphs with GAP's
+// weights (1..255), where it gives Δ ≈ 1.2 .. 1.33 (gpipe's graphs leave out
+// isolated vertices, so the average degree is 48 to 56), which the integer
+// rule of defaultSSSPDelta raises to 2.
+const ssspDeltaFactor = 0.5
 
-// defaultSSSPDelta chooses Δ from the weights and the degree: the mean
-// weight divided by the average degree (Meyer and Sanders' Θ(1/d) for
-// random weights, scaled to the weights), so that a bucket holds about one
-// edge's worth of distance per neighbour. Without weights it is 1: one BFS
-// level per bucket.
+// roadDeltaFactor is ssspDeltaFactor for graphs of road-like degrees
+// (cost.Shape.HighDiameter): Δ = 16 · mean weight / average degree, 4 to
+// 8 mean weights on roads and grids (average degree 2 to 4). See
+// defaultSSSPDelta.
+const roadDeltaFactor = 16
+
+// defaultSSSPDelta chooses Δ from the weights and the degree: on a
+// small-world graph half the mean weight divided by the average degree
+// (Meyer and Sanders' Θ(1/d) for random weights, scaled to the weights),
+// so that a bucket holds about one edge's worth of distance per
+// neighbour; without weights 1 there: one BFS level per bucket. On a graph
+// of road-like degrees 16 mean weights over the degree, weighted or not
+// (below).
 //
 // Where every weight is an integer, at least min, Δ is at least min + 1: no
 // bucket then holds both a distance x and x + min + 1, so a vertex relaxed
@@ -92,6 +101,30 @@ var ssspDeltaFactor = 0.5
 // vertex once, at 1, 2 and 16 workers) in 238, where Δ = 3 relaxes 2–3%
 // more and Δ = 4 3–9%. Each phase is two or three parallel loops, whose
 // fixed costs and last stragglers 16 cores pay on every one.
+//
+// That tuning holds where a few hops reach everything. On a graph of
+// road-like degrees (cost.Shape.HighDiameter: average under 8, none over
+// 64: roads, meshes, grids) the distances span thousands of mean weights,
+// and Δ = 0.5 · mean/degree (16 to 31 for weights 1..255) made thousands
+// of buckets, each a phase or a few over a thin wavefront: 14,000 phases on a
+// 4 M vertex road (gpipe gen road), 5,000 on the 1024² grid, where 16
+// cores were 5.6 to 7.5 times slower than GAP's sssp at -d 1024. There a
+// wider bucket costs little extra work, since the few paths into a vertex
+// within one bucket seldom undercut each other: at Δ = 16 · mean/degree
+// (roadDeltaFactor: 514 on the grid, 602 on the road, 963 on
+// luxembourg_osm with weights 1..255) the grid took 668 phases and 1.74
+// distance updates a vertex (1.33 at Δ = 16; 765 and 2.08 at 1,024), the
+// road about 2,000 and 1.17 (1.08 at 21), luxembourg_osm 154 and 1.04;
+// unweighted, luxembourg_osm's 1,188 BFS levels took 151 phases at Δ =
+// 7.7 and no extra update. So the literature: in Meyer and Sanders'
+// analysis the phases grow with the distances' span over Δ and the work
+// with the paths lighter than Δ, so long spans reached by few paths, a
+// road's, want the larger Δ; GAP's benchmark
+// runs its road graph at -d 50000 and its Kronecker, uniform, Twitter and
+// web graphs (weights 1..255) at -d 2; near-far (Davidson et al., IPDPS'14)
+// takes 32 · mean/degree, as gpipe's GPU does, where a step must fill a
+// warp's 32 lanes, which a CPU's phase need not (half of it here: fewer
+// extra updates at about the same phases).
 func defaultSSSPDelta(g *convert.Graph) float64 {
 	c := &g.Out
 	mean, _, _ := SampleWeights(c)
@@ -99,11 +132,15 @@ func defaultSSSPDelta(g *convert.Graph) float64 {
 	if n == 0 || c.NumEdges() == 0 || mean <= 0 {
 		return 1
 	}
-	if c.Weights == nil {
+	factor := ssspDeltaFactor
+	switch {
+	case cost.ShapeOf(g.Degrees(), 0).HighDiameter():
+		factor = roadDeltaFactor
+	case c.Weights == nil:
 		return 1
 	}
 	avgDeg := float64(c.NumEdges()) / float64(n)
-	delta := max(ssspDeltaFactor*mean/max(avgDeg, 1), math.SmallestNonzeroFloat64)
+	delta := max(factor*mean/max(avgDeg, 1), math.SmallestNonzeroFloat64)
 	if w := g.Weights(); w.Integers {
 		delta = max(delta, w.Min+1)
 	}

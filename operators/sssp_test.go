@@ -110,6 +110,44 @@ func TestSSSPNearOverflow(t *testing.T) {
 	}
 }
 
+// TestSSSPDefaultDeltaRoadShapes checks the default Δ on graphs of
+// road-like degrees (a grid and a road, weighted and not): 16 mean weights
+// over the average degree, at least two mean weights, where a Kronecker
+// graph keeps the small-world rule's (2.4 here, 2 at scale 20); and that
+// sssp with it matches Dijkstra on them at 1 and 3 workers.
+func TestSSSPDefaultDeltaRoadShapes(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	road := optest.RoadShapes(t, 5)[1]
+	grid := optest.Shape{Name: "grid-40x40", Edges: optest.GridEdges(40, 40, 9)}
+	var roads []*convert.Graph
+	for _, c := range []struct {
+		s        optest.Shape
+		weighted bool
+	}{{grid, true}, {road, true}, {grid, false}} {
+		g := optest.BuildGraph(t, c.s, false, c.weighted, edges.KeyInt64)
+		mean, _, _ := SampleWeights(&g.Out)
+		want := roadDeltaFactor * mean / (float64(g.NumEdges()) / float64(g.NumVertices()))
+		if d := defaultSSSPDelta(g); d != want || d < 2*mean {
+			t.Fatalf("%s (weighted %v): Δ %v, want 16 · mean %v / average degree = %v", c.s.Name, c.weighted, d, mean, want)
+		}
+		roads = append(roads, g)
+	}
+	kron := optest.BuildGraph(t, optest.Shape{Name: "k10", Edges: optest.KroneckerEdges(t, 10, 16, 1)}, false, true, edges.KeyInt64)
+	mean, _, _ := SampleWeights(&kron.Out)
+	small := max(ssspDeltaFactor*mean/(float64(kron.NumEdges())/float64(kron.NumVertices())), 2)
+	if d := defaultSSSPDelta(kron); d != small || d > 3 {
+		t.Fatalf("Kronecker 10, weights 1..255: Δ %v, want the small-world rule's 0.5 · mean / degree, at least min + 1: %v", d, small)
+	}
+	for _, procs := range []int{1, 3} {
+		runtime.GOMAXPROCS(procs)
+		for _, g := range roads {
+			for _, src := range []uint32{0, 17, uint32(g.NumVertices() - 1)} {
+				runSSSPBothWidths(t, g, src, Params{}, defaultTuning())
+			}
+		}
+	}
+}
+
 // TestSSSPDefaultDelta checks the default Δ: the degree rule, raised to
 // the smallest weight + 1 where every weight is an integer (no vertex is
 // relaxed twice in a bucket then), 1 without weights; and that sssp with

@@ -223,7 +223,7 @@ func paramFlags() []cli.Flag {
 		&cli.IntFlag{Name: "max-iterations", Usage: "pagerank: most iterations", DefaultText: "1000"},
 		&cli.Float64Flag{Name: "damping", Usage: "pagerank: damping factor", DefaultText: "0.85"},
 		&cli.BoolFlag{Name: "weighted", Usage: "pagerank: weigh each out-edge by its weight (--weight-col) over the vertex's total, as networkx.pagerank(G) does by default; weights must be >= 0"},
-		&cli.Float64Flag{Name: "delta", Usage: "sssp, sswp: Δ-stepping bucket width; 0 chooses", DefaultText: "chosen from the weights"},
+		&cli.Float64Flag{Name: "delta", Usage: "sssp, sswp: Δ-stepping bucket width; 0 chooses", DefaultText: "chosen from the weights and the degrees"},
 		&cli.StringFlag{Name: "strategy", Usage: "GPU strategy: " + strings.Join(gpuop.StrategyNames(), ", ") + " or auto (which operator takes which: \"GPU strategies\" below)", DefaultText: "auto"},
 		&cli.IntFlag{Name: "vwarp", Usage: "GPU virtual warp size K: 1, 2, 4, 8, 16 or 32; 0 chooses", DefaultText: "from the average degree"},
 		&cli.Int64Flag{Name: "defer-outliers", Usage: "GPU: defer vertices with more edges than this to whole blocks; -1: off, 0: default", DefaultText: "1024"},
