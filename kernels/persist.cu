@@ -3,26 +3,39 @@
 // steps (SSSP) separated by a grid-wide barrier on the device instead of a
 // return to the host (operators/gpuop/persist.go says when they pay).
 //
-//   bfsp_search        BFS over a frontier queue in global memory: one level
-//                      a step, its vertices dealt round-robin to the blocks
-//                      (entry i to block i mod blocks), so a frontier of a
-//                      few thousand vertices keeps every SM's load and atomic
-//                      units busy instead of one's. While a frontier has at
-//                      most single_limit vertices, block 0 runs levels alone
-//                      with __syncthreads between them (BFS-4K §5.5's single
-//                      block) and the other blocks wait at the barrier.
+//   bfsp_search        BFS, one level a step: each block expands the
+//                      vertices it pushed at the level before, kept in its
+//                      shared memory (a kept pile), and its deal of the
+//                      queue in global memory (entry i to block i mod
+//                      blocks), where pushes past a block's share go, so a
+//                      frontier of a few thousand vertices keeps every SM's
+//                      load and atomic units busy instead of one's. While a
+//                      frontier has at most single_limit vertices, block 0
+//                      runs levels alone with __syncthreads between them
+//                      (BFS-4K §5.5's single block) and the other blocks
+//                      wait at the barrier.
+//   bfsp_ell           the ELL copy of a CSR of out-degrees up to 4 (roads,
+//                      meshes, grids), whose rows a level finds from the
+//                      vertex alone.
 //   ssspp_<program>    SSSP by near-far Δ-stepping with both piles on the
-//                      device: a step relaxes the near pile's vertices; when
-//                      it empties, a split step moves the far pile's vertices
-//                      under the next threshold to the near pile, which the
-//                      barrier's last block chooses (ADDS's manager, here in
-//                      the barrier), and Δ adapts to the buckets' sizes.
+//                      device: a step relaxes the near pile's vertices (and
+//                      each block's kept pile); when they empty, a split
+//                      step moves the far pile's vertices under the next
+//                      threshold to the near pile, which every block
+//                      chooses alike from the barrier's sum (ADDS's manager,
+//                      here in the barrier), and Δ adapts to the buckets'
+//                      sizes.
 //   persist_barrier_bench  the barrier alone: the floor of a level's cost.
 //
-// The queue entries carry each vertex's first edge and degree, read when it
-// was pushed, so that a level starts from its edges: a level costs the
-// latencies of its entry, its targets, the claim (with the pushed vertices'
-// offsets read alongside), the push and the barrier.
+// The entries carry each vertex's first edge and degree, read when it was
+// pushed (or, in the ELL copy, known from it), so that a step starts from
+// its edges. On the H200 a dependent access costs about 1 µs under a
+// level's load (timed with clock64 in every block: a BFS level of the
+// 2048² grid did 3.5 µs of work in its slowest block, 2.1 on average, and
+// the barrier's fences, atomic and release 1 µs more; an SSSP step 6.2 µs
+// of work), so a level is its chain: the targets (prefetched into L2 when
+// the vertex was pushed), the claim, and the barrier; an SSSP step adds
+// the entry's stamp and distance, the distance's atomic and the stamp's.
 //
 // Kernels take the scalar arguments gpu.Launch packs (it has no struct
 // parameters); the state they share with the host is BfspState and
@@ -32,7 +45,14 @@
 
 #include <cstddef>
 
-#define PERSIST_THREADS 1024  // the block the host launches (the emulator's is 256)
+#define PERSIST_THREADS 1024  // the block the host launches for BFS (the emulator's is 256)
+// SSSP's block: half of an SM's threads, so that each has 128 registers
+// (at 64, SSSP's kernels spilled 300 bytes a thread to local memory, which
+// its chain of dependent accesses then waited on too); a step of the
+// 2048² grid holds a few thousand entries, a few tens a block.
+#ifndef PERSIST_SSSP_THREADS
+#define PERSIST_SSSP_THREADS 512
+#endif
 #define PERSIST_NARROW 16     // a thread takes a vertex of up to this many edges alone
 #define PERSIST_BATCH 4       // edges a thread loads together
 
@@ -227,26 +247,78 @@ __device__ __forceinline__ unsigned long long dealt(unsigned rank, unsigned acti
     return rank + (unsigned long long)active * (slot0 + threadIdx.x);
 }
 
-// ---- BFS ----
+// ---- kept piles ----
 
-// A level's pushes stay in the block that made them, in shared memory,
+// A step's pushes stay in the block that made them, in shared memory,
 // while the block holds fewer than its keep (PERSIST_LOCAL at most), and
-// that block expands them at the next level: a level then costs the
-// targets' loads, the visit and the barrier, without the queue entry's
-// round trip through L2 and the queue slot's global atomic (two of the
-// five dependent accesses of a level that goes through the queue). Pushes
-// past keep go to the queue in global memory, whose entries the next
-// level deals round-robin to every block, so a block whose part of the
-// frontier grows hands the rest to the others.
+// that block expands them at the next step: the step then costs its loads,
+// its atomics and the barrier, without the entry's round trip through L2
+// and the slot's global atomic (two of a BFS level's five dependent
+// accesses through the queue). Pushes past keep go to the queue (the near
+// pile) in global memory, whose entries the next step deals round-robin
+// to every block, so a block whose part of the frontier grows hands the
+// rest to the others.
 #define PERSIST_LOCAL 960u
 
-// A block's kept entries: q[cur] holds the level's (in of them); the
-// level's pushes claim slots of q[cur ^ 1] (out counts the claims, those
+// A block's kept entries: q[cur] holds the step's (in of them); the
+// step's pushes claim slots of q[cur ^ 1] (out counts the claims, those
 // at or past keep went to the queue instead).
-struct BfsLocal {
+struct KeptPile {
     unsigned in, out;
     QEntry q[2][PERSIST_LOCAL];
 };
+
+// The kept pile a multi-block step allows a block: keep when it is not
+// 0, else four times the block's fair share of the step's total entries
+// and at least PERSIST_KEEP_MIN; at most PERSIST_LOCAL. Within a step a
+// block's entries cost one round of latencies however many there are up
+// to its threads, but each one's loads and atomics go through its own SM:
+// a block holding hundreds while the others hold tens would make the SM's
+// throughput, not the latencies, bound the step (keeping all, up to 960,
+// made the 2048² grid's BFS 15.8 ms against 13.1 keeping 256).
+#define PERSIST_KEEP_MIN 256u
+
+__device__ __forceinline__ unsigned kept_limit(unsigned long long total, unsigned active, unsigned keep)
+{
+    if (keep != 0) return min(keep, PERSIST_LOCAL);
+    const unsigned long long share = 4 * ((total + active - 1) / active);
+    return (unsigned)max((unsigned long long)PERSIST_KEEP_MIN, min(share, (unsigned long long)PERSIST_LOCAL));
+}
+
+// Writes each of the lane's N taken entries to a slot of the block's next
+// kept pile (out) while it holds fewer than keep, the rest to the queue
+// (pile) at slots from spill, counted in sh.count. Every lane of the warp
+// must call it. Returns which went to the queue in spilled.
+template <int N>
+__device__ __forceinline__ void push_kept(const bool (&take)[N], const QEntry (&ent)[N], QEntry* out, unsigned keep,
+                                          QEntry* pile, Pusher spill, KeptPile& L, PersistShared& sh, bool (&spilled)[N])
+{
+    unsigned slot[N], qslot[N];
+    warp_reserve(take, slot, &L.out, Pusher{nullptr, 0, true});
+#pragma unroll
+    for (int j = 0; j < N; j++) spilled[j] = take[j] && slot[j] >= keep;
+    warp_reserve(spilled, qslot, &sh.count, spill);
+#pragma unroll
+    for (int j = 0; j < N; j++) {
+        if (spilled[j]) pile[qslot[j]] = ent[j];
+        else if (take[j]) out[slot[j]] = ent[j];
+    }
+}
+
+// Ends a step's pushes: the block keeps min(out, keep) entries (L.in and
+// sh.kept, the barrier's contribution), and the next step's claims start
+// at 0. Every thread of the block calls it after the step.
+__device__ __forceinline__ void kept_close(KeptPile& L, unsigned keep, PersistShared& sh)
+{
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        L.in = sh.kept = min(L.out, keep);
+        L.out = 0;
+    }
+    __syncthreads();
+}
+
+// ---- BFS ----
 
 // The search's state, zero before the launch but for what bfsp_init sets.
 // Mirrored by operators/gpuop/persist.go (bfspState*).
@@ -310,7 +382,8 @@ extern "C" __global__ void bfsp_init(const eid_t* offsets, int* depth, vid_t* pa
     st->tail = 1;
 }
 
-// The ELL copy of a CSR whose out-degrees are at most width: vertex v's
+// The ELL copy of a CSR whose out-degrees are at most width (persist.go
+// makes one up to PERSIST_BATCH wide): vertex v's
 // targets at ell[v · width, v · width + degree), the rest of its row
 // GPIPE_NO_VERTEX.
 extern "C" __global__ void bfsp_ell(const eid_t* offsets, const vid_t* targets, vid_t* ell, unsigned long long n,
@@ -330,25 +403,19 @@ __device__ __forceinline__ void prefetch_l2(const void* p)
 #endif
 }
 
-// Pushes the lane's N won vertices (entry ent[j], parent from): a slot of
-// the kept list for each while the list holds fewer than keep, the rest
-// to the queue (counted in sh.count). Every lane of the warp must call it.
+// Pushes the lane's N won vertices (entry ent[j], parent from) to the
+// kept pile or the queue (push_kept), and asks L2 for their targets.
+// Every lane of the warp must call it.
 template <int N>
 __device__ __forceinline__ void bfs_push(const BfsArgs& a, const bool (&won)[N], const QEntry (&ent)[N], vid_t from,
-                                         BfsPush p, BfsLocal& L, PersistShared& sh)
+                                         BfsPush p, KeptPile& L, PersistShared& sh)
 {
-    unsigned slot[N], qslot[N];
-    bool spill[N];
-    warp_reserve(won, slot, &L.out, Pusher{nullptr, 0, true});
-#pragma unroll
-    for (int j = 0; j < N; j++) spill[j] = won[j] && slot[j] >= p.keep;
-    warp_reserve(spill, qslot, &sh.count, Pusher{&a.st->tail, 0, false});
+    bool spilled[N];
+    push_kept(won, ent, p.out, p.keep, a.queue, Pusher{&a.st->tail, 0, false}, L, sh, spilled);
 #pragma unroll
     for (int j = 0; j < N; j++) {
         if (!won[j]) continue;
         a.parent[ent[j].v] = from;
-        if (spill[j]) a.queue[qslot[j]] = ent[j];
-        else p.out[slot[j]] = ent[j];
         if (p.prefetch && ent[j].degree > 0) prefetch_l2(address(a.targets, ent[j].first));
     }
 }
@@ -358,7 +425,7 @@ __device__ __forceinline__ void bfs_push(const BfsArgs& a, const bool (&won)[N],
 // and claims issued together, and pushes the vertices it claims. The
 // claimed vertices' offsets are read with the claims, before they are
 // known to be won, so that the push waits for one latency, not two.
-__device__ __forceinline__ void bfs_narrow(const BfsArgs& a, const QEntry& e, int level, BfsPush p, BfsLocal& L,
+__device__ __forceinline__ void bfs_narrow(const BfsArgs& a, const QEntry& e, int level, BfsPush p, KeptPile& L,
                                            PersistShared& sh)
 {
     const unsigned widest = __reduce_max_sync(FULL_MASK, e.degree);
@@ -380,7 +447,7 @@ __device__ __forceinline__ void bfs_narrow(const BfsArgs& a, const QEntry& e, in
 }
 
 // The block's wide entries (sh.wide), a warp each, 32 edges at a time.
-__device__ __forceinline__ void bfs_wide(const BfsArgs& a, int level, BfsPush p, BfsLocal& L, PersistShared& sh)
+__device__ __forceinline__ void bfs_wide(const BfsArgs& a, int level, BfsPush p, KeptPile& L, PersistShared& sh)
 {
     const unsigned wides = sh.wide_count;
     for (unsigned k = threadIdx.x >> 5; k < wides; k += blockDim.x >> 5) {
@@ -402,7 +469,7 @@ __device__ __forceinline__ void bfs_wide(const BfsArgs& a, int level, BfsPush p,
 // thread of the block. Leaves the kept pushes in L.q[cur ^ 1] and their
 // number in L.in and sh.kept.
 __device__ void bfs_level(const BfsArgs& a, unsigned head, unsigned count, int level, unsigned rank, unsigned active,
-                          BfsPush p, BfsLocal& L, unsigned cur, PersistShared& sh)
+                          BfsPush p, KeptPile& L, unsigned cur, PersistShared& sh)
 {
     const unsigned local = L.in, dealt_here = count > rank ? (count - rank - 1) / active + 1 : 0;
     const QEntry* in = L.q[cur];
@@ -423,16 +490,12 @@ __device__ void bfs_level(const BfsArgs& a, unsigned head, unsigned count, int l
         bfs_wide(a, level, p, L, sh);
         __syncthreads();
     }
-    if (threadIdx.x == 0) {
-        L.in = sh.kept = min(L.out, p.keep);
-        L.out = 0;
-    }
-    __syncthreads();
+    kept_close(L, p.keep, sh);
 }
 
 // The block's kept entries to the queue (slots from its tail, counted in
 // sh.count), before a level that block 0 runs alone reads them there.
-__device__ void bfs_flush(const BfsArgs& a, BfsLocal& L, unsigned cur, PersistShared& sh)
+__device__ void bfs_flush(const BfsArgs& a, KeptPile& L, unsigned cur, PersistShared& sh)
 {
     __shared__ unsigned at;
     const unsigned n = L.in;
@@ -446,22 +509,6 @@ __device__ void bfs_flush(const BfsArgs& a, BfsLocal& L, unsigned cur, PersistSh
     if (threadIdx.x == 0) L.in = 0;
 }
 
-// The kept list a multi-block level allows a block: keep when it is not
-// 0, else four times the block's fair share of the level's total entries
-// and at least PERSIST_KEEP_MIN; at most PERSIST_LOCAL. Within a level a
-// block's entries cost one round of latencies however many there are up
-// to its threads, but each one's loads and atomics go through its own SM:
-// a block holding hundreds while the others hold tens would make the SM's
-// throughput, not the latencies, bound the level.
-#define PERSIST_KEEP_MIN 256u
-
-__device__ __forceinline__ unsigned bfs_keep(unsigned long long total, unsigned active, unsigned keep)
-{
-    if (keep != 0) return min(keep, PERSIST_LOCAL);
-    const unsigned long long share = 4 * ((total + active - 1) / active);
-    return (unsigned)max((unsigned long long)PERSIST_KEEP_MIN, min(share, (unsigned long long)PERSIST_LOCAL));
-}
-
 // Block 0 alone runs levels from the queue's [head, tail) at level while
 // the next frontier has at most limit entries, keeping them in its shared
 // memory (what does not fit goes to the queue). Then it puts its kept
@@ -469,7 +516,7 @@ __device__ __forceinline__ unsigned bfs_keep(unsigned long long total, unsigned 
 // frontier to every block, and leaves where it stopped in st and its queue
 // pushes in sh.count (the barrier's contribution).
 __device__ void bfs_single(const BfsArgs& a, unsigned head, unsigned tail, int level, unsigned limit, bool prefetch,
-                           BfsLocal& L, PersistShared& sh)
+                           KeptPile& L, PersistShared& sh)
 {
     unsigned levels = 0, cur = 0;
     for (;;) {
@@ -497,7 +544,7 @@ __device__ void bfs_single(const BfsArgs& a, unsigned head, unsigned tail, int l
 
 // The whole search. single_limit is the largest frontier block 0 takes
 // alone; keep, when not 0, what a block keeps in shared memory from a
-// multi-block level to the next (else bfs_keep's rule); prefetch, not 0,
+// multi-block level to the next (else kept_limit's rule); prefetch, not 0,
 // asks L2 for the pushed vertices' targets; width, when not 0, says
 // targets is the ELL copy of that width. The grid must be resident at once
 // (a cooperative launch) and at most PERSIST_MAX_BLOCKS.
@@ -506,7 +553,7 @@ extern "C" __global__ void __launch_bounds__(PERSIST_THREADS, 1) bfsp_search(
     unsigned single_limit, unsigned keep, unsigned prefetch, unsigned width)
 {
     __shared__ PersistShared sh;
-    __shared__ BfsLocal L;
+    __shared__ KeptPile L;
     const BfsArgs a{offsets, targets, depth, parent, queue, st, width};
     unsigned head = 0, tail = 1, gen = 0, cur = 0;
     unsigned long long kept = 0;  // entries all blocks keep for the next level
@@ -526,7 +573,7 @@ extern "C" __global__ void __launch_bounds__(PERSIST_THREADS, 1) bfsp_search(
             continue;
         }
         if (!single) {
-            const BfsPush p{nullptr, bfs_keep(total, gridDim.x, keep), prefetch != 0};
+            const BfsPush p{nullptr, kept_limit(total, gridDim.x, keep), prefetch != 0};
             bfs_level(a, head, tail - head, level, blockIdx.x, gridDim.x, p, L, cur, sh);
             cur ^= 1;
         } else if (blockIdx.x == 0) {
@@ -623,31 +670,34 @@ __device__ __forceinline__ double sssp_priority(unsigned long long v)
     return P::priority((typename P::Value)v, 0.0);
 }
 
-// The schedule after a step that pushed `pushed` near entries (multi: by
-// every block, through near_tail): another near step, a split (when the
-// near pile is empty and the far one is not: the next threshold is Δ past
-// the lowest far value, skipping empty buckets), or done. After a split,
-// Δ doubles when the new bucket is smaller than adapt_low entries and
-// halves when it is larger than adapt_high, within its bounds: the bucket
-// keeps the GPU busy without re-relaxing much (ADDS's dynamic Δ). It reads
+// The schedule after a step that pushed `pushed` near entries to the near
+// pile (multi: by every block, through near_tail) and kept `kept` in the
+// blocks' kept piles: another near step (whose count is the pile's
+// entries, dealt to the blocks), a split (when both are empty and the far
+// pile is not: the next threshold is Δ past the lowest far value, skipping
+// empty buckets), or done. After a split, Δ doubles when the new bucket is
+// smaller than adapt_low entries and halves when it is larger than
+// adapt_high, within its bounds: the bucket keeps the GPU busy without
+// re-relaxing much (ADDS's dynamic Δ). It reads
 // the far pile's counters, which no block changes between the barrier and
 // the next step's pushes (a single-block run that follows waits for every
 // block's arrival before its next epoch clears the pile: sssp_single), and
 // writes nothing: every block's thread 0 runs it after each barrier and
 // gets the same schedule.
 template <typename P>
-__device__ void sched_next(SsspSched& s, unsigned pushed, bool multi, const SsspState* st)
+__device__ void sched_next(SsspSched& s, unsigned pushed, unsigned kept, bool multi, const SsspState* st)
 {
     const bool split = s.kind == SCHED_SPLIT;
+    const unsigned bucket = pushed + kept;
     s.step++;
     s.fresh = split;
     if (multi) s.near_base += pushed;
     if (split) {
         s.epoch++;
-        if (pushed < st->adapt_low) s.delta = fmin(s.delta * 2, st->delta_max);
-        else if (pushed > st->adapt_high) s.delta = fmax(s.delta / 2, st->delta_min);
+        if (bucket < st->adapt_low) s.delta = fmin(s.delta * 2, st->delta_max);
+        else if (bucket > st->adapt_high) s.delta = fmax(s.delta / 2, st->delta_min);
     }
-    if (pushed > 0) {
+    if (bucket > 0) {
         s.kind = SCHED_NEAR;
         s.count = pushed;
         return;
@@ -686,17 +736,24 @@ __device__ __forceinline__ void sched_clear_pile(const SsspSched& s, SsspState* 
     st->far_min[pile] = ~0ull;
 }
 
+// Where a step's near pushes go: the block's next kept pile (out) while it
+// holds fewer than keep, then the next near pile through spill.
+struct NearPush {
+    QEntry* out;
+    unsigned keep;
+    Pusher spill;
+};
+
 template <typename P, int N>
 __device__ __forceinline__ void sssp_push_near(const SsspArgs<P>& a, const SsspSched& s, const bool (&take)[N],
-                                               const vid_t (&w)[N], const eid_t (&lo)[N], const eid_t (&hi)[N], Pusher p,
-                                               PersistShared& sh)
+                                               const vid_t (&w)[N], const eid_t (&lo)[N], const eid_t (&hi)[N],
+                                               NearPush np, KeptPile& L, PersistShared& sh)
 {
-    unsigned slot[N];
-    warp_reserve(take, slot, &sh.count, p);
-    QEntry* out = a.near[(s.step + 1) & 1];
+    QEntry ent[N];
+    bool spilled[N];
 #pragma unroll
-    for (int j = 0; j < N; j++)
-        if (take[j]) out[slot[j]] = QEntry{w[j], (unsigned)(hi[j] - lo[j]), lo[j]};
+    for (int j = 0; j < N; j++) ent[j] = QEntry{w[j], (unsigned)(hi[j] - lo[j]), lo[j]};
+    push_kept(take, ent, np.out, np.keep, a.near[(s.step + 1) & 1], np.spill, L, sh, spilled);
 }
 
 template <typename P, int N>
@@ -718,7 +775,7 @@ __device__ __forceinline__ void sssp_push_far(const SsspArgs<P>& a, unsigned pil
 // needed. Every lane of the warp must call it.
 template <typename P, int N>
 __device__ __forceinline__ void sssp_relax(const SsspArgs<P>& a, const SsspSched& s, typename P::Value du, eid_t e0,
-                                           unsigned n, Pusher p, PersistShared& sh)
+                                           unsigned n, NearPush np, KeptPile& L, PersistShared& sh)
 {
     typedef typename P::Value V;
     const unsigned pile = s.epoch % FAR_PILES;
@@ -745,14 +802,14 @@ __device__ __forceinline__ void sssp_relax(const SsspArgs<P>& a, const SsspSched
             far[j] = atomicExch(&a.fstamp[w[j]], s.epoch + 1) != s.epoch + 1;
         }
     }
-    sssp_push_near<P, N>(a, s, near, w, lo, hi, p, sh);
+    sssp_push_near<P, N>(a, s, near, w, lo, hi, np, L, sh);
     sssp_push_far<P, N>(a, pile, far, w);
 }
 
 // The block's wide near entries (sh.wide), a warp each, each lane one edge
 // of every 32.
 template <typename P>
-__device__ void sssp_wide(const SsspArgs<P>& a, const SsspSched& s, Pusher p, PersistShared& sh,
+__device__ void sssp_wide(const SsspArgs<P>& a, const SsspSched& s, NearPush np, KeptPile& L, PersistShared& sh,
                           unsigned long long& relaxed)
 {
     const unsigned wides = sh.wide_count;
@@ -761,28 +818,30 @@ __device__ void sssp_wide(const SsspArgs<P>& a, const SsspSched& s, Pusher p, Pe
         const typename P::Value du = __ldcg(&a.dist[e.v]);
         for (unsigned base = 0; base < e.degree; base += 32) {
             const unsigned j = base + lane_id();
-            sssp_relax<P, 1>(a, s, du, e.first + j, j < e.degree ? 1 : 0, p, sh);
+            sssp_relax<P, 1>(a, s, du, e.first + j, j < e.degree ? 1 : 0, np, L, sh);
         }
         if (lane_id() == 0) relaxed += e.degree;
     }
 }
 
-// A near step's entries of this block (rank of active): a thread an entry
-// whose stamp says it is the vertex's latest, its edges PERSIST_BATCH at a
+// A near step's entries of this block (rank of active): its kept pile's
+// (L.q[cur]) and its deal of the near pile's, a thread an entry whose
+// stamp says it is the vertex's latest, its edges PERSIST_BATCH at a
 // time; wide ones after to warps. Adds the edges relaxed to relaxed.
 template <typename P>
-__device__ void sssp_near(const SsspArgs<P>& a, const SsspSched& s, unsigned rank, unsigned active, Pusher p,
-                          PersistShared& sh, unsigned long long& relaxed)
+__device__ void sssp_near(const SsspArgs<P>& a, const SsspSched& s, unsigned rank, unsigned active, NearPush np,
+                          KeptPile& L, unsigned cur, PersistShared& sh, unsigned long long& relaxed)
 {
     const QEntry* in = a.near[s.step & 1];
-    for (unsigned long long slot0 = 0; rank + active * slot0 < s.count; slot0 += blockDim.x) {
+    const unsigned local = L.in, mine = s.count > rank ? (s.count - rank - 1) / active + 1 : 0;
+    for (unsigned base = 0; base < local + mine; base += blockDim.x) {
         if (threadIdx.x == 0) sh.wide_count = 0;
         __syncthreads();
-        const unsigned long long i = dealt(rank, active, slot0);
+        const unsigned i = base + threadIdx.x;
         QEntry e{0, 0, 0};
         typename P::Value du = P::none();
-        if (i < s.count) {
-            e = load_entry(&in[i]);
+        if (i < local + mine) {
+            e = i < local ? L.q[cur][i] : load_entry(&in[rank + (unsigned long long)active * (i - local)]);
             // A later stamp: the vertex improved since, and its newer entry expands it.
             if (__ldcg(&a.stamp[e.v]) != s.step) e.degree = 0;
             du = __ldcg(&a.dist[e.v]);
@@ -795,9 +854,9 @@ __device__ void sssp_near(const SsspArgs<P>& a, const SsspSched& s, unsigned ran
         const unsigned widest = __reduce_max_sync(FULL_MASK, e.degree);
         for (unsigned k = 0; k < widest; k += PERSIST_BATCH)
             sssp_relax<P, PERSIST_BATCH>(a, s, du, e.first + k, k < e.degree ? min(e.degree - k, (unsigned)PERSIST_BATCH) : 0,
-                                         p, sh);
+                                         np, L, sh);
         __syncthreads();
-        sssp_wide(a, s, p, sh, relaxed);
+        sssp_wide(a, s, np, L, sh, relaxed);
         __syncthreads();
     }
 }
@@ -806,8 +865,8 @@ __device__ void sssp_near(const SsspArgs<P>& a, const SsspSched& s, unsigned ran
 // last threshold was expanded then (its improvement was near); under the
 // new one it moves to the near pile, else to the next far pile.
 template <typename P>
-__device__ void sssp_split(const SsspArgs<P>& a, const SsspSched& s, unsigned rank, unsigned active, Pusher p,
-                           PersistShared& sh)
+__device__ void sssp_split(const SsspArgs<P>& a, const SsspSched& s, unsigned rank, unsigned active, NearPush np,
+                           KeptPile& L, PersistShared& sh)
 {
     const vid_t* in = a.far[s.epoch % FAR_PILES];
     const unsigned keep = (s.epoch + 1) % FAR_PILES;
@@ -829,25 +888,28 @@ __device__ void sssp_split(const SsspArgs<P>& a, const SsspSched& s, unsigned ra
                 far[0] = atomicExch(&a.fstamp[v[0]], s.epoch + 2) != s.epoch + 2;
             }
         }
-        sssp_push_near<P, 1>(a, s, near, v, lo, hi, p, sh);
+        sssp_push_near<P, 1>(a, s, near, v, lo, hi, np, L, sh);
         sssp_push_far<P, 1>(a, keep, far, v);
     }
 }
 
-// One step of the schedule, this block's share (rank of active); near
-// pushes count in sh.count. The edges relaxed go to the state once a block.
+// One step of the schedule, this block's share (rank of active), its
+// kept pile L.q[cur] and its next L.q[cur ^ 1] holding up to keep (0:
+// every push to the near pile, counted in sh.count). The edges relaxed go
+// to the state once a block.
 template <typename P>
 __device__ void sssp_step(const SsspArgs<P>& a, const SsspSched& s, unsigned rank, unsigned active, bool single,
-                          PersistShared& sh)
+                          unsigned keep, KeptPile& L, unsigned cur, PersistShared& sh)
 {
     sched_clear_pile(s, a.st);
-    const Pusher p{&a.st->near_tail, single ? 0u : s.near_base, single};
+    const NearPush np{L.q[cur ^ 1], keep, Pusher{&a.st->near_tail, single ? 0u : s.near_base, single}};
     unsigned long long relaxed = 0;
     if (s.kind == SCHED_NEAR)
-        sssp_near(a, s, rank, active, p, sh, relaxed);
+        sssp_near(a, s, rank, active, np, L, cur, sh, relaxed);
     else
-        sssp_split(a, s, rank, active, p, sh);
+        sssp_split(a, s, rank, active, np, L, sh);
     block_add(relaxed, &a.st->relaxed);
+    kept_close(L, keep, sh);
 }
 
 // Thread 0's schedule in every thread of the block.
@@ -875,11 +937,16 @@ __device__ __forceinline__ SsspSched load_sched(const SsspSched* p)
 // clears and pushes to. So before its first epoch's clear, and before it
 // writes the schedule, block 0 waits for their arrival: once a run, while
 // its first steps overlap their way to the barrier.
+//
+// Its pushes stay in its kept pile; at the end it moves them to the near
+// pile after the entries there, so that the next multi-block step deals
+// them to every block.
 template <typename P>
-__device__ void sssp_single(const SsspArgs<P>& a, SsspSched s, unsigned limit, unsigned gen, PersistShared& sh)
+__device__ void sssp_single(const SsspArgs<P>& a, SsspSched s, unsigned limit, unsigned gen, KeptPile& L,
+                            PersistShared& sh)
 {
     SsspState* st = a.st;
-    unsigned steps = 0;
+    unsigned steps = 0, cur = 0;
     bool waited = false;  // the same in every thread: s is broadcast
     do {
         if (s.fresh && !waited) {
@@ -887,19 +954,24 @@ __device__ void sssp_single(const SsspArgs<P>& a, SsspSched s, unsigned limit, u
             __syncthreads();
             waited = true;
         }
-        sssp_step(a, s, 0, 1, true, sh);
-        __syncthreads();
+        sssp_step(a, s, 0, 1, true, PERSIST_LOCAL, L, cur, sh);
+        cur ^= 1;
         if (threadIdx.x == 0) {
             const unsigned was = s.kind, pushed = sh.count;
             const double delta = s.delta;
             sh.count = 0;
-            sched_next<P>(s, pushed, false, st);
+            sched_next<P>(s, pushed, L.in, false, st);
             sched_count(st, was, delta, s);
         }
         s = sched_broadcast(s);
         steps++;
-    } while (s.kind != SCHED_DONE && s.count <= limit);
+    } while (s.kind != SCHED_DONE && s.count + L.in <= limit);
+    QEntry* pile = a.near[s.step & 1];
+    for (unsigned i = threadIdx.x; i < L.in; i += blockDim.x) pile[s.count + i] = L.q[cur][i];
+    s.count += L.in;
+    __syncthreads();
     if (threadIdx.x == 0) {
+        L.in = sh.kept = 0;
         if (!waited) grid_wait_others(&st->bar, gen);
         st->sched = s;
         st->single_runs++;
@@ -909,28 +981,41 @@ __device__ void sssp_single(const SsspArgs<P>& a, SsspSched s, unsigned limit, u
 
 // The whole search from the schedule ssspp_init left. The grid must be
 // resident at once (a cooperative launch).
+//
+// A step whose input is at most single_limit entries runs in block 0 once
+// they are all in the near pile: a small step with entries kept in the
+// blocks keeps none, so that the next one can.
 template <typename P>
 __device__ void ssspp_search(const SsspArgs<P>& a, unsigned single_limit)
 {
     __shared__ PersistShared sh;
+    __shared__ KeptPile L;
     SsspState* st = a.st;
     SsspSched s = st->sched;
-    unsigned gen = 0;
+    unsigned gen = 0, cur = 0, kept = 0;  // kept: the entries every block keeps for this step
     persist_start(sh);
+    if (threadIdx.x == 0) L.in = L.out = 0;
+    __syncthreads();
     while (s.kind != SCHED_DONE) {
-        const bool single = s.count <= single_limit;
-        if (!single)
-            sssp_step(a, s, blockIdx.x, gridDim.x, false, sh);
-        else if (blockIdx.x == 0)
-            sssp_single(a, s, single_limit, gen, sh);
-        const unsigned pushed = (unsigned)grid_barrier(&st->bar, gen++, sh);
+        const unsigned long long total = (unsigned long long)s.count + kept;
+        const bool small = total <= single_limit, single = small && kept == 0;
+        if (!single) {
+            const unsigned keep = small ? 0u : min(kept_limit(total, gridDim.x, 0), blockDim.x);
+            sssp_step(a, s, blockIdx.x, gridDim.x, false, keep, L, cur, sh);
+            cur ^= 1;
+        } else if (blockIdx.x == 0) {
+            sssp_single(a, s, single_limit, gen, L, sh);
+        }
+        const unsigned long long sum = grid_barrier(&st->bar, gen++, sh, KEPT_BITS);
         if (single) {
             s = load_sched(&st->sched);
+            kept = 0;
         } else {
+            kept = (unsigned)(sum & ((1ull << KEPT_BITS) - 1));
             if (threadIdx.x == 0) {
                 const unsigned was = s.kind;
                 const double delta = s.delta;
-                sched_next<P>(s, pushed, true, st);
+                sched_next<P>(s, (unsigned)(sum >> KEPT_BITS), kept, true, st);
                 if (blockIdx.x == 0) sched_count(st, was, delta, s);
             }
             s = sched_broadcast(s);
@@ -964,7 +1049,7 @@ __device__ __forceinline__ void ssspp_init(const SsspArgs<P>& a, vid_t source, d
     {                                                                                                              \
         ssspp_init<P>(a, source, delta, delta_max, adapt_low, adapt_high);                                        \
     }                                                                                                              \
-    extern "C" __global__ void __launch_bounds__(PERSIST_THREADS, 1) ssspp_##NAME(SsspArgs<P> a, unsigned single_limit) \
+    extern "C" __global__ void __launch_bounds__(PERSIST_SSSP_THREADS, 1) ssspp_##NAME(SsspArgs<P> a, unsigned single_limit) \
     {                                                                                                              \
         ssspp_search<P>(a, single_limit);                                                                          \
     }

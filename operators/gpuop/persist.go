@@ -28,10 +28,14 @@ import (
 // vertices) enterprise's direction-optimizing search skips most edges and
 // wins; so does vwc's near-far push for sssp.
 
-// persistThreads is the block of the persistent kernels
-// (__launch_bounds__(PERSIST_THREADS, 1)): one block an SM, so that the
-// barrier waits for as few arrivals as there are SMs.
-const persistThreads = 1024
+// persistThreads and persistSSSPThreads are the blocks of the persistent
+// kernels (__launch_bounds__(PERSIST_THREADS, 1), PERSIST_SSSP_THREADS):
+// one block an SM, so that the barrier waits for as few arrivals as there
+// are SMs.
+const (
+	persistThreads     = 1024
+	persistSSSPThreads = 512
+)
 
 // persistEntryBytes is a frontier entry (QEntry): vertex, degree, first edge.
 const persistEntryBytes = 16
@@ -63,13 +67,13 @@ const (
 // persistGrid is the blocks a persistent launch of fn runs: one an SM
 // (tuning's persistBlocks, when set), at most what a cooperative launch
 // holds at once.
-func (b *GPU) persistGrid(fn *gpu.Function) (uint32, error) {
+func (b *GPU) persistGrid(fn *gpu.Function, threads int) (uint32, error) {
 	dev := b.Device()
 	if !dev.CooperativeLaunch {
 		return 0, usererr.New(usererr.Backend, fmt.Sprintf("GPU strategy persist needs cooperative launches, which %s does not support", dev.Name),
 			"pick another --strategy (or auto)")
 	}
-	most, err := fn.CooperativeGrid(persistThreads, 0)
+	most, err := fn.CooperativeGrid(threads, 0)
 	if err != nil {
 		return 0, err
 	}
@@ -78,7 +82,7 @@ func (b *GPU) persistGrid(fn *gpu.Function) (uint32, error) {
 		blocks = b.tune.persistBlocks
 	}
 	if blocks = min(blocks, most, persistMaxBlocks); blocks < 1 {
-		return 0, fmt.Errorf("operators: kernel %s does not fit on an SM of %s (%d threads)", fn.Name(), dev.Name, persistThreads)
+		return 0, fmt.Errorf("operators: kernel %s does not fit on an SM of %s (%d threads)", fn.Name(), dev.Name, threads)
 	}
 	return uint32(blocks), nil
 }
@@ -193,7 +197,7 @@ func runBFSPersist(e *enactor) error {
 	if err != nil {
 		return err
 	}
-	grid, err := e.b.persistGrid(ks[1].Fn)
+	grid, err := e.b.persistGrid(ks[1].Fn, persistThreads)
 	if err != nil {
 		return err
 	}
