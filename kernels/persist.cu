@@ -486,8 +486,10 @@ __device__ void bfs_level(const BfsArgs& a, unsigned head, unsigned count, int l
             e.degree = 0;
         }
         bfs_narrow(a, e, level, p, L, sh);
-        __syncthreads();
-        bfs_wide(a, level, p, L, sh);
+        if (a.width == 0) {  // an ELL row is narrow
+            __syncthreads();
+            bfs_wide(a, level, p, L, sh);
+        }
         __syncthreads();
     }
     kept_close(L, p.keep, sh);
@@ -557,6 +559,7 @@ extern "C" __global__ void __launch_bounds__(PERSIST_THREADS, 1) bfsp_search(
     const BfsArgs a{offsets, targets, depth, parent, queue, st, width};
     unsigned head = 0, tail = 1, gen = 0, cur = 0;
     unsigned long long kept = 0;  // entries all blocks keep for the next level
+    unsigned multi = 0, local = 0, gathers = 0;  // the state's counts, written at the end: off the levels' path
     int level = 0;
     persist_start(sh);
     if (threadIdx.x == 0) L.in = L.out = 0;
@@ -569,7 +572,7 @@ extern "C" __global__ void __launch_bounds__(PERSIST_THREADS, 1) bfsp_search(
             bfs_flush(a, L, cur, sh);
             tail += (unsigned)(grid_barrier(&st->bar, gen++, sh, KEPT_BITS) >> KEPT_BITS);
             kept = 0;
-            if (blockIdx.x == 0 && threadIdx.x == 0) st->gathers++;
+            gathers++;
             continue;
         }
         if (!single) {
@@ -584,17 +587,20 @@ extern "C" __global__ void __launch_bounds__(PERSIST_THREADS, 1) bfsp_search(
             head = volatile_load(&st->head);
             level = (int)volatile_load(&st->level);
         } else {
-            if (blockIdx.x == 0 && threadIdx.x == 0) {
-                st->multi_levels++;
-                if (head == tail) st->local_levels++;
-            }
+            multi++;
+            local += head == tail;
             head = tail;
             level++;
         }
         tail += (unsigned)(sum >> KEPT_BITS);
         kept = sum & ((1ull << KEPT_BITS) - 1);
     }
-    if (blockIdx.x == 0 && threadIdx.x == 0) st->levels = (unsigned)level;
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        st->levels = (unsigned)level;
+        st->multi_levels = multi;
+        st->local_levels = local;
+        st->gathers = gathers;
+    }
 }
 
 // ---- SSSP ----
@@ -717,13 +723,20 @@ __device__ void sched_next(SsspSched& s, unsigned pushed, unsigned kept, bool mu
     s.count = far;
 }
 
+// What block 0's thread 0 counts of a search, in registers (a global
+// add each step would put an L2 round trip on block 0's path, which every
+// block then waits for at the barrier) until its end.
+struct SsspCounts {
+    unsigned near_steps, split_steps, delta_changes, single_runs, single_steps;
+};
+
 // Counts a step of kind `was` that led to schedule s, where a Δ change
-// shows. Block 0's thread 0, once a step.
-__device__ __forceinline__ void sched_count(SsspState* st, unsigned was, double delta, const SsspSched& s)
+// shows.
+__device__ __forceinline__ void sched_count(SsspCounts& c, unsigned was, double delta, const SsspSched& s)
 {
-    if (was == SCHED_NEAR) st->near_steps++;
-    else st->split_steps++;
-    if (s.delta != delta) st->delta_changes++;
+    if (was == SCHED_NEAR) c.near_steps++;
+    else c.split_steps++;
+    if (s.delta != delta) c.delta_changes++;
 }
 
 // Block 0's thread 0 at the start of an epoch's first step: pile
@@ -943,7 +956,7 @@ __device__ __forceinline__ SsspSched load_sched(const SsspSched* p)
 // them to every block.
 template <typename P>
 __device__ void sssp_single(const SsspArgs<P>& a, SsspSched s, unsigned limit, unsigned gen, KeptPile& L,
-                            PersistShared& sh)
+                            PersistShared& sh, SsspCounts& c)
 {
     SsspState* st = a.st;
     unsigned steps = 0, cur = 0;
@@ -961,7 +974,7 @@ __device__ void sssp_single(const SsspArgs<P>& a, SsspSched s, unsigned limit, u
             const double delta = s.delta;
             sh.count = 0;
             sched_next<P>(s, pushed, L.in, false, st);
-            sched_count(st, was, delta, s);
+            sched_count(c, was, delta, s);
         }
         s = sched_broadcast(s);
         steps++;
@@ -974,8 +987,8 @@ __device__ void sssp_single(const SsspArgs<P>& a, SsspSched s, unsigned limit, u
         L.in = sh.kept = 0;
         if (!waited) grid_wait_others(&st->bar, gen);
         st->sched = s;
-        st->single_runs++;
-        st->single_steps += steps;
+        c.single_runs++;
+        c.single_steps += steps;
     }
 }
 
@@ -993,6 +1006,7 @@ __device__ void ssspp_search(const SsspArgs<P>& a, unsigned single_limit)
     SsspState* st = a.st;
     SsspSched s = st->sched;
     unsigned gen = 0, cur = 0, kept = 0;  // kept: the entries every block keeps for this step
+    SsspCounts c{0, 0, 0, 0, 0};          // block 0's thread 0's
     persist_start(sh);
     if (threadIdx.x == 0) L.in = L.out = 0;
     __syncthreads();
@@ -1004,7 +1018,7 @@ __device__ void ssspp_search(const SsspArgs<P>& a, unsigned single_limit)
             sssp_step(a, s, blockIdx.x, gridDim.x, false, keep, L, cur, sh);
             cur ^= 1;
         } else if (blockIdx.x == 0) {
-            sssp_single(a, s, single_limit, gen, L, sh);
+            sssp_single(a, s, single_limit, gen, L, sh, c);
         }
         const unsigned long long sum = grid_barrier(&st->bar, gen++, sh, KEPT_BITS);
         if (single) {
@@ -1016,10 +1030,17 @@ __device__ void ssspp_search(const SsspArgs<P>& a, unsigned single_limit)
                 const unsigned was = s.kind;
                 const double delta = s.delta;
                 sched_next<P>(s, (unsigned)(sum >> KEPT_BITS), kept, true, st);
-                if (blockIdx.x == 0) sched_count(st, was, delta, s);
+                sched_count(c, was, delta, s);
             }
             s = sched_broadcast(s);
         }
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        st->near_steps = c.near_steps;
+        st->split_steps = c.split_steps;
+        st->delta_changes = c.delta_changes;
+        st->single_runs = c.single_runs;
+        st->single_steps = c.single_steps;
     }
 }
 

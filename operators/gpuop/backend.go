@@ -89,6 +89,9 @@ type tuning struct {
 	// noPersistELL makes the persistent BFS read the CSR where it would
 	// read an ELL copy (persistELLWidth).
 	noPersistELL bool
+	// persistThreads, when positive, is the persistent kernels' block
+	// (at most their launch bounds).
+	persistThreads int
 }
 
 // SetWideValues makes sssp and sswp keep 8-byte values whatever the

@@ -87,6 +87,15 @@ func (b *GPU) persistGrid(fn *gpu.Function, threads int) (uint32, error) {
 	return uint32(blocks), nil
 }
 
+// persistBlock is the block a persistent kernel of threads threads runs
+// with: tuning's persistThreads when set.
+func (b *GPU) persistBlock(threads int) int {
+	if b.tune.persistThreads > 0 {
+		return min(b.tune.persistThreads, threads)
+	}
+	return threads
+}
+
 // persistLimit is the single-block limit a search runs with: tuning's
 // persistSingle when set (negative: none), else persistSingleLimit.
 func (b *GPU) persistLimit() uint32 {
@@ -197,7 +206,8 @@ func runBFSPersist(e *enactor) error {
 	if err != nil {
 		return err
 	}
-	grid, err := e.b.persistGrid(ks[1].Fn, persistThreads)
+	threads := e.b.persistBlock(persistThreads)
+	grid, err := e.b.persistGrid(ks[1].Fn, threads)
 	if err != nil {
 		return err
 	}
@@ -237,7 +247,7 @@ func runBFSPersist(e *enactor) error {
 	if err := startSearch(e.s, depth, parent, ks[0], parts[0], depth, parent, queue, st, e.in.Source, uint32(width)); err != nil {
 		return err
 	}
-	if err := gpu.LaunchCooperative(ks[1].Fn, gpu.Dim(grid), gpu.Dim(persistThreads), 0, e.s,
+	if err := gpu.LaunchCooperative(ks[1].Fn, gpu.Dim(grid), gpu.Dim(uint32(threads)), 0, e.s,
 		parts[0], targets, depth, parent, queue, st, e.b.persistLimit(), e.b.tune.persistKeep, e.b.persistPrefetch(), uint32(width)); err != nil {
 		return err
 	}

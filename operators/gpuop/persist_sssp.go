@@ -113,7 +113,7 @@ func prepareSSSPPersist(e *enactor, prog Program) (*ssspPersist, error) {
 	if err != nil {
 		return nil, err
 	}
-	grid, err := e.b.persistGrid(ks[1].Fn, persistSSSPThreads)
+	grid, err := e.b.persistGrid(ks[1].Fn, e.b.persistBlock(persistSSSPThreads))
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +149,8 @@ func (sp *ssspPersist) run(e *enactor, prog Program, start, most float64) error 
 	}
 	// Δ doubles while a new bucket holds fewer vertices than blocks, and
 	// halves while one holds more than the grid has threads.
-	low, high := sp.grid, sp.grid*persistSSSPThreads
+	threads := e.b.persistBlock(persistSSSPThreads)
+	low, high := sp.grid, sp.grid*uint32(threads)
 	a := ssspPersistArgs{
 		offsets: sp.parts[0].Ptr(), targets: sp.parts[1].Ptr(), weights: PtrOf(sp.parts[2]),
 		dist: values.Ptr(), stamp: sp.bufs[1].Ptr(), fstamp: sp.bufs[2].Ptr(),
@@ -160,7 +161,7 @@ func (sp *ssspPersist) run(e *enactor, prog Program, start, most float64) error 
 	if err := gpu.Launch(sp.init.Fn, gpu.Dim(1), gpu.Dim(1), 0, e.s, gpu.Args(&a), e.in.Source, start, most, low, high); err != nil {
 		return err
 	}
-	return gpu.LaunchCooperative(sp.search.Fn, gpu.Dim(sp.grid), gpu.Dim(persistSSSPThreads), 0, e.s, gpu.Args(&a), e.b.persistLimit())
+	return gpu.LaunchCooperative(sp.search.Fn, gpu.Dim(sp.grid), gpu.Dim(uint32(threads)), 0, e.s, gpu.Args(&a), e.b.persistLimit())
 }
 
 // ssspPersistArgs mirrors kernels/persist.cu's SsspArgs, field by field:

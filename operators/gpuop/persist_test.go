@@ -219,6 +219,17 @@ func benchKeep(name string) uint32 {
 	return uint32(k)
 }
 
+// benchThreads is the block a BenchmarkGPUPersist case names
+// ("...-NNNthreads"), 0 (the kernel's) where it names none.
+func benchThreads(name string) int {
+	i := strings.LastIndexByte(name, '-')
+	n, err := strconv.Atoi(strings.TrimSuffix(name[i+1:], "threads"))
+	if err != nil || !strings.HasSuffix(name, "threads") {
+		return 0
+	}
+	return n
+}
+
 // BenchmarkGPUPersist sweeps the persistent searches' single-block limit and
 // grid on GPIPE_BENCH_PERSIST's graph, beside bfs4k, enterprise and kites:
 //
@@ -248,6 +259,7 @@ func BenchmarkGPUPersist(b *testing.B) {
 		{"bfs/persist-noprefetch", operators.BFS{}, operators.Params{Strategy: "persist"}, 0, 0},
 		{"bfs/persist-csr", operators.BFS{}, operators.Params{Strategy: "persist"}, 0, 0},
 		{"bfs/persist-csr-keep1", operators.BFS{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"bfs/persist-512threads", operators.BFS{}, operators.Params{Strategy: "persist"}, 0, 0},
 		{"bfs/bfs4k", operators.BFS{}, operators.Params{Strategy: "bfs4k"}, 0, 0},
 		{"sssp/persist", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
 		{"sssp/persist-single1024", operators.SSSP{}, operators.Params{Strategy: "persist"}, 1024, 0},
@@ -256,15 +268,17 @@ func BenchmarkGPUPersist(b *testing.B) {
 		{"sssp/persist-33blocks", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 33},
 		{"sssp/persist-fixed", operators.SSSP{}, operators.Params{Strategy: "persist", Delta: gpuSSSPDelta(g, operators.Params{})}, 0, 0},
 		{"sssp/persist-fixed4x", operators.SSSP{}, operators.Params{Strategy: "persist", Delta: 4 * gpuSSSPDelta(g, operators.Params{})}, 0, 0},
+		{"sssp/persist-256threads", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
 		{"sssp/kites", operators.SSSP{}, operators.Params{Strategy: "kites"}, 0, 0},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			gb.tune.persistSingle, gb.tune.persistBlocks = c.single, c.blocks
 			gb.tune.persistKeep, gb.tune.noPersistPrefetch = benchKeep(c.name), strings.HasSuffix(c.name, "-noprefetch")
 			gb.tune.noPersistELL = strings.Contains(c.name, "-csr")
+			gb.tune.persistThreads = benchThreads(c.name)
 			defer func() {
 				gb.tune.persistSingle, gb.tune.persistBlocks, gb.tune.persistKeep = 0, 0, 0
-				gb.tune.noPersistPrefetch, gb.tune.noPersistELL = false, false
+				gb.tune.noPersistPrefetch, gb.tune.noPersistELL, gb.tune.persistThreads = false, false, 0
 			}()
 			p := c.p
 			if err := c.op.Prepare(&p); err != nil {
