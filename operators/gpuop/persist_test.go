@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpipe/gpipe/convert"
 	"github.com/gpipe/gpipe/gpu"
+	"github.com/gpipe/gpipe/ingest"
 	"github.com/gpipe/gpipe/ingest/edges"
 	"github.com/gpipe/gpipe/ingest/gen"
 	"github.com/gpipe/gpipe/kernels"
@@ -192,15 +193,23 @@ func BenchmarkGPUGridBarrier(b *testing.B) {
 // (default the 2048 × 2048 grid), weighted, undirected.
 func persistBenchGraph(b *testing.B) *convert.Graph {
 	spec := optest.BenchPersistSpec()
-	gn, err := gen.Parse(spec, 1, true)
-	if err != nil {
-		b.Fatal(err)
+	var tab *edges.Table
+	if path, ok := strings.CutPrefix(spec, "file:"); ok {
+		t, err := ingest.Open(context.Background(), path, nil, edges.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		tab = t
+	} else {
+		gn, err := gen.Parse(spec, 1, true)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if tab, err = gn.Generate(context.Background()); err != nil {
+			b.Fatal(err)
+		}
 	}
-	tab, err := gn.Generate(context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
-	g, err := convert.Build(context.Background(), tab, convert.BuildOptions{Undirected: true, Weighted: true, Weights: convert.NonNegativeWeights})
+	g, err := convert.Build(context.Background(), tab, convert.BuildOptions{Undirected: true, Weighted: tab.HasWeight, Weights: convert.NonNegativeWeights})
 	if err != nil {
 		b.Fatal(err)
 	}

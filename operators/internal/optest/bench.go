@@ -85,7 +85,8 @@ func BenchDelta() float64 {
 }
 
 // BenchPersistSpec is GPIPE_BENCH_PERSIST, the persistent searches'
-// benchmark graph as gen.Parse reads it, or the 2048 × 2048 grid.
+// benchmark graph as gen.Parse reads it or file:PATH (an edge file, such
+// as a real graph), or the 2048 × 2048 grid.
 func BenchPersistSpec() string {
 	if s := os.Getenv("GPIPE_BENCH_PERSIST"); s != "" {
 		return s
