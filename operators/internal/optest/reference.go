@@ -118,42 +118,11 @@ func RefWidest(g *convert.Graph, src uint32) []float64 {
 // RefPageRank is networkx's power iteration in float64, pushed along
 // out-edges, run to a much tighter tolerance than the operator's.
 func RefPageRank(g *convert.Graph, d float64) []float64 {
-	n := g.NumVertices()
-	if n == 0 {
-		return nil
+	out := make([]float64, g.NumVertices())
+	for u := range out {
+		out[u] = float64(g.Out.Degree(uint32(u)))
 	}
-	x := make([]float64, n)
-	for i := range x {
-		x[i] = 1 / float64(n)
-	}
-	next := make([]float64, n)
-	for it := 0; it < 10000; it++ {
-		var dangling float64
-		for u := 0; u < n; u++ {
-			if g.Out.Degree(uint32(u)) == 0 {
-				dangling += x[u]
-			}
-		}
-		for v := range next {
-			next[v] = 0
-		}
-		for u := 0; u < n; u++ {
-			deg := g.Out.Degree(uint32(u))
-			for _, v := range g.Out.Neighbors(uint32(u)) {
-				next[v] += d * x[u] / float64(deg)
-			}
-		}
-		var change float64
-		for v := range next {
-			next[v] += d*dangling/float64(n) + (1-d)/float64(n)
-			change += math.Abs(next[v] - x[v])
-		}
-		x, next = next, x
-		if change < 1e-14 {
-			break
-		}
-	}
-	return x
+	return refPowerIteration(g, d, out, func(int64) float64 { return 1 })
 }
 
 // RefWeightedPageRank is networkx.pagerank(G) with weight="weight": the
@@ -162,15 +131,22 @@ func RefPageRank(g *convert.Graph, d float64) []float64 {
 // dangling), run to a much tighter tolerance than the operator's. On a
 // graph without weights every weight is 1.
 func RefWeightedPageRank(g *convert.Graph, d float64) []float64 {
+	out := make([]float64, g.NumVertices())
+	for u := range out {
+		for e := g.Out.Offsets[u]; e < g.Out.Offsets[u+1]; e++ {
+			out[u] += WeightAt(&g.Out, e)
+		}
+	}
+	return refPowerIteration(g, d, out, func(e int64) float64 { return WeightAt(&g.Out, e) })
+}
+
+// refPowerIteration is the two references' iteration: u passes d·x[u]
+// along its out-edge e in the share along(e) / out[u], and a vertex whose
+// out[u] is 0 (dangling) spreads its rank over every vertex.
+func refPowerIteration(g *convert.Graph, d float64, out []float64, along func(e int64) float64) []float64 {
 	n := g.NumVertices()
 	if n == 0 {
 		return nil
-	}
-	outW := make([]float64, n)
-	for u := range outW {
-		for e := g.Out.Offsets[u]; e < g.Out.Offsets[u+1]; e++ {
-			outW[u] += WeightAt(&g.Out, e)
-		}
 	}
 	x := make([]float64, n)
 	for i := range x {
@@ -180,17 +156,17 @@ func RefWeightedPageRank(g *convert.Graph, d float64) []float64 {
 	for it := 0; it < 10000; it++ {
 		var dangling float64
 		for u := range x {
-			if outW[u] == 0 {
+			if out[u] == 0 {
 				dangling += x[u]
 			}
 		}
 		clear(next)
 		for u := 0; u < n; u++ {
-			if outW[u] == 0 {
+			if out[u] == 0 {
 				continue
 			}
 			for e := g.Out.Offsets[u]; e < g.Out.Offsets[u+1]; e++ {
-				next[g.Out.Targets[e]] += d * x[u] * WeightAt(&g.Out, e) / outW[u]
+				next[g.Out.Targets[e]] += d * x[u] * along(e) / out[u]
 			}
 		}
 		var change float64
