@@ -189,8 +189,9 @@ func BenchmarkGPUGridBarrier(b *testing.B) {
 	}
 }
 
-// persistBenchGraph is GPIPE_BENCH_PERSIST's graph: grid:RxC or road:N
-// (default the 2048 × 2048 grid), weighted, undirected.
+// persistBenchGraph is GPIPE_BENCH_PERSIST's graph, undirected: grid:RxC
+// or road:N (default the 2048 × 2048 grid), weighted, or file:PATH,
+// weighted where the file has weights.
 func persistBenchGraph(b *testing.B) *convert.Graph {
 	spec := optest.BenchPersistSpec()
 	var tab *edges.Table
