@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -16,16 +15,7 @@ import (
 // example reads and checks examples/programs/NAME.vp.
 func example(t testing.TB, name string) *Program {
 	t.Helper()
-	path := filepath.Join("..", "..", "examples", "programs", name+".vp")
-	text, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := Parse(path, string(text))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return parseFile(t, filepath.Join("..", "..", "examples", "programs", name+".vp"))
 }
 
 // testGraph is a graph the examples run on, and which programs apply.

@@ -23,13 +23,14 @@ func programsForPTX(t *testing.T) map[string]*Program {
 	t.Helper()
 	progs := map[string]*Program{}
 	for _, name := range []string{"bfs", "sssp", "pr", "cc", "sswp", "nn", "hs", "cs"} {
-		progs[name] = parseFile(t, filepath.Join("..", "..", "examples", "programs", name+".vp"))
+		progs[name] = example(t, name)
 	}
 	progs["sink"] = parseFile(t, filepath.Join("testdata", "sink.vp"))
 	return progs
 }
 
-func parseFile(t *testing.T, path string) *Program {
+// parseFile reads and parses the program at path.
+func parseFile(t testing.TB, path string) *Program {
 	t.Helper()
 	text, err := os.ReadFile(path)
 	if err != nil {
