@@ -99,9 +99,9 @@ func (r ssspRan) String() string {
 
 // ssspPersist is a persistent SSSP's device side.
 type ssspPersist struct {
-	init, search *Kernel
-	grid         uint32
-	parts        []*gpu.DeviceBuffer // offsets, targets, weights (nil: none)
+	init, search  *Kernel
+	grid, threads uint32              // blocks and their threads
+	parts         []*gpu.DeviceBuffer // offsets, targets, weights (nil: none)
 	// values, stamp, fstamp, near0, near1, far0, far1, far2, state
 	bufs []*gpu.DeviceBuffer
 }
@@ -113,7 +113,8 @@ func prepareSSSPPersist(e *enactor, prog Program) (*ssspPersist, error) {
 	if err != nil {
 		return nil, err
 	}
-	grid, err := e.b.persistGrid(ks[1].Fn, e.b.persistBlock(persistSSSPThreads))
+	threads := e.b.persistBlock(persistSSSPThreads)
+	grid, err := e.b.persistGrid(ks[1].Fn, threads)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +133,7 @@ func prepareSSSPPersist(e *enactor, prog Program) (*ssspPersist, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &ssspPersist{init: ks[0], search: ks[1], grid: grid, parts: layouts, bufs: bufs}, nil
+	return &ssspPersist{init: ks[0], search: ks[1], grid: grid, threads: uint32(threads), parts: layouts, bufs: bufs}, nil
 }
 
 // run queues the search from source: the values unreached, the stamps
@@ -149,8 +150,7 @@ func (sp *ssspPersist) run(e *enactor, prog Program, start, most float64) error 
 	}
 	// Δ doubles while a new bucket holds fewer vertices than blocks, and
 	// halves while one holds more than the grid has threads.
-	threads := e.b.persistBlock(persistSSSPThreads)
-	low, high := sp.grid, sp.grid*uint32(threads)
+	low, high := sp.grid, sp.grid*sp.threads
 	a := ssspPersistArgs{
 		offsets: sp.parts[0].Ptr(), targets: sp.parts[1].Ptr(), weights: PtrOf(sp.parts[2]),
 		dist: values.Ptr(), stamp: sp.bufs[1].Ptr(), fstamp: sp.bufs[2].Ptr(),
@@ -161,7 +161,7 @@ func (sp *ssspPersist) run(e *enactor, prog Program, start, most float64) error 
 	if err := gpu.Launch(sp.init.Fn, gpu.Dim(1), gpu.Dim(1), 0, e.s, gpu.Args(&a), e.in.Source, start, most, low, high); err != nil {
 		return err
 	}
-	return gpu.LaunchCooperative(sp.search.Fn, gpu.Dim(sp.grid), gpu.Dim(uint32(threads)), 0, e.s, gpu.Args(&a), e.b.persistLimit())
+	return gpu.LaunchCooperative(sp.search.Fn, gpu.Dim(sp.grid), gpu.Dim(sp.threads), 0, e.s, gpu.Args(&a), e.b.persistLimit())
 }
 
 // ssspPersistArgs mirrors kernels/persist.cu's SsspArgs, field by field:
