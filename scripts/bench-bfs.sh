@@ -73,7 +73,7 @@ for g in graphs:
         for line in filter(None, lines):
             r = json.loads(line)
             label = r["strategy"].split(" (")[0] if kind == "gpu" else "cpu"
-            if kind == "gpu" and r.get("strategy_reason", "asked for") != "asked for":
+            if kind == "gpu" and r.get("strategy_reason", "").startswith("auto"):
                 label = "auto: " + label
             print(f"{g:11s} {label:17s} {r['median_s'] * 1e3:10.3f} {r.get('gteps', 0):8.2f}  {r['strategy']}")
     try:
