@@ -80,7 +80,7 @@ func TestFatbinHasEveryKernel(t *testing.T) {
 			"rs_scatter", "scan_reduce", "scan_down", "gb_merge", "gb_merge_weights", "gb_weights_from_keys", "gb_offsets",
 			"gb_swap_ends", "gb_low_ends", "gb_mark_targets", "gb_degree_stats"},
 		Columns: {"col_keys32", "col_keys64", "col_valid_nonneg"},
-		Persist: {"bfsp_init", "bfsp_search", "ssspp_init_sssp_u32u", "ssspp_sssp_u32u", "ssspp_init_sssp_u32",
+		Persist: {"bfsp_init", "bfsp_search", "bfsp_ell", "bfsp_split", "ssspp_init_sssp_u32u", "ssspp_sssp_u32u", "ssspp_init_sssp_u32",
 			"ssspp_sssp_u32", "ssspp_init_sssp_f64", "ssspp_sssp_f64", "persist_barrier_bench"},
 	}
 	for module, entries := range want {

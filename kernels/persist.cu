@@ -3,17 +3,24 @@
 // steps (SSSP) separated by a grid-wide barrier on the device instead of a
 // return to the host (operators/gpuop/persist.go says when they pay).
 //
-//   bfsp_search        BFS, one level a step: each block expands the
-//                      vertices it pushed at the level before, kept in its
-//                      shared memory (a kept pile), and its deal of the
-//                      queue in global memory (entry i to block i mod
+//   bfsp_search        BFS in steps between barriers: each block expands
+//                      the vertices it pushed at the level before, kept in
+//                      its shared memory (a kept pile), and its deal of
+//                      the queue in global memory (entry i to block i mod
 //                      blocks), where pushes past a block's share go, so a
 //                      frontier of a few thousand vertices keeps every SM's
-//                      load and atomic units busy instead of one's. While a
-//                      frontier has at most single_limit vertices, block 0
-//                      runs levels alone with __syncthreads between them
-//                      (BFS-4K §5.5's single block) and the other blocks
-//                      wait at the barrier.
+//                      load and atomic units busy instead of one's; then
+//                      up to span − 1 more levels from its own kept pile
+//                      without waiting for the other blocks, claiming each
+//                      vertex with an atomicMin of (depth, parent): a
+//                      block that ran ahead and claimed a vertex too deep
+//                      is corrected by the one that reaches it first, which
+//                      pushes it again (label-correcting, as ADDS is for
+//                      SSSP). While a frontier has at most single_limit
+//                      vertices, block 0 runs levels alone with
+//                      __syncthreads between them (BFS-4K §5.5's single
+//                      block) and the other blocks wait at the barrier.
+//   bfsp_split         the labels' depths and parents, and the levels.
 //   bfsp_ell           the ELL copy of a CSR of out-degrees up to 4 (roads,
 //                      meshes, grids), whose rows a level finds from the
 //                      vertex alone.
@@ -45,7 +52,7 @@
 
 #include <cstddef>
 
-#define PERSIST_THREADS 1024  // the block the host launches for BFS (the emulator's is 256)
+#define PERSIST_THREADS 1024  // the BFS's largest block (the host launches 256: persist.go; the emulator's is 256)
 // SSSP's block: half of an SM's threads, so that each has 128 registers
 // (at 64, SSSP's kernels spilled 300 bytes a thread to local memory, which
 // its chain of dependent accesses then waited on too); a step of the
@@ -128,8 +135,10 @@ __device__ __forceinline__ unsigned volatile_load(const unsigned* p) { return *(
 // acquire at the GPU's scope (atom.acq_rel, ld.acquire): what a block
 // wrote before arriving is visible to what every block reads after
 // leaving, as __threadfence() on both sides would make it, without the
-// two sequentially consistent fences (0.35 and 0.4 µs of a 4.8 µs grid
-// level on the H200). The emulator's fences stand in for them.
+// two sequentially consistent fences (the timing run of a 4.8 µs grid
+// level on the H200 gave 0.35 µs to the fence before the arrival, and
+// 0.4 µs to what followed the barrier, its fence with the rest). The
+// emulator's fences stand in for them.
 __device__ __forceinline__ unsigned long long atomic_add_acq_rel(unsigned long long* p, unsigned long long v)
 {
 #ifdef __CUDA_ARCH__
@@ -289,11 +298,14 @@ __device__ __forceinline__ unsigned kept_limit(unsigned long long total, unsigne
 
 // Writes each of the lane's N taken entries to a slot of the block's next
 // kept pile (out) while it holds fewer than keep, the rest to the queue
-// (pile) at slots from spill, counted in sh.count. Every lane of the warp
-// must call it. Returns which went to the queue in spilled.
+// (pile, of cap entries: a slot past it is counted, not written; the BFS
+// checks its count after the barrier) at slots from spill, counted in
+// sh.count. Every lane of the warp must call it. Returns which went to the
+// queue in spilled.
 template <int N>
 __device__ __forceinline__ void push_kept(const bool (&take)[N], const QEntry (&ent)[N], QEntry* out, unsigned keep,
-                                          QEntry* pile, Pusher spill, KeptPile& L, PersistShared& sh, bool (&spilled)[N])
+                                          QEntry* pile, unsigned cap, Pusher spill, KeptPile& L, PersistShared& sh,
+                                          bool (&spilled)[N])
 {
     unsigned slot[N], qslot[N];
     warp_reserve(take, slot, &L.out, Pusher{nullptr, 0, true});
@@ -302,8 +314,11 @@ __device__ __forceinline__ void push_kept(const bool (&take)[N], const QEntry (&
     warp_reserve(spilled, qslot, &sh.count, spill);
 #pragma unroll
     for (int j = 0; j < N; j++) {
-        if (spilled[j]) pile[qslot[j]] = ent[j];
-        else if (take[j]) out[slot[j]] = ent[j];
+        if (spilled[j]) {
+            if (qslot[j] < cap) pile[qslot[j]] = ent[j];
+        } else if (take[j]) {
+            out[slot[j]] = ent[j];
+        }
     }
 }
 
@@ -329,29 +344,45 @@ struct BfspState {
     unsigned tail;                  // entries in the queue (every push to it adds to it)
     unsigned pad0[31];
     unsigned head, level;           // where block 0's single-block run left the search
-    unsigned levels;                // the search's levels, at its end
-    unsigned single_runs, single_levels, multi_levels;
-    unsigned local_levels;          // multi-block levels that read no queue entry: every block's input was its own
+    unsigned levels;                // the search's levels (bfsp_split)
+    unsigned single_runs, single_levels, multi_levels;  // multi_levels: multi-block steps
+    unsigned local_levels;          // multi-block steps that read no queue entry: every block's input was its own
     unsigned gathers;               // times the blocks' kept entries went to the queue for a single-block run
-    unsigned pad1[24];
+    unsigned overflow;              // 1: the queue's pushes passed its cap and the search stopped (span > 1 only)
+    unsigned phases;                // levels the blocks ran in multi-block steps, summed over the blocks
+    unsigned pad1[22];
 };
 
 static_assert(sizeof(BfspState) == 512 && offsetof(BfspState, levels) == 392 && offsetof(BfspState, multi_levels) == 404 &&
-                  offsetof(BfspState, gathers) == 412,
+                  offsetof(BfspState, gathers) == 412 && offsetof(BfspState, overflow) == 416 &&
+                  offsetof(BfspState, phases) == 420,
               "BfspState: persist.go's offsets");
+
+// A vertex's label: its depth in the high 32 bits and its parent in the
+// low, so that one atomicMin claims the vertex and names its parent: where
+// a step spans several levels, a block may claim a vertex deeper than it
+// is (it ran ahead of the block that reaches it first), and the block that
+// lowers it later must set its parent with its depth. Unvisited is all
+// ones: depth -1 and parent GPIPE_NO_VERTEX, as bfsp_split writes them.
+#define BFS_UNLABELED 0xffffffffffffffffull
+
+__device__ __forceinline__ unsigned long long bfs_label(unsigned depth, vid_t parent)
+{
+    return (unsigned long long)depth << 32 | parent;
+}
 
 // targets is the CSR's, or with width the ELL copy (bfsp_ell): a vertex
 // v's edges at v · width, so that a pushed vertex's entry needs no read
 // of its offsets, which would otherwise be the level's one access to
-// DRAM left after the prefetch.
+// DRAM left after the prefetch. span is the levels a block runs from its
+// own kept pile between two barriers; cap the queue's entries.
 struct BfsArgs {
     ReadOnly<eid_t> offsets;
     ReadOnly<vid_t> targets;
-    int* depth;
-    vid_t* parent;
+    unsigned long long* label;
     QEntry* queue;
     BfspState* st;
-    unsigned width;
+    unsigned width, span, cap;
 };
 
 // The entry of vertex w: its degree and first edge from the offsets, or
@@ -365,20 +396,40 @@ __device__ __forceinline__ QEntry bfs_entry(const BfsArgs& a, vid_t w, bool has)
     return QEntry{w, (unsigned)(hi - lo), lo};
 }
 
-// Where a level's pushes go: the block's next kept list while it holds
-// fewer than keep, then the queue. prefetch asks L2 for each pushed
-// vertex's first targets, which the next level reads first.
+// The depth a level expands entry e from: the level's while levels have
+// run in lockstep (every entry's vertex has the level's depth: at span 1,
+// and until the first multi-block step past it), else the vertex's label
+// now, read beside its targets. A block may have lowered it since e was
+// pushed; that block pushed it again, and this expansion only repeats its
+// work.
+__device__ __forceinline__ unsigned bfs_depth(const BfsArgs& a, const QEntry& e, int level, bool lockstep)
+{
+    if (lockstep || e.degree == 0) return (unsigned)level;
+    return (unsigned)(__ldcg(&a.label[e.v]) >> 32);
+}
+
+// Claims w at depth d from parent from: true where that lowers its depth
+// (its first visit, or a block lowering a depth claimed ahead of it),
+// which pushes w. At span 1 a vertex is claimed once.
+__device__ __forceinline__ bool bfs_claim(const BfsArgs& a, vid_t w, unsigned d, vid_t from)
+{
+    return (atomicMin(&a.label[w], bfs_label(d, from)) >> 32) > d;
+}
+
+// How a level runs: its pushes go to the block's next kept list while it
+// holds fewer than keep, then to the queue; prefetch asks L2 for each
+// pushed vertex's first targets, which the next level reads first;
+// lockstep says every entry has the level's depth (bfs_depth).
 struct BfsPush {
     QEntry* out;
     unsigned keep;
-    bool prefetch;
+    bool prefetch, lockstep;
 };
 
-extern "C" __global__ void bfsp_init(const eid_t* offsets, int* depth, vid_t* parent, QEntry* queue, BfspState* st,
+extern "C" __global__ void bfsp_init(const eid_t* offsets, unsigned long long* label, QEntry* queue, BfspState* st,
                                      vid_t source, unsigned width)
 {
-    depth[source] = 0;
-    parent[source] = source;
+    label[source] = bfs_label(0, source);
     queue[0] = width ? QEntry{source, width, (eid_t)source * width}
                      : QEntry{source, (unsigned)(offsets[source + 1] - offsets[source]), offsets[source]};
     st->tail = 1;
@@ -398,6 +449,29 @@ extern "C" __global__ void bfsp_ell(const eid_t* offsets, const vid_t* targets, 
     }
 }
 
+// The labels' depths and parents, and the search's levels (the deepest
+// depth + 1) in st->levels, zero before it. Blocks of at most 1024
+// threads.
+extern "C" __global__ void bfsp_split(const unsigned long long* label, int* depth, vid_t* parent, BfspState* st,
+                                      unsigned long long n)
+{
+    __shared__ unsigned levels;
+    if (threadIdx.x == 0) levels = 0;
+    __syncthreads();
+    unsigned most = 0;
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned long long v = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; v < n; v += stride) {
+        const unsigned long long l = label[v];
+        depth[v] = (int)(l >> 32);
+        parent[v] = (vid_t)l;
+        if (l != BFS_UNLABELED) most = max(most, (unsigned)(l >> 32) + 1);
+    }
+    most = __reduce_max_sync(FULL_MASK, most);
+    if (lane_id() == 0 && most > 0) atomicMax(&levels, most);
+    __syncthreads();
+    if (threadIdx.x == 0 && levels > 0) atomicMax(&st->levels, levels);
+}
+
 __device__ __forceinline__ void prefetch_l2(const void* p)
 {
 #ifdef __CUDA_ARCH__
@@ -405,32 +479,29 @@ __device__ __forceinline__ void prefetch_l2(const void* p)
 #endif
 }
 
-// Pushes the lane's N won vertices (entry ent[j], parent from) to the
-// kept pile or the queue (push_kept), and asks L2 for their targets.
-// Every lane of the warp must call it.
+// Pushes the lane's N won vertices (entry ent[j]) to the kept pile or the
+// queue (push_kept), and asks L2 for their targets. Every lane of the
+// warp must call it.
 template <int N>
-__device__ __forceinline__ void bfs_push(const BfsArgs& a, const bool (&won)[N], const QEntry (&ent)[N], vid_t from,
-                                         BfsPush p, KeptPile& L, PersistShared& sh)
+__device__ __forceinline__ void bfs_push(const BfsArgs& a, const bool (&won)[N], const QEntry (&ent)[N], BfsPush p,
+                                         KeptPile& L, PersistShared& sh)
 {
     bool spilled[N];
-    push_kept(won, ent, p.out, p.keep, a.queue, Pusher{&a.st->tail, 0, false}, L, sh, spilled);
+    push_kept(won, ent, p.out, p.keep, a.queue, a.cap, Pusher{&a.st->tail, 0, false}, L, sh, spilled);
 #pragma unroll
-    for (int j = 0; j < N; j++) {
-        if (!won[j]) continue;
-        a.parent[ent[j].v] = from;
-        if (p.prefetch && ent[j].degree > 0) prefetch_l2(address(a.targets, ent[j].first));
-    }
+    for (int j = 0; j < N; j++)
+        if (won[j] && p.prefetch && ent[j].degree > 0) prefetch_l2(address(a.targets, ent[j].first));
 }
 
-// Claims the unvisited targets of the lane's entry (degree at most
-// PERSIST_NARROW; 0 for none), PERSIST_BATCH edges at a time, their loads
-// and claims issued together, and pushes the vertices it claims. The
-// claimed vertices' offsets are read with the claims, before they are
+// Claims the targets of the lane's entry (degree at most PERSIST_NARROW;
+// 0 for none) one deeper than it, PERSIST_BATCH edges at a time, their
+// loads and claims issued together, and pushes the vertices it claims.
+// The claimed vertices' offsets are read with the claims, before they are
 // known to be won, so that the push waits for one latency, not two.
 __device__ __forceinline__ void bfs_narrow(const BfsArgs& a, const QEntry& e, int level, BfsPush p, KeptPile& L,
                                            PersistShared& sh)
 {
-    const unsigned widest = __reduce_max_sync(FULL_MASK, e.degree);
+    const unsigned widest = __reduce_max_sync(FULL_MASK, e.degree), d = bfs_depth(a, e, level, p.lockstep) + 1;
     for (unsigned k = 0; k < widest; k += PERSIST_BATCH) {
         vid_t w[PERSIST_BATCH];
         QEntry ent[PERSIST_BATCH];
@@ -442,9 +513,9 @@ __device__ __forceinline__ void bfs_narrow(const BfsArgs& a, const QEntry& e, in
         for (int j = 0; j < PERSIST_BATCH; j++) {
             const bool has = w[j] != GPIPE_NO_VERTEX;
             ent[j] = bfs_entry(a, w[j], has);
-            won[j] = has && atomicCAS(&a.depth[w[j]], GPIPE_UNVISITED, level + 1) == GPIPE_UNVISITED;
+            won[j] = has && bfs_claim(a, w[j], d, e.v);
         }
-        bfs_push(a, won, ent, e.v, p, L, sh);
+        bfs_push(a, won, ent, p, L, sh);
     }
 }
 
@@ -454,13 +525,14 @@ __device__ __forceinline__ void bfs_wide(const BfsArgs& a, int level, BfsPush p,
     const unsigned wides = sh.wide_count;
     for (unsigned k = threadIdx.x >> 5; k < wides; k += blockDim.x >> 5) {
         const QEntry e = sh.wide[k];
+        const unsigned d = bfs_depth(a, e, level, p.lockstep) + 1;
         for (unsigned base = 0; base < e.degree; base += 32) {
             const unsigned j = base + lane_id();
             const vid_t w = j < e.degree ? a.targets[e.first + j] : GPIPE_NO_VERTEX;
             const bool has = w != GPIPE_NO_VERTEX;
             const QEntry ent[1] = {bfs_entry(a, w, has)};
-            const bool won[1] = {has && atomicCAS(&a.depth[w], GPIPE_UNVISITED, level + 1) == GPIPE_UNVISITED};
-            bfs_push(a, won, ent, e.v, p, L, sh);
+            const bool won[1] = {has && bfs_claim(a, w, d, e.v)};
+            bfs_push(a, won, ent, p, L, sh);
         }
     }
 }
@@ -497,6 +569,26 @@ __device__ void bfs_level(const BfsArgs& a, unsigned head, unsigned count, int l
     kept_close(L, p.keep, sh);
 }
 
+// A multi-block step: the level from the block's kept entries and its deal
+// of the queue's [head, tail), then up to span − 1 levels more from its own
+// kept pile alone, while it keeps any (a grid's or road's frontier moves
+// through the same region of vertices from level to level, so a block's
+// part of it stays its own), their entries' depths read from the labels.
+// Returns the levels it ran.
+__device__ unsigned bfs_step(const BfsArgs& a, unsigned head, unsigned tail, int level, BfsPush p, KeptPile& L,
+                             unsigned& cur, PersistShared& sh)
+{
+    bfs_level(a, head, tail - head, level, blockIdx.x, gridDim.x, p, L, cur, sh);
+    cur ^= 1;
+    unsigned levels = 1;
+    p.lockstep = false;
+    for (; levels < a.span && L.in > 0; levels++) {
+        bfs_level(a, 0, 0, level, blockIdx.x, gridDim.x, p, L, cur, sh);
+        cur ^= 1;
+    }
+    return levels;
+}
+
 // The block's kept entries to the queue (slots from its tail, counted in
 // sh.count), before a level that block 0 runs alone reads them there.
 __device__ void bfs_flush(const BfsArgs& a, KeptPile& L, unsigned cur, PersistShared& sh)
@@ -508,24 +600,26 @@ __device__ void bfs_flush(const BfsArgs& a, KeptPile& L, unsigned cur, PersistSh
         sh.count += n;
     }
     __syncthreads();
-    for (unsigned i = threadIdx.x; i < n; i += blockDim.x) a.queue[at + i] = L.q[cur][i];
+    for (unsigned i = threadIdx.x; i < n; i += blockDim.x)
+        if (at + i < a.cap) a.queue[at + i] = L.q[cur][i];
     __syncthreads();
     if (threadIdx.x == 0) L.in = 0;
 }
 
 // Block 0 alone runs levels from the queue's [head, tail) at level while
 // the next frontier has at most limit entries, keeping them in its shared
-// memory (what does not fit goes to the queue). Then it puts its kept
+// memory (what does not fit goes to the queue), in lockstep (p). Then it puts its kept
 // entries in the queue after tail, so that the next level deals the whole
 // frontier to every block, and leaves where it stopped in st and its queue
 // pushes in sh.count (the barrier's contribution).
-__device__ void bfs_single(const BfsArgs& a, unsigned head, unsigned tail, int level, unsigned limit, bool prefetch,
+__device__ void bfs_single(const BfsArgs& a, unsigned head, unsigned tail, int level, unsigned limit, BfsPush p,
                            KeptPile& L, PersistShared& sh)
 {
     unsigned levels = 0, cur = 0;
+    p.keep = PERSIST_LOCAL;
     for (;;) {
         const unsigned before = sh.count;
-        bfs_level(a, head, tail - head, level, 0, 1, BfsPush{nullptr, PERSIST_LOCAL, prefetch}, L, cur, sh);
+        bfs_level(a, head, tail - head, level, 0, 1, p, L, cur, sh);
         const unsigned pushed = sh.count - before, kept = L.in;
         __syncthreads();  // every thread has read sh.count before the next level adds to it
         head = tail;
@@ -533,7 +627,7 @@ __device__ void bfs_single(const BfsArgs& a, unsigned head, unsigned tail, int l
         cur ^= 1;
         level++;
         levels++;
-        if (pushed + kept == 0 || pushed + kept > limit) break;
+        if (pushed + kept == 0 || pushed + kept > limit || tail > a.cap) break;
     }
     bfs_flush(a, L, cur, sh);
     if (threadIdx.x == 0) {
@@ -546,27 +640,33 @@ __device__ void bfs_single(const BfsArgs& a, unsigned head, unsigned tail, int l
     }
 }
 
-// The whole search. single_limit is the largest frontier block 0 takes
-// alone; keep, when not 0, what a block keeps in shared memory from a
-// multi-block level to the next (else kept_limit's rule); prefetch, not 0,
-// asks L2 for the pushed vertices' targets; width, when not 0, says
-// targets is the ELL copy of that width. The grid must be resident at once
-// (a cooperative launch) and at most PERSIST_MAX_BLOCKS.
+// The whole search, into label (all BFS_UNLABELED before bfsp_init).
+// single_limit is the largest frontier block 0 takes alone; keep, when not
+// 0, what a block keeps in shared memory from a multi-block level to the
+// next (else kept_limit's rule); prefetch, not 0, asks L2 for the pushed
+// vertices' targets; width, when not 0, says targets is the ELL copy of
+// that width; span (at least 1) is the levels a multi-block step may run;
+// cap is the queue's entries: at span 1 each vertex enters it once, past
+// that a vertex whose depth a block lowers enters it again, and where the
+// pushes pass cap the search stops with st->overflow set (the host runs it
+// again at span 1). The grid must be resident at once (a cooperative
+// launch) and at most PERSIST_MAX_BLOCKS.
 extern "C" __global__ void __launch_bounds__(PERSIST_THREADS, 1) bfsp_search(
-    const eid_t* offsets, const vid_t* targets, int* depth, vid_t* parent, QEntry* queue, BfspState* st,
-    unsigned single_limit, unsigned keep, unsigned prefetch, unsigned width)
+    const eid_t* offsets, const vid_t* targets, unsigned long long* label, QEntry* queue, BfspState* st,
+    unsigned single_limit, unsigned keep, unsigned prefetch, unsigned width, unsigned span, unsigned cap)
 {
     __shared__ PersistShared sh;
     __shared__ KeptPile L;
-    const BfsArgs a{offsets, targets, depth, parent, queue, st, width};
+    const BfsArgs a{offsets, targets, label, queue, st, width, max(span, 1u), cap};
     unsigned head = 0, tail = 1, gen = 0, cur = 0;
     unsigned long long kept = 0;  // entries all blocks keep for the next level
-    unsigned multi = 0, local = 0, gathers = 0;  // the state's counts, written at the end: off the levels' path
-    int level = 0;
+    unsigned multi = 0, local = 0, gathers = 0, phases = 0;  // the state's counts, written at the end: off the levels' path
+    int level = 0;          // in lockstep, the next level's depth
+    bool lockstep = true;   // every entry's depth is level's: until a step runs past one level (span > 1)
     persist_start(sh);
     if (threadIdx.x == 0) L.in = L.out = 0;
     __syncthreads();
-    while (kept + (tail - head) > 0) {
+    while (kept + (tail - head) > 0 && tail <= a.cap) {
         const unsigned long long total = kept + (tail - head);
         const bool single = total <= single_limit;
         if (single && kept > 0) {
@@ -577,12 +677,12 @@ extern "C" __global__ void __launch_bounds__(PERSIST_THREADS, 1) bfsp_search(
             gathers++;
             continue;
         }
+        const BfsPush p{nullptr, kept_limit(total, gridDim.x, keep), prefetch != 0, lockstep};
         if (!single) {
-            const BfsPush p{nullptr, kept_limit(total, gridDim.x, keep), prefetch != 0};
-            bfs_level(a, head, tail - head, level, blockIdx.x, gridDim.x, p, L, cur, sh);
-            cur ^= 1;
+            phases += bfs_step(a, head, tail, level, p, L, cur, sh);
+            lockstep = lockstep && a.span == 1;
         } else if (blockIdx.x == 0) {
-            bfs_single(a, head, tail, level, single_limit, prefetch != 0, L, sh);
+            bfs_single(a, head, tail, level, single_limit, p, L, sh);
         }
         const unsigned long long sum = grid_barrier(&st->bar, gen++, sh, KEPT_BITS);
         if (single) {
@@ -597,11 +697,12 @@ extern "C" __global__ void __launch_bounds__(PERSIST_THREADS, 1) bfsp_search(
         tail += (unsigned)(sum >> KEPT_BITS);
         kept = sum & ((1ull << KEPT_BITS) - 1);
     }
+    if (threadIdx.x == 0) atomicAdd(&st->phases, phases);
     if (blockIdx.x == 0 && threadIdx.x == 0) {
-        st->levels = (unsigned)level;
         st->multi_levels = multi;
         st->local_levels = local;
         st->gathers = gathers;
+        st->overflow = tail > a.cap;
     }
 }
 
@@ -768,7 +869,7 @@ __device__ __forceinline__ void sssp_push_near(const SsspArgs<P>& a, const SsspS
     bool spilled[N];
 #pragma unroll
     for (int j = 0; j < N; j++) ent[j] = QEntry{w[j], (unsigned)(hi[j] - lo[j]), lo[j]};
-    push_kept(take, ent, np.out, np.keep, a.near[(s.step + 1) & 1], np.spill, L, sh, spilled);
+    push_kept(take, ent, np.out, np.keep, a.near[(s.step + 1) & 1], 0xffffffffu, np.spill, L, sh, spilled);
 }
 
 template <typename P, int N>

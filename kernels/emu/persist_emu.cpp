@@ -317,19 +317,24 @@ static T* upload(const std::vector<T>& v) {
 }
 
 // A BFS run's shape: blocks, the single-block limit, the kept list (0:
-// the rule), the L2 prefetch and the ELL copy (where the degrees allow).
+// the rule), the L2 prefetch, the ELL copy (where the degrees allow), the
+// levels a multi-block step spans (0: 1) and the queue's entries (0: twice
+// the vertices).
 struct BfsCase {
     unsigned blocks, limit, keep, prefetch;
     bool ell;
+    unsigned span = 1, cap = 0;
 };
 
 static void check_bfs(const Graph& g, vid_t src, BfsCase c) {
     const unsigned blocks = c.blocks, limit = c.limit;
     eid_t* off = upload(g.off);
     vid_t* tgt = upload(g.tgt);
-    int* depth = shared_alloc<int>(g.n, 0xff);
-    vid_t* parent = shared_alloc<vid_t>(g.n, 0xff);
-    QEntry* queue = shared_alloc<QEntry>(g.n + 1, 0xee);
+    int* depth = shared_alloc<int>(g.n, 0x77);
+    vid_t* parent = shared_alloc<vid_t>(g.n, 0x77);
+    unsigned long long* label = shared_alloc<unsigned long long>(g.n, 0xff);
+    const unsigned cap = c.cap ? c.cap : 2 * (unsigned)g.n;
+    QEntry* queue = shared_alloc<QEntry>(cap, 0xee);
     BfspState* st = shared_alloc<BfspState>(1, 0);
     unsigned width = 0;
     for (long long v = 0; c.ell && v < g.n; v++) width = std::max<unsigned>(width, g.off[v + 1] - g.off[v]);
@@ -342,18 +347,31 @@ static void check_bfs(const Graph& g, vid_t src, BfsCase c) {
         threadIdx.x = 0;
         bfsp_ell(off, tgt, ell, (unsigned long long)g.n, width);
     }
-    bfsp_init(off, depth, parent, queue, st, src, width);
-    bool ok = coop_launch(bfsp_search, blocks, (const eid_t*)off, width ? (const vid_t*)ell : (const vid_t*)tgt, depth, parent,
-                          queue, st, limit, c.keep, c.prefetch, width);
+    bfsp_init(off, label, queue, st, src, width);
+    bool ok = coop_launch(bfsp_search, blocks, (const eid_t*)off, width ? (const vid_t*)ell : (const vid_t*)tgt, label, queue,
+                          st, limit, c.keep, c.prefetch, width, c.span, cap);
+    const bool overflow = ok && st->overflow;
+    // bfsp_split over three blocks (processes, as every launch here: a
+    // thread pool made in this process would not survive the next fork).
+    if (ok && !overflow) ok = coop_launch(bfsp_split, 3, (const unsigned long long*)label, depth, parent, st, (unsigned long long)g.n);
     std::vector<int> want = ref_bfs(g, src);
     int deepest = -1;
     for (int d : want) deepest = std::max(deepest, d);
     [&] {
-        CHECK(ok, "%s bfs src %u blocks %u limit %u keep %u: a block failed or hung", g.name.c_str(), src, blocks, limit,
-              c.keep);
+        CHECK(ok, "%s bfs src %u blocks %u limit %u keep %u span %u: a block failed or hung", g.name.c_str(), src, blocks,
+              limit, c.keep, c.span);
+        if (overflow) {  // the host runs the search again at span 1
+            CHECK(c.span > 1 && c.cap > 0, "%s bfs src %u span %u: the queue of %u entries overflowed", g.name.c_str(), src,
+                  c.span, cap);
+            std::printf("ok %s bfs src %u blocks %u span %u cap %u: overflow reported\n", g.name.c_str(), src, blocks, c.span,
+                        cap);
+            return;
+        }
         for (long long v = 0; v < g.n; v++) {
-            CHECK(depth[v] == want[v], "%s bfs src %u blocks %u limit %u keep %u: depth[%lld] = %d, want %d",
-                  g.name.c_str(), src, blocks, limit, c.keep, v, depth[v], want[v]);
+            CHECK(depth[v] == want[v], "%s bfs src %u blocks %u limit %u keep %u span %u: depth[%lld] = %d, want %d",
+                  g.name.c_str(), src, blocks, limit, c.keep, c.span, v, depth[v], want[v]);
+            CHECK(want[v] >= 0 || parent[v] == GPIPE_NO_VERTEX, "%s bfs src %u: unreached %lld has parent %u", g.name.c_str(),
+                  src, v, parent[v]);
             if (want[v] <= 0) continue;
             vid_t p = parent[v];
             bool edge = p < g.n && std::binary_search(g.tgt.begin() + g.off[p], g.tgt.begin() + g.off[p + 1], (vid_t)v);
@@ -361,16 +379,17 @@ static void check_bfs(const Graph& g, vid_t src, BfsCase c) {
         }
         CHECK((int)st->levels == deepest + 1, "%s bfs src %u blocks %u limit %u: %u levels, want %d", g.name.c_str(), src,
               blocks, limit, st->levels, deepest + 1);
-        std::printf("ok %s bfs src %u blocks %u limit %u keep %u ell %u: %u levels (%u single in %u runs, %u multi, %u of them "
-                    "local, %u gathers)\n",
-                    g.name.c_str(), src, blocks, limit, c.keep, width, st->levels, st->single_levels, st->single_runs,
-                    st->multi_levels, st->local_levels, st->gathers);
+        std::printf("ok %s bfs src %u blocks %u limit %u keep %u ell %u span %u: %u levels (%u single in %u runs, %u multi "
+                    "steps of %u levels in all blocks, %u of them local, %u gathers, %u queue pushes)\n",
+                    g.name.c_str(), src, blocks, limit, c.keep, width, c.span, st->levels, st->single_levels, st->single_runs,
+                    st->multi_levels, st->phases, st->local_levels, st->gathers, st->tail);
     }();
     shared_free(off, g.off.size());
     shared_free(tgt, g.tgt.size());
     shared_free(depth, g.n);
     shared_free(parent, g.n);
-    shared_free(queue, g.n + 1);
+    shared_free(label, g.n);
+    shared_free(queue, cap);
     shared_free(st, 1);
     if (ell) shared_free(ell, g.n * width);
 }
@@ -432,11 +451,16 @@ int main() {
             check_bfs(g, s, {3, 40, 0, 0, false});
             check_bfs(g, s, {3, 0, 1, 1, false});  // a block keeps one entry: the rest through the queue
             check_bfs(g, s, {3, 40, 5, 0, true});
+            check_bfs(g, s, {3, 0, 0, 1, true, 4});
+            check_bfs(g, s, {4, 0, 5, 0, false, 3});  // small kept piles: levels ahead of the queue's
         }
         if (bfs) {
             check_bfs(g, srcs[0], {2, 1u << 30, 0, 1, true});
             check_bfs(g, srcs[0], {1, 10, 0, 1, false});
             check_bfs(g, srcs[0], {4, 0, 1000, 1, true});  // every push kept
+            check_bfs(g, srcs[0], {4, 0, 1000, 1, true, 16});
+            check_bfs(g, srcs[0], {3, 20, 0, 0, false, 2});
+            check_bfs(g, srcs[0], {3, 0, 1, 1, false, 8, 2});  // a queue too small: the overflow is reported
         }
         if (!sssp) continue;
         vid_t s = srcs[1];

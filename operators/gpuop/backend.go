@@ -92,6 +92,13 @@ type tuning struct {
 	// persistThreads, when positive, is the persistent kernels' block
 	// (at most their launch bounds).
 	persistThreads int
+	// persistSpan, when positive, is the levels a multi-block step of
+	// the persistent BFS runs between barriers (persist.go's persistSpanDefault).
+	persistSpan uint32
+	// persistQueueCap, when positive, is the most entries the persistent
+	// BFS's queue takes at its first try: a test forces its overflow and
+	// the search again at span 1.
+	persistQueueCap uint32
 }
 
 // SetWideValues makes sssp and sswp keep 8-byte values whatever the

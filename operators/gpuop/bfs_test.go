@@ -17,7 +17,7 @@ import (
 var bfsStrategyConfigs = []operators.Params{{Strategy: "enterprise"}, {Strategy: "bfs4k"}, {Strategy: "persist"}, {Strategy: "auto"}}
 
 // bfsPathLabels are the paths a strategy's description counts.
-var bfsPathLabels = []string{"top-down", "bottom-up", "single-block", "edge-discover", "virtual-warp", "frontiers rebuilt", "multi-block levels"}
+var bfsPathLabels = []string{"top-down", "bottom-up", "single-block", "edge-discover", "virtual-warp", "frontiers rebuilt", "multi-block steps"}
 
 // bfsPaths counts how often each path of the strategies ran, so that the
 // test can tell that it reached all of them.

@@ -28,17 +28,36 @@ import (
 // vertices) enterprise's direction-optimizing search skips most edges and
 // wins; so does vwc's near-far push for sssp.
 
-// persistThreads and persistSSSPThreads are the blocks of the persistent
-// kernels (__launch_bounds__(PERSIST_THREADS, 1), PERSIST_SSSP_THREADS):
-// one block an SM, so that the barrier waits for as few arrivals as there
-// are SMs.
+// The blocks of the persistent kernels, one an SM, so that the barrier
+// waits for as few arrivals as there are SMs: persistThreads is the
+// largest the BFS and the barrier's bench take
+// (__launch_bounds__(PERSIST_THREADS, 1)), persistBFSThreads the BFS's
+// (a level's __syncthreads wait for 8 warps, not 32: on the H200 the
+// 2048² grid 10.1 against 10.7 ms, the 16 M road 21.6 against 22.4,
+// luxembourg_osm 2.44 against 2.63), persistSSSPThreads the SSSP's
+// (PERSIST_SSSP_THREADS).
 const (
 	persistThreads     = 1024
+	persistBFSThreads  = 256
 	persistSSSPThreads = 512
 )
 
 // persistEntryBytes is a frontier entry (QEntry): vertex, degree, first edge.
 const persistEntryBytes = 16
+
+// persistSpanDefault is the levels a multi-block step of the persistent
+// BFS runs between two barriers: after the level dealt to it, each block
+// runs up to span − 1 more from the vertices it pushed itself. It claims
+// with an atomicMin of (depth, parent), so that where a block ran ahead
+// and claimed a vertex too deep, the block that reaches it first lowers it
+// (docs/gpu.md). A barrier costs about 1 µs, a level's work on a grid
+// 2–3.5 µs. On the H200 (BenchmarkGPUPersist, docs/benchmarks/roads.md)
+// the 2048² grid took 14.0 ms at span 1, 12.6 at 2, 10.9 at 8 and 10.6
+// at 16 in blocks of 1,024 threads, 10.0 at 32 and 9.9 at 64 in blocks
+// of 256; the 16 M road 29.3 at span 1, 22.3 at 16, 21.4 at 32 (256).
+// Past 32 the gain is within the runs' noise, while blocks drift further
+// apart and correct more of each other's depths.
+const persistSpanDefault = 32
 
 // persistSingleLimit is the largest frontier block 0 takes alone: under
 // it, one SM's loads and atomics are not what bounds a level, and the
@@ -62,6 +81,8 @@ const (
 	bfspSingleLevelsAt = 400
 	bfspMultiLevelsAt  = 404
 	bfspLocalLevelsAt  = 408
+	bfspOverflowAt     = 416
+	bfspPhasesAt       = 420
 )
 
 // persistGrid is the blocks a persistent launch of fn runs: one an SM
@@ -87,11 +108,11 @@ func (b *GPU) persistGrid(fn *gpu.Function, threads int) (uint32, error) {
 	return uint32(blocks), nil
 }
 
-// persistBlock is the block a persistent kernel of threads threads runs
-// with: tuning's persistThreads when set.
-func (b *GPU) persistBlock(threads int) int {
+// persistBlock is the block a persistent kernel runs with: threads, or
+// tuning's persistThreads when set, at most the kernel's most.
+func (b *GPU) persistBlock(threads, most int) int {
 	if b.tune.persistThreads > 0 {
-		return min(b.tune.persistThreads, threads)
+		return min(b.tune.persistThreads, most)
 	}
 	return threads
 }
@@ -130,12 +151,32 @@ func checkPersistSize(op string, g *convert.Graph) error {
 }
 
 // persistBFSBytes is the device memory of a persistent BFS on g: the CSR
-// and its ELL copy where it has one, depths and parents, the queue (each
-// vertex once), the state and the result's columns.
+// and its ELL copy where it has one, labels, depths and parents, the
+// queue, the state and the result's columns.
 func persistBFSBytes(b *GPU, g *convert.Graph, _ operators.Params) int64 {
 	n := int64(g.NumVertices())
-	return layoutBytes(g, OutOffsets, OutTargets) + 4*n*int64(b.persistELLWidth(g)) + 8*n + persistEntryBytes*max(n, 1) +
-		bfspStateBytes + bfsColumnsBytes(g)
+	return layoutBytes(g, OutOffsets, OutTargets) + 4*n*int64(b.persistELLWidth(g)) + 16*n +
+		persistEntryBytes*int64(persistQueueCap(n, b.persistSpan())) + bfspStateBytes + bfsColumnsBytes(g)
+}
+
+// persistSpan is the span a persistent BFS runs at: tuning's persistSpan
+// when set, else persistSpanDefault.
+func (b *GPU) persistSpan() uint32 {
+	if b != nil && b.tune.persistSpan > 0 {
+		return b.tune.persistSpan
+	}
+	return persistSpanDefault
+}
+
+// persistQueueCap is the entries of a persistent BFS's queue on n vertices
+// at span: n at span 1, where each vertex enters it once; twice that past
+// it, where a vertex enters again each time a block lowers its depth (a
+// search that pushes more stops and runs again at span 1).
+func persistQueueCap(n int64, span uint32) uint32 {
+	if span > 1 {
+		n *= 2
+	}
+	return uint32(min(max(n, 1), math.MaxUint32))
 }
 
 // persistELLMax is the widest ELL copy the persistent BFS makes: the
@@ -165,25 +206,38 @@ func (b *GPU) persistELLWidth(g *convert.Graph) int {
 // bfspRan is what a persistent BFS ran, read from its state.
 type bfspRan struct {
 	blocks                                       uint32
-	levels, singleRuns, singleLevels, multiLevel uint32
-	localLevels                                  uint32
+	levels, singleRuns, singleLevels, multiSteps uint32
+	localSteps, phases                           uint32
+	overflow                                     bool
 	width                                        uint32 // of the ELL copy (0: the CSR)
+	span                                         uint32
+	retried                                      bool // the queue overflowed at span, and the search ran again at span 1
 }
 
 func parseBFSPState(b []byte, blocks uint32) bfspRan {
 	u := func(at int) uint32 { return binary.LittleEndian.Uint32(b[at:]) }
 	return bfspRan{blocks: blocks, levels: u(bfspLevelsAt), singleRuns: u(bfspSingleRunsAt),
-		singleLevels: u(bfspSingleLevelsAt), multiLevel: u(bfspMultiLevelsAt),
-		localLevels: u(bfspLocalLevelsAt)}
+		singleLevels: u(bfspSingleLevelsAt), multiSteps: u(bfspMultiLevelsAt),
+		localSteps: u(bfspLocalLevelsAt), overflow: u(bfspOverflowAt) != 0, phases: u(bfspPhasesAt)}
 }
 
+// String describes the search for Result.Strategy; the tests read its
+// counts by their words.
 func (r bfspRan) String() string {
 	adjacency := "CSR"
 	if r.width > 0 {
 		adjacency = fmt.Sprintf("ELL width %d", r.width)
 	}
-	return fmt.Sprintf("persist (%d blocks, %s: %d single-block levels in %d runs, %d multi-block levels, %d of them from shared memory only)",
-		r.blocks, adjacency, r.singleLevels, r.singleRuns, r.multiLevel, r.localLevels)
+	span := fmt.Sprintf("up to %d levels a step", r.span)
+	if r.retried {
+		span += " (its queue overflowed at a wider span)"
+	}
+	perBlock := 0.0
+	if r.multiSteps > 0 {
+		perBlock = float64(r.phases) / float64(r.multiSteps) / float64(r.blocks)
+	}
+	return fmt.Sprintf("persist (%d blocks, %s, %s: %d single-block levels in %d runs, %d multi-block steps of %.2f levels a block, %d of them from shared memory only)",
+		r.blocks, adjacency, span, r.singleLevels, r.singleRuns, r.multiSteps, perBlock, r.localSteps)
 }
 
 // persistPrefetch is bfsp_search's prefetch argument: 1 unless tuning
@@ -195,70 +249,120 @@ func (b *GPU) persistPrefetch() uint32 {
 	return 1
 }
 
-// runBFSPersist runs the persistent BFS: bfsp_init marks the source and
-// queues it, then bfsp_search runs every level in one cooperative launch.
+// runBFSPersist runs the persistent BFS: bfsp_init labels the source and
+// queues it, bfsp_search runs every level in one cooperative launch and
+// bfsp_split turns the labels into depths and parents. Where the queue
+// overflows (a search past span 1 whose blocks lowered more depths than it
+// holds), the search runs again at span 1, inside the timed run.
 func runBFSPersist(e *enactor) error {
 	if err := checkPersistSize("bfs", e.g); err != nil {
 		return err
 	}
-	n, width := int64(e.g.NumVertices()), e.b.persistELLWidth(e.g)
-	ks, err := e.kernels(kernels.Persist, "bfsp_init", "bfsp_search", "bfsp_ell")
+	s, err := newBFSPSearch(e)
 	if err != nil {
 		return err
 	}
-	threads := e.b.persistBlock(persistThreads)
-	grid, err := e.b.persistGrid(ks[1].Fn, threads)
-	if err != nil {
-		return err
-	}
-	parts, err := e.layouts(OutOffsets, OutTargets)
-	if err != nil {
-		return err
-	}
-	bufs, err := e.buffers(4*n, 4*n, persistEntryBytes*n, bfspStateBytes)
-	if err != nil {
-		return err
-	}
-	targets := parts[1]
-	if width > 0 {
-		ell, err := e.buffers(4 * n * int64(width))
-		if err != nil {
-			return err
-		}
-		targets = ell[0]
-	}
-	host, err := NewCounters(e.b, bfspStateBytes)
-	if err != nil {
-		return err
-	}
-	e.done.Add(host.Free)
-	depth, parent, queue, st := bufs[0], bufs[1], bufs[2], bufs[3]
 	if err := e.start(); err != nil {
 		return err
 	}
-	if width > 0 {
-		if err := ks[2].Launch(e.s, parts[0], parts[1], targets, uint64(n), uint32(width)); err != nil {
+	if s.width > 0 {
+		if err := s.ks[2].Launch(e.s, s.offsets, s.csrTargets, s.targets, uint64(s.n), s.width); err != nil {
 			return err
 		}
 	}
-	if err := st.Memset8(e.s, 0); err != nil {
-		return err
+	first := s.cap
+	if c := e.b.tune.persistQueueCap; c > 0 {
+		first = min(c, first)
 	}
-	if err := startSearch(e.s, depth, parent, ks[0], parts[0], depth, parent, queue, st, e.in.Source, uint32(width)); err != nil {
-		return err
+	ran, err := s.search(e, e.b.persistSpan(), first)
+	if err == nil && ran.overflow {
+		ran, err = s.search(e, 1, s.cap)
+		ran.retried = true
 	}
-	if err := gpu.LaunchCooperative(ks[1].Fn, gpu.Dim(grid), gpu.Dim(uint32(threads)), 0, e.s,
-		parts[0], targets, depth, parent, queue, st, e.b.persistLimit(), e.b.tune.persistKeep, e.b.persistPrefetch(), uint32(width)); err != nil {
-		return err
-	}
-	if err := e.stop(); err != nil {
-		return err
-	}
-	raw, err := host.read(e.s, st)
 	if err != nil {
 		return err
 	}
-	ran := parseBFSPState(raw, grid)
-	ran.width = uint32(width)
-	return bfsResult(e, depth, parent, ran.String(), int(ran.levels))
+	if ran.overflow { // at span 1 each vertex enters the queue once
+		return fmt.Errorf("operators: persistent BFS: %d entries overflowed its queue at span 1", s.cap)
+	}
+	return bfsResult(e, s.depth, s.parent, ran.String(), int(ran.levels))
+}
+
+// bfspSearch is a persistent BFS's kernels and buffers.
+type bfspSearch struct {
+	ks                                 []*Kernel // bfsp_init, bfsp_search, bfsp_ell, bfsp_split
+	offsets, csrTargets, targets       *gpu.DeviceBuffer
+	label, depth, parent, queue, state *gpu.DeviceBuffer
+	host                               *Counters
+	n                                  int64
+	grid, threads                      uint32
+	width, cap                         uint32
+}
+
+func newBFSPSearch(e *enactor) (*bfspSearch, error) {
+	s := &bfspSearch{n: int64(e.g.NumVertices()), width: uint32(e.b.persistELLWidth(e.g))}
+	s.cap = persistQueueCap(s.n, e.b.persistSpan())
+	ks, err := e.kernels(kernels.Persist, "bfsp_init", "bfsp_search", "bfsp_ell", "bfsp_split")
+	if err != nil {
+		return nil, err
+	}
+	s.ks, s.threads = ks, uint32(e.b.persistBlock(persistBFSThreads, persistThreads))
+	if s.grid, err = e.b.persistGrid(ks[1].Fn, int(s.threads)); err != nil {
+		return nil, err
+	}
+	parts, err := e.layouts(OutOffsets, OutTargets)
+	if err != nil {
+		return nil, err
+	}
+	s.offsets, s.csrTargets, s.targets = parts[0], parts[1], parts[1]
+	bufs, err := e.buffers(8*s.n, 4*s.n, 4*s.n, persistEntryBytes*int64(s.cap), bfspStateBytes)
+	if err != nil {
+		return nil, err
+	}
+	s.label, s.depth, s.parent, s.queue, s.state = bufs[0], bufs[1], bufs[2], bufs[3], bufs[4]
+	if s.width > 0 {
+		ell, err := e.buffers(4 * s.n * int64(s.width))
+		if err != nil {
+			return nil, err
+		}
+		s.targets = ell[0]
+	}
+	if s.host, err = NewCounters(e.b, bfspStateBytes); err != nil {
+		return nil, err
+	}
+	e.done.Add(s.host.Free)
+	return s, nil
+}
+
+// search runs the search from e's source at span with a queue of cap
+// entries (at most s.cap), stops the timer and reads what it ran.
+func (s *bfspSearch) search(e *enactor, span, cap uint32) (bfspRan, error) {
+	for _, c := range []struct {
+		buf  *gpu.DeviceBuffer
+		fill byte
+	}{{s.label, 0xff}, {s.state, 0}} {
+		if err := c.buf.Memset8(e.s, c.fill); err != nil {
+			return bfspRan{}, err
+		}
+	}
+	if err := gpu.Launch(s.ks[0].Fn, gpu.Dim(1), gpu.Dim(1), 0, e.s, s.offsets, s.label, s.queue, s.state, e.in.Source, s.width); err != nil {
+		return bfspRan{}, err
+	}
+	if err := gpu.LaunchCooperative(s.ks[1].Fn, gpu.Dim(s.grid), gpu.Dim(s.threads), 0, e.s, s.offsets, s.targets, s.label,
+		s.queue, s.state, e.b.persistLimit(), e.b.tune.persistKeep, e.b.persistPrefetch(), s.width, span, cap); err != nil {
+		return bfspRan{}, err
+	}
+	if err := s.ks[3].LaunchFor(e.s, s.n, BlockSize, s.label, s.depth, s.parent, s.state, uint64(s.n)); err != nil {
+		return bfspRan{}, err
+	}
+	if err := e.stop(); err != nil {
+		return bfspRan{}, err
+	}
+	raw, err := s.host.read(e.s, s.state)
+	if err != nil {
+		return bfspRan{}, err
+	}
+	ran := parseBFSPState(raw, s.grid)
+	ran.width, ran.span = s.width, span
+	return ran, nil
 }

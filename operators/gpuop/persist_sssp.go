@@ -113,7 +113,7 @@ func prepareSSSPPersist(e *enactor, prog Program) (*ssspPersist, error) {
 	if err != nil {
 		return nil, err
 	}
-	threads := e.b.persistBlock(persistSSSPThreads)
+	threads := e.b.persistBlock(persistSSSPThreads, persistSSSPThreads)
 	grid, err := e.b.persistGrid(ks[1].Fn, threads)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,17 +27,22 @@ import (
 // frontier's vertices dealt between them), the defaults, and for BFS
 // every level in every block with each block keeping one push in shared
 // memory (the rest through the queue, no prefetch, the CSR) or all of
-// them.
+// them, levels in lockstep (span 1), blocks running up to 16 levels
+// ahead of each other, and a queue of 2 entries at span 8, which
+// overflows and runs the search again at span 1.
 var persistModes = []struct {
 	name              string
 	single            int64
 	blocks            int
 	keep              uint32
 	noPrefetch, noELL bool
+	span, queueCap    uint32
 }{
-	{"multi-block", -1, 0, 0, false, false}, {"single-block", 1 << 40, 0, 0, false, false},
-	{"two-blocks", 40, 2, 0, false, false}, {"default", 0, 0, 0, false, false},
-	{"keep-one-csr", -1, 0, 1, true, true}, {"keep-all", -1, 0, 960, false, false},
+	{"multi-block", -1, 0, 0, false, false, 0, 0}, {"single-block", 1 << 40, 0, 0, false, false, 0, 0},
+	{"two-blocks", 40, 2, 0, false, false, 0, 0}, {"default", 0, 0, 0, false, false, 0, 0},
+	{"keep-one-csr", -1, 0, 1, true, true, 0, 0}, {"keep-all", -1, 0, 960, false, false, 0, 0},
+	{"span-1", 0, 0, 0, false, false, 1, 0}, {"span-16-keep-5", -1, 0, 5, false, false, 16, 0},
+	{"overflow", -1, 0, 1, false, false, 8, 2},
 }
 
 // persistGraphs are the graphs the modes run on: grids, roads, chains, a
@@ -64,7 +70,7 @@ func persistGraphs(t *testing.T) []optest.VPGraph {
 // against the CPU, and checks that each mode ran as forced.
 func TestGPUPersistModes(t *testing.T) {
 	b := testGPU(t)
-	ellRuns := 0
+	ellRuns, overflows := 0, 0
 	for _, vg := range persistGraphs(t) {
 		g := vg.G
 		for _, src := range optest.SourcesOf(g) {
@@ -73,8 +79,12 @@ func TestGPUPersistModes(t *testing.T) {
 			for _, m := range persistModes {
 				b.tune.persistSingle, b.tune.persistBlocks = m.single, m.blocks
 				b.tune.persistKeep, b.tune.noPersistPrefetch, b.tune.noPersistELL = m.keep, m.noPrefetch, m.noELL
+				b.tune.persistSpan, b.tune.persistQueueCap = m.span, m.queueCap
 				name := fmt.Sprintf("%s/src=%d/%s", vg.Name, src, m.name)
 				strategy := checkPersistBFS(t, b, name, g, src, depth, m.single, m.keep)
+				if strings.Contains(strategy, "overflowed") {
+					overflows++
+				}
 				ell := b.persistELLWidth(g) > 0
 				if strategy != "" && strings.Contains(strategy, "ELL width") != ell {
 					t.Errorf("%s/bfs: %q on a graph of max out-degree %d (ELL copy: %v)", name, strategy, g.Degrees().Max, ell)
@@ -82,17 +92,20 @@ func TestGPUPersistModes(t *testing.T) {
 				if ell {
 					ellRuns++
 				}
-				if m.keep == 0 {
+				if m.keep == 0 && m.span == 0 {
 					checkPersistSSSP(t, b, name, g, src, dist)
 				}
 			}
 			b.tune.persistSingle, b.tune.persistBlocks, b.tune.persistKeep = 0, 0, 0
-			b.tune.noPersistPrefetch, b.tune.noPersistELL = false, false
+			b.tune.noPersistPrefetch, b.tune.noPersistELL, b.tune.persistSpan, b.tune.persistQueueCap = false, false, 0, 0
 		}
 		b.Forget(g)
 	}
 	if ellRuns == 0 {
 		t.Error("no search ran on an ELL copy: the grids and roads should")
+	}
+	if overflows == 0 {
+		t.Error("no search overflowed a queue of 2 entries and ran again at span 1")
 	}
 }
 
@@ -108,16 +121,36 @@ func checkPersistBFS(t *testing.T, b *GPU, name string, g *convert.Graph, src ui
 	if err := optest.ValidateBFS(g, src, r.Column("depth").Int32, r.Column("parent").Vertex, want); err != nil {
 		t.Errorf("%s/bfs (%s): %v", name, r.Strategy, err)
 	}
-	singles, multis := optest.StrategyCount(r.Strategy, "single-block levels"), optest.StrategyCount(r.Strategy, "multi-block levels")
-	if singles+multis != r.Iterations || single < 0 && singles > 0 || single > 1<<30 && multis > 0 {
+	singles, multis := optest.StrategyCount(r.Strategy, "single-block levels"), optest.StrategyCount(r.Strategy, "multi-block steps")
+	// A step runs one level in lockstep, up to span when blocks run ahead
+	// (and a step may then only lower depths another block claimed).
+	span := optest.StrategyCount(r.Strategy, "levels a step")
+	if want := b.persistSpan(); span != int(want) && !strings.Contains(r.Strategy, "overflowed") {
+		t.Errorf("%s/bfs: %q, want %d levels a step", name, r.Strategy, want)
+	}
+	if singles+span*multis < r.Iterations || span == 1 && singles+multis != r.Iterations ||
+		single < 0 && singles > 0 || single > 1<<30 && multis > 0 {
 		t.Errorf("%s/bfs: %q for %d levels", name, r.Strategy, r.Iterations)
 	}
 	// Keeping every push, the levels after the first read no queue entry
-	// while a block's pushes fit its shared memory.
-	if local := optest.StrategyCount(r.Strategy, "of them from shared memory only"); keep >= 960 && multis > 1 && local == 0 {
+	// while a block's pushes fit its shared memory: whole steps, or past
+	// span 1 a step's levels after its first.
+	local := optest.StrategyCount(r.Strategy, "of them from shared memory only")
+	if keep >= 960 && multis > 1 && local == 0 && !(span > 1 && persistLevelsABlock(r.Strategy) > 1) {
 		t.Errorf("%s/bfs: %q: no level ran from the blocks' kept entries alone", name, r.Strategy)
 	}
 	return r.Strategy
+}
+
+// persistLevelsABlock is the levels a block ran in a multi-block step, on
+// average, that a persistent BFS's description gives.
+func persistLevelsABlock(strategy string) float64 {
+	m := regexp.MustCompile(`of ([0-9.]+) levels a block`).FindStringSubmatch(strategy)
+	if m == nil {
+		return 0
+	}
+	f, _ := strconv.ParseFloat(m[1], 64)
+	return f
 }
 
 func checkPersistSSSP(t *testing.T, b *GPU, name string, g *convert.Graph, src uint32, ref []float64) {
@@ -218,14 +251,15 @@ func persistBenchGraph(b *testing.B) *convert.Graph {
 	return g
 }
 
-// benchKeep is the kept list a BenchmarkGPUPersist case names
-// ("...-keepN"), 0 (the rule) where it names none.
-func benchKeep(name string) uint32 {
-	_, n, ok := strings.Cut(name, "-keep")
+// benchNumber is the number a BenchmarkGPUPersist case names after knob
+// ("...-keepN", "...-spanN"), 0 (the default) where it names none.
+func benchNumber(name, knob string) uint32 {
+	_, n, ok := strings.Cut(name, knob)
 	if !ok {
 		return 0
 	}
-	k, _ := strconv.ParseUint(n, 10, 32)
+	digits := len(n) - len(strings.TrimLeft(n, "0123456789"))
+	k, _ := strconv.ParseUint(n[:digits], 10, 32)
 	return uint32(k)
 }
 
@@ -270,6 +304,16 @@ func BenchmarkGPUPersist(b *testing.B) {
 		{"bfs/persist-csr", operators.BFS{}, operators.Params{Strategy: "persist"}, 0, 0},
 		{"bfs/persist-csr-keep1", operators.BFS{}, operators.Params{Strategy: "persist"}, 0, 0},
 		{"bfs/persist-512threads", operators.BFS{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"bfs/persist-span1", operators.BFS{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"bfs/persist-span2", operators.BFS{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"bfs/persist-span8", operators.BFS{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"bfs/persist-span4", operators.BFS{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"bfs/persist-span32", operators.BFS{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"bfs/persist-span64", operators.BFS{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"bfs/persist-256threads", operators.BFS{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"bfs/persist-1024threads", operators.BFS{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"bfs/persist-span16-1024threads", operators.BFS{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"bfs/persist-keep960-span8", operators.BFS{}, operators.Params{Strategy: "persist"}, 0, 0},
 		{"bfs/bfs4k", operators.BFS{}, operators.Params{Strategy: "bfs4k"}, 0, 0},
 		{"sssp/persist", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
 		{"sssp/persist-single1024", operators.SSSP{}, operators.Params{Strategy: "persist"}, 1024, 0},
@@ -283,12 +327,13 @@ func BenchmarkGPUPersist(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			gb.tune.persistSingle, gb.tune.persistBlocks = c.single, c.blocks
-			gb.tune.persistKeep, gb.tune.noPersistPrefetch = benchKeep(c.name), strings.HasSuffix(c.name, "-noprefetch")
+			gb.tune.persistKeep, gb.tune.noPersistPrefetch = benchNumber(c.name, "-keep"), strings.HasSuffix(c.name, "-noprefetch")
 			gb.tune.noPersistELL = strings.Contains(c.name, "-csr")
-			gb.tune.persistThreads = benchThreads(c.name)
+			gb.tune.persistThreads, gb.tune.persistSpan = benchThreads(c.name), benchNumber(c.name, "-span")
 			defer func() {
 				gb.tune.persistSingle, gb.tune.persistBlocks, gb.tune.persistKeep = 0, 0, 0
 				gb.tune.noPersistPrefetch, gb.tune.noPersistELL, gb.tune.persistThreads = false, false, 0
+				gb.tune.persistSpan = 0
 			}()
 			p := c.p
 			if err := c.op.Prepare(&p); err != nil {
