@@ -15,13 +15,17 @@ __device__ __forceinline__ vid_t load(const vid_t* p) { return *(volatile const 
 
 // The root of v's tree, halving the path on the way (every step points a
 // vertex at its grandparent, which other threads may read at any time: it
-// is still an ancestor).
+// is still an ancestor). The step is an atomicMin, not a store: another
+// thread may have pointed that vertex nearer the root since this one read
+// it (at the root, in the last cc_compress), and a store would put back
+// the grandparent read before, leaving the vertex's label a non-root
+// (ancestors have smaller ids, so the minimum is the nearer one).
 __device__ __forceinline__ vid_t find(vid_t* comp, vid_t v) {
     vid_t cur = load(&comp[v]);
     if (cur == v) return v;
     vid_t prev = v, next;
     while (cur > (next = load(&comp[cur]))) {
-        comp[prev] = next;
+        atomicMin(&comp[prev], next);
         prev = cur;
         cur = next;
     }
