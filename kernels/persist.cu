@@ -297,26 +297,27 @@ __device__ __forceinline__ unsigned kept_limit(unsigned long long total, unsigne
 }
 
 // Writes each of the lane's N taken entries to a slot of the block's next
-// kept pile (out) while it holds fewer than keep, the rest to the queue
-// (pile, of cap entries: a slot past it is counted, not written; the BFS
-// checks its count after the barrier) at slots from spill, counted in
-// sh.count. Every lane of the warp must call it. Returns which went to the
-// queue in spilled.
-template <int N>
+// kept pile (out) while it holds fewer than keep, the rest that admit(j)
+// lets through to the queue (pile, of cap entries: a slot past it is
+// counted, not written; the BFS checks its count after the barrier) at
+// slots from spill, counted in sh.count. Every lane of the warp must call
+// it.
+template <int N, typename Admit>
 __device__ __forceinline__ void push_kept(const bool (&take)[N], const QEntry (&ent)[N], QEntry* out, unsigned keep,
                                           QEntry* pile, unsigned cap, Pusher spill, KeptPile& L, PersistShared& sh,
-                                          bool (&spilled)[N])
+                                          Admit admit)
 {
     unsigned slot[N], qslot[N];
+    bool spilled[N];
     warp_reserve(take, slot, &L.out, Pusher{nullptr, 0, true});
 #pragma unroll
-    for (int j = 0; j < N; j++) spilled[j] = take[j] && slot[j] >= keep;
+    for (int j = 0; j < N; j++) spilled[j] = take[j] && slot[j] >= keep && admit(j);
     warp_reserve(spilled, qslot, &sh.count, spill);
 #pragma unroll
     for (int j = 0; j < N; j++) {
         if (spilled[j]) {
             if (qslot[j] < cap) pile[qslot[j]] = ent[j];
-        } else if (take[j]) {
+        } else if (take[j] && slot[j] < keep) {
             out[slot[j]] = ent[j];
         }
     }
@@ -486,8 +487,7 @@ template <int N>
 __device__ __forceinline__ void bfs_push(const BfsArgs& a, const bool (&won)[N], const QEntry (&ent)[N], BfsPush p,
                                          KeptPile& L, PersistShared& sh)
 {
-    bool spilled[N];
-    push_kept(won, ent, p.out, p.keep, a.queue, a.cap, Pusher{&a.st->tail, 0, false}, L, sh, spilled);
+    push_kept(won, ent, p.out, p.keep, a.queue, a.cap, Pusher{&a.st->tail, 0, false}, L, sh, [](int) { return true; });
 #pragma unroll
     for (int j = 0; j < N; j++)
         if (won[j] && p.prefetch && ent[j].degree > 0) prefetch_l2(address(a.targets, ent[j].first));
@@ -752,12 +752,14 @@ struct SsspState {
     unsigned near_steps, split_steps, single_runs, single_steps;  // 712
     unsigned long long relaxed;              // 728: edges relaxed
     unsigned delta_changes;                  // 736
-    unsigned pad3[7];                        // to 768
+    unsigned rounds;                         // 740: near rounds past the steps' first, summed over the blocks
+    unsigned pad3[6];                        // to 768
 };
 
 static_assert(sizeof(SsspSched) == 48 && sizeof(SsspState) == 768, "SsspState: persist_sssp.go's offsets");
 static_assert(offsetof(SsspState, sched) == 640 && offsetof(SsspState, near_steps) == 712 &&
-                  offsetof(SsspState, relaxed) == 728 && offsetof(SsspState, delta_changes) == 736,
+                  offsetof(SsspState, relaxed) == 728 && offsetof(SsspState, delta_changes) == 736 &&
+                  offsetof(SsspState, rounds) == 740,
               "SsspState: persist_sssp.go's offsets");
 
 template <typename P>
@@ -860,16 +862,21 @@ struct NearPush {
     Pusher spill;
 };
 
+// Pushes the lane's N near vertices take: to the block's kept pile, each
+// improvement its own entry (a block may expand it in a later round of
+// the same step, so no mark may say it is still to come), or past keep
+// to the next near pile once a step (the stamp: an entry there waits for
+// the next step, which reads the vertex's value then).
 template <typename P, int N>
 __device__ __forceinline__ void sssp_push_near(const SsspArgs<P>& a, const SsspSched& s, const bool (&take)[N],
                                                const vid_t (&w)[N], const eid_t (&lo)[N], const eid_t (&hi)[N],
                                                NearPush np, KeptPile& L, PersistShared& sh)
 {
     QEntry ent[N];
-    bool spilled[N];
 #pragma unroll
     for (int j = 0; j < N; j++) ent[j] = QEntry{w[j], (unsigned)(hi[j] - lo[j]), lo[j]};
-    push_kept(take, ent, np.out, np.keep, a.near[(s.step + 1) & 1], 0xffffffffu, np.spill, L, sh, spilled);
+    push_kept(take, ent, np.out, np.keep, a.near[(s.step + 1) & 1], 0xffffffffu, np.spill, L, sh,
+              [&](int j) { return atomicExch(&a.stamp[w[j]], s.step + 1) != s.step + 1; });
 }
 
 template <typename P, int N>
@@ -910,9 +917,8 @@ __device__ __forceinline__ void sssp_relax(const SsspArgs<P>& a, const SsspSched
         lo[j] = has ? a.offsets[w[j]] : 0;
         hi[j] = has ? a.offsets[w[j] + 1] : 0;
         const bool improved = has && P::better(nd[j], P::atomic_improve(&a.dist[w[j]], nd[j]));
-        const bool nearer = improved && P::priority(nd[j], 0.0) < s.threshold;
-        near[j] = nearer && atomicExch(&a.stamp[w[j]], s.step + 1) != s.step + 1;
-        far[j] = improved && !nearer;
+        near[j] = improved && P::priority(nd[j], 0.0) < s.threshold;
+        far[j] = improved && !near[j];
         if (far[j]) {
             atomicMin(&a.st->far_min[pile], (unsigned long long)nd[j]);
             far[j] = atomicExch(&a.fstamp[w[j]], s.epoch + 1) != s.epoch + 1;
@@ -957,9 +963,15 @@ __device__ void sssp_near(const SsspArgs<P>& a, const SsspSched& s, unsigned ran
         QEntry e{0, 0, 0};
         typename P::Value du = P::none();
         if (i < local + mine) {
-            e = i < local ? L.q[cur][i] : load_entry(&in[rank + (unsigned long long)active * (i - local)]);
-            // A later stamp: the vertex improved since, and its newer entry expands it.
-            if (__ldcg(&a.stamp[e.v]) != s.step) e.degree = 0;
+            // A near pile's entry with a later stamp: the vertex improved
+            // since, and its newer entry expands it. A kept entry is
+            // expanded with the vertex's value now, whatever came since.
+            if (i < local) {
+                e = L.q[cur][i];
+            } else {
+                e = load_entry(&in[rank + (unsigned long long)active * (i - local)]);
+                if (__ldcg(&a.stamp[e.v]) != s.step) e.degree = 0;
+            }
             du = __ldcg(&a.dist[e.v]);
         }
         if (e.degree > PERSIST_NARROW) {
@@ -998,7 +1010,7 @@ __device__ void sssp_split(const SsspArgs<P>& a, const SsspSched& s, unsigned ra
             hi[0] = a.offsets[v[0] + 1];
             const double pv = P::priority(dv, 0.0);
             if (pv >= s.below && pv < s.threshold) {
-                near[0] = atomicExch(&a.stamp[v[0]], s.step + 1) != s.step + 1;
+                near[0] = true;
             } else if (pv >= s.threshold) {
                 atomicMin(&a.st->far_min[keep], (unsigned long long)dv);
                 far[0] = atomicExch(&a.fstamp[v[0]], s.epoch + 2) != s.epoch + 2;
@@ -1009,23 +1021,40 @@ __device__ void sssp_split(const SsspArgs<P>& a, const SsspSched& s, unsigned ra
     }
 }
 
-// One step of the schedule, this block's share (rank of active), its
-// kept pile L.q[cur] and its next L.q[cur ^ 1] holding up to keep (0:
-// every push to the near pile, counted in sh.count). The edges relaxed go
-// to the state once a block.
+// One step of the schedule, this block's share (block 0 alone where
+// single): its kept pile L.q[cur] and its deal of the step's input,
+// pushing to its next kept pile L.q[cur ^ 1] up to keep (0: every push to
+// the near pile, counted in sh.count). A near step then runs up to
+// span − 1 rounds more from the block's own kept pile alone, while it
+// keeps any, under the same threshold, without waiting for the other
+// blocks (bfs_step's levels; Δ-stepping's relaxations within a bucket are
+// label-correcting in any order). cur flips after each round. The edges
+// relaxed go to the state once a block. Returns the rounds past the first.
 template <typename P>
-__device__ void sssp_step(const SsspArgs<P>& a, const SsspSched& s, unsigned rank, unsigned active, bool single,
-                          unsigned keep, KeptPile& L, unsigned cur, PersistShared& sh)
+__device__ unsigned sssp_step(const SsspArgs<P>& a, const SsspSched& s, bool single, unsigned span, unsigned keep,
+                              KeptPile& L, unsigned& cur, PersistShared& sh)
 {
     sched_clear_pile(s, a.st);
-    const NearPush np{L.q[cur ^ 1], keep, Pusher{&a.st->near_tail, single ? 0u : s.near_base, single}};
+    NearPush np{L.q[cur ^ 1], keep, Pusher{&a.st->near_tail, single ? 0u : s.near_base, single}};
+    const unsigned rank = single ? 0 : blockIdx.x, active = single ? 1 : gridDim.x;
     unsigned long long relaxed = 0;
     if (s.kind == SCHED_NEAR)
         sssp_near(a, s, rank, active, np, L, cur, sh, relaxed);
     else
         sssp_split(a, s, rank, active, np, L, sh);
-    block_add(relaxed, &a.st->relaxed);
     kept_close(L, keep, sh);
+    cur ^= 1;
+    SsspSched own = s;
+    own.count = 0;  // the later rounds read no near pile entry
+    unsigned round = 1;
+    for (; round < span && s.kind == SCHED_NEAR && L.in > 0; round++) {
+        np.out = L.q[cur ^ 1];
+        sssp_near(a, own, rank, active, np, L, cur, sh, relaxed);
+        kept_close(L, keep, sh);
+        cur ^= 1;
+    }
+    block_add(relaxed, &a.st->relaxed);
+    return round - 1;
 }
 
 // Thread 0's schedule in every thread of the block.
@@ -1070,8 +1099,7 @@ __device__ void sssp_single(const SsspArgs<P>& a, SsspSched s, unsigned limit, u
             __syncthreads();
             waited = true;
         }
-        sssp_step(a, s, 0, 1, true, PERSIST_LOCAL, L, cur, sh);
-        cur ^= 1;
+        sssp_step(a, s, true, 1, PERSIST_LOCAL, L, cur, sh);
         if (threadIdx.x == 0) {
             const unsigned was = s.kind, pushed = sh.count;
             const double delta = s.delta;
@@ -1082,8 +1110,12 @@ __device__ void sssp_single(const SsspArgs<P>& a, SsspSched s, unsigned limit, u
         s = sched_broadcast(s);
         steps++;
     } while (s.kind != SCHED_DONE && s.count + L.in <= limit);
+    // Their stamps say they are the step's (a kept entry carries none).
     QEntry* pile = a.near[s.step & 1];
-    for (unsigned i = threadIdx.x; i < L.in; i += blockDim.x) pile[s.count + i] = L.q[cur][i];
+    for (unsigned i = threadIdx.x; i < L.in; i += blockDim.x) {
+        pile[s.count + i] = L.q[cur][i];
+        a.stamp[L.q[cur][i].v] = s.step;
+    }
     s.count += L.in;
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -1100,15 +1132,17 @@ __device__ void sssp_single(const SsspArgs<P>& a, SsspSched s, unsigned limit, u
 //
 // A step whose input is at most single_limit entries runs in block 0 once
 // they are all in the near pile: a small step with entries kept in the
-// blocks keeps none, so that the next one can.
+// blocks keeps none, so that the next one can. A multi-block near step
+// runs up to span rounds in each block (sssp_step).
 template <typename P>
-__device__ void ssspp_search(const SsspArgs<P>& a, unsigned single_limit)
+__device__ void ssspp_search(const SsspArgs<P>& a, unsigned single_limit, unsigned span)
 {
     __shared__ PersistShared sh;
     __shared__ KeptPile L;
     SsspState* st = a.st;
     SsspSched s = st->sched;
     unsigned gen = 0, cur = 0, kept = 0;  // kept: the entries every block keeps for this step
+    unsigned rounds = 0;                  // this block's near rounds past its steps' first
     SsspCounts c{0, 0, 0, 0, 0};          // block 0's thread 0's
     persist_start(sh);
     if (threadIdx.x == 0) L.in = L.out = 0;
@@ -1118,8 +1152,7 @@ __device__ void ssspp_search(const SsspArgs<P>& a, unsigned single_limit)
         const bool small = total <= single_limit, single = small && kept == 0;
         if (!single) {
             const unsigned keep = small ? 0u : min(kept_limit(total, gridDim.x, 0), blockDim.x);
-            sssp_step(a, s, blockIdx.x, gridDim.x, false, keep, L, cur, sh);
-            cur ^= 1;
+            rounds += sssp_step(a, s, false, span, keep, L, cur, sh);
         } else if (blockIdx.x == 0) {
             sssp_single(a, s, single_limit, gen, L, sh, c);
         }
@@ -1138,6 +1171,7 @@ __device__ void ssspp_search(const SsspArgs<P>& a, unsigned single_limit)
             s = sched_broadcast(s);
         }
     }
+    if (threadIdx.x == 0) atomicAdd(&st->rounds, rounds);
     if (blockIdx.x == 0 && threadIdx.x == 0) {
         st->near_steps = c.near_steps;
         st->split_steps = c.split_steps;
@@ -1173,9 +1207,10 @@ __device__ __forceinline__ void ssspp_init(const SsspArgs<P>& a, vid_t source, d
     {                                                                                                              \
         ssspp_init<P>(a, source, delta, delta_max, adapt_low, adapt_high);                                        \
     }                                                                                                              \
-    extern "C" __global__ void __launch_bounds__(PERSIST_SSSP_THREADS, 1) ssspp_##NAME(SsspArgs<P> a, unsigned single_limit) \
+    extern "C" __global__ void __launch_bounds__(PERSIST_SSSP_THREADS, 1) ssspp_##NAME(SsspArgs<P> a, unsigned single_limit, \
+                                                                                      unsigned span)              \
     {                                                                                                              \
-        ssspp_search<P>(a, single_limit);                                                                          \
+        ssspp_search<P>(a, single_limit, span);                                                                    \
     }
 
 SSSPP_PROGRAM(sssp_u32u, SSSP32<Unit>)

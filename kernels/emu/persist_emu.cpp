@@ -394,16 +394,18 @@ static void check_bfs(const Graph& g, vid_t src, BfsCase c) {
     if (ell) shared_free(ell, g.n * width);
 }
 
-// How an SSSP run is set up: the program's weights, Δ and its bounds.
+// How an SSSP run is set up: the program's weights, Δ and its bounds, and
+// the rounds a multi-block near step may run (0: 1).
 struct SsspCase {
     unsigned blocks, limit;
     double delta, delta_max;
+    unsigned span = 1;
 };
 
 template <typename P, typename W>
 static void check_sssp(const Graph& g, vid_t src, const char* prog, const std::vector<W>* weights, SsspCase c,
                        void (*init)(SsspArgs<P>, vid_t, double, double, unsigned, unsigned),
-                       void (*search)(SsspArgs<P>, unsigned)) {
+                       void (*search)(SsspArgs<P>, unsigned, unsigned)) {
     typedef typename P::Value V;
     eid_t* off = upload(g.off);
     vid_t* tgt = upload(g.tgt);
@@ -419,20 +421,20 @@ static void check_sssp(const Graph& g, vid_t src, const char* prog, const std::v
     SsspState* st = shared_alloc<SsspState>(1, 0);
     const SsspArgs<P> a{off, tgt, {(const typename P::Weight*)w}, dist, stamp, fstamp, {near0, near1}, {far0, far1, far2}, st};
     init(a, src, c.delta, c.delta_max, 4, 64);
-    bool ok = coop_launch(search, c.blocks, a, c.limit);
+    bool ok = coop_launch(search, c.blocks, a, c.limit, std::max(c.span, 1u));
     std::vector<double> want = ref_dijkstra(g, src, weights);
     [&] {
-        CHECK(ok, "%s %s src %u blocks %u limit %u delta %g: a block failed or hung", g.name.c_str(), prog, src, c.blocks,
-              c.limit, c.delta);
+        CHECK(ok, "%s %s src %u blocks %u limit %u delta %g span %u: a block failed or hung", g.name.c_str(), prog, src,
+              c.blocks, c.limit, c.delta, c.span);
         for (long long v = 0; v < g.n; v++) {
             double got = dist[v] == P::none() ? INFINITY : P::priority(dist[v], 0.0);
-            CHECK(got == want[v], "%s %s src %u blocks %u limit %u delta %g: dist[%lld] = %.17g, want %.17g", g.name.c_str(),
-                  prog, src, c.blocks, c.limit, c.delta, v, got, want[v]);
+            CHECK(got == want[v], "%s %s src %u blocks %u limit %u delta %g span %u: dist[%lld] = %.17g, want %.17g",
+                  g.name.c_str(), prog, src, c.blocks, c.limit, c.delta, c.span, v, got, want[v]);
         }
-        std::printf("ok %s %s src %u blocks %u limit %u delta %g..%g: %u near, %u split steps (%u single in %u runs), "
-                    "%llu relaxed, %u delta changes\n",
-                    g.name.c_str(), prog, src, c.blocks, c.limit, c.delta, c.delta_max, st->near_steps, st->split_steps,
-                    st->single_steps, st->single_runs, st->relaxed, st->delta_changes);
+        std::printf("ok %s %s src %u blocks %u limit %u delta %g..%g span %u: %u near, %u split steps (%u single in %u "
+                    "runs), %u rounds more, %llu relaxed, %u delta changes\n",
+                    g.name.c_str(), prog, src, c.blocks, c.limit, c.delta, c.delta_max, c.span, st->near_steps,
+                    st->split_steps, st->single_steps, st->single_runs, st->rounds, st->relaxed, st->delta_changes);
     }();
     // The mappings stay until the process ends: a few megabytes in all.
 }
@@ -464,9 +466,10 @@ int main() {
         }
         if (!sssp) continue;
         vid_t s = srcs[1];
-        for (SsspCase c : {SsspCase{3, 0, 30, 30}, SsspCase{3, 25, 8, 256}, SsspCase{2, 1u << 30, 1e9, 1e9}, SsspCase{1, 10, 1, 64}}) {
+        for (SsspCase c : {SsspCase{3, 0, 30, 30}, SsspCase{3, 25, 8, 256}, SsspCase{2, 1u << 30, 1e9, 1e9}, SsspCase{1, 10, 1, 64},
+                           SsspCase{3, 0, 30, 30, 8}, SsspCase{4, 25, 8, 256, 4}, SsspCase{3, 0, 1e9, 1e9, 16}}) {
             check_sssp<SSSP32<unsigned>, unsigned>(g, s, "sssp_u32", &g.wu, c, ssspp_init_sssp_u32, ssspp_sssp_u32);
-            check_sssp<SSSP64, double>(g, s, "sssp_f64", &g.wf, {c.blocks, c.limit, c.delta / 3, c.delta_max / 3},
+            check_sssp<SSSP64, double>(g, s, "sssp_f64", &g.wf, {c.blocks, c.limit, c.delta / 3, c.delta_max / 3, c.span},
                                        ssspp_init_sssp_f64, ssspp_sssp_f64);
         }
         check_sssp<SSSP32<Unit>, unsigned>(g, 0, "sssp_u32u", nullptr, SsspCase{3, 8, 2, 8}, ssspp_init_sssp_u32u,

@@ -93,7 +93,9 @@ type tuning struct {
 	// (at most their launch bounds).
 	persistThreads int
 	// persistSpan, when positive, is the levels a multi-block step of
-	// the persistent BFS runs between barriers (persist.go's persistSpanDefault).
+	// the persistent BFS runs between barriers (persist.go's
+	// persistBFSSpan), and the rounds of the persistent SSSP's
+	// (persistSSSPSpan).
 	persistSpan uint32
 	// persistQueueCap, when positive, is the most entries the persistent
 	// BFS's queue takes at its first try: a test forces its overflow and

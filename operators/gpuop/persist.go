@@ -45,7 +45,7 @@ const (
 // persistEntryBytes is a frontier entry (QEntry): vertex, degree, first edge.
 const persistEntryBytes = 16
 
-// persistSpanDefault is the levels a multi-block step of the persistent
+// persistBFSSpan is the levels a multi-block step of the persistent
 // BFS runs between two barriers: after the level dealt to it, each block
 // runs up to span − 1 more from the vertices it pushed itself. It claims
 // with an atomicMin of (depth, parent), so that where a block ran ahead
@@ -57,7 +57,7 @@ const persistEntryBytes = 16
 // of 256; the 16 M road 29.3 at span 1, 22.3 at 16, 21.4 at 32 (256).
 // Past 32 the gain is within the runs' noise, while blocks drift further
 // apart and correct more of each other's depths.
-const persistSpanDefault = 32
+const persistBFSSpan = 32
 
 // persistSingleLimit is the largest frontier block 0 takes alone: under
 // it, one SM's loads and atomics are not what bounds a level, and the
@@ -156,16 +156,16 @@ func checkPersistSize(op string, g *convert.Graph) error {
 func persistBFSBytes(b *GPU, g *convert.Graph, _ operators.Params) int64 {
 	n := int64(g.NumVertices())
 	return layoutBytes(g, OutOffsets, OutTargets) + 4*n*int64(b.persistELLWidth(g)) + 16*n +
-		persistEntryBytes*int64(persistQueueCap(n, b.persistSpan())) + bfspStateBytes + bfsColumnsBytes(g)
+		persistEntryBytes*int64(persistQueueCap(n, b.bfsSpan())) + bfspStateBytes + bfsColumnsBytes(g)
 }
 
-// persistSpan is the span a persistent BFS runs at: tuning's persistSpan
-// when set, else persistSpanDefault.
-func (b *GPU) persistSpan() uint32 {
+// bfsSpan is the span a persistent BFS runs at: tuning's persistSpan
+// when set, else persistBFSSpan.
+func (b *GPU) bfsSpan() uint32 {
 	if b != nil && b.tune.persistSpan > 0 {
 		return b.tune.persistSpan
 	}
-	return persistSpanDefault
+	return persistBFSSpan
 }
 
 // persistQueueCap is the entries of a persistent BFS's queue on n vertices
@@ -274,7 +274,7 @@ func runBFSPersist(e *enactor) error {
 	if c := e.b.tune.persistQueueCap; c > 0 {
 		first = min(c, first)
 	}
-	ran, err := s.search(e, e.b.persistSpan(), first)
+	ran, err := s.search(e, e.b.bfsSpan(), first)
 	if err == nil && ran.overflow {
 		ran, err = s.search(e, 1, s.cap)
 		ran.retried = true
@@ -301,7 +301,7 @@ type bfspSearch struct {
 
 func newBFSPSearch(e *enactor) (*bfspSearch, error) {
 	s := &bfspSearch{n: int64(e.g.NumVertices()), width: uint32(e.b.persistELLWidth(e.g))}
-	s.cap = persistQueueCap(s.n, e.b.persistSpan())
+	s.cap = persistQueueCap(s.n, e.b.bfsSpan())
 	ks, err := e.kernels(kernels.Persist, "bfsp_init", "bfsp_search", "bfsp_ell", "bfsp_split")
 	if err != nil {
 		return nil, err

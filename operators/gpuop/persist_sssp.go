@@ -27,10 +27,12 @@ import (
 // near-far's rule from the weights (gpuSSSPDelta: 32 × mean weight ÷
 // average degree) and doubles, up to 64 times, while new buckets hold
 // fewer vertices than there are blocks, halving back when one holds more
-// than the grid has threads. It does not take ADDS's asynchrony (workers
-// that pull from the lowest bucket with no barrier between steps): the
-// barrier keeps the steps' work lists exact and the schedule the same in
-// every block, at about a microsecond a step (BENCHMARKS.md). Given
+// than the grid has threads. Of ADDS's asynchrony (workers that pull from
+// the lowest bucket with no barrier between steps) it takes a bounded
+// part: within a multi-block near step each block runs up to span rounds
+// over the vertices it pushed itself, without waiting for the others
+// (persistSSSPSpan); the barrier between steps keeps the schedule the same
+// in every block, at about a microsecond a step (BENCHMARKS.md). Given
 // --delta, Δ stays fixed.
 
 // SsspState in kernels/persist.cu: the fields the host reads.
@@ -43,7 +45,26 @@ const (
 	ssspSingleStepsAt  = 724
 	ssspRelaxedAt      = 728
 	ssspDeltaChangesAt = 736
+	ssspRoundsAt       = 740
 )
+
+// persistSSSPSpan is the rounds a multi-block near step of the persistent
+// SSSP runs in each block by default: after its share of the step's
+// input, up to span − 1 more over the vertices it kept from the round
+// before, under the same threshold (kernels/persist.cu's sssp_step). On
+// the H200 (BenchmarkGPUPersist, docs/benchmarks/roads.md) the 2048² grid
+// with weights 1..255 took 30.8 ms at span 1, 25.4 at 4, 24.3 at 8, 21.9
+// at 16 and 21.2 at 32; the 16 M road 52.5, 41.8, 40.6, 37.2 and 35.8.
+const persistSSSPSpan = 32
+
+// ssspSpan is the rounds a persistent SSSP's steps run: tuning's
+// persistSpan when set, else persistSSSPSpan.
+func (b *GPU) ssspSpan() uint32 {
+	if b.tune.persistSpan > 0 {
+		return b.tune.persistSpan
+	}
+	return persistSSSPSpan
+}
 
 // persistDeltaGrowth is how far Δ may grow above near-far's rule.
 const persistDeltaGrowth = 64
@@ -78,6 +99,7 @@ type ssspRan struct {
 	delta, deltaStart, deltaMost               float64
 	near, splits, singleRuns, singleSteps, dch uint32
 	relaxed                                    uint64
+	span, rounds                               uint32
 }
 
 func parseSSSPState(b []byte, blocks uint32, start, most float64) ssspRan {
@@ -85,7 +107,7 @@ func parseSSSPState(b []byte, blocks uint32, start, most float64) ssspRan {
 	return ssspRan{blocks: blocks, delta: math.Float64frombits(binary.LittleEndian.Uint64(b[ssspDeltaAt:])),
 		deltaStart: start, deltaMost: most, near: u(ssspNearStepsAt), splits: u(ssspSplitStepsAt),
 		singleRuns: u(ssspSingleRunsAt), singleSteps: u(ssspSingleStepsAt), dch: u(ssspDeltaChangesAt),
-		relaxed: binary.LittleEndian.Uint64(b[ssspRelaxedAt:])}
+		relaxed: binary.LittleEndian.Uint64(b[ssspRelaxedAt:]), rounds: u(ssspRoundsAt)}
 }
 
 func (r ssspRan) String() string {
@@ -93,8 +115,8 @@ func (r ssspRan) String() string {
 	if r.deltaMost > r.deltaStart {
 		delta = fmt.Sprintf("delta=%.4g adaptive to %.4g, %d changes, %.4g at the end", r.deltaStart, r.deltaMost, r.dch, r.delta)
 	}
-	return fmt.Sprintf("persist (%d blocks, near-far %s: %d near and %d split steps, %d single-block steps in %d runs)",
-		r.blocks, delta, r.near, r.splits, r.singleSteps, r.singleRuns)
+	return fmt.Sprintf("persist (%d blocks, near-far %s, up to %d rounds a step: %d near and %d split steps, %d single-block steps in %d runs, %d rounds more in all blocks)",
+		r.blocks, delta, r.span, r.near, r.splits, r.singleSteps, r.singleRuns, r.rounds)
 }
 
 // ssspPersist is a persistent SSSP's device side.
@@ -161,7 +183,8 @@ func (sp *ssspPersist) run(e *enactor, prog Program, start, most float64) error 
 	if err := gpu.Launch(sp.init.Fn, gpu.Dim(1), gpu.Dim(1), 0, e.s, gpu.Args(&a), e.in.Source, start, most, low, high); err != nil {
 		return err
 	}
-	return gpu.LaunchCooperative(sp.search.Fn, gpu.Dim(sp.grid), gpu.Dim(sp.threads), 0, e.s, gpu.Args(&a), e.b.persistLimit())
+	return gpu.LaunchCooperative(sp.search.Fn, gpu.Dim(sp.grid), gpu.Dim(sp.threads), 0, e.s, gpu.Args(&a), e.b.persistLimit(),
+		e.b.ssspSpan())
 }
 
 // ssspPersistArgs mirrors kernels/persist.cu's SsspArgs, field by field:
@@ -218,7 +241,9 @@ func runSSSPPersist(e *enactor) error {
 	if err != nil {
 		return err
 	}
-	return ssspPersistResult(e, d, parseSSSPState(raw, sp.grid, start, most), parent)
+	ran := parseSSSPState(raw, sp.grid, start, most)
+	ran.span = e.b.ssspSpan()
+	return ssspPersistResult(e, d, ran, parent)
 }
 
 // ssspPersistResult fills e's result with d's distances and the parents.

@@ -27,9 +27,9 @@ import (
 // frontier's vertices dealt between them), the defaults, and for BFS
 // every level in every block with each block keeping one push in shared
 // memory (the rest through the queue, no prefetch, the CSR) or all of
-// them, levels in lockstep (span 1), blocks running up to 16 levels
-// ahead of each other, and a queue of 2 entries at span 8, which
-// overflows and runs the search again at span 1.
+// them, levels (SSSP: rounds of a near step) in lockstep (span 1), blocks
+// running up to 16 ahead of each other, and a BFS queue of 2 entries at
+// span 8, which overflows and runs the search again at span 1.
 var persistModes = []struct {
 	name              string
 	single            int64
@@ -41,7 +41,8 @@ var persistModes = []struct {
 	{"multi-block", -1, 0, 0, false, false, 0, 0}, {"single-block", 1 << 40, 0, 0, false, false, 0, 0},
 	{"two-blocks", 40, 2, 0, false, false, 0, 0}, {"default", 0, 0, 0, false, false, 0, 0},
 	{"keep-one-csr", -1, 0, 1, true, true, 0, 0}, {"keep-all", -1, 0, 960, false, false, 0, 0},
-	{"span-1", 0, 0, 0, false, false, 1, 0}, {"span-16-keep-5", -1, 0, 5, false, false, 16, 0},
+	{"span-1", 0, 0, 0, false, false, 1, 0}, {"span-16", -1, 0, 0, false, false, 16, 0},
+	{"span-16-keep-5", -1, 0, 5, false, false, 16, 0},
 	{"overflow", -1, 0, 1, false, false, 8, 2},
 }
 
@@ -70,7 +71,7 @@ func persistGraphs(t *testing.T) []optest.VPGraph {
 // against the CPU, and checks that each mode ran as forced.
 func TestGPUPersistModes(t *testing.T) {
 	b := testGPU(t)
-	ellRuns, overflows := 0, 0
+	ellRuns, overflows, ssspRounds := 0, 0, 0
 	for _, vg := range persistGraphs(t) {
 		g := vg.G
 		for _, src := range optest.SourcesOf(g) {
@@ -92,8 +93,8 @@ func TestGPUPersistModes(t *testing.T) {
 				if ell {
 					ellRuns++
 				}
-				if m.keep == 0 && m.span == 0 {
-					checkPersistSSSP(t, b, name, g, src, dist)
+				if m.keep == 0 && m.queueCap == 0 {
+					ssspRounds += checkPersistSSSP(t, b, name, g, src, dist)
 				}
 			}
 			b.tune.persistSingle, b.tune.persistBlocks, b.tune.persistKeep = 0, 0, 0
@@ -106,6 +107,9 @@ func TestGPUPersistModes(t *testing.T) {
 	}
 	if overflows == 0 {
 		t.Error("no search overflowed a queue of 2 entries and ran again at span 1")
+	}
+	if ssspRounds == 0 {
+		t.Error("no SSSP step ran a round past its first")
 	}
 }
 
@@ -125,7 +129,7 @@ func checkPersistBFS(t *testing.T, b *GPU, name string, g *convert.Graph, src ui
 	// A step runs one level in lockstep, up to span when blocks run ahead
 	// (and a step may then only lower depths another block claimed).
 	span := optest.StrategyCount(r.Strategy, "levels a step")
-	if want := b.persistSpan(); span != int(want) && !strings.Contains(r.Strategy, "overflowed") {
+	if want := b.bfsSpan(); span != int(want) && !strings.Contains(r.Strategy, "overflowed") {
 		t.Errorf("%s/bfs: %q, want %d levels a step", name, r.Strategy, want)
 	}
 	if singles+span*multis < r.Iterations || span == 1 && singles+multis != r.Iterations ||
@@ -153,14 +157,23 @@ func persistLevelsABlock(strategy string) float64 {
 	return f
 }
 
-func checkPersistSSSP(t *testing.T, b *GPU, name string, g *convert.Graph, src uint32, ref []float64) {
+// checkPersistSSSP runs the persistent SSSP on g from src, with Δ from
+// the weights and Δ = 1, against the CPU's distances, and returns the
+// rounds its steps ran past their first.
+func checkPersistSSSP(t *testing.T, b *GPU, name string, g *convert.Graph, src uint32, ref []float64) int {
 	t.Helper()
+	rounds := 0
 	for _, p := range []operators.Params{{Strategy: "persist"}, {Strategy: "persist", Delta: 1}} {
 		r, err := runGPUErr(t, b, operators.SSSP{}, g, src, p)
 		if err != nil {
 			t.Errorf("%s/sssp/delta=%v: %v", name, p.Delta, err)
 			continue
 		}
+		more := optest.StrategyCount(r.Strategy, "rounds more in all blocks")
+		if span := optest.StrategyCount(r.Strategy, "rounds a step"); span != int(b.ssspSpan()) || span == 1 && more > 0 {
+			t.Errorf("%s/sssp/delta=%v: %q, want up to %d rounds a step", name, p.Delta, r.Strategy, b.ssspSpan())
+		}
+		rounds += more
 		dist := r.Column("distance").Float64
 		if err := optest.ValidateSSSP(g, src, dist, r.Column("parent").Vertex, ref); err != nil {
 			t.Errorf("%s/sssp/delta=%v (%s): %v", name, p.Delta, r.Strategy, err)
@@ -173,6 +186,7 @@ func checkPersistSSSP(t *testing.T, b *GPU, name string, g *convert.Graph, src u
 			}
 		}
 	}
+	return rounds
 }
 
 // BenchmarkGPUGridBarrier times kernels/persist.cu's grid barrier alone,
@@ -323,6 +337,14 @@ func BenchmarkGPUPersist(b *testing.B) {
 		{"sssp/persist-fixed", operators.SSSP{}, operators.Params{Strategy: "persist", Delta: gpuSSSPDelta(g, operators.Params{})}, 0, 0},
 		{"sssp/persist-fixed4x", operators.SSSP{}, operators.Params{Strategy: "persist", Delta: 4 * gpuSSSPDelta(g, operators.Params{})}, 0, 0},
 		{"sssp/persist-256threads", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"sssp/persist-span1", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"sssp/persist-span4", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"sssp/persist-span16", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"sssp/persist-span32", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"sssp/persist-span8", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"sssp/persist-span64", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"sssp/persist-span128", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"sssp/persist-span32-256threads", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
 		{"sssp/kites", operators.SSSP{}, operators.Params{Strategy: "kites"}, 0, 0},
 	} {
 		b.Run(c.name, func(b *testing.B) {
