@@ -54,8 +54,10 @@ const (
 // before, under the same threshold (kernels/persist.cu's sssp_step). On
 // the H200 (BenchmarkGPUPersist, docs/benchmarks/roads.md) the 2048² grid
 // with weights 1..255 took 30.8 ms at span 1, 25.4 at 4, 24.3 at 8, 21.9
-// at 16 and 21.2 at 32; the 16 M road 52.5, 41.8, 40.6, 37.2 and 35.8.
-const persistSSSPSpan = 32
+// at 16 and 21.2 at 32; the 16 M road 52.5, 41.8, 40.6, 37.2 and 35.8;
+// in another run, the grid 21.1 at 32, 20.0 at 64, 20.1 at 128, the road
+// 38.7, 35.1 and 35.4.
+const persistSSSPSpan = 64
 
 // ssspSpan is the rounds a persistent SSSP's steps run: tuning's
 // persistSpan when set, else persistSSSPSpan.

@@ -345,6 +345,7 @@ func BenchmarkGPUPersist(b *testing.B) {
 		{"sssp/persist-span64", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
 		{"sssp/persist-span128", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
 		{"sssp/persist-span32-256threads", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"sssp/persist-span64-256threads", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
 		{"sssp/kites", operators.SSSP{}, operators.Params{Strategy: "kites"}, 0, 0},
 	} {
 		b.Run(c.name, func(b *testing.B) {
