@@ -26,7 +26,8 @@
 //                      vertex alone.
 //   ssspp_<program>    SSSP by near-far Δ-stepping with both piles on the
 //                      device: a step relaxes the near pile's vertices (and
-//                      each block's kept pile); when they empty, a split
+//                      each block's kept pile, for up to span rounds in
+//                      the block without waiting); when they empty, a split
 //                      step moves the far pile's vertices under the next
 //                      threshold to the near pile, which every block
 //                      chooses alike from the barrier's sum (ADDS's manager,
@@ -42,7 +43,8 @@
 // the barrier's fences, atomic and release 1 µs more; an SSSP step 6.2 µs
 // of work), so a level is its chain: the targets (prefetched into L2 when
 // the vertex was pushed), the claim, and the barrier; an SSSP step adds
-// the entry's stamp and distance, the distance's atomic and the stamp's.
+// the entry's stamp and distance, the distance's atomic, and the stamp's
+// for a push to the near pile.
 //
 // Kernels take the scalar arguments gpu.Launch packs (it has no struct
 // parameters); the state they share with the host is BfspState and
@@ -608,7 +610,8 @@ __device__ void bfs_flush(const BfsArgs& a, KeptPile& L, unsigned cur, PersistSh
 
 // Block 0 alone runs levels from the queue's [head, tail) at level while
 // the next frontier has at most limit entries, keeping them in its shared
-// memory (what does not fit goes to the queue), in lockstep (p). Then it puts its kept
+// memory (what does not fit goes to the queue), its entries' depths the
+// level's or their labels' as p.lockstep says. Then it puts its kept
 // entries in the queue after tail, so that the next level deals the whole
 // frontier to every block, and leaves where it stopped in st and its queue
 // pushes in sh.count (the barrier's contribution).
@@ -768,7 +771,7 @@ struct SsspArgs {
     ReadOnly<vid_t> targets;
     EdgeArray<typename P::Weight> weight;
     typename P::Value* dist;
-    unsigned* stamp;   // the step that expands the vertex's latest near entry
+    unsigned* stamp;   // the step that expands the vertex's latest near pile entry (kept entries carry none)
     unsigned* fstamp;  // 1 + the epoch of the far pile that holds the vertex
     QEntry* near[2];
     vid_t* far[FAR_PILES];
@@ -892,7 +895,7 @@ __device__ __forceinline__ void sssp_push_far(const SsspArgs<P>& a, unsigned pil
 
 // Relaxes up to N edges from u (value du) starting at edge e0, of which n
 // are real (0 to N), their loads and atomics issued together, and pushes
-// the improved targets: near (under the threshold, once a step: stamp) or
+// the improved targets: near (under the threshold: sssp_push_near) or
 // far (once an epoch: fstamp, with the far pile's lowest value). The
 // targets' offsets are read with the atomics, before they are known to be
 // needed. Every lane of the warp must call it.
