@@ -403,3 +403,45 @@ func TestPersistELLWidth(t *testing.T) {
 		t.Errorf("noPersistELL: width %d", w)
 	}
 }
+
+// TestPersistQueueCap checks the persistent BFS's queue: each vertex once
+// at span 1, twice past it (a vertex whose depth a block lowers enters
+// again), at least one entry, and never past a 32-bit count.
+func TestPersistQueueCap(t *testing.T) {
+	for _, c := range []struct {
+		n    int64
+		span uint32
+		want uint32
+	}{
+		{0, 1, 1}, {0, 32, 1}, {1, 1, 1}, {1000, 1, 1000}, {1000, 2, 2000}, {1000, 32, 2000},
+		{math.MaxUint32 - 2, 1, math.MaxUint32 - 2}, {math.MaxUint32 - 2, 32, math.MaxUint32},
+	} {
+		if got := persistQueueCap(c.n, c.span); got != c.want {
+			t.Errorf("persistQueueCap(%d, %d) = %d, want %d", c.n, c.span, got, c.want)
+		}
+	}
+}
+
+// TestPersistDescriptions checks that the persistent searches' descriptions
+// give the counts the GPU tests read back by their words.
+func TestPersistDescriptions(t *testing.T) {
+	bfs := bfspRan{blocks: 132, singleRuns: 2, singleLevels: 288, multiSteps: 81, localSteps: 75, phases: 81 * 132 * 9,
+		width: 4, span: 32, retried: true}
+	s := bfs.String()
+	for label, want := range map[string]int{"single-block levels": 288, "multi-block steps": 81, "levels a step": 32,
+		"of them from shared memory only": 75} {
+		if got := optest.StrategyCount(s, label); got != want {
+			t.Errorf("%q: %q is %d, want %d", s, label, got, want)
+		}
+	}
+	if got := persistLevelsABlock(s); got != 9 || !strings.Contains(s, "overflowed") || !strings.Contains(s, "ELL width 4") {
+		t.Errorf("%q: %v levels a block, want 9, the overflow and the ELL width", s, got)
+	}
+	sssp := ssspRan{blocks: 132, deltaStart: 8, deltaMost: 8, near: 155, splits: 74, span: 64, rounds: 312080}
+	s = sssp.String()
+	for label, want := range map[string]int{"rounds a step": 64, "rounds more in all blocks": 312080, "split steps": 74} {
+		if got := optest.StrategyCount(s, label); got != want {
+			t.Errorf("%q: %q is %d, want %d", s, label, got, want)
+		}
+	}
+}
