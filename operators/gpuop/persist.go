@@ -299,6 +299,9 @@ type bfspSearch struct {
 	width, cap                         uint32
 }
 
+// newBFSPSearch takes a persistent BFS's kernels, grid, layouts and
+// buffers (its queue sized for the span tuning or persistBFSSpan gives)
+// from e.
 func newBFSPSearch(e *enactor) (*bfspSearch, error) {
 	s := &bfspSearch{n: int64(e.g.NumVertices()), width: uint32(e.b.persistELLWidth(e.g))}
 	s.cap = persistQueueCap(s.n, e.b.bfsSpan())
