@@ -129,6 +129,16 @@ func (g *ptxGen) loadTable(p *Program, tab string) (cur, next, static, edges []s
 	return
 }
 
+// openProgram starts a kernel of g.prog's fields: it exits at once where
+// the run is done (the label it returns), and reads the field table tab
+// into g.cur, g.static and g.edges; it returns the next values' arrays.
+func (g *ptxGen) openProgram(tab string) (exit string, next []string) {
+	exit = g.newLabel()
+	g.exitIfDone(exit)
+	g.cur, next, g.static, g.edges = g.loadTable(g.prog, tab)
+	return exit, next
+}
+
 // elementAddr is the address of element i (u32) of an array of t at base.
 func (g *ptxGen) elementAddr(base, i string, size int) string {
 	a := g.reg("rd")
@@ -151,10 +161,7 @@ func (p *Program) computeKernel(k int, faults *[]fault) string {
 	act, chg := g.param(name, 4, "u64"), g.param(name, 5, "u64")
 	n := g.param(name, 6, "u32")
 	g.numVertices = g.param(name, 7, "s64")
-	exit := g.newLabel()
-	g.exitIfDone(exit)
-	var next []string
-	g.cur, next, g.static, g.edges = g.loadTable(p, tab)
+	exit, next := g.openProgram(tab)
 	lane, warp, warps := g.threadIDs()
 	perWarp := 32 / k
 	sub, row := g.reg("r"), g.reg("r")

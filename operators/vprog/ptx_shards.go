@@ -65,10 +65,7 @@ func (p *Program) shardKernel(faults *[]fault) string {
 	inOff, inSrc, inDst := g.param(name, 4, "u64"), g.param(name, 5, "u64"), g.param(name, 6, "u64")
 	n, N := g.param(name, 7, "u32"), g.param(name, 8, "u32")
 	g.numVertices = g.param(name, 9, "s64")
-	exit := g.newLabel()
-	g.exitIfDone(exit)
-	var next []string
-	g.cur, next, g.static, g.edges = g.loadTable(p, tab)
+	exit, next := g.openProgram(tab)
 	g.fieldRegs()
 	w0, count := g.window(n, N)
 	rec := p.shardRecord()

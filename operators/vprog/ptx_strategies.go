@@ -92,10 +92,7 @@ func (p *Program) vertexPass(name string, update, listed bool, faults *[]fault) 
 	limit := g.param(name, 4, "u32")
 	g.numVertices = g.param(name, 5, "s64")
 	list, ks := g.param(name, 6, "u64"), g.param(name, 7, "u64")
-	exit := g.newLabel()
-	g.exitIfDone(exit)
-	var next []string
-	g.cur, next, g.static, g.edges = g.loadTable(p, tab)
+	exit, next := g.openProgram(tab)
 	if listed {
 		g.emit("ld.global.u32 %s, [%s]", limit, ks)
 	}
@@ -152,10 +149,7 @@ func (p *Program) edgesKernel(listed bool, faults *[]fault) string {
 	m := g.param(name, 6, "s64")
 	g.numVertices = g.param(name, 7, "s64")
 	list, prefix, ks := g.param(name, 8, "u64"), g.param(name, 9, "u64"), g.param(name, 10, "u64")
-	exit := g.newLabel()
-	g.exitIfDone(exit)
-	var next []string
-	g.cur, next, g.static, g.edges = g.loadTable(p, tab)
+	exit, next := g.openProgram(tab)
 	lane, warp, warps := g.threadIDs()
 	g.fieldRegs()
 	zero := g.reg("rd")
