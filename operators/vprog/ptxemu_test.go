@@ -457,56 +457,54 @@ func arith(op, t string, a, b uint64) uint64 {
 	return width(t, unsignedArith(op, width(t, a), width(t, b)))
 }
 
+// commonArith is the operations of floats and integers alike; false for
+// another. Go's min and max are math.Min and math.Max on floats (NaN,
+// and -0 below +0).
+func commonArith[T int64 | uint64 | float64](op string, x, y T) (T, bool) {
+	switch op {
+	case "add":
+		return x + y, true
+	case "sub":
+		return x - y, true
+	case "mul":
+		return x * y, true
+	case "div":
+		return x / y, true
+	case "min":
+		return min(x, y), true
+	case "max":
+		return max(x, y), true
+	}
+	return 0, false
+}
+
 // emuFloatArith rounds once to float64; float32 through float64 is then
 // exact for these (53 bits >= 2·24 + 2).
 func emuFloatArith(op string, x, y float64) float64 {
-	switch op {
-	case "add":
-		return x + y
-	case "sub":
-		return x - y
-	case "mul":
-		return x * y
-	case "div":
-		return x / y
-	case "min":
-		return math.Min(x, y)
-	case "max":
-		return math.Max(x, y)
+	if r, ok := commonArith(op, x, y); ok {
+		return r
 	}
 	panic("float " + op)
 }
 
+// signedArith is arith's signed div, rem, min, max and shr.
 func signedArith(op string, x, y int64) int64 {
-	switch op {
-	case "div":
-		return x / y
-	case "rem":
+	if r, ok := commonArith(op, x, y); ok {
+		return r
+	}
+	if op == "rem" {
 		return x % y
-	case "min":
-		return min(x, y)
-	case "max":
-		return max(x, y)
 	}
 	return x >> (y & 63)
 }
 
 func unsignedArith(op string, x, y uint64) uint64 {
+	if r, ok := commonArith(op, x, y); ok {
+		return r
+	}
 	switch op {
-	case "add":
-		return x + y
-	case "sub":
-		return x - y
-	case "mul":
-		return x * y
-	case "div":
-		return x / y
 	case "rem":
 		return x % y
-	case "min":
-		return min(x, y)
-	case "max":
-		return max(x, y)
 	case "and":
 		return x & y
 	case "or":
