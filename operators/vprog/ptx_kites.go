@@ -62,13 +62,21 @@ func (g *ptxGen) kitesVisit(act, inOff, v, end string, body func(deg string)) {
 	g.place(out)
 }
 
+// kitesGen starts kernel name of the active list, whose first parameters
+// are (state, act, inOff, cnt, deg): the flags, the in-edge offsets, and
+// each thread's count of active vertices and of their in-edges.
+func kitesGen(name string) (g *ptxGen, act, inOff, cnt, deg string) {
+	g = &ptxGen{}
+	g.state = g.param(name, 0, "u64")
+	act, inOff = g.param(name, 1, "u64"), g.param(name, 2, "u64")
+	cnt, deg = g.param(name, 3, "u64"), g.param(name, 4, "u64")
+	return g, act, inOff, cnt, deg
+}
+
 // kitesCount is vp_ks_count(state, act, inOff, cnt, deg, n).
 func kitesCount() string {
 	const name = KernelCount
-	g := &ptxGen{}
-	g.state = g.param(name, 0, "u64")
-	act, inOff := g.param(name, 1, "u64"), g.param(name, 2, "u64")
-	cnt, deg := g.param(name, 3, "u64"), g.param(name, 4, "u64")
+	g, act, inOff, cnt, deg := kitesGen(name)
 	n := g.param(name, 5, "u32")
 	exit := g.newLabel()
 	g.exitIfDone(exit)
@@ -90,10 +98,7 @@ func kitesCount() string {
 // kitesFill is vp_ks_fill(state, act, inOff, cnt, deg, list, prefix, ks, n).
 func kitesFill() string {
 	const name = KernelFill
-	g := &ptxGen{}
-	g.state = g.param(name, 0, "u64")
-	act, inOff := g.param(name, 1, "u64"), g.param(name, 2, "u64")
-	cnt, deg := g.param(name, 3, "u64"), g.param(name, 4, "u64")
+	g, act, inOff, cnt, deg := kitesGen(name)
 	list, prefix, ks := g.param(name, 5, "u64"), g.param(name, 6, "u64"), g.param(name, 7, "u64")
 	n := g.param(name, 8, "u32")
 	exit := g.newLabel()
