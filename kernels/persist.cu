@@ -55,10 +55,11 @@
 #include <cstddef>
 
 #define PERSIST_THREADS 1024  // the BFS's largest block (the host launches 256: persist.go; the emulator's is 256)
-// SSSP's block: half of an SM's threads, so that each has 128 registers
-// (at 64, SSSP's kernels spilled 300 bytes a thread to local memory, which
-// its chain of dependent accesses then waited on too); a step of the
-// 2048² grid holds a few thousand entries, a few tens a block.
+// SSSP's largest block: half of an SM's threads, so that each has 128
+// registers (at 64, SSSP's kernels spilled 300 bytes a thread to local
+// memory, which its chain of dependent accesses then waited on too); the
+// host launches 256 (persist.go). A step of the 2048² grid holds a few
+// thousand entries, a few tens a block.
 #ifndef PERSIST_SSSP_THREADS
 #define PERSIST_SSSP_THREADS 512
 #endif
@@ -388,17 +389,6 @@ struct BfsArgs {
     unsigned width, span, cap;
 };
 
-// The entry of vertex w: its degree and first edge from the offsets, or
-// from w alone in the ELL copy (whose padding is GPIPE_NO_VERTEX). has
-// false: an empty entry, no read.
-__device__ __forceinline__ QEntry bfs_entry(const BfsArgs& a, vid_t w, bool has)
-{
-    if (!has) return QEntry{w, 0, 0};
-    if (a.width) return QEntry{w, a.width, (eid_t)w * a.width};
-    const eid_t lo = a.offsets[w], hi = a.offsets[w + 1];
-    return QEntry{w, (unsigned)(hi - lo), lo};
-}
-
 // The depth a level expands entry e from: the level's while levels have
 // run in lockstep (every entry's vertex has the level's depth: at span 1,
 // and until the first multi-block step past it), else the vertex's label
@@ -411,12 +401,51 @@ __device__ __forceinline__ unsigned bfs_depth(const BfsArgs& a, const QEntry& e,
     return (unsigned)(__ldcg(&a.label[e.v]) >> 32);
 }
 
-// Claims w at depth d from parent from: true where that lowers its depth
-// (its first visit, or a block lowering a depth claimed ahead of it),
-// which pushes w. At span 1 a vertex is claimed once.
-__device__ __forceinline__ bool bfs_claim(const BfsArgs& a, vid_t w, unsigned d, vid_t from)
+// Claims the lane's N targets w[j] (GPIPE_NO_VERTEX: none) at depth d
+// from parent from: won[j] where that lowers w[j]'s depth (its first
+// visit, or a block lowering a depth claimed ahead of it), which pushes
+// it with entry ent[j]: its degree and first edge from the offsets, or
+// from w[j] alone in the ELL copy. Every atomic and offset load is issued
+// before any result is used, and without a branch: an atomic under `if`
+// (or `has && claim(w)`) made the compiler copy its result out of the
+// branch, waiting for it before the next one, so a level's chain was the
+// row, the offsets and two or three atomics one after another (on the
+// H200 a dependent L2 load takes 150 ns, a 64-bit atomicMin 275:
+// scripts/latency-bench.cu; luxembourg_osm's levels took 2.1–2.4 µs). A lane without a vertex j min()s all ones into
+// from's own label instead, which changes nothing.
+template <int N>
+__device__ __forceinline__ void bfs_claim(const BfsArgs& a, const vid_t (&w)[N], unsigned d, vid_t from,
+                                          QEntry (&ent)[N], bool (&won)[N])
 {
-    return (atomicMin(&a.label[w], bfs_label(d, from)) >> 32) > d;
+    const unsigned long long mine = bfs_label(d, from);
+    unsigned long long old[N];
+    eid_t lo[N], hi[N];
+    bool any = false;
+#pragma unroll
+    for (int j = 0; j < N; j++) {
+        old[j] = BFS_UNLABELED;
+        any = any || w[j] != GPIPE_NO_VERTEX;
+    }
+    if (any) {  // one branch for the batch; no vertex: a no-op on from's own label
+#pragma unroll
+        for (int j = 0; j < N; j++) {
+            const bool has = w[j] != GPIPE_NO_VERTEX;
+            old[j] = atomicMin(&a.label[has ? w[j] : from], has ? mine : BFS_UNLABELED);
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < N; j++) {
+        lo[j] = hi[j] = 0;
+        if (w[j] != GPIPE_NO_VERTEX && a.width == 0) {
+            lo[j] = a.offsets[w[j]];
+            hi[j] = a.offsets[w[j] + 1];
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < N; j++) {
+        won[j] = w[j] != GPIPE_NO_VERTEX && (unsigned)(old[j] >> 32) > d;
+        ent[j] = a.width ? QEntry{w[j], a.width, (eid_t)w[j] * a.width} : QEntry{w[j], (unsigned)(hi[j] - lo[j]), lo[j]};
+    }
 }
 
 // How a level runs: its pushes go to the block's next kept list while it
@@ -497,9 +526,8 @@ __device__ __forceinline__ void bfs_push(const BfsArgs& a, const bool (&won)[N],
 
 // Claims the targets of the lane's entry (degree at most PERSIST_NARROW;
 // 0 for none) one deeper than it, PERSIST_BATCH edges at a time, their
-// loads and claims issued together, and pushes the vertices it claims.
-// The claimed vertices' offsets are read with the claims, before they are
-// known to be won, so that the push waits for one latency, not two.
+// loads and claims issued together (bfs_claim), and pushes the vertices
+// it claims.
 __device__ __forceinline__ void bfs_narrow(const BfsArgs& a, const QEntry& e, int level, BfsPush p, KeptPile& L,
                                            PersistShared& sh)
 {
@@ -511,12 +539,7 @@ __device__ __forceinline__ void bfs_narrow(const BfsArgs& a, const QEntry& e, in
 #pragma unroll
         for (int j = 0; j < PERSIST_BATCH; j++)
             w[j] = k + j < e.degree ? a.targets[e.first + k + j] : GPIPE_NO_VERTEX;
-#pragma unroll
-        for (int j = 0; j < PERSIST_BATCH; j++) {
-            const bool has = w[j] != GPIPE_NO_VERTEX;
-            ent[j] = bfs_entry(a, w[j], has);
-            won[j] = has && bfs_claim(a, w[j], d, e.v);
-        }
+        bfs_claim(a, w, d, e.v, ent, won);
         bfs_push(a, won, ent, p, L, sh);
     }
 }
@@ -530,10 +553,10 @@ __device__ __forceinline__ void bfs_wide(const BfsArgs& a, int level, BfsPush p,
         const unsigned d = bfs_depth(a, e, level, p.lockstep) + 1;
         for (unsigned base = 0; base < e.degree; base += 32) {
             const unsigned j = base + lane_id();
-            const vid_t w = j < e.degree ? a.targets[e.first + j] : GPIPE_NO_VERTEX;
-            const bool has = w != GPIPE_NO_VERTEX;
-            const QEntry ent[1] = {bfs_entry(a, w, has)};
-            const bool won[1] = {has && bfs_claim(a, w, d, e.v)};
+            const vid_t w[1] = {j < e.degree ? a.targets[e.first + j] : GPIPE_NO_VERTEX};
+            QEntry ent[1];
+            bool won[1];
+            bfs_claim(a, w, d, e.v, ent, won);
             bfs_push(a, won, ent, p, L, sh);
         }
     }
@@ -772,7 +795,7 @@ struct SsspArgs {
     EdgeArray<typename P::Weight> weight;
     typename P::Value* dist;
     unsigned* stamp;   // the step that expands the vertex's latest near pile entry (kept entries carry none)
-    unsigned* fstamp;  // 1 + the epoch of the far pile that holds the vertex
+    unsigned* fstamp;  // 1 + the epoch of the far pile that holds the vertex: it only grows (a relaxation's atomicMax)
     QEntry* near[2];
     vid_t* far[FAR_PILES];
     SsspState* st;
@@ -894,19 +917,23 @@ __device__ __forceinline__ void sssp_push_far(const SsspArgs<P>& a, unsigned pil
 }
 
 // Relaxes up to N edges from u (value du) starting at edge e0, of which n
-// are real (0 to N), their loads and atomics issued together, and pushes
-// the improved targets: near (under the threshold: sssp_push_near) or
-// far (once an epoch: fstamp, with the far pile's lowest value). The
-// targets' offsets are read with the atomics, before they are known to be
-// needed. Every lane of the warp must call it.
+// are real (0 to N), and pushes the improved targets: near (under the
+// threshold: sssp_push_near) or far (once an epoch: fstamp, with the far
+// pile's lowest value). Its atomics are issued together, in one branch
+// for the batch, the targets' offsets read after them, before they are
+// known to be needed (bfs_claim says why): a lane without an edge j but
+// with others improves u's own value by none(), which changes nothing;
+// so do its far marks (an atomicMax of 0 on u's), which, as the marks only
+// grow, stand for the exchange they were. Every lane of the warp must call
+// it.
 template <typename P, int N>
-__device__ __forceinline__ void sssp_relax(const SsspArgs<P>& a, const SsspSched& s, typename P::Value du, eid_t e0,
-                                           unsigned n, NearPush np, KeptPile& L, PersistShared& sh)
+__device__ __forceinline__ void sssp_relax(const SsspArgs<P>& a, const SsspSched& s, vid_t u, typename P::Value du,
+                                           eid_t e0, unsigned n, NearPush np, KeptPile& L, PersistShared& sh)
 {
     typedef typename P::Value V;
     const unsigned pile = s.epoch % FAR_PILES;
     vid_t w[N];
-    V nd[N];
+    V nd[N], old[N];
     eid_t lo[N], hi[N];
     bool near[N], far[N];
 #pragma unroll
@@ -915,17 +942,37 @@ __device__ __forceinline__ void sssp_relax(const SsspArgs<P>& a, const SsspSched
         nd[j] = (unsigned)j < n ? P::compute(du, a.weight(e0 + j)) : P::none();
     }
 #pragma unroll
+    for (int j = 0; j < N; j++) old[j] = P::none();
+    if (n > 0) {  // one branch for the batch (an idle lane makes no atomic)
+#pragma unroll
+        for (int j = 0; j < N; j++) {
+            const bool has = w[j] != GPIPE_NO_VERTEX;
+            old[j] = P::atomic_improve(&a.dist[has ? w[j] : u], has ? nd[j] : P::none());
+        }
+    }
+#pragma unroll
     for (int j = 0; j < N; j++) {
         const bool has = w[j] != GPIPE_NO_VERTEX;
         lo[j] = has ? a.offsets[w[j]] : 0;
         hi[j] = has ? a.offsets[w[j] + 1] : 0;
-        const bool improved = has && P::better(nd[j], P::atomic_improve(&a.dist[w[j]], nd[j]));
+    }
+    bool any_far = false;
+    unsigned long long lowest = ~0ull;
+#pragma unroll
+    for (int j = 0; j < N; j++) {
+        const bool improved = w[j] != GPIPE_NO_VERTEX && P::better(nd[j], old[j]);
         near[j] = improved && P::priority(nd[j], 0.0) < s.threshold;
         far[j] = improved && !near[j];
-        if (far[j]) {
-            atomicMin(&a.st->far_min[pile], (unsigned long long)nd[j]);
-            far[j] = atomicExch(&a.fstamp[w[j]], s.epoch + 1) != s.epoch + 1;
-        }
+        if (far[j]) lowest = min(lowest, (unsigned long long)nd[j]);
+        any_far = any_far || far[j];
+    }
+    if (any_far) {  // the lane's lowest far value once, its far marks together (a no-op on u's for the rest)
+        atomicMin(&a.st->far_min[pile], lowest);
+        unsigned was[N];
+#pragma unroll
+        for (int j = 0; j < N; j++) was[j] = atomicMax(&a.fstamp[far[j] ? w[j] : u], far[j] ? s.epoch + 1 : 0u);
+#pragma unroll
+        for (int j = 0; j < N; j++) far[j] = far[j] && was[j] != s.epoch + 1;
     }
     sssp_push_near<P, N>(a, s, near, w, lo, hi, np, L, sh);
     sssp_push_far<P, N>(a, pile, far, w);
@@ -943,7 +990,7 @@ __device__ void sssp_wide(const SsspArgs<P>& a, const SsspSched& s, NearPush np,
         const typename P::Value du = __ldcg(&a.dist[e.v]);
         for (unsigned base = 0; base < e.degree; base += 32) {
             const unsigned j = base + lane_id();
-            sssp_relax<P, 1>(a, s, du, e.first + j, j < e.degree ? 1 : 0, np, L, sh);
+            sssp_relax<P, 1>(a, s, e.v, du, e.first + j, j < e.degree ? 1 : 0, np, L, sh);
         }
         if (lane_id() == 0) relaxed += e.degree;
     }
@@ -984,7 +1031,7 @@ __device__ void sssp_near(const SsspArgs<P>& a, const SsspSched& s, unsigned ran
         relaxed += e.degree;
         const unsigned widest = __reduce_max_sync(FULL_MASK, e.degree);
         for (unsigned k = 0; k < widest; k += PERSIST_BATCH)
-            sssp_relax<P, PERSIST_BATCH>(a, s, du, e.first + k, k < e.degree ? min(e.degree - k, (unsigned)PERSIST_BATCH) : 0,
+            sssp_relax<P, PERSIST_BATCH>(a, s, e.v, du, e.first + k, k < e.degree ? min(e.degree - k, (unsigned)PERSIST_BATCH) : 0,
                                          np, L, sh);
         __syncthreads();
         sssp_wide(a, s, np, L, sh, relaxed);
