@@ -413,8 +413,8 @@ static void check_sssp(const Graph& g, vid_t src, const char* prog, const std::v
     V* dist = shared_alloc<V>(g.n, 0xff);
     unsigned* stamp = shared_alloc<unsigned>(g.n, 0);
     unsigned* fstamp = shared_alloc<unsigned>(g.n, 0);
-    QEntry* near0 = shared_alloc<QEntry>(g.n, 0xee);
-    QEntry* near1 = shared_alloc<QEntry>(g.n, 0xee);
+    QEntry* near0 = shared_alloc<QEntry>(g.n + PERSIST_LOCAL, 0xee);  // persist_sssp.go: ssspNearEntries
+    QEntry* near1 = shared_alloc<QEntry>(g.n + PERSIST_LOCAL, 0xee);
     vid_t* far0 = shared_alloc<vid_t>(g.n, 0xee);
     vid_t* far1 = shared_alloc<vid_t>(g.n, 0xee);
     vid_t* far2 = shared_alloc<vid_t>(g.n, 0xee);

@@ -92,7 +92,7 @@ func persistSSSPBytes(b *GPU, g *convert.Graph, _ operators.Params) int64 {
 	if prog.Weights != NoWeights {
 		parts = append(parts, prog.Weights)
 	}
-	return layoutBytes(g, parts...) + n*prog.ValueBytes() + 8*n + 2*persistEntryBytes*n + 12*n + ssspStateBytes + parentBytes(g)
+	return layoutBytes(g, parts...) + n*prog.ValueBytes() + 8*n + 2*persistEntryBytes*ssspNearEntries(n) + 12*n + ssspStateBytes + parentBytes(g)
 }
 
 // ssspRan is what a persistent SSSP ran, read from its state.
@@ -121,6 +121,17 @@ func (r ssspRan) String() string {
 		r.blocks, delta, r.span, r.near, r.splits, r.singleSteps, r.singleRuns, r.rounds)
 }
 
+// persistKeptMost is the most entries a block keeps in shared memory
+// (kernels/persist.cu's PERSIST_LOCAL).
+const persistKeptMost = 960
+
+// ssspNearEntries is the entries of each near pile of a persistent SSSP
+// on n vertices: a step's pushes there carry the vertex's stamp, once a
+// vertex, and a single-block run ends by appending what block 0 kept,
+// which carries none and may hold a vertex several times (on a graph of
+// 1,024 vertices the two overran n).
+func ssspNearEntries(n int64) int64 { return n + persistKeptMost }
+
 // ssspPersist is a persistent SSSP's device side.
 type ssspPersist struct {
 	init, search  *Kernel
@@ -137,7 +148,7 @@ func prepareSSSPPersist(e *enactor, prog Program) (*ssspPersist, error) {
 	if err != nil {
 		return nil, err
 	}
-	threads := e.b.persistBlock(persistSSSPThreads, persistSSSPThreads)
+	threads := e.b.persistBlock(persistSSSPThreads, persistSSSPBlock)
 	grid, err := e.b.persistGrid(ks[1].Fn, threads)
 	if err != nil {
 		return nil, err
@@ -153,7 +164,8 @@ func prepareSSSPPersist(e *enactor, prog Program) (*ssspPersist, error) {
 	if prog.Weights == NoWeights {
 		layouts = append(layouts, nil)
 	}
-	bufs, err := e.buffers(n*prog.ValueBytes(), 4*n, 4*n, persistEntryBytes*n, persistEntryBytes*n, 4*n, 4*n, 4*n, ssspStateBytes)
+	near := persistEntryBytes * ssspNearEntries(n)
+	bufs, err := e.buffers(n*prog.ValueBytes(), 4*n, 4*n, near, near, 4*n, 4*n, 4*n, ssspStateBytes)
 	if err != nil {
 		return nil, err
 	}
