@@ -34,12 +34,17 @@ import (
 // (__launch_bounds__(PERSIST_THREADS, 1)), persistBFSThreads the BFS's
 // (a level's __syncthreads wait for 8 warps, not 32: on the H200 the
 // 2048² grid 10.1 against 10.7 ms, the 16 M road 21.6 against 22.4,
-// luxembourg_osm 2.44 against 2.63), persistSSSPThreads the SSSP's
-// (PERSIST_SSSP_THREADS).
+// luxembourg_osm 2.44 against 2.63), persistSSSPBlock the SSSP's
+// largest (PERSIST_SSSP_THREADS: 128 registers a thread) and
+// persistSSSPThreads its block (in one call on the H200: the 16 M road
+// 29.2 against 30.1 ms at 512, luxembourg_osm 3.02 against 3.17, the
+// grid 15.0 and 15.1; the two sessions before measured the same lead
+// within their spread).
 const (
 	persistThreads     = 1024
 	persistBFSThreads  = 256
-	persistSSSPThreads = 512
+	persistSSSPBlock   = 512
+	persistSSSPThreads = 256
 )
 
 // persistEntryBytes is a frontier entry (QEntry): vertex, degree, first edge.

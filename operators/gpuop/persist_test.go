@@ -336,7 +336,7 @@ func BenchmarkGPUPersist(b *testing.B) {
 		{"sssp/persist-33blocks", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 33},
 		{"sssp/persist-fixed", operators.SSSP{}, operators.Params{Strategy: "persist", Delta: gpuSSSPDelta(g, operators.Params{})}, 0, 0},
 		{"sssp/persist-fixed4x", operators.SSSP{}, operators.Params{Strategy: "persist", Delta: 4 * gpuSSSPDelta(g, operators.Params{})}, 0, 0},
-		{"sssp/persist-256threads", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"sssp/persist-512threads", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
 		{"sssp/persist-span1", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
 		{"sssp/persist-span4", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
 		{"sssp/persist-span16", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
@@ -344,8 +344,8 @@ func BenchmarkGPUPersist(b *testing.B) {
 		{"sssp/persist-span8", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
 		{"sssp/persist-span64", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
 		{"sssp/persist-span128", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
-		{"sssp/persist-span32-256threads", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
-		{"sssp/persist-span64-256threads", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"sssp/persist-span32-512threads", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"sssp/persist-span64-512threads", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
 		{"sssp/kites", operators.SSSP{}, operators.Params{Strategy: "kites"}, 0, 0},
 	} {
 		b.Run(c.name, func(b *testing.B) {
