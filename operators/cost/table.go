@@ -57,20 +57,22 @@ func h200x16() Class {
 			// share (enterprise's; vwc's for sssp) plus persist's own, and its
 			// cost a level, from gpipe bench's medians on the 2048² grid, a
 			// 16 M-vertex road, luxembourg_osm and Kronecker 22 (BENCHMARKS.md,
-			// "Road networks and grids"): 2.5–3.4 µs a BFS level since blocks
-			// run up to 32 levels between barriers (4.5 before) against
-			// bfs4k's 30, 7·10⁻¹¹ s an edge top-down on Kronecker; SSSP's
-			// steps about a sixth of vwc's on the roads (since its near steps
-			// run rounds; a quarter before); the fixed cost enterprise's
+			// "Road networks and grids"): 1.9–2.7 µs a BFS level since a
+			// batch's claims issue together (2.5–3.4 before, 4.5 before blocks
+			// ran up to 32 levels between barriers) against bfs4k's 30,
+			// 7·10⁻¹¹ s an edge top-down on Kronecker; SSSP's steps about an
+			// eighth of vwc's on the roads (a sixth before its relaxations
+			// issued together, a quarter before its near steps ran rounds);
+			// the fixed cost enterprise's
 			// (vwc's), so that the per-edge term sends skewed graphs of a few
 			// million edges and more to enterprise. Refit with
 			// bench-oneshot.sh.
-			{Op: "bfs", Strategy: "persist", Fixed: 0.0055, PerEdge: 2.6e-10, PerLevel: 2.7e-06},
+			{Op: "bfs", Strategy: "persist", Fixed: 0.0055, PerEdge: 2.6e-10, PerLevel: 2.0e-06},
 
 			{Op: "sssp", Strategy: CPU, Fixed: 0.00119, PerEdge: 9.03e-10, PerVertex: 1.77e-08, PerLevel: 3.3e-05},
 			{Op: "sssp", Strategy: "kites", Fixed: 0.0163, PerEdge: 1.22e-09, PerVertex: 2.44e-09, PerLevel: 3.48e-05},
 			{Op: "sssp", Strategy: "vwc", Fixed: 0.0104, PerEdge: 1.29e-09, PerVertex: 1.53e-09, PerLevel: 3.96e-05},
-			{Op: "sssp", Strategy: "persist", Fixed: 0.0104, PerEdge: 1.38e-09, PerVertex: 1.53e-09, PerLevel: 6.0e-06},
+			{Op: "sssp", Strategy: "persist", Fixed: 0.0104, PerEdge: 1.38e-09, PerVertex: 1.53e-09, PerLevel: 4.5e-06},
 			{Op: "sssp", Strategy: "warpseg", Fixed: 0.0116, PerVertex: 8.23e-08, PerLevel: 2.64e-05},
 			{Op: "sssp", Strategy: "cw", Fixed: 0.00162, PerEdge: 4.19e-09, PerVertex: 9.88e-08, PerLevel: 9.71e-06},
 			{Op: "sssp", Strategy: "gshards", PerEdge: 5.04e-10, PerVertex: 2.26e-07, PerLevel: 1.87e-05},
