@@ -74,6 +74,10 @@ const persistSingleLimit = 256
 // (kernels/persist.cu's PERSIST_MAX_BLOCKS).
 const persistMaxBlocks = 1024
 
+// persistKeptMost is the most entries a block keeps in shared memory
+// (kernels/persist.cu's PERSIST_LOCAL).
+const persistKeptMost = 960
+
 // persistMaxVertices is the most vertices the persistent kernels take:
 // their queue counters are 32-bit and each vertex enters a queue once.
 const persistMaxVertices = 1<<32 - 2

@@ -121,10 +121,6 @@ func (r ssspRan) String() string {
 		r.blocks, delta, r.span, r.near, r.splits, r.singleSteps, r.singleRuns, r.rounds)
 }
 
-// persistKeptMost is the most entries a block keeps in shared memory
-// (kernels/persist.cu's PERSIST_LOCAL).
-const persistKeptMost = 960
-
 // ssspNearEntries is the entries of each near pile of a persistent SSSP
 // on n vertices: a step's pushes there carry the vertex's stamp, once a
 // vertex, and a single-block run ends by appending what block 0 kept,
