@@ -1,7 +1,9 @@
 // Runs kernels/persist.cu's persistent BFS and SSSP on the CPU (cuda_emu.h)
 // and compares them with a queue BFS and Dijkstra on graphs of several
-// shapes: grids, paths, stars (wide vertices), random and skewed graphs,
-// with every mode forced: all levels single-block, none, and mixed. The
+// shapes: grids, paths, stars (wide vertices), random, skewed and small
+// dense graphs, with every mode forced: all levels single-block, none, and
+// mixed. Each array ends where an inaccessible page begins, so a kernel
+// that runs past one faults (shared_alloc). The
 // persistent kernels' blocks wait for each other at a grid barrier, which
 // cuda_emu.h's one-block-at-a-time launch cannot run: here each block of a
 // cooperative launch is a forked process with its own 256 threads and
@@ -121,21 +123,33 @@ static int failures = 0;
 
 // ---- device memory and the cooperative launch ----
 
-// Memory every block's process shares: a mapping made before the forks.
+// Memory every block's process shares: a mapping made before the forks,
+// its n elements ending where an inaccessible page begins, so that a
+// kernel that reads or writes past them faults (coop_launch reports the
+// block killed by a signal) instead of touching the next array.
 template <typename T>
-static T* shared_alloc(size_t n, int fill) {
-    size_t bytes = std::max<size_t>(n * sizeof(T), 64);
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
-        std::perror("mmap");
-        std::exit(2);
-    }
-    std::memset(p, fill, bytes);
-    return static_cast<T*>(p);
+static size_t shared_span(size_t n) {
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes = std::max<size_t>(n, 1) * sizeof(T);
+    return (bytes + page - 1) / page * page;
 }
 
 template <typename T>
-static void shared_free(T* p, size_t n) { munmap(p, std::max<size_t>(n * sizeof(T), 64)); }
+static T* shared_alloc(size_t n, int fill) {
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE), span = shared_span<T>(n), bytes = std::max<size_t>(n, 1) * sizeof(T);
+    void* p = mmap(nullptr, span + page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED || mprotect((char*)p + span, page, PROT_NONE) != 0) {
+        std::perror("mmap");
+        std::exit(2);
+    }
+    std::memset(p, fill, span);
+    return reinterpret_cast<T*>((char*)p + span - bytes);
+}
+
+template <typename T>
+static void shared_free(T* p, size_t n) {
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE), span = shared_span<T>(n), bytes = std::max<size_t>(n, 1) * sizeof(T);
+    munmap((char*)p + bytes - span, span + page);
+}
 
 // Runs kernel over `blocks` blocks of 256 threads, all at once: block b is
 // a child process. A block that has not finished in 15 minutes
@@ -263,6 +277,12 @@ static std::vector<Graph> graphs() {
             e.push_back({u, (vid_t)(rng() % 4000), weight(100)});
         }
         out.push_back(build("hubs", 4000, e, true, rng));
+    }
+    {  // small and dense: a step's improvements outnumber the vertices (a kept pile repeats them)
+        std::vector<Edge> e;
+        for (vid_t u = 0; u < 300; u++)
+            for (int k = 0; k < 12; k++) e.push_back({u, (vid_t)(rng() % 300), weight(50)});
+        out.push_back(build("dense-300", 300, e, true, rng));
     }
     return out;
 }
@@ -467,7 +487,8 @@ int main() {
         if (!sssp) continue;
         vid_t s = srcs[1];
         for (SsspCase c : {SsspCase{3, 0, 30, 30}, SsspCase{3, 25, 8, 256}, SsspCase{2, 1u << 30, 1e9, 1e9}, SsspCase{1, 10, 1, 64},
-                           SsspCase{3, 0, 30, 30, 8}, SsspCase{4, 25, 8, 256, 4}, SsspCase{3, 0, 1e9, 1e9, 16}}) {
+                           SsspCase{3, 0, 30, 30, 8}, SsspCase{4, 25, 8, 256, 4}, SsspCase{3, 0, 1e9, 1e9, 16},
+                           SsspCase{3, 25, 1e9, 1e9}}) {  // the last: runs that end with more kept entries than vertices
             check_sssp<SSSP32<unsigned>, unsigned>(g, s, "sssp_u32", &g.wu, c, ssspp_init_sssp_u32, ssspp_sssp_u32);
             check_sssp<SSSP64, double>(g, s, "sssp_f64", &g.wf, {c.blocks, c.limit, c.delta / 3, c.delta_max / 3, c.span},
                                        ssspp_init_sssp_f64, ssspp_sssp_f64);
