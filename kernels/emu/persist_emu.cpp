@@ -127,28 +127,32 @@ static int failures = 0;
 // its n elements ending where an inaccessible page begins, so that a
 // kernel that reads or writes past them faults (coop_launch reports the
 // block killed by a signal) instead of touching the next array.
+struct SharedLayout {
+    size_t page, bytes, span;  // span: bytes rounded up to pages, the guard page after it
+};
+
 template <typename T>
-static size_t shared_span(size_t n) {
+static SharedLayout shared_layout(size_t n) {
     const size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes = std::max<size_t>(n, 1) * sizeof(T);
-    return (bytes + page - 1) / page * page;
+    return {page, bytes, (bytes + page - 1) / page * page};
 }
 
 template <typename T>
 static T* shared_alloc(size_t n, int fill) {
-    const size_t page = (size_t)sysconf(_SC_PAGESIZE), span = shared_span<T>(n), bytes = std::max<size_t>(n, 1) * sizeof(T);
-    void* p = mmap(nullptr, span + page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED || mprotect((char*)p + span, page, PROT_NONE) != 0) {
+    const SharedLayout m = shared_layout<T>(n);
+    void* p = mmap(nullptr, m.span + m.page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED || mprotect((char*)p + m.span, m.page, PROT_NONE) != 0) {
         std::perror("mmap");
         std::exit(2);
     }
-    std::memset(p, fill, span);
-    return reinterpret_cast<T*>((char*)p + span - bytes);
+    std::memset(p, fill, m.span);
+    return reinterpret_cast<T*>((char*)p + m.span - m.bytes);
 }
 
 template <typename T>
 static void shared_free(T* p, size_t n) {
-    const size_t page = (size_t)sysconf(_SC_PAGESIZE), span = shared_span<T>(n), bytes = std::max<size_t>(n, 1) * sizeof(T);
-    munmap((char*)p + bytes - span, span + page);
+    const SharedLayout m = shared_layout<T>(n);
+    munmap((char*)p + m.bytes - m.span, m.span + m.page);
 }
 
 // Runs kernel over `blocks` blocks of 256 threads, all at once: block b is
