@@ -63,10 +63,9 @@ func h200x16() Class {
 			// 7·10⁻¹¹ s an edge top-down on Kronecker; SSSP's steps about an
 			// eighth of vwc's on the roads (a sixth before its relaxations
 			// issued together, a quarter before its near steps ran rounds);
-			// the fixed cost enterprise's
-			// (vwc's), so that the per-edge term sends skewed graphs of a few
-			// million edges and more to enterprise. Refit with
-			// bench-oneshot.sh.
+			// the fixed cost enterprise's (vwc's), so that the per-edge term
+			// sends skewed graphs of a few million edges and more to
+			// enterprise. Refit with bench-oneshot.sh.
 			{Op: "bfs", Strategy: "persist", Fixed: 0.0055, PerEdge: 2.6e-10, PerLevel: 2.0e-06},
 
 			{Op: "sssp", Strategy: CPU, Fixed: 0.00119, PerEdge: 9.03e-10, PerVertex: 1.77e-08, PerLevel: 3.3e-05},
