@@ -40,7 +40,7 @@ var persistModes = []struct {
 }{
 	{"multi-block", -1, 0, 0, false, false, 0, 0}, {"single-block", 1 << 40, 0, 0, false, false, 0, 0},
 	{"two-blocks", 40, 2, 0, false, false, 0, 0}, {"default", 0, 0, 0, false, false, 0, 0},
-	{"keep-one-csr", -1, 0, 1, true, true, 0, 0}, {"keep-all", -1, 0, 960, false, false, 0, 0},
+	{"keep-one-csr", -1, 0, 1, true, true, 0, 0}, {"keep-all", -1, 0, persistKeptMost, false, false, 0, 0},
 	{"span-1", 0, 0, 0, false, false, 1, 0}, {"span-16", -1, 0, 0, false, false, 16, 0},
 	{"span-16-keep-5", -1, 0, 5, false, false, 16, 0},
 	{"overflow", -1, 0, 1, false, false, 8, 2},
@@ -140,7 +140,7 @@ func checkPersistBFS(t *testing.T, b *GPU, name string, g *convert.Graph, src ui
 	// while a block's pushes fit its shared memory: whole steps, or past
 	// span 1 a step's levels after its first.
 	local := optest.StrategyCount(r.Strategy, "of them from shared memory only")
-	if keep >= 960 && multis > 1 && local == 0 && !(span > 1 && persistLevelsABlock(r.Strategy) > 1) {
+	if keep >= persistKeptMost && multis > 1 && local == 0 && !(span > 1 && persistLevelsABlock(r.Strategy) > 1) {
 		t.Errorf("%s/bfs: %q: no level ran from the blocks' kept entries alone", name, r.Strategy)
 	}
 	return r.Strategy
