@@ -79,7 +79,9 @@ type Graph struct {
 	hubOrder    onceValue[*HubOrder]
 	grouped     [2][MaxGroupLog + 1]onceValue[*Grouped] // by both, then log2 of the ratio
 	weightStats onceValue[WeightStats]
-	weights32   onceValue[[]uint32] // the CPU's sssp's (layouts.go)
+	weights32   onceValue[[]uint32]   // the CPU's sssp's (layouts.go)
+	chains      [2]onceValue[*Chains] // by hops, by weight (chains.go)
+	degreeTwo   onceValue[int64]
 
 	// remote links a graph built off the host to its edge arrays there
 	// (remote.go); nil for a graph built on the host.

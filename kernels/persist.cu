@@ -33,6 +33,10 @@
 //                      chooses alike from the barrier's sum (ADDS's manager,
 //                      here in the barrier), and Δ adapts to the buckets'
 //                      sizes.
+//   ssspp_init_ends,   the chains' contraction (operators/gpuop/chains.go):
+//   chain_fill         ssspp_sssp_u32 over the junctions from the source's
+//                      chain's ends, then every vertex's distance from its
+//                      junction's or its chain's ends'.
 //   persist_barrier_bench  the barrier alone: the floor of a level's cost.
 //
 // The entries carry each vertex's first edge and degree, read when it was
@@ -405,14 +409,15 @@ __device__ __forceinline__ unsigned bfs_depth(const BfsArgs& a, const QEntry& e,
 // from parent from: won[j] where that lowers w[j]'s depth (its first
 // visit, or a block lowering a depth claimed ahead of it), which pushes
 // it with entry ent[j]: its degree and first edge from the offsets, or
-// from w[j] alone in the ELL copy. Every atomic and offset load is issued
-// before any result is used, and without a branch: an atomic under `if`
-// (or `has && claim(w)`) made the compiler copy its result out of the
-// branch, waiting for it before the next one, so a level's chain was the
-// row, the offsets and two or three atomics one after another (on the
-// H200 a dependent L2 load takes 150 ns, a 64-bit atomicMin 275:
-// scripts/latency-bench.cu; luxembourg_osm's levels took 2.1–2.4 µs). A lane without a vertex j min()s all ones into
-// from's own label instead, which changes nothing.
+// from w[j] alone in the ELL copy. The batch's atomics issue together,
+// in one branch for the batch, before any result is used, and the offsets
+// load after them: an atomic in its own branch (`has && claim(w)`) made
+// the compiler copy its result out of the branch, waiting for it before
+// the next one, so a level's chain was the row, the offsets and two or
+// three atomics one after another (on the H200 a dependent L2 load takes
+// 150 ns, a 64-bit atomicMin 275: scripts/latency-bench.cu;
+// luxembourg_osm's levels took 2.1–2.4 µs). A lane without a vertex j
+// min()s all ones into from's own label instead, which changes nothing.
 template <int N>
 __device__ __forceinline__ void bfs_claim(const BfsArgs& a, const vid_t (&w)[N], unsigned d, vid_t from,
                                           QEntry (&ent)[N], bool (&won)[N])
@@ -1135,7 +1140,9 @@ __device__ __forceinline__ SsspSched load_sched(const SsspSched* p)
 //
 // Its pushes stay in its kept pile; at the end it moves them to the near
 // pile after the entries there, so that the next multi-block step deals
-// them to every block.
+// them to every block. Those carry no stamp and may repeat a vertex: a
+// near pile holds n + PERSIST_LOCAL entries (persist_sssp.go's
+// ssspNearEntries).
 template <typename P>
 __device__ void sssp_single(const SsspArgs<P>& a, SsspSched s, unsigned limit, unsigned gen, KeptPile& L,
                             PersistShared& sh, SsspCounts& c)
@@ -1231,22 +1238,39 @@ __device__ void ssspp_search(const SsspArgs<P>& a, unsigned single_limit, unsign
     }
 }
 
+// Puts v in the first near pile at slot i (its value set already).
+template <typename P>
+__device__ __forceinline__ void ssspp_queue(const SsspArgs<P>& a, unsigned i, vid_t v)
+{
+    a.stamp[v] = 1;
+    a.near[1][i] = QEntry{v, (unsigned)(a.offsets[v + 1] - a.offsets[v]), a.offsets[v]};
+}
+
+// Puts the schedule's start in the state: a first near step of count
+// entries under threshold. The rest of the state is zero (the host clears
+// it).
+template <typename P>
+__device__ __forceinline__ void ssspp_schedule(const SsspArgs<P>& a, unsigned count, double threshold, double delta,
+                                               double delta_max, unsigned adapt_low, unsigned adapt_high)
+{
+    SsspState* st = a.st;
+    for (int i = 0; i < FAR_PILES; i++) st->far_min[i] = ~0ull;
+    st->sched = SsspSched{threshold, -1.0, delta, 1, 0, count, SCHED_NEAR, 0, 0};
+    st->delta_min = delta;
+    st->delta_max = delta_max;
+    st->adapt_low = adapt_low;
+    st->adapt_high = adapt_high;
+}
+
 // Puts the source in the first near pile and the schedule's start in the
-// state; the rest of the state is zero (the host clears it).
+// state.
 template <typename P>
 __device__ __forceinline__ void ssspp_init(const SsspArgs<P>& a, vid_t source, double delta, double delta_max,
                                            unsigned adapt_low, unsigned adapt_high)
 {
     a.dist[source] = 0;  // the bits of 0 in either width
-    a.stamp[source] = 1;
-    a.near[1][0] = QEntry{source, (unsigned)(a.offsets[source + 1] - a.offsets[source]), a.offsets[source]};
-    SsspState* st = a.st;
-    for (int i = 0; i < FAR_PILES; i++) st->far_min[i] = ~0ull;
-    st->sched = SsspSched{delta, -1.0, delta, 1, 0, 1, SCHED_NEAR, 0, 0};
-    st->delta_min = delta;
-    st->delta_max = delta_max;
-    st->adapt_low = adapt_low;
-    st->adapt_high = adapt_high;
+    ssspp_queue(a, 0, source);
+    ssspp_schedule(a, 1, delta, delta, delta_max, adapt_low, adapt_high);
 }
 
 // The kernels take SsspArgs by value (operators/gpuop/persist_sssp.go's
@@ -1266,6 +1290,86 @@ __device__ __forceinline__ void ssspp_init(const SsspArgs<P>& a, vid_t source, d
 SSSPP_PROGRAM(sssp_u32u, SSSP32<Unit>)
 SSSPP_PROGRAM(sssp_u32, SSSP32<unsigned>)
 SSSPP_PROGRAM(sssp_f64, SSSP64)
+
+// ---- chains (operators/gpuop/chains.go, convert/chains.go) ----
+//
+// A search of a road network's chains contracted: ssspp_sssp_u32 over the
+// junctions, joined by the chains' lengths, from the source or, where the
+// source is inside a chain, from that chain's ends (ssspp_init_ends); then
+// chain_fill gives every vertex its distance.
+
+// The source's chain's ends, junctions, at their distances from it: count
+// of them (one where both ends are the same junction).
+struct ChainSeeds {
+    vid_t end[2];
+    unsigned dist[2];
+    unsigned count;
+};
+
+// Puts the seeds in the first near pile, the search's first threshold Δ
+// past the nearer (a farther seed is expanded in the first step too, and
+// again if it improves: the near-far search corrects labels).
+extern "C" __global__ void ssspp_init_ends(SsspArgs<SSSP32<unsigned>> a, ChainSeeds seeds, double delta,
+                                           double delta_max, unsigned adapt_low, unsigned adapt_high)
+{
+    unsigned nearest = seeds.dist[0];
+    for (unsigned i = 0; i < seeds.count; i++) {
+        a.dist[seeds.end[i]] = seeds.dist[i];
+        ssspp_queue(a, i, seeds.end[i]);
+        nearest = min(nearest, seeds.dist[i]);
+    }
+    ssspp_schedule(a, seeds.count, nearest + delta, delta, delta_max, adapt_low, adapt_high);
+}
+
+// Mirrored by operators/gpuop/chains.go's chainFillArgs: the contraction's
+// roles, ways along the chains and ends (convert.Chains), the distances
+// its search found, and the source's role and way along its chain.
+struct ChainFill {
+    const unsigned* role;   // a junction's number, or CHAIN_INTERIOR | its chain's
+    const unsigned* fwd;    // an interior vertex's length from its chain's first end
+    const unsigned* bwd;    // ... and from its last
+    const unsigned* ends;   // chain c's first and last junctions at 2c, 2c + 1
+    const unsigned* cdist;  // the junctions' distances (all ones: unreached)
+    unsigned* dist;         // out: every vertex's
+    unsigned* levels;       // out: the largest distance + 1, atomicMax'd (zero before)
+    unsigned long long n;
+    unsigned src_role, src_fwd;
+};
+
+#define CHAIN_INTERIOR 0x80000000u  // convert.InteriorBit
+
+// Every vertex's distance: a junction's from the search, an interior
+// vertex's the nearer of its ends' plus its way from there or, on the
+// source's own chain, its way from the source along it.
+extern "C" __global__ void chain_fill(ChainFill f)
+{
+    __shared__ unsigned levels;
+    if (threadIdx.x == 0) levels = 0;
+    __syncthreads();
+    unsigned most = 0;
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned long long v = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; v < f.n; v += stride) {
+        const unsigned r = f.role[v];
+        unsigned long long d = ~0u;
+        if (!(r & CHAIN_INTERIOR)) {
+            d = f.cdist[r];
+        } else {
+            const unsigned c = r & ~CHAIN_INTERIOR, da = f.cdist[f.ends[2 * c]], db = f.cdist[f.ends[2 * c + 1]];
+            if (da != ~0u) d = (unsigned long long)da + f.fwd[v];
+            if (db != ~0u) d = min(d, (unsigned long long)db + f.bwd[v]);
+            if (r == f.src_role) {
+                const unsigned w = f.fwd[v];
+                d = min(d, (unsigned long long)(w > f.src_fwd ? w - f.src_fwd : f.src_fwd - w));
+            }
+        }
+        f.dist[v] = (unsigned)min(d, (unsigned long long)~0u);
+        if (d < ~0u) most = max(most, (unsigned)d + 1);
+    }
+    most = __reduce_max_sync(FULL_MASK, most);
+    if (lane_id() == 0 && most > 0) atomicMax(&levels, most);
+    __syncthreads();
+    if (threadIdx.x == 0 && levels > 0) atomicMax(f.levels, levels);
+}
 
 // ---- the barrier's cost ----
 

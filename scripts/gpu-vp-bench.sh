@@ -6,7 +6,8 @@
 # ROAD_VERTICES (default 16,777,216; gpipe gen road) and luxembourg_osm, each
 # one .wel file that the GPU (persist, vwc, kites), the CPU backend and,
 # where GAP_DIR holds GAP's built sssp, GAP (-d Δ near gpipe's) all read; it
-# prints a table at the end.
+# prints a table at the end. ROAD_GRAPHS (a list of grid road luxembourg)
+# keeps some of the three.
 # Runs on the GPU machine from the repository root (docs/gpu.md):
 #   scripts/gpu-vp-bench.sh GPIPE OUTDIR [k22|k24|grid|real|roads|cpu|all]...
 # GPIPE is the gpipe binary; graphs are generated once into $TMPDIR; each
@@ -62,19 +63,19 @@ gpu_strategies() { # operator
 # roads: sssp on the grid, a road and luxembourg_osm, one .wel file each
 # for gpipe's GPU and CPU and GAP, and a table of the medians.
 roads() {
-	local n=${ROAD_VERTICES:-16777216}
-	[ -f "$tmp/grid-2048.wel" ] || "$gpipe" gen grid --rows 2048 --cols 2048 --weighted --output "$tmp/grid-2048.wel"
-	[ -f "$tmp/road-$n.wel" ] || "$gpipe" gen road --vertices "$n" --weighted --output "$tmp/road-$n.wel"
+	local n=${ROAD_VERTICES:-16777216} keep=" ${ROAD_GRAPHS:-grid road luxembourg} "
+	[[ $keep != *" grid "* ]] || [ -f "$tmp/grid-2048.wel" ] || "$gpipe" gen grid --rows 2048 --cols 2048 --weighted --output "$tmp/grid-2048.wel"
+	[[ $keep != *" road "* ]] || [ -f "$tmp/road-$n.wel" ] || "$gpipe" gen road --vertices "$n" --weighted --output "$tmp/road-$n.wel"
 	# The real graph's file must be there: an empty .wel would give no
 	# source to gpipe and leave GAP searching forever.
-	if [ ! -s "$tmp/luxembourg.wel" ]; then
+	if [[ $keep == *" luxembourg "* ]] && [ ! -s "$tmp/luxembourg.wel" ]; then
 		[ -f "$real/luxembourg_osm.mtx" ] || { echo "roads: no $real/luxembourg_osm.mtx (set GPIPE_REAL_GRAPHS)" >&2; status=1; }
 		awk '!/^%/ && ++seen > 1 { print $1 - 1, $2 - 1, 1 }' "$real/luxembourg_osm.mtx" >"$tmp/luxembourg.wel" 2>/dev/null
 	fi
 	# GAP's Δ: gpipe's rule (32 x mean weight / average degree), rounded.
 	for g in grid-2048:1024 "road-$n:1024" luxembourg:16; do
 		local name=${g%:*} delta=${g#*:}
-		[ -s "$tmp/$name.wel" ] || continue
+		[[ $keep == *" ${name%%-*} "* ]] && [ -s "$tmp/$name.wel" ] || continue
 		bench "sssp-$name-gpu" --input "$tmp/$name.wel" --undirected --op sssp --backend gpu --strategy "${ROAD_STRATEGIES:-persist,vwc,kites}" --trials 8
 		bench "sssp-$name-cpu" --input "$tmp/$name.wel" --undirected --op sssp --backend cpu --trials 4
 		if [ -n "${GAP_DIR:-}" ]; then

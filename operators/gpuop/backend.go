@@ -86,6 +86,9 @@ type tuning struct {
 	// targets.
 	persistKeep       uint32
 	noPersistPrefetch bool
+	// noChains makes the persistent searches search the whole graph where
+	// they would search its chains' contraction (chains.go).
+	noChains bool
 	// noPersistELL makes the persistent BFS read the CSR where it would
 	// read an ELL copy (persistELLWidth).
 	noPersistELL bool
@@ -159,7 +162,7 @@ func (b *GPU) needBytes(g *convert.Graph, need int64) int64 {
 	return need + need/50 + 64<<20
 }
 
-// Forget frees the device copies of g.
+// Forget frees the device copies of g and of its chains' contractions.
 func (b *GPU) Forget(g *convert.Graph) {
 	b.mu.Lock()
 	dg := b.graphs[g]
@@ -167,6 +170,9 @@ func (b *GPU) Forget(g *convert.Graph) {
 	b.mu.Unlock()
 	if dg != nil {
 		dg.free()
+	}
+	for _, c := range g.BuiltChains() {
+		b.Forget(c.Graph)
 	}
 }
 
@@ -470,7 +476,16 @@ const (
 	OutClasses
 	InClasses
 	HubBits
+	// ... and the persistent searches' chains (chains.go,
+	// convert.Chains), by hops or, with chainByWeight, by weight.
+	chainRole
+	chainFwd
+	chainBwd
+	chainEnds
 )
+
+// chainByWeight marks a chain part as the contraction's by weight.
+const chainByWeight Layout = 1 << 12
 
 // groupShift places the log2 of a grouping's ratio in a group part.
 const (
@@ -549,6 +564,9 @@ func (part Layout) host(g *convert.Graph) ([]byte, error) {
 	case inWeightsKey64:
 		return alloc.Bytes(convertWeights(g.In().Weights, Key64)), nil
 	}
+	if base := part &^ chainByWeight; base >= chainRole && base <= chainEnds {
+		return chainHost(g, base, part&chainByWeight != 0)
+	}
 	if base := part &^ (symmetric | groupBits); base == groupOffsets || base == groupTargets {
 		gr, err := g.Grouped(uint(part&groupBits>>groupShift), part&symmetric != 0)
 		if err != nil {
@@ -618,6 +636,9 @@ func (part Layout) Bytes(g *convert.Graph) int64 {
 		return 4 * ((n + 31) / 32)
 	case vertexKeys:
 		return n * keyWidth(g)
+	}
+	if base := part &^ chainByWeight; base >= chainRole && base <= chainEnds {
+		return chainPartBytes(g, base)
 	}
 	if base := part &^ (symmetric | groupBits); base == groupOffsets || base == groupTargets {
 		logR := uint(part & groupBits >> groupShift)

@@ -97,11 +97,17 @@ func (e *enactor) adopt(s *gpu.Stream) {
 // (the copy's time added to the result's transfer) and kept with the graph
 // for later runs.
 func (e *enactor) layouts(parts ...Layout) ([]*gpu.DeviceBuffer, error) {
+	return e.layoutsOf(e.g, parts...)
+}
+
+// layoutsOf are the parts of g, a graph made from the run's (its chains'
+// contraction), as layouts gives the run's.
+func (e *enactor) layoutsOf(g *convert.Graph, parts ...Layout) ([]*gpu.DeviceBuffer, error) {
 	s, err := e.stream()
 	if err != nil {
 		return nil, err
 	}
-	bufs, transfer, err := e.b.Layouts(e.g, s, parts...)
+	bufs, transfer, err := e.b.Layouts(g, s, parts...)
 	e.res.Transfer += transfer
 	return bufs, err
 }

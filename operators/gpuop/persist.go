@@ -161,9 +161,14 @@ func checkPersistSize(op string, g *convert.Graph) error {
 
 // persistBFSBytes is the device memory of a persistent BFS on g: the CSR
 // and its ELL copy where it has one, labels, depths and parents, the
-// queue, the state and the result's columns.
+// queue, the state and the result's columns; or on g's chains'
+// contraction, the CSR, the parent pass, the contraction's search and the
+// result's columns.
 func persistBFSBytes(b *GPU, g *convert.Graph, _ operators.Params) int64 {
 	n := int64(g.NumVertices())
+	if c := b.persistChains(g, nil); c != nil {
+		return layoutBytes(g, OutOffsets, OutTargets) + parentBytes(g) + chainsSearchBytes(g, c) + bfsColumnsBytes(g)
+	}
 	return layoutBytes(g, OutOffsets, OutTargets) + 4*n*int64(b.persistELLWidth(g)) + 16*n +
 		persistEntryBytes*int64(persistQueueCap(n, b.bfsSpan())) + bfspStateBytes + bfsColumnsBytes(g)
 }
@@ -266,6 +271,9 @@ func (b *GPU) persistPrefetch() uint32 {
 func runBFSPersist(e *enactor) error {
 	if err := checkPersistSize("bfs", e.g); err != nil {
 		return err
+	}
+	if c := e.b.persistChains(e.g, nil); c != nil {
+		return runBFSChains(e, c)
 	}
 	s, err := newBFSPSearch(e)
 	if err != nil {

@@ -82,17 +82,27 @@ func persistDeltas(g *convert.Graph, p operators.Params) (start, most float64) {
 }
 
 // persistSSSPBytes is the device memory of a persistent SSSP on g: the CSR
-// and its weights, the values, two stamps, two near piles of entries and
-// three far piles of vertices (each vertex at most once in each), the
-// state, and the parent pass.
+// and its weights, the parent pass, and the search's (chainsSearchBytes
+// on g's chains' contraction where it runs there).
 func persistSSSPBytes(b *GPU, g *convert.Graph, _ operators.Params) int64 {
 	prog := b.SSSPProgram(g)
-	n := max(int64(g.NumVertices()), 1)
 	parts := []Layout{OutOffsets, OutTargets}
 	if prog.Weights != NoWeights {
 		parts = append(parts, prog.Weights)
 	}
-	return layoutBytes(g, parts...) + n*prog.ValueBytes() + 8*n + 2*persistEntryBytes*ssspNearEntries(n) + 12*n + ssspStateBytes + parentBytes(g)
+	own := layoutBytes(g, parts...) + parentBytes(g)
+	if c := b.persistChains(g, &prog); c != nil {
+		return own + chainsSearchBytes(g, c)
+	}
+	return own + ssspSearchBytes(int64(g.NumVertices()), prog)
+}
+
+// ssspSearchBytes is the buffers of a persistent SSSP on n vertices: the
+// values, two stamps, two near piles of entries and three far piles of
+// vertices (each vertex at most once in each), and the state.
+func ssspSearchBytes(n int64, prog Program) int64 {
+	n = max(n, 1)
+	return n*prog.ValueBytes() + 8*n + 2*persistEntryBytes*ssspNearEntries(n) + 12*n + ssspStateBytes
 }
 
 // ssspRan is what a persistent SSSP ran, read from its state.
@@ -137,9 +147,10 @@ type ssspPersist struct {
 	bufs []*gpu.DeviceBuffer
 }
 
-// prepareSSSPPersist takes the search's kernels, layouts and buffers from e.
-func prepareSSSPPersist(e *enactor, prog Program) (*ssspPersist, error) {
-	n := max(int64(e.g.NumVertices()), 1)
+// prepareSSSPPersist takes the search's kernels, layouts of g (the run's
+// graph, or its chains' contraction) and buffers from e.
+func prepareSSSPPersist(e *enactor, g *convert.Graph, prog Program) (*ssspPersist, error) {
+	n := max(int64(g.NumVertices()), 1)
 	ks, err := e.kernels(kernels.Persist, "ssspp_init_"+prog.Name, "ssspp_"+prog.Name)
 	if err != nil {
 		return nil, err
@@ -153,7 +164,7 @@ func prepareSSSPPersist(e *enactor, prog Program) (*ssspPersist, error) {
 	if prog.Weights != NoWeights {
 		parts = append(parts, prog.Weights)
 	}
-	layouts, err := e.layouts(parts...)
+	layouts, err := e.layoutsOf(g, parts...)
 	if err != nil {
 		return nil, err
 	}
@@ -168,32 +179,48 @@ func prepareSSSPPersist(e *enactor, prog Program) (*ssspPersist, error) {
 	return &ssspPersist{init: ks[0], search: ks[1], grid: grid, threads: uint32(threads), parts: layouts, bufs: bufs}, nil
 }
 
-// run queues the search from source: the values unreached, the stamps
-// clear, the state zero, then ssspp_init and the cooperative search.
+// run queues the search from source (ssspp_init) and runs it.
 func (sp *ssspPersist) run(e *enactor, prog Program, start, most float64) error {
+	a, err := sp.clear(e, prog)
+	if err != nil {
+		return err
+	}
+	low, high := sp.adaptBounds()
+	if err := gpu.Launch(sp.init.Fn, gpu.Dim(1), gpu.Dim(1), 0, e.s, gpu.Args(&a), e.in.Source, start, most, low, high); err != nil {
+		return err
+	}
+	return sp.launch(e, &a)
+}
+
+// clear sets the values unreached, the stamps and the state zero, and
+// returns the kernels' arguments.
+func (sp *ssspPersist) clear(e *enactor, prog Program) (ssspPersistArgs, error) {
 	values, st := sp.bufs[0], sp.bufs[8]
 	if err := values.Memset8(e.s, prog.None); err != nil {
-		return err
+		return ssspPersistArgs{}, err
 	}
 	for _, buf := range []*gpu.DeviceBuffer{sp.bufs[1], sp.bufs[2], st} {
 		if err := buf.Memset8(e.s, 0); err != nil {
-			return err
+			return ssspPersistArgs{}, err
 		}
 	}
-	// Δ doubles while a new bucket holds fewer vertices than blocks, and
-	// halves while one holds more than the grid has threads.
-	low, high := sp.grid, sp.grid*sp.threads
-	a := ssspPersistArgs{
+	return ssspPersistArgs{
 		offsets: sp.parts[0].Ptr(), targets: sp.parts[1].Ptr(), weights: PtrOf(sp.parts[2]),
 		dist: values.Ptr(), stamp: sp.bufs[1].Ptr(), fstamp: sp.bufs[2].Ptr(),
 		near: [2]gpu.DevicePtr{sp.bufs[3].Ptr(), sp.bufs[4].Ptr()},
 		far:  [3]gpu.DevicePtr{sp.bufs[5].Ptr(), sp.bufs[6].Ptr(), sp.bufs[7].Ptr()},
 		st:   st.Ptr(),
-	}
-	if err := gpu.Launch(sp.init.Fn, gpu.Dim(1), gpu.Dim(1), 0, e.s, gpu.Args(&a), e.in.Source, start, most, low, high); err != nil {
-		return err
-	}
-	return gpu.LaunchCooperative(sp.search.Fn, gpu.Dim(sp.grid), gpu.Dim(sp.threads), 0, e.s, gpu.Args(&a), e.b.persistLimit(),
+	}, nil
+}
+
+// adaptBounds are the bucket sizes Δ adapts at: it doubles while a new
+// bucket holds fewer vertices than blocks, and halves while one holds more
+// than the grid has threads.
+func (sp *ssspPersist) adaptBounds() (low, high uint32) { return sp.grid, sp.grid * sp.threads }
+
+// launch runs the cooperative search from what an init kernel queued.
+func (sp *ssspPersist) launch(e *enactor, a *ssspPersistArgs) error {
+	return gpu.LaunchCooperative(sp.search.Fn, gpu.Dim(sp.grid), gpu.Dim(sp.threads), 0, e.s, gpu.Args(a), e.b.persistLimit(),
 		e.b.ssspSpan())
 }
 
@@ -217,7 +244,10 @@ func runSSSPPersist(e *enactor) error {
 		return err
 	}
 	prog := e.b.SSSPProgram(e.g)
-	sp, err := prepareSSSPPersist(e, prog)
+	if c := e.b.persistChains(e.g, &prog); c != nil {
+		return runSSSPChains(e, c, prog)
+	}
+	sp, err := prepareSSSPPersist(e, e.g, prog)
 	if err != nil {
 		return err
 	}
@@ -253,16 +283,17 @@ func runSSSPPersist(e *enactor) error {
 	}
 	ran := parseSSSPState(raw, sp.grid, start, most)
 	ran.span = e.b.ssspSpan()
-	return ssspPersistResult(e, d, ran, parent)
+	return ssspPersistResult(e, d, ran, ran.String(), parent)
 }
 
-// ssspPersistResult fills e's result with d's distances and the parents.
-func ssspPersistResult(e *enactor, d *vpDevice, ran ssspRan, parent []uint32) error {
+// ssspPersistResult fills e's result with d's distances and the parents,
+// the search described as strategy.
+func ssspPersistResult(e *enactor, d *vpDevice, ran ssspRan, strategy string, parent []uint32) error {
 	dist, err := downloadFloats(d, Distance64, Distance32)
 	if err != nil {
 		return err
 	}
-	e.res.Strategy = ran.String() + ", " + d.r.prog.DescribeValues()
+	e.res.Strategy = strategy + ", " + d.r.prog.DescribeValues()
 	e.res.Iterations = int(ran.near + ran.splits)
 	e.res.EdgesExamined = int64(ran.relaxed)
 	e.res.Columns = []operators.Column{

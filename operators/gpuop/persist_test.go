@@ -28,8 +28,9 @@ import (
 // every level in every block with each block keeping one push in shared
 // memory (the rest through the queue, no prefetch, the CSR) or all of
 // them, levels (SSSP: rounds of a near step) in lockstep (span 1), blocks
-// running up to 16 ahead of each other, and a BFS queue of 2 entries at
-// span 8, which overflows and runs the search again at span 1.
+// running up to 16 ahead of each other, a BFS queue of 2 entries at
+// span 8, which overflows and runs the search again at span 1, and the
+// whole graph searched where its chains' contraction would be.
 var persistModes = []struct {
 	name              string
 	single            int64
@@ -37,13 +38,15 @@ var persistModes = []struct {
 	keep              uint32
 	noPrefetch, noELL bool
 	span, queueCap    uint32
+	noChains          bool
 }{
-	{"multi-block", -1, 0, 0, false, false, 0, 0}, {"single-block", 1 << 40, 0, 0, false, false, 0, 0},
-	{"two-blocks", 40, 2, 0, false, false, 0, 0}, {"default", 0, 0, 0, false, false, 0, 0},
-	{"keep-one-csr", -1, 0, 1, true, true, 0, 0}, {"keep-all", -1, 0, persistKeptMost, false, false, 0, 0},
-	{"span-1", 0, 0, 0, false, false, 1, 0}, {"span-16", -1, 0, 0, false, false, 16, 0},
-	{"span-16-keep-5", -1, 0, 5, false, false, 16, 0},
-	{"overflow", -1, 0, 1, false, false, 8, 2},
+	{"multi-block", -1, 0, 0, false, false, 0, 0, false}, {"single-block", 1 << 40, 0, 0, false, false, 0, 0, false},
+	{"two-blocks", 40, 2, 0, false, false, 0, 0, false}, {"default", 0, 0, 0, false, false, 0, 0, false},
+	{"keep-one-csr", -1, 0, 1, true, true, 0, 0, true}, {"keep-all", -1, 0, persistKeptMost, false, false, 0, 0, true},
+	{"span-1", 0, 0, 0, false, false, 1, 0, false}, {"span-16", -1, 0, 0, false, false, 16, 0, true},
+	{"span-16-keep-5", -1, 0, 5, false, false, 16, 0, true},
+	{"overflow", -1, 0, 1, false, false, 8, 2, true},
+	{"no-chains", 0, 0, 0, false, false, 0, 0, true},
 }
 
 // persistGraphs are the graphs the modes run on: grids, roads, chains, a
@@ -51,6 +54,7 @@ var persistModes = []struct {
 func persistGraphs(t *testing.T) []optest.VPGraph {
 	seed := optest.FreshSeed(t)
 	shapes := append(optest.GridShapes(seed), optest.RoadShapes(t, seed)...)
+	shapes = append(shapes, optest.ChainShapes(seed)...)
 	shapes = append(shapes, optest.Shape{Name: "kronecker-12", Edges: optest.KroneckerEdges(t, 12, 16, seed+9)})
 	var list []optest.VPGraph
 	for _, s := range shapes {
@@ -71,20 +75,35 @@ func persistGraphs(t *testing.T) []optest.VPGraph {
 // against the CPU, and checks that each mode ran as forced.
 func TestGPUPersistModes(t *testing.T) {
 	b := testGPU(t)
-	ellRuns, overflows, ssspRounds := 0, 0, 0
+	ellRuns, overflows, ssspRounds, chainRuns := 0, 0, 0, 0
 	for _, vg := range persistGraphs(t) {
 		g := vg.G
-		for _, src := range optest.SourcesOf(g) {
+		srcs := optest.SourcesOf(g)
+		if strings.HasPrefix(vg.Name, "chains-") {
+			srcs = append(srcs, chainSources(g)...)
+		}
+		for _, src := range srcs {
 			depth := run(t, operators.BFS{}, g, src, operators.Params{}).Column("depth").Int32
 			dist := optest.UnreachedInf(run(t, operators.SSSP{}, g, src, operators.Params{}).Column("distance").Float64)
 			for _, m := range persistModes {
 				b.tune.persistSingle, b.tune.persistBlocks = m.single, m.blocks
 				b.tune.persistKeep, b.tune.noPersistPrefetch, b.tune.noPersistELL = m.keep, m.noPrefetch, m.noELL
-				b.tune.persistSpan, b.tune.persistQueueCap = m.span, m.queueCap
+				b.tune.persistSpan, b.tune.persistQueueCap, b.tune.noChains = m.span, m.queueCap, m.noChains
 				name := fmt.Sprintf("%s/src=%d/%s", vg.Name, src, m.name)
 				strategy := checkPersistBFS(t, b, name, g, src, depth, m.single, m.keep)
 				if strings.Contains(strategy, "overflowed") {
 					overflows++
+				}
+				chains := strings.Contains(strategy, chainsWords)
+				if chains != (b.persistChains(g, nil) != nil) || chains && m.noChains {
+					t.Errorf("%s/bfs: %q (no chains: %v)", name, strategy, m.noChains)
+				}
+				if chains {
+					chainRuns++
+					if m.keep == 0 && m.queueCap == 0 {
+						ssspRounds += checkPersistSSSP(t, b, name, g, src, dist)
+					}
+					continue
 				}
 				ell := b.persistELLWidth(g) > 0
 				if strategy != "" && strings.Contains(strategy, "ELL width") != ell {
@@ -99,6 +118,7 @@ func TestGPUPersistModes(t *testing.T) {
 			}
 			b.tune.persistSingle, b.tune.persistBlocks, b.tune.persistKeep = 0, 0, 0
 			b.tune.noPersistPrefetch, b.tune.noPersistELL, b.tune.persistSpan, b.tune.persistQueueCap = false, false, 0, 0
+			b.tune.noChains = false
 		}
 		b.Forget(g)
 	}
@@ -111,7 +131,35 @@ func TestGPUPersistModes(t *testing.T) {
 	if ssspRounds == 0 {
 		t.Error("no SSSP step ran a round past its first")
 	}
+	if chainRuns == 0 {
+		t.Error("no search ran on a chains' contraction: the chain shapes, path-6000 and luxembourg_osm should")
+	}
 }
+
+// chainSources are, on an undirected graph of chains (ChainShapes), a
+// vertex inside a chain between two junctions, and one inside a chain from
+// a junction back to itself or a cycle of degree-2 vertices alone.
+func chainSources(g *convert.Graph) []uint32 {
+	c, err := g.Chains(false)
+	if err != nil {
+		return nil
+	}
+	var srcs []uint32
+	for _, loop := range []bool{false, true} {
+		for v, r := range c.Role {
+			if ch := r &^ convert.InteriorBit; r&convert.InteriorBit != 0 && (c.Ends[2*ch] == c.Ends[2*ch+1]) == loop {
+				srcs = append(srcs, uint32(v))
+				break
+			}
+		}
+	}
+	return srcs
+}
+
+// chainsWords mark a persistent search of a chains' contraction in its
+// description (chainSearch.describe).
+const chainsWords = "on the chains contracted"
+
 
 // checkPersistBFS runs the persistent BFS on g from src against the CPU's
 // depths and returns its description ("" where it failed).
@@ -124,6 +172,12 @@ func checkPersistBFS(t *testing.T, b *GPU, name string, g *convert.Graph, src ui
 	}
 	if err := optest.ValidateBFS(g, src, r.Column("depth").Int32, r.Column("parent").Vertex, want); err != nil {
 		t.Errorf("%s/bfs (%s): %v", name, r.Strategy, err)
+	}
+	if strings.Contains(r.Strategy, chainsWords) { // its steps are the SSSP's (checkPersistSSSP)
+		if levels := int(slices.Max(want)) + 1; r.Iterations != levels {
+			t.Errorf("%s/bfs: %d levels, want %d (%s)", name, r.Iterations, levels, r.Strategy)
+		}
+		return r.Strategy
 	}
 	singles, multis := optest.StrategyCount(r.Strategy, "single-block levels"), optest.StrategyCount(r.Strategy, "multi-block steps")
 	// A step runs one level in lockstep, up to span when blocks run ahead
@@ -168,6 +222,10 @@ func checkPersistSSSP(t *testing.T, b *GPU, name string, g *convert.Graph, src u
 		if err != nil {
 			t.Errorf("%s/sssp/delta=%v: %v", name, p.Delta, err)
 			continue
+		}
+		prog := b.SSSPProgram(g)
+		if chains := b.persistChains(g, &prog) != nil; strings.Contains(r.Strategy, chainsWords) != chains {
+			t.Errorf("%s/sssp/delta=%v: %q (on the chains: %v)", name, p.Delta, r.Strategy, chains)
 		}
 		more := optest.StrategyCount(r.Strategy, "rounds more in all blocks")
 		if span := optest.StrategyCount(r.Strategy, "rounds a step"); span != int(b.ssspSpan()) || span == 1 && more > 0 {
@@ -304,7 +362,12 @@ func BenchmarkGPUPersist(b *testing.B) {
 		blocks int
 	}{
 		{"bfs/persist", operators.BFS{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"bfs/persist-nochains", operators.BFS{}, operators.Params{Strategy: "persist"}, 0, 0},
 		{"bfs/persist-single64", operators.BFS{}, operators.Params{Strategy: "persist"}, 64, 0},
+		{"bfs/persist-single32", operators.BFS{}, operators.Params{Strategy: "persist"}, 32, 0},
+		{"bfs/persist-single16", operators.BFS{}, operators.Params{Strategy: "persist"}, 16, 0},
+		{"bfs/persist-single64-span16", operators.BFS{}, operators.Params{Strategy: "persist"}, 64, 0},
+		{"bfs/persist-single64-span128", operators.BFS{}, operators.Params{Strategy: "persist"}, 64, 0},
 		{"bfs/persist-single1024", operators.BFS{}, operators.Params{Strategy: "persist"}, 1024, 0},
 		{"bfs/persist-multi", operators.BFS{}, operators.Params{Strategy: "persist"}, -1, 0},
 		{"bfs/persist-single4096", operators.BFS{}, operators.Params{Strategy: "persist"}, 4096, 0},
@@ -330,7 +393,17 @@ func BenchmarkGPUPersist(b *testing.B) {
 		{"bfs/persist-keep960-span8", operators.BFS{}, operators.Params{Strategy: "persist"}, 0, 0},
 		{"bfs/bfs4k", operators.BFS{}, operators.Params{Strategy: "bfs4k"}, 0, 0},
 		{"sssp/persist", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"sssp/persist-nochains", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
 		{"sssp/persist-single1024", operators.SSSP{}, operators.Params{Strategy: "persist"}, 1024, 0},
+		{"sssp/persist-single4096", operators.SSSP{}, operators.Params{Strategy: "persist"}, 4096, 0},
+		{"sssp/persist-single64", operators.SSSP{}, operators.Params{Strategy: "persist"}, 64, 0},
+		{"sssp/persist-single32", operators.SSSP{}, operators.Params{Strategy: "persist"}, 32, 0},
+		{"sssp/persist-single16", operators.SSSP{}, operators.Params{Strategy: "persist"}, 16, 0},
+		{"sssp/persist-single64-delta256", operators.SSSP{}, operators.Params{Strategy: "persist"}, 64, 0},
+		{"sssp/persist-single64-delta1024", operators.SSSP{}, operators.Params{Strategy: "persist"}, 64, 0},
+		{"sssp/persist-single64-delta8192", operators.SSSP{}, operators.Params{Strategy: "persist"}, 64, 0},
+		{"sssp/persist-single64-delta16", operators.SSSP{}, operators.Params{Strategy: "persist"}, 64, 0},
+		{"sssp/persist-single64-512threads", operators.SSSP{}, operators.Params{Strategy: "persist"}, 64, 0},
 		{"sssp/persist-multi", operators.SSSP{}, operators.Params{Strategy: "persist"}, -1, 0},
 		{"sssp/persist-66blocks", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 66},
 		{"sssp/persist-33blocks", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 33},
@@ -353,12 +426,16 @@ func BenchmarkGPUPersist(b *testing.B) {
 			gb.tune.persistKeep, gb.tune.noPersistPrefetch = benchNumber(c.name, "-keep"), strings.HasSuffix(c.name, "-noprefetch")
 			gb.tune.noPersistELL = strings.Contains(c.name, "-csr")
 			gb.tune.persistThreads, gb.tune.persistSpan = benchThreads(c.name), benchNumber(c.name, "-span")
+			gb.tune.noChains = strings.HasSuffix(c.name, "-nochains")
 			defer func() {
 				gb.tune.persistSingle, gb.tune.persistBlocks, gb.tune.persistKeep = 0, 0, 0
 				gb.tune.noPersistPrefetch, gb.tune.noPersistELL, gb.tune.persistThreads = false, false, 0
-				gb.tune.persistSpan = 0
+				gb.tune.persistSpan, gb.tune.noChains = 0, false
 			}()
 			p := c.p
+			if d := benchNumber(c.name, "-delta"); d > 0 {
+				p.Delta = float64(d)
+			}
 			if err := c.op.Prepare(&p); err != nil {
 				b.Fatal(err)
 			}

@@ -191,22 +191,37 @@ func (d *vpDevice) prepareParents() (*parentPass, error) {
 	return pp, nil
 }
 
-// parents runs the passes until every reached vertex has a parent.
+// parents runs the passes until every reached vertex has a parent, and
+// downloads the parents.
 func (d *vpDevice) parents(ctx context.Context, pp *parentPass) ([]uint32, error) {
+	if err := d.resolveParents(ctx, pp); err != nil {
+		return nil, err
+	}
+	parent := make([]uint32, d.n)
+	PoisonHost(d.b, parent, 0xdeadbeef)
+	if err := d.b.DownloadAll(d.s, HostCopyOf(parent, pp.parent)); err != nil {
+		return nil, err
+	}
+	return parent, nil
+}
+
+// resolveParents runs the passes until every reached vertex has a parent
+// in pp.parent.
+func (d *vpDevice) resolveParents(ctx context.Context, pp *parentPass) error {
 	s := d.s
 	if err := pp.parent.Memset8(s, 0xff); err != nil {
-		return nil, err
+		return err
 	}
 	if err := pp.round.Memset8(s, 0xff); err != nil {
-		return nil, err
+		return err
 	}
 	if err := gpu.Launch(pp.init.Fn, gpu.Dim(1), gpu.Dim(1), 0, s, pp.parent, pp.round, d.r.source); err != nil {
-		return nil, err
+		return err
 	}
 	left := []uint32{0}
 	for r := uint32(0); ; r++ {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		var err error
 		switch d.r.strategy {
@@ -218,31 +233,26 @@ func (d *vpDevice) parents(ctx context.Context, pp *parentPass) ([]uint32, error
 			err = gpu.Launch(pp.pass.Fn, gpu.Dim(uint32(d.S)), gpu.Dim(BlockSize), 0, s, gpu.Args(&a))
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if err := pp.count.Memset8(s, 0); err != nil {
-			return nil, err
+			return err
 		}
 		if err := pp.unresolved.Launch(s, d.values, pp.round, d.n, pp.count); err != nil {
-			return nil, err
+			return err
 		}
 		before := left[0]
 		if err := gpu.Download(s, left, pp.count); err != nil {
-			return nil, err
+			return err
 		}
 		if left[0] == 0 {
 			break
 		}
 		if r > 0 && left[0] == before {
-			return nil, fmt.Errorf("operators: sssp on the GPU: %d reached vertices found no parent in pass %d (a bug; use --backend cpu)", left[0], r)
+			return fmt.Errorf("operators: sssp on the GPU: %d reached vertices found no parent in pass %d (a bug; use --backend cpu)", left[0], r)
 		}
 	}
-	parent := make([]uint32, d.n)
-	PoisonHost(d.b, parent, 0xdeadbeef)
-	if err := d.b.DownloadAll(s, HostCopyOf(parent, pp.parent)); err != nil {
-		return nil, err
-	}
-	return parent, nil
+	return nil
 }
 
 // Distance64 and distance32 read a distance as the programs keep it:

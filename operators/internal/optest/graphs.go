@@ -6,6 +6,7 @@ package optest
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -237,6 +238,45 @@ func GridShapes(seed uint64) []Shape {
 		{Name: "grid-3x2500", Edges: GridEdges(3, 2500, seed+1)},
 		{Name: "path-6000", Edges: GridEdges(1, 6000, seed+2)},
 	}
+}
+
+// ChainShapes are graphs whose vertices are most of them inside chains
+// (paths of vertices of degree 2, convert.Chains), with random integer
+// weights 1..20: a random graph on a core of vertices whose edges are cut
+// into chains of up to 8 vertices, a chain from a core vertex back to
+// itself, and cycles of vertices of degree 2 alone beside it; of two
+// sizes.
+func ChainShapes(seed uint64) []Shape {
+	var list []Shape
+	for _, core := range []int64{300, 40} {
+		rng := rand.New(rand.NewPCG(seed, uint64(core)))
+		next := core
+		var edges []Edge
+		path := func(vs ...int64) {
+			for i := 1; i < len(vs); i++ {
+				edges = append(edges, Edge{vs[i-1], vs[i], float64(1 + rng.IntN(20))})
+			}
+		}
+		chain := func(u, v int64, inside int) {
+			vs := []int64{u}
+			for range inside {
+				vs = append(vs, next)
+				next++
+			}
+			path(append(vs, v)...)
+		}
+		for range 2 * core {
+			chain(rng.Int64N(core), rng.Int64N(core), rng.IntN(9))
+		}
+		chain(0, 0, 4)
+		for range 3 {
+			first := next
+			next++
+			chain(first, first, 2+rng.IntN(6)) // a cycle of degree-2 vertices
+		}
+		list = append(list, Shape{Name: fmt.Sprintf("chains-%d", next), Edges: edges})
+	}
+	return list
 }
 
 // RoadShapes are road-like graphs (gen.Road: planar, degree 2 to 4,

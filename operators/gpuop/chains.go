@@ -1,0 +1,298 @@
+package gpuop
+
+import (
+	"fmt"
+	"structs"
+
+	"github.com/gpipe/gpipe/convert"
+	"github.com/gpipe/gpipe/gpu"
+	"github.com/gpipe/gpipe/internal/alloc"
+	"github.com/gpipe/gpipe/kernels"
+)
+
+// The persistent strategy on a road network's chains contracted
+// (convert.Chains): most of a road network's vertices sit inside chains,
+// paths of vertices of degree 2 between junctions, and a level-by-level
+// search walks each chain one vertex a level, latency-bound on one SM.
+// luxembourg_osm is 1,035 levels deep; its 16,905 junctions, joined by an
+// edge for each chain (its length), 109. So where at least half of an
+// undirected graph's vertices have degree 2, persist runs the persistent
+// SSSP (ssspp_sssp_u32) over the junctions, by hops for BFS and by weight
+// for SSSP, from the source or from its chain's ends (ssspp_init_ends);
+// chain_fill then gives every vertex the nearer of its ends' distances
+// plus its way from there, and the parent pass (sssp.go) a parent from
+// the distances. The contraction is built on the host once a graph and
+// its copy kept with the graph's layouts (its time is the first run's
+// transfer).
+
+// chainsLeast is the share of an undirected graph's vertices of degree 2
+// from which persist searches its chains' contraction: below it, the
+// levels saved are fewer than what running the SSSP kernel for a BFS
+// costs (the 16 M road of gpipe gen road has 40% and keeps the BFS).
+const chainsLeast = 0.5
+
+// persistChains is g's contraction that persist searches with prog (nil:
+// a BFS, by hops), or nil where it searches g itself: a directed graph,
+// one with too few vertices of degree 2, float distances.
+func (b *GPU) persistChains(g *convert.Graph, prog *Program) *convert.Chains {
+	if b == nil || b.tune.noChains || g.Directed || float64(g.DegreeTwo()) < chainsLeast*float64(g.NumVertices()) {
+		return nil
+	}
+	byWeight := prog != nil && *prog == ssspU32
+	if prog != nil && !byWeight && *prog != ssspUnit {
+		return nil
+	}
+	c, err := g.Chains(byWeight)
+	if err != nil || float64(c.Interior) < chainsLeast*float64(g.NumVertices()) {
+		return nil
+	}
+	return c
+}
+
+// chainHost is the host array of a chain part of g.
+func chainHost(g *convert.Graph, base Layout, byWeight bool) ([]byte, error) {
+	c, err := g.Chains(byWeight)
+	if err != nil {
+		return nil, err
+	}
+	switch base {
+	case chainRole:
+		return alloc.Bytes(c.Role), nil
+	case chainFwd:
+		return alloc.Bytes(c.Fwd), nil
+	case chainBwd:
+		return alloc.Bytes(c.Bwd), nil
+	}
+	return alloc.Bytes(c.Ends), nil
+}
+
+// chainPartBytes is a chain part's size: a word a vertex, or two a chain
+// (at most one a vertex).
+func chainPartBytes(g *convert.Graph, base Layout) int64 {
+	n := int64(g.NumVertices())
+	if base == chainEnds {
+		return 8 * n
+	}
+	return 4 * n
+}
+
+// chainsSearchBytes is the device memory a persistent search on g's
+// chains' contraction c takes beyond g's own layouts: the roles, ways and
+// ends, every vertex's distance, and the contraction's layouts and search.
+func chainsSearchBytes(g *convert.Graph, c *convert.Chains) int64 {
+	return 12*int64(len(c.Role)) + 4*int64(len(c.Ends)) + 4*int64(g.NumVertices()) +
+		layoutBytes(c.Graph, OutOffsets, OutTargets, outWeightsU32) + ssspSearchBytes(int64(c.Graph.NumVertices()), ssspU32)
+}
+
+// chainFillArgs mirrors kernels/persist.cu's ChainFill.
+type chainFillArgs struct {
+	_               structs.HostLayout
+	role, fwd       gpu.DevicePtr
+	bwd, ends       gpu.DevicePtr
+	cdist, dist     gpu.DevicePtr
+	levels          gpu.DevicePtr
+	n               uint64
+	srcRole, srcFwd uint32
+}
+
+// chainSeeds mirrors kernels/persist.cu's ChainSeeds.
+type chainSeeds struct {
+	_     structs.HostLayout
+	end   [2]uint32
+	dist  [2]uint32
+	count uint32
+}
+
+// chainSearch is a persistent search of a graph's chains' contraction.
+type chainSearch struct {
+	c          *convert.Chains
+	sp         *ssspPersist // over c.Graph, by uint32 distances
+	ends, fill *Kernel      // ssspp_init_ends, chain_fill
+	parts      []*gpu.DeviceBuffer
+	dist       *gpu.DeviceBuffer // every vertex's
+	levels     *gpu.DeviceBuffer
+}
+
+// newChainSearch takes the search's kernels, the contraction's layouts
+// and the buffers from e.
+func newChainSearch(e *enactor, c *convert.Chains, byWeight bool) (*chainSearch, error) {
+	sp, err := prepareSSSPPersist(e, c.Graph, ssspU32)
+	if err != nil {
+		return nil, err
+	}
+	ks, err := e.kernels(kernels.Persist, "ssspp_init_ends", "chain_fill")
+	if err != nil {
+		return nil, err
+	}
+	flag := Layout(0)
+	if byWeight {
+		flag = chainByWeight
+	}
+	parts, err := e.layouts(chainRole|flag, chainFwd|flag, chainBwd|flag, chainEnds|flag)
+	if err != nil {
+		return nil, err
+	}
+	bufs, err := e.buffers(4*max(int64(e.g.NumVertices()), 1), 4)
+	if err != nil {
+		return nil, err
+	}
+	return &chainSearch{c: c, sp: sp, ends: ks[0], fill: ks[1], parts: parts, dist: bufs[0], levels: bufs[1]}, nil
+}
+
+// run searches the contraction from e's source (seeded at its chain's
+// ends where it is inside one), then fills every vertex's distance into
+// cs.dist and the largest + 1 into cs.levels.
+func (cs *chainSearch) run(e *enactor, start, most float64) error {
+	a, err := cs.sp.clear(e, ssspU32)
+	if err != nil {
+		return err
+	}
+	if err := cs.levels.Memset8(e.s, 0); err != nil {
+		return err
+	}
+	low, high := cs.sp.adaptBounds()
+	src := e.in.Source
+	role := cs.c.Role[src]
+	if role&convert.InteriorBit == 0 {
+		err = gpu.Launch(cs.sp.init.Fn, gpu.Dim(1), gpu.Dim(1), 0, e.s, gpu.Args(&a), role, start, most, low, high)
+	} else {
+		seeds := cs.seeds(src)
+		err = gpu.Launch(cs.ends.Fn, gpu.Dim(1), gpu.Dim(1), 0, e.s, gpu.Args(&a), gpu.Args(&seeds), start, most, low, high)
+	}
+	if err != nil {
+		return err
+	}
+	if err := cs.sp.launch(e, &a); err != nil {
+		return err
+	}
+	f := chainFillArgs{role: cs.parts[0].Ptr(), fwd: cs.parts[1].Ptr(), bwd: cs.parts[2].Ptr(), ends: cs.parts[3].Ptr(),
+		cdist: cs.sp.bufs[0].Ptr(), dist: cs.dist.Ptr(), levels: cs.levels.Ptr(), n: uint64(len(cs.c.Role)),
+		srcRole: role, srcFwd: cs.c.Fwd[src]}
+	return cs.fill.LaunchFor(e.s, int64(len(cs.c.Role)), BlockSize, gpu.Args(&f))
+}
+
+// seeds are the ends of the chain that holds src, at their distances
+// from it (one where the chain closes on its junction: the nearer way).
+func (cs *chainSearch) seeds(src uint32) chainSeeds {
+	c := cs.c
+	ch := c.Role[src] &^ convert.InteriorBit
+	s := chainSeeds{end: [2]uint32{c.Ends[2*ch], c.Ends[2*ch+1]}, dist: [2]uint32{c.Fwd[src], c.Bwd[src]}, count: 2}
+	if s.end[0] == s.end[1] {
+		s.dist[0], s.count = min(s.dist[0], s.dist[1]), 1
+	}
+	return s
+}
+
+// describe is the result's strategy: the search, and the contraction it
+// ran on.
+func (cs *chainSearch) describe(ran ssspRan) string {
+	c := cs.c
+	return fmt.Sprintf("%s, on the chains contracted (%d of %d vertices inside %d chains; %d junctions, %d edges)",
+		ran.String(), c.Interior, len(c.Role), len(c.Ends)/2, c.Graph.NumVertices(), c.Graph.NumEdges())
+}
+
+// readLevels reads the search's levels (BFS: its deepest depth + 1).
+func (cs *chainSearch) readLevels(e *enactor) (int, error) {
+	out := []uint32{0}
+	if err := gpu.Download(e.s, out, cs.levels); err != nil {
+		return 0, err
+	}
+	return int(out[0]), nil
+}
+
+// runBFSChains runs the persistent BFS as a search of the chains'
+// contraction c by hops: the depths are the distances, the parents the
+// parent pass's over the graph.
+func runBFSChains(e *enactor, c *convert.Chains) error {
+	cs, err := newChainSearch(e, c, false)
+	if err != nil {
+		return err
+	}
+	d, pp, err := cs.parentPass(e, ssspUnit)
+	if err != nil {
+		return err
+	}
+	ran, err := cs.timed(e, func() error { return d.resolveParents(e.ctx, pp) })
+	if err != nil {
+		return err
+	}
+	levels, err := cs.readLevels(e)
+	if err != nil {
+		return err
+	}
+	return bfsResult(e, cs.dist, pp.parent, cs.describe(ran), levels)
+}
+
+// runSSSPChains runs the persistent SSSP as a search of the chains'
+// contraction c, by weight for prog ssspU32, by hops for ssspUnit.
+func runSSSPChains(e *enactor, c *convert.Chains, prog Program) error {
+	cs, err := newChainSearch(e, c, prog == ssspU32)
+	if err != nil {
+		return err
+	}
+	d, pp, err := cs.parentPass(e, prog)
+	if err != nil {
+		return err
+	}
+	var parent []uint32
+	ran, err := cs.timed(e, func() (err error) {
+		parent, err = d.parents(e.ctx, pp)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return ssspPersistResult(e, d, ran, cs.describe(ran), parent)
+}
+
+// parentPass is the parent pass of prog over the run's graph from the
+// distances cs fills in.
+func (cs *chainSearch) parentPass(e *enactor, prog Program) (*vpDevice, *parentPass, error) {
+	parts := []Layout{OutOffsets, OutTargets}
+	if prog.Weights != NoWeights {
+		parts = append(parts, prog.Weights)
+	}
+	layouts, err := e.layouts(parts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	layouts = append(layouts, nil)
+	d := &vpDevice{e: e, b: e.b, s: e.s, g: e.g, n: int64(e.g.NumVertices()), values: cs.dist,
+		offs: layouts[0], targets: layouts[1], weights: layouts[2],
+		r: vpRun{prog: prog, strategy: strategyPersist, source: e.in.Source}}
+	pp, err := d.prepareParents()
+	if err != nil {
+		return nil, nil, err
+	}
+	return d, pp, nil
+}
+
+// timed runs the search and then parents in the run's timer, and reads
+// what the search ran.
+func (cs *chainSearch) timed(e *enactor, parents func() error) (ssspRan, error) {
+	host, err := NewCounters(e.b, ssspStateBytes)
+	if err != nil {
+		return ssspRan{}, err
+	}
+	e.done.Add(host.Free)
+	start, most := persistDeltas(cs.c.Graph, e.p)
+	if err := e.start(); err != nil {
+		return ssspRan{}, err
+	}
+	if err := cs.run(e, start, most); err != nil {
+		return ssspRan{}, err
+	}
+	if err := parents(); err != nil {
+		return ssspRan{}, err
+	}
+	if err := e.stop(); err != nil {
+		return ssspRan{}, err
+	}
+	raw, err := host.read(e.s, cs.sp.bufs[8])
+	if err != nil {
+		return ssspRan{}, err
+	}
+	ran := parseSSSPState(raw, cs.sp.grid, start, most)
+	ran.span = e.b.ssspSpan()
+	return ran, nil
+}
