@@ -49,6 +49,20 @@ func (b *GPU) persistChains(g *convert.Graph, prog *Program) *convert.Chains {
 	return c
 }
 
+// chainsLimit is the single-block limit of a search of a chains'
+// contraction: none (every step in every block) unless tuning sets one.
+// Its steps' frontiers are a few hundred junctions, where the blocks,
+// each running up to span rounds ahead (persistSSSPSpan), gain more than
+// the barriers they cost: on the H200, luxembourg_osm's BFS took 0.79 ms
+// without single-block runs, 0.81 at a limit of 16, 0.83 at 64 and 0.94
+// at persistSingleLimit's 256; its SSSP 0.99, 0.96, 1.03 and 1.10.
+func (b *GPU) chainsLimit() uint32 {
+	if b.tune.persistSingle != 0 {
+		return b.persistLimit()
+	}
+	return 0
+}
+
 // chainHost is the host array of a chain part of g.
 func chainHost(g *convert.Graph, base Layout, byWeight bool) ([]byte, error) {
 	c, err := g.Chains(byWeight)
@@ -162,7 +176,7 @@ func (cs *chainSearch) run(e *enactor, start, most float64) error {
 	if err != nil {
 		return err
 	}
-	if err := cs.sp.launch(e, &a); err != nil {
+	if err := cs.sp.launch(e, &a, e.b.chainsLimit()); err != nil {
 		return err
 	}
 	f := chainFillArgs{role: cs.parts[0].Ptr(), fwd: cs.parts[1].Ptr(), bwd: cs.parts[2].Ptr(), ends: cs.parts[3].Ptr(),
@@ -212,7 +226,7 @@ func runBFSChains(e *enactor, c *convert.Chains) error {
 	if err != nil {
 		return err
 	}
-	ran, err := cs.timed(e, func() error { return d.resolveParents(e.ctx, pp) })
+	ran, err := cs.timed(e, d, pp)
 	if err != nil {
 		return err
 	}
@@ -234,15 +248,11 @@ func runSSSPChains(e *enactor, c *convert.Chains, prog Program) error {
 	if err != nil {
 		return err
 	}
-	var parent []uint32
-	ran, err := cs.timed(e, func() (err error) {
-		parent, err = d.parents(e.ctx, pp)
-		return err
-	})
+	ran, err := cs.timed(e, d, pp)
 	if err != nil {
 		return err
 	}
-	return ssspPersistResult(e, d, ran, cs.describe(ran), parent)
+	return ssspPersistResult(e, d, pp, ran, cs.describe(ran))
 }
 
 // parentPass is the parent pass of prog over the run's graph from the
@@ -267,9 +277,9 @@ func (cs *chainSearch) parentPass(e *enactor, prog Program) (*vpDevice, *parentP
 	return d, pp, nil
 }
 
-// timed runs the search and then parents in the run's timer, and reads
-// what the search ran.
-func (cs *chainSearch) timed(e *enactor, parents func() error) (ssspRan, error) {
+// timed runs the search and then d's parent pass pp in the run's timer,
+// and reads what the search ran.
+func (cs *chainSearch) timed(e *enactor, d *vpDevice, pp *parentPass) (ssspRan, error) {
 	host, err := NewCounters(e.b, ssspStateBytes)
 	if err != nil {
 		return ssspRan{}, err
@@ -282,7 +292,7 @@ func (cs *chainSearch) timed(e *enactor, parents func() error) (ssspRan, error) 
 	if err := cs.run(e, start, most); err != nil {
 		return ssspRan{}, err
 	}
-	if err := parents(); err != nil {
+	if err := d.resolveParents(e.ctx, pp); err != nil {
 		return ssspRan{}, err
 	}
 	if err := e.stop(); err != nil {

@@ -189,7 +189,7 @@ func (sp *ssspPersist) run(e *enactor, prog Program, start, most float64) error 
 	if err := gpu.Launch(sp.init.Fn, gpu.Dim(1), gpu.Dim(1), 0, e.s, gpu.Args(&a), e.in.Source, start, most, low, high); err != nil {
 		return err
 	}
-	return sp.launch(e, &a)
+	return sp.launch(e, &a, e.b.persistLimit())
 }
 
 // clear sets the values unreached, the stamps and the state zero, and
@@ -218,10 +218,10 @@ func (sp *ssspPersist) clear(e *enactor, prog Program) (ssspPersistArgs, error) 
 // than the grid has threads.
 func (sp *ssspPersist) adaptBounds() (low, high uint32) { return sp.grid, sp.grid * sp.threads }
 
-// launch runs the cooperative search from what an init kernel queued.
-func (sp *ssspPersist) launch(e *enactor, a *ssspPersistArgs) error {
-	return gpu.LaunchCooperative(sp.search.Fn, gpu.Dim(sp.grid), gpu.Dim(sp.threads), 0, e.s, gpu.Args(a), e.b.persistLimit(),
-		e.b.ssspSpan())
+// launch runs the cooperative search from what an init kernel queued,
+// steps of at most single entries in block 0 alone.
+func (sp *ssspPersist) launch(e *enactor, a *ssspPersistArgs, single uint32) error {
+	return gpu.LaunchCooperative(sp.search.Fn, gpu.Dim(sp.grid), gpu.Dim(sp.threads), 0, e.s, gpu.Args(a), single, e.b.ssspSpan())
 }
 
 // ssspPersistArgs mirrors kernels/persist.cu's SsspArgs, field by field:
@@ -270,8 +270,7 @@ func runSSSPPersist(e *enactor) error {
 	if err := sp.run(e, prog, start, most); err != nil {
 		return err
 	}
-	parent, err := d.parents(e.ctx, pp)
-	if err != nil {
+	if err := d.resolveParents(e.ctx, pp); err != nil {
 		return err
 	}
 	if err := e.stop(); err != nil {
@@ -283,13 +282,17 @@ func runSSSPPersist(e *enactor) error {
 	}
 	ran := parseSSSPState(raw, sp.grid, start, most)
 	ran.span = e.b.ssspSpan()
-	return ssspPersistResult(e, d, ran, ran.String(), parent)
+	return ssspPersistResult(e, d, pp, ran, ran.String())
 }
 
-// ssspPersistResult fills e's result with d's distances and the parents,
+// ssspPersistResult fills e's result with d's distances and pp's parents,
 // the search described as strategy.
-func ssspPersistResult(e *enactor, d *vpDevice, ran ssspRan, strategy string, parent []uint32) error {
+func ssspPersistResult(e *enactor, d *vpDevice, pp *parentPass, ran ssspRan, strategy string) error {
 	dist, err := downloadFloats(d, Distance64, Distance32)
+	if err != nil {
+		return err
+	}
+	parent, err := d.downloadParents(pp)
 	if err != nil {
 		return err
 	}

@@ -115,11 +115,14 @@ func runSSSP(e *enactor) error {
 	if e.res.Iterations, err = d.run(e.ctx); err != nil {
 		return err
 	}
-	parent, err := d.parents(e.ctx, pp)
-	if err != nil {
+	if err := d.resolveParents(e.ctx, pp); err != nil {
 		return err
 	}
 	if err := e.stop(); err != nil {
+		return err
+	}
+	parent, err := d.downloadParents(pp)
+	if err != nil {
 		return err
 	}
 	// Unreached vertices hold all ones (or, wide, +Inf): null.
@@ -191,13 +194,11 @@ func (d *vpDevice) prepareParents() (*parentPass, error) {
 	return pp, nil
 }
 
-// parents runs the passes until every reached vertex has a parent, and
-// downloads the parents.
-func (d *vpDevice) parents(ctx context.Context, pp *parentPass) ([]uint32, error) {
-	if err := d.resolveParents(ctx, pp); err != nil {
-		return nil, err
-	}
-	parent := make([]uint32, d.n)
+// downloadParents is the parents resolveParents found, in the result's
+// memory. The runs download them after their timer stops, as BFS does its
+// columns: the time of a search is the device's, not the copy's.
+func (d *vpDevice) downloadParents(pp *parentPass) ([]uint32, error) {
+	parent := column[uint32](d.e, int(d.n))
 	PoisonHost(d.b, parent, 0xdeadbeef)
 	if err := d.b.DownloadAll(d.s, HostCopyOf(parent, pp.parent)); err != nil {
 		return nil, err
