@@ -21,9 +21,9 @@ import (
 // for SSSP, from the source or from its chain's ends (ssspp_init_ends);
 // chain_fill then gives every vertex the nearer of its ends' distances
 // plus its way from there, and the parent pass (sssp.go) a parent from
-// the distances. The contraction is built on the host once a graph and
-// its copy kept with the graph's layouts (its time is the first run's
-// transfer).
+// the distances. The contraction is built on the host once a graph, on
+// first use (the plan's memory estimate, or the first run), and its arrays
+// are kept with the graph's layouts.
 
 // chainsLeast is the share of an undirected graph's vertices of degree 2
 // from which persist searches its chains' contraction: below it, the

@@ -160,7 +160,6 @@ func chainSources(g *convert.Graph) []uint32 {
 // description (chainSearch.describe).
 const chainsWords = "on the chains contracted"
 
-
 // checkPersistBFS runs the persistent BFS on g from src against the CPU's
 // depths and returns its description ("" where it failed).
 func checkPersistBFS(t *testing.T, b *GPU, name string, g *convert.Graph, src uint32, want []int32, single int64, keep uint32) string {
@@ -399,11 +398,14 @@ func BenchmarkGPUPersist(b *testing.B) {
 		{"sssp/persist-single64", operators.SSSP{}, operators.Params{Strategy: "persist"}, 64, 0},
 		{"sssp/persist-single32", operators.SSSP{}, operators.Params{Strategy: "persist"}, 32, 0},
 		{"sssp/persist-single16", operators.SSSP{}, operators.Params{Strategy: "persist"}, 16, 0},
-		{"sssp/persist-single64-delta256", operators.SSSP{}, operators.Params{Strategy: "persist"}, 64, 0},
-		{"sssp/persist-single64-delta1024", operators.SSSP{}, operators.Params{Strategy: "persist"}, 64, 0},
-		{"sssp/persist-single64-delta8192", operators.SSSP{}, operators.Params{Strategy: "persist"}, 64, 0},
-		{"sssp/persist-single64-delta16", operators.SSSP{}, operators.Params{Strategy: "persist"}, 64, 0},
-		{"sssp/persist-single64-512threads", operators.SSSP{}, operators.Params{Strategy: "persist"}, 64, 0},
+		{"sssp/persist-delta32", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"sssp/persist-delta128", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"sssp/persist-delta512", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"sssp/persist-delta2048", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"sssp/persist-16blocks", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 16},
+		{"sssp/persist-span256", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"sssp/persist-span1024", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"sssp/persist-128threads", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
 		{"sssp/persist-multi", operators.SSSP{}, operators.Params{Strategy: "persist"}, -1, 0},
 		{"sssp/persist-66blocks", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 66},
 		{"sssp/persist-33blocks", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 33},
