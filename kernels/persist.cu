@@ -33,9 +33,10 @@
 //                      chooses alike from the barrier's sum (ADDS's manager,
 //                      here in the barrier), and Δ adapts to the buckets'
 //                      sizes.
-//   ssspp_init_ends,   the chains' contraction (operators/gpuop/chains.go):
-//   chain_fill         ssspp_sssp_u32 over the junctions from the source's
-//                      chain's ends, then every vertex's distance from its
+//   chain_seed,        the chains' contraction (operators/gpuop/chains.go):
+//   chain_bf,          Bellman-Ford over a small one (chain_seed, chain_bf)
+//   ssspp_init_ends,   or ssspp_sssp_u32 over a large one from the source's
+//   chain_fill         chain's ends, then every vertex's distance from its
 //                      junction's or its chain's ends'.
 //   persist_barrier_bench  the barrier alone: the floor of a level's cost.
 //
@@ -1319,6 +1320,59 @@ extern "C" __global__ void ssspp_init_ends(SsspArgs<SSSP32<unsigned>> a, ChainSe
         nearest = min(nearest, seeds.dist[i]);
     }
     ssspp_schedule(a, seeds.count, nearest + delta, delta, delta_max, adapt_low, adapt_high);
+}
+
+// Sets the seeds' distances (the distances all ones before): a search of
+// the contraction by chain_bf.
+extern "C" __global__ void chain_seed(unsigned* dist, ChainSeeds seeds)
+{
+    for (unsigned i = 0; i < seeds.count; i++) atomicMin(&dist[seeds.end[i]], seeds.dist[i]);
+}
+
+// Mirrored by operators/gpuop/chains.go's chainBFArgs: the contraction's
+// CSR and weights, its distances (the seeds' set, all ones elsewhere),
+// each vertex's distance when it last pushed (all ones before), the
+// barrier (zero before) and the rounds run (out).
+struct ChainBF {
+    const eid_t* offsets;
+    const vid_t* targets;
+    const unsigned* weights;
+    unsigned* dist;
+    unsigned* pushed;
+    GridBarrier* bar;
+    unsigned* rounds;
+    unsigned long long n;
+};
+
+// Bellman-Ford over a small contraction in one cooperative launch: each
+// round, every vertex whose distance fell since it last pushed pushes its
+// edges, and the rounds end after one in which none did. The pushes are
+// reductions whose results nobody waits for (atomicMin's value unused), so
+// a round's chain is the distance's load, the edges' (L1 after the first
+// round: they do not change), and the barrier; the rounds are about the
+// depth in hops of the shortest paths' tree (luxembourg_osm's junctions:
+// about 110). A round sweeps every vertex, so a large contraction takes
+// the near-far search instead (chains.go).
+extern "C" __global__ void __launch_bounds__(PERSIST_THREADS, 1) chain_bf(ChainBF a)
+{
+    __shared__ PersistShared sh;
+    persist_start(sh);
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    unsigned gen = 0;
+    for (;;) {
+        unsigned pushers = 0;
+        for (unsigned long long v = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; v < a.n; v += stride) {
+            const unsigned d = __ldcg(&a.dist[v]);
+            const eid_t lo = __ldg(&a.offsets[v]), hi = __ldg(&a.offsets[v + 1]);
+            if (d >= a.pushed[v]) continue;  // pushed[v] is this thread's alone
+            a.pushed[v] = d;
+            pushers++;
+            for (eid_t e = lo; e < hi; e++) atomicMin(&a.dist[__ldg(&a.targets[e])], d + __ldg(&a.weights[e]));
+        }
+        if (pushers > 0) atomicAdd(&sh.count, pushers);
+        if (grid_barrier(a.bar, gen++, sh) == 0) break;
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) *a.rounds = gen;
 }
 
 // Mirrored by operators/gpuop/chains.go's chainFillArgs: the contraction's

@@ -89,6 +89,9 @@ type tuning struct {
 	// noChains makes the persistent searches search the whole graph where
 	// they would search its chains' contraction (chains.go).
 	noChains bool
+	// noChainBF makes a search of a chains' contraction run the near-far
+	// SSSP where it would run Bellman-Ford (chains.go's newChainBF).
+	noChainBF bool
 	// noPersistELL makes the persistent BFS read the CSR where it would
 	// read an ELL copy (persistELLWidth).
 	noPersistELL bool

@@ -117,78 +117,95 @@ type chainSeeds struct {
 	count uint32
 }
 
-// chainSearch is a persistent search of a graph's chains' contraction.
+// chainSearch is a persistent search of a graph's chains' contraction:
+// Bellman-Ford (bf) where the contraction is small, else the near-far
+// search (nf).
 type chainSearch struct {
 	c          *convert.Chains
-	sp         *ssspPersist // over c.Graph, by uint32 distances
-	ends, fill *Kernel      // ssspp_init_ends, chain_fill
-	parts      []*gpu.DeviceBuffer
-	dist       *gpu.DeviceBuffer // every vertex's
+	bf         *chainBF
+	nf         *ssspPersist        // over c.Graph, by uint32 distances
+	ends, fill *Kernel             // ssspp_init_ends, chain_fill
+	parts      []*gpu.DeviceBuffer // role, fwd, bwd, ends
+	dist       *gpu.DeviceBuffer   // every vertex's
 	levels     *gpu.DeviceBuffer
 }
 
 // newChainSearch takes the search's kernels, the contraction's layouts
 // and the buffers from e.
 func newChainSearch(e *enactor, c *convert.Chains, byWeight bool) (*chainSearch, error) {
-	sp, err := prepareSSSPPersist(e, c.Graph, ssspU32)
-	if err != nil {
+	cs := &chainSearch{c: c}
+	var err error
+	if cs.bf, err = newChainBF(e, c); err != nil {
 		return nil, err
+	}
+	if cs.bf == nil {
+		if cs.nf, err = prepareSSSPPersist(e, c.Graph, ssspU32); err != nil {
+			return nil, err
+		}
 	}
 	ks, err := e.kernels(kernels.Persist, "ssspp_init_ends", "chain_fill")
 	if err != nil {
 		return nil, err
 	}
+	cs.ends, cs.fill = ks[0], ks[1]
 	flag := Layout(0)
 	if byWeight {
 		flag = chainByWeight
 	}
-	parts, err := e.layouts(chainRole|flag, chainFwd|flag, chainBwd|flag, chainEnds|flag)
-	if err != nil {
+	if cs.parts, err = e.layouts(chainRole|flag, chainFwd|flag, chainBwd|flag, chainEnds|flag); err != nil {
 		return nil, err
 	}
 	bufs, err := e.buffers(4*max(int64(e.g.NumVertices()), 1), 4)
 	if err != nil {
 		return nil, err
 	}
-	return &chainSearch{c: c, sp: sp, ends: ks[0], fill: ks[1], parts: parts, dist: bufs[0], levels: bufs[1]}, nil
+	cs.dist, cs.levels = bufs[0], bufs[1]
+	return cs, nil
 }
 
 // run searches the contraction from e's source (seeded at its chain's
 // ends where it is inside one), then fills every vertex's distance into
 // cs.dist and the largest + 1 into cs.levels.
 func (cs *chainSearch) run(e *enactor, start, most float64) error {
-	a, err := cs.sp.clear(e, ssspU32)
-	if err != nil {
-		return err
-	}
 	if err := cs.levels.Memset8(e.s, 0); err != nil {
 		return err
 	}
-	low, high := cs.sp.adaptBounds()
 	src := e.in.Source
-	role := cs.c.Role[src]
-	if role&convert.InteriorBit == 0 {
-		err = gpu.Launch(cs.sp.init.Fn, gpu.Dim(1), gpu.Dim(1), 0, e.s, gpu.Args(&a), role, start, most, low, high)
+	seeds := cs.seeds(src)
+	var cdist *gpu.DeviceBuffer
+	if cs.bf != nil {
+		if err := cs.bf.run(e, seeds); err != nil {
+			return err
+		}
+		cdist = cs.bf.dist
 	} else {
-		seeds := cs.seeds(src)
-		err = gpu.Launch(cs.ends.Fn, gpu.Dim(1), gpu.Dim(1), 0, e.s, gpu.Args(&a), gpu.Args(&seeds), start, most, low, high)
-	}
-	if err != nil {
-		return err
-	}
-	if err := cs.sp.launch(e, &a, e.b.chainsLimit()); err != nil {
-		return err
+		a, err := cs.nf.clear(e, ssspU32)
+		if err != nil {
+			return err
+		}
+		low, high := cs.nf.adaptBounds()
+		if err := gpu.Launch(cs.ends.Fn, gpu.Dim(1), gpu.Dim(1), 0, e.s, gpu.Args(&a), gpu.Args(&seeds), start, most, low, high); err != nil {
+			return err
+		}
+		if err := cs.nf.launch(e, &a, e.b.chainsLimit()); err != nil {
+			return err
+		}
+		cdist = cs.nf.bufs[0]
 	}
 	f := chainFillArgs{role: cs.parts[0].Ptr(), fwd: cs.parts[1].Ptr(), bwd: cs.parts[2].Ptr(), ends: cs.parts[3].Ptr(),
-		cdist: cs.sp.bufs[0].Ptr(), dist: cs.dist.Ptr(), levels: cs.levels.Ptr(), n: uint64(len(cs.c.Role)),
-		srcRole: role, srcFwd: cs.c.Fwd[src]}
+		cdist: cdist.Ptr(), dist: cs.dist.Ptr(), levels: cs.levels.Ptr(), n: uint64(len(cs.c.Role)),
+		srcRole: cs.c.Role[src], srcFwd: cs.c.Fwd[src]}
 	return cs.fill.LaunchFor(e.s, int64(len(cs.c.Role)), BlockSize, gpu.Args(&f))
 }
 
-// seeds are the ends of the chain that holds src, at their distances
-// from it (one where the chain closes on its junction: the nearer way).
+// seeds are where the contraction's search starts: src's junction at 0,
+// or the ends of the chain that holds src at their distances from it (one
+// where the chain closes on its junction: the nearer way).
 func (cs *chainSearch) seeds(src uint32) chainSeeds {
 	c := cs.c
+	if r := c.Role[src]; r&convert.InteriorBit == 0 {
+		return chainSeeds{end: [2]uint32{r, r}, count: 1}
+	}
 	ch := c.Role[src] &^ convert.InteriorBit
 	s := chainSeeds{end: [2]uint32{c.Ends[2*ch], c.Ends[2*ch+1]}, dist: [2]uint32{c.Fwd[src], c.Bwd[src]}, count: 2}
 	if s.end[0] == s.end[1] {
@@ -197,12 +214,12 @@ func (cs *chainSearch) seeds(src uint32) chainSeeds {
 	return s
 }
 
-// describe is the result's strategy: the search, and the contraction it
-// ran on.
-func (cs *chainSearch) describe(ran ssspRan) string {
+// describe is the result's strategy: the search (what it ran), and the
+// contraction it ran on.
+func (cs *chainSearch) describe(search string) string {
 	c := cs.c
 	return fmt.Sprintf("%s, on the chains contracted (%d of %d vertices inside %d chains; %d junctions, %d edges)",
-		ran.String(), c.Interior, len(c.Role), len(c.Ends)/2, c.Graph.NumVertices(), c.Graph.NumEdges())
+		search, c.Interior, len(c.Role), len(c.Ends)/2, c.Graph.NumVertices(), c.Graph.NumEdges())
 }
 
 // readLevels reads the search's levels (BFS: its deepest depth + 1).
@@ -226,7 +243,7 @@ func runBFSChains(e *enactor, c *convert.Chains) error {
 	if err != nil {
 		return err
 	}
-	ran, err := cs.timed(e, d, pp)
+	search, _, err := cs.timed(e, d, pp)
 	if err != nil {
 		return err
 	}
@@ -234,7 +251,7 @@ func runBFSChains(e *enactor, c *convert.Chains) error {
 	if err != nil {
 		return err
 	}
-	return bfsResult(e, cs.dist, pp.parent, cs.describe(ran), levels)
+	return bfsResult(e, cs.dist, pp.parent, cs.describe(search), levels)
 }
 
 // runSSSPChains runs the persistent SSSP as a search of the chains'
@@ -248,11 +265,11 @@ func runSSSPChains(e *enactor, c *convert.Chains, prog Program) error {
 	if err != nil {
 		return err
 	}
-	ran, err := cs.timed(e, d, pp)
+	search, ran, err := cs.timed(e, d, pp)
 	if err != nil {
 		return err
 	}
-	return ssspPersistResult(e, d, pp, ran, cs.describe(ran))
+	return ssspPersistResult(e, d, pp, ran, cs.describe(search))
 }
 
 // parentPass is the parent pass of prog over the run's graph from the
@@ -278,31 +295,133 @@ func (cs *chainSearch) parentPass(e *enactor, prog Program) (*vpDevice, *parentP
 }
 
 // timed runs the search and then d's parent pass pp in the run's timer,
-// and reads what the search ran.
-func (cs *chainSearch) timed(e *enactor, d *vpDevice, pp *parentPass) (ssspRan, error) {
-	host, err := NewCounters(e.b, ssspStateBytes)
-	if err != nil {
-		return ssspRan{}, err
+// and describes what the search ran: its description, and its counts
+// (Bellman-Ford's rounds as near steps).
+func (cs *chainSearch) timed(e *enactor, d *vpDevice, pp *parentPass) (string, ssspRan, error) {
+	var host *Counters
+	if cs.nf != nil {
+		var err error
+		if host, err = NewCounters(e.b, ssspStateBytes); err != nil {
+			return "", ssspRan{}, err
+		}
+		e.done.Add(host.Free)
 	}
-	e.done.Add(host.Free)
 	start, most := persistDeltas(cs.c.Graph, e.p)
 	if err := e.start(); err != nil {
-		return ssspRan{}, err
+		return "", ssspRan{}, err
 	}
 	if err := cs.run(e, start, most); err != nil {
-		return ssspRan{}, err
+		return "", ssspRan{}, err
 	}
 	if err := d.resolveParents(e.ctx, pp); err != nil {
-		return ssspRan{}, err
+		return "", ssspRan{}, err
 	}
 	if err := e.stop(); err != nil {
-		return ssspRan{}, err
+		return "", ssspRan{}, err
 	}
-	raw, err := host.read(e.s, cs.sp.bufs[8])
+	if cs.bf != nil {
+		rounds, err := cs.bf.readRounds(e)
+		return cs.bf.describe(rounds), ssspRan{near: rounds}, err
+	}
+	raw, err := host.read(e.s, cs.nf.bufs[8])
 	if err != nil {
-		return ssspRan{}, err
+		return "", ssspRan{}, err
 	}
-	ran := parseSSSPState(raw, cs.sp.grid, start, most)
+	ran := parseSSSPState(raw, cs.nf.grid, start, most)
 	ran.span = e.b.ssspSpan()
-	return ran, nil
+	return ran.String(), ran, nil
+}
+
+// chainBF is a Bellman-Ford search of a small contraction (chain_bf): a
+// round a barrier, every vertex that improved pushing its edges.
+type chainBF struct {
+	seed, search        *Kernel
+	grid, threads       uint32
+	parts               []*gpu.DeviceBuffer // the contraction's offsets, targets, weights
+	n                   int64               // the contraction's vertices
+	dist, pushed, state *gpu.DeviceBuffer   // state: the barrier, then the rounds
+}
+
+// chainBFBarrierBytes is kernels/persist.cu's GridBarrier; the rounds
+// follow it in the state.
+const chainBFBarrierBytes = 256
+
+// chainBFArgs mirrors kernels/persist.cu's ChainBF.
+type chainBFArgs struct {
+	_                structs.HostLayout
+	offsets, targets gpu.DevicePtr
+	weights, dist    gpu.DevicePtr
+	pushed, bar      gpu.DevicePtr
+	rounds           gpu.DevicePtr
+	n                uint64
+}
+
+// newChainBF is a Bellman-Ford search of c's contraction where it has at
+// most two vertices a thread of the persistent grid (a round sweeps them
+// all; on luxembourg_osm 16,905 against 33,792 threads), else nil (the
+// near-far search), as it is under tuning's noChainBF.
+func newChainBF(e *enactor, c *convert.Chains) (*chainBF, error) {
+	if e.b.tune.noChainBF {
+		return nil, nil
+	}
+	ks, err := e.kernels(kernels.Persist, "chain_seed", "chain_bf")
+	if err != nil {
+		return nil, err
+	}
+	bf := &chainBF{seed: ks[0], search: ks[1], threads: uint32(e.b.persistBlock(persistBFSThreads, persistThreads))}
+	if bf.grid, err = e.b.persistGrid(ks[1].Fn, int(bf.threads)); err != nil {
+		return nil, err
+	}
+	n := int64(c.Graph.NumVertices())
+	if n > 2*int64(bf.grid)*int64(bf.threads) {
+		return nil, nil
+	}
+	bf.n = n
+	if bf.parts, err = e.layoutsOf(c.Graph, OutOffsets, OutTargets, outWeightsU32); err != nil {
+		return nil, err
+	}
+	bufs, err := e.buffers(4*max(n, 1), 4*max(n, 1), chainBFBarrierBytes+8)
+	if err != nil {
+		return nil, err
+	}
+	bf.dist, bf.pushed, bf.state = bufs[0], bufs[1], bufs[2]
+	return bf, nil
+}
+
+// run clears the distances and the barrier, sets the seeds' distances and
+// runs the rounds.
+func (bf *chainBF) run(e *enactor, seeds chainSeeds) error {
+	for _, c := range []struct {
+		buf  *gpu.DeviceBuffer
+		fill byte
+	}{{bf.dist, 0xff}, {bf.pushed, 0xff}, {bf.state, 0}} {
+		if err := c.buf.Memset8(e.s, c.fill); err != nil {
+			return err
+		}
+	}
+	if err := gpu.Launch(bf.seed.Fn, gpu.Dim(1), gpu.Dim(1), 0, e.s, bf.dist, gpu.Args(&seeds)); err != nil {
+		return err
+	}
+	a := chainBFArgs{offsets: bf.parts[0].Ptr(), targets: bf.parts[1].Ptr(), weights: bf.parts[2].Ptr(),
+		dist: bf.dist.Ptr(), pushed: bf.pushed.Ptr(), bar: bf.state.Ptr(), rounds: bf.state.Ptr() + chainBFBarrierBytes,
+		n: uint64(bf.n)}
+	return gpu.LaunchCooperative(bf.search.Fn, gpu.Dim(bf.grid), gpu.Dim(bf.threads), 0, e.s, gpu.Args(&a))
+}
+
+// readRounds reads the rounds the search ran.
+func (bf *chainBF) readRounds(e *enactor) (uint32, error) {
+	rounds, err := bf.state.Slice(chainBFBarrierBytes, 8)
+	if err != nil {
+		return 0, err
+	}
+	out := []uint32{0, 0}
+	if err := gpu.Download(e.s, out, rounds); err != nil {
+		return 0, err
+	}
+	return out[0], nil
+}
+
+// describe is the search's part of the result's strategy.
+func (bf *chainBF) describe(rounds uint32) string {
+	return fmt.Sprintf("persist (%d blocks, Bellman-Ford: %d rounds)", bf.grid, rounds)
 }

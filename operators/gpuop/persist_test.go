@@ -29,8 +29,9 @@ import (
 // memory (the rest through the queue, no prefetch, the CSR) or all of
 // them, levels (SSSP: rounds of a near step) in lockstep (span 1), blocks
 // running up to 16 ahead of each other, a BFS queue of 2 entries at
-// span 8, which overflows and runs the search again at span 1, and the
-// whole graph searched where its chains' contraction would be.
+// span 8, which overflows and runs the search again at span 1, the whole
+// graph searched where its chains' contraction would be, and the
+// contraction searched by the near-far SSSP where Bellman-Ford would run.
 var persistModes = []struct {
 	name              string
 	single            int64
@@ -39,14 +40,18 @@ var persistModes = []struct {
 	noPrefetch, noELL bool
 	span, queueCap    uint32
 	noChains          bool
+	chainsNearFar     bool
 }{
-	{"multi-block", -1, 0, 0, false, false, 0, 0, false}, {"single-block", 1 << 40, 0, 0, false, false, 0, 0, false},
-	{"two-blocks", 40, 2, 0, false, false, 0, 0, false}, {"default", 0, 0, 0, false, false, 0, 0, false},
-	{"keep-one-csr", -1, 0, 1, true, true, 0, 0, true}, {"keep-all", -1, 0, persistKeptMost, false, false, 0, 0, true},
-	{"span-1", 0, 0, 0, false, false, 1, 0, false}, {"span-16", -1, 0, 0, false, false, 16, 0, true},
-	{"span-16-keep-5", -1, 0, 5, false, false, 16, 0, true},
-	{"overflow", -1, 0, 1, false, false, 8, 2, true},
-	{"no-chains", 0, 0, 0, false, false, 0, 0, true},
+	{name: "multi-block", single: -1}, {name: "single-block", single: 1 << 40},
+	{name: "two-blocks", single: 40, blocks: 2}, {name: "default"},
+	{name: "keep-one-csr", single: -1, keep: 1, noPrefetch: true, noELL: true, noChains: true},
+	{name: "keep-all", single: -1, keep: persistKeptMost, noChains: true},
+	{name: "span-1", span: 1}, {name: "span-16", single: -1, span: 16, noChains: true},
+	{name: "span-16-keep-5", single: -1, keep: 5, span: 16, noChains: true},
+	{name: "overflow", single: -1, keep: 1, span: 8, queueCap: 2, noChains: true},
+	{name: "no-chains", noChains: true},
+	{name: "chains-near-far", chainsNearFar: true}, {name: "chains-near-far-multi", single: -1, chainsNearFar: true},
+	{name: "chains-near-far-two-blocks", single: 40, blocks: 2, chainsNearFar: true},
 }
 
 // persistGraphs are the graphs the modes run on: grids, roads, chains, a
@@ -75,7 +80,7 @@ func persistGraphs(t *testing.T) []optest.VPGraph {
 // against the CPU, and checks that each mode ran as forced.
 func TestGPUPersistModes(t *testing.T) {
 	b := testGPU(t)
-	ellRuns, overflows, ssspRounds, chainRuns := 0, 0, 0, 0
+	ellRuns, overflows, ssspRounds, chainRuns, nearFarRuns, bfRuns := 0, 0, 0, 0, 0, 0
 	for _, vg := range persistGraphs(t) {
 		g := vg.G
 		srcs := optest.SourcesOf(g)
@@ -89,14 +94,22 @@ func TestGPUPersistModes(t *testing.T) {
 				b.tune.persistSingle, b.tune.persistBlocks = m.single, m.blocks
 				b.tune.persistKeep, b.tune.noPersistPrefetch, b.tune.noPersistELL = m.keep, m.noPrefetch, m.noELL
 				b.tune.persistSpan, b.tune.persistQueueCap, b.tune.noChains = m.span, m.queueCap, m.noChains
+				b.tune.noChainBF = m.chainsNearFar
 				name := fmt.Sprintf("%s/src=%d/%s", vg.Name, src, m.name)
 				strategy := checkPersistBFS(t, b, name, g, src, depth, m.single, m.keep)
 				if strings.Contains(strategy, "overflowed") {
 					overflows++
 				}
 				chains := strings.Contains(strategy, chainsWords)
-				if chains != (b.persistChains(g, nil) != nil) || chains && m.noChains {
-					t.Errorf("%s/bfs: %q (no chains: %v)", name, strategy, m.noChains)
+				if chains != (b.persistChains(g, nil) != nil) || chains && m.noChains ||
+					chains && m.chainsNearFar && strings.Contains(strategy, "Bellman-Ford") {
+					t.Errorf("%s/bfs: %q (no chains: %v, near-far: %v)", name, strategy, m.noChains, m.chainsNearFar)
+				}
+				if chains && m.chainsNearFar {
+					nearFarRuns++
+				}
+				if strings.Contains(strategy, "Bellman-Ford") {
+					bfRuns++
 				}
 				if chains {
 					chainRuns++
@@ -118,7 +131,7 @@ func TestGPUPersistModes(t *testing.T) {
 			}
 			b.tune.persistSingle, b.tune.persistBlocks, b.tune.persistKeep = 0, 0, 0
 			b.tune.noPersistPrefetch, b.tune.noPersistELL, b.tune.persistSpan, b.tune.persistQueueCap = false, false, 0, 0
-			b.tune.noChains = false
+			b.tune.noChains, b.tune.noChainBF = false, false
 		}
 		b.Forget(g)
 	}
@@ -131,8 +144,9 @@ func TestGPUPersistModes(t *testing.T) {
 	if ssspRounds == 0 {
 		t.Error("no SSSP step ran a round past its first")
 	}
-	if chainRuns == 0 {
-		t.Error("no search ran on a chains' contraction: the chain shapes, path-6000 and luxembourg_osm should")
+	if chainRuns == 0 || nearFarRuns == 0 || bfRuns == 0 {
+		t.Errorf("%d searches ran on a chains' contraction, %d of them near-far, %d Bellman-Ford: the chain shapes, path-6000 and luxembourg_osm should run all",
+			chainRuns, nearFarRuns, bfRuns)
 	}
 }
 
@@ -227,7 +241,8 @@ func checkPersistSSSP(t *testing.T, b *GPU, name string, g *convert.Graph, src u
 			t.Errorf("%s/sssp/delta=%v: %q (on the chains: %v)", name, p.Delta, r.Strategy, chains)
 		}
 		more := optest.StrategyCount(r.Strategy, "rounds more in all blocks")
-		if span := optest.StrategyCount(r.Strategy, "rounds a step"); span != int(b.ssspSpan()) || span == 1 && more > 0 {
+		if span := optest.StrategyCount(r.Strategy, "rounds a step"); !strings.Contains(r.Strategy, "Bellman-Ford") &&
+			(span != int(b.ssspSpan()) || span == 1 && more > 0) {
 			t.Errorf("%s/sssp/delta=%v: %q, want up to %d rounds a step", name, p.Delta, r.Strategy, b.ssspSpan())
 		}
 		rounds += more
@@ -362,6 +377,7 @@ func BenchmarkGPUPersist(b *testing.B) {
 	}{
 		{"bfs/persist", operators.BFS{}, operators.Params{Strategy: "persist"}, 0, 0},
 		{"bfs/persist-nochains", operators.BFS{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"bfs/persist-nearfar", operators.BFS{}, operators.Params{Strategy: "persist"}, 0, 0},
 		{"bfs/persist-single64", operators.BFS{}, operators.Params{Strategy: "persist"}, 64, 0},
 		{"bfs/persist-single32", operators.BFS{}, operators.Params{Strategy: "persist"}, 32, 0},
 		{"bfs/persist-single16", operators.BFS{}, operators.Params{Strategy: "persist"}, 16, 0},
@@ -393,6 +409,9 @@ func BenchmarkGPUPersist(b *testing.B) {
 		{"bfs/bfs4k", operators.BFS{}, operators.Params{Strategy: "bfs4k"}, 0, 0},
 		{"sssp/persist", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
 		{"sssp/persist-nochains", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"sssp/persist-nearfar", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
+		{"sssp/persist-64blocks", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 64},
+		{"sssp/persist-1024threads", operators.SSSP{}, operators.Params{Strategy: "persist"}, 0, 0},
 		{"sssp/persist-single1024", operators.SSSP{}, operators.Params{Strategy: "persist"}, 1024, 0},
 		{"sssp/persist-single4096", operators.SSSP{}, operators.Params{Strategy: "persist"}, 4096, 0},
 		{"sssp/persist-single64", operators.SSSP{}, operators.Params{Strategy: "persist"}, 64, 0},
@@ -429,10 +448,11 @@ func BenchmarkGPUPersist(b *testing.B) {
 			gb.tune.noPersistELL = strings.Contains(c.name, "-csr")
 			gb.tune.persistThreads, gb.tune.persistSpan = benchThreads(c.name), benchNumber(c.name, "-span")
 			gb.tune.noChains = strings.HasSuffix(c.name, "-nochains")
+			gb.tune.noChainBF = strings.HasSuffix(c.name, "-nearfar")
 			defer func() {
 				gb.tune.persistSingle, gb.tune.persistBlocks, gb.tune.persistKeep = 0, 0, 0
 				gb.tune.noPersistPrefetch, gb.tune.noPersistELL, gb.tune.persistThreads = false, false, 0
-				gb.tune.persistSpan, gb.tune.noChains = 0, false
+				gb.tune.persistSpan, gb.tune.noChains, gb.tune.noChainBF = 0, false, false
 			}()
 			p := c.p
 			if d := benchNumber(c.name, "-delta"); d > 0 {
