@@ -1342,11 +1342,14 @@ struct ChainBF {
     GridBarrier* bar;
     unsigned* rounds;
     unsigned long long n;
+    unsigned span;  // sweeps a block runs between barriers, while its own pushes lower its vertices
 };
 
 // Bellman-Ford over a small contraction in one cooperative launch: each
 // round, every vertex whose distance fell since it last pushed pushes its
-// edges, and the rounds end after one in which none did. The pushes are
+// edges, and the rounds end after one in which none did. Between two
+// barriers a block sweeps its vertices up to span times, while its own
+// pushes lowered some of them. The pushes are
 // reductions whose results nobody waits for (atomicMin's value unused), so
 // a round's chain is the distance's load, the edges' (L1 after the first
 // round: they do not change), and the barrier; the rounds are about the
@@ -1356,18 +1359,28 @@ struct ChainBF {
 extern "C" __global__ void __launch_bounds__(PERSIST_THREADS, 1) chain_bf(ChainBF a)
 {
     __shared__ PersistShared sh;
+    __shared__ unsigned swept;  // this sweep's pushes in the block
     persist_start(sh);
     const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
     unsigned gen = 0;
     for (;;) {
         unsigned pushers = 0;
-        for (unsigned long long v = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; v < a.n; v += stride) {
-            const unsigned d = __ldcg(&a.dist[v]);
-            const eid_t lo = __ldg(&a.offsets[v]), hi = __ldg(&a.offsets[v + 1]);
-            if (d >= a.pushed[v]) continue;  // pushed[v] is this thread's alone
-            a.pushed[v] = d;
-            pushers++;
-            for (eid_t e = lo; e < hi; e++) atomicMin(&a.dist[__ldg(&a.targets[e])], d + __ldg(&a.weights[e]));
+        for (unsigned r = 0; r < a.span; r++) {
+            if (threadIdx.x == 0) swept = 0;
+            __syncthreads();
+            unsigned mine = 0;
+            for (unsigned long long v = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; v < a.n; v += stride) {
+                const unsigned d = __ldcg(&a.dist[v]);
+                const eid_t lo = __ldg(&a.offsets[v]), hi = __ldg(&a.offsets[v + 1]);
+                if (d >= a.pushed[v]) continue;  // pushed[v] is this thread's alone
+                a.pushed[v] = d;
+                mine++;
+                for (eid_t e = lo; e < hi; e++) atomicMin(&a.dist[__ldg(&a.targets[e])], d + __ldg(&a.weights[e]));
+            }
+            if (mine > 0) atomicAdd(&swept, mine);
+            pushers += mine;
+            __syncthreads();  // the block's pushes visible to its next sweep
+            if (swept == 0) break;
         }
         if (pushers > 0) atomicAdd(&sh.count, pushers);
         if (grid_barrier(a.bar, gen++, sh) == 0) break;
