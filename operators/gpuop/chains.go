@@ -16,9 +16,12 @@ import (
 // search walks each chain one vertex a level, latency-bound on one SM.
 // luxembourg_osm is 1,035 levels deep; its 16,905 junctions, joined by an
 // edge for each chain (its length), 109. So where at least half of an
-// undirected graph's vertices have degree 2, persist runs the persistent
-// SSSP (ssspp_sssp_u32) over the junctions, by hops for BFS and by weight
-// for SSSP, from the source or from its chain's ends (ssspp_init_ends);
+// undirected graph's vertices have degree 2, persist searches the
+// junctions, by hops for BFS and by weight for SSSP, from the source or
+// from its chain's ends: Bellman-Ford in one cooperative launch where the
+// contraction is small (chain_bf: every improved vertex pushes each
+// round, a block sweeping its own up to 8 times between barriers), else
+// the persistent near-far SSSP (ssspp_sssp_u32 from ssspp_init_ends).
 // chain_fill then gives every vertex the nearer of its ends' distances
 // plus its way from there, and the parent pass (sssp.go) a parent from
 // the distances. The contraction is built on the host once a graph, on
