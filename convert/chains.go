@@ -81,6 +81,11 @@ func (g *Graph) BuiltChains() []*Chains {
 	return out
 }
 
+// Bytes is the memory the contraction holds.
+func (c *Chains) Bytes() int64 {
+	return 4*int64(len(c.Role)+len(c.Fwd)+len(c.Bwd)+len(c.Ends)) + c.Graph.Bytes()
+}
+
 // DegreeTwo is the number of g's vertices of out-degree 2, the most that
 // can be inside chains: counted from the offsets (there for a graph built
 // off the host too) on first use, and cached.

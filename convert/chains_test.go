@@ -180,9 +180,13 @@ func TestChainsMatchDijkstra(t *testing.T) {
 	for _, weighted := range []bool{false, true} {
 		for name, g := range chainShapes(r, weighted) {
 			name = fmt.Sprintf("%s/weighted=%v", name, weighted)
+			before := g.Bytes()
 			c, err := g.Chains(weighted)
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
+			}
+			if got := g.Bytes() - before; got != c.Bytes() || got < 12*int64(g.NumVertices()) {
+				t.Errorf("%s: the graph's memory grew by %d bytes with a contraction of %d", name, got, c.Bytes())
 			}
 			n := g.NumVertices()
 			if got := c.Graph.NumVertices(); got != n-c.Interior || c.Interior == 0 {

@@ -139,6 +139,9 @@ func (g *Graph) Bytes() int64 {
 	if w, ok := g.weights32.peek(); ok {
 		b += 4 * int64(len(w))
 	}
+	for _, c := range g.BuiltChains() {
+		b += c.Bytes()
+	}
 	return b
 }
 

@@ -52,8 +52,12 @@ func (k *VertexKeys) Len() int {
 	return 0
 }
 
-// Bytes is the memory the keys hold.
+// Bytes is the memory the keys hold (none for a graph without keys, as
+// a chains' contraction is).
 func (k *VertexKeys) Bytes() int64 {
+	if k == nil {
+		return 0
+	}
 	switch k.Type {
 	case edges.KeyInt32, edges.KeyUint32:
 		return int64(k.Len()) * 4

@@ -1294,10 +1294,11 @@ SSSPP_PROGRAM(sssp_f64, SSSP64)
 
 // ---- chains (operators/gpuop/chains.go, convert/chains.go) ----
 //
-// A search of a road network's chains contracted: ssspp_sssp_u32 over the
-// junctions, joined by the chains' lengths, from the source or, where the
-// source is inside a chain, from that chain's ends (ssspp_init_ends); then
-// chain_fill gives every vertex its distance.
+// A search of a road network's chains contracted: over the junctions,
+// joined by the chains' lengths, from the source or, where the source is
+// inside a chain, from that chain's ends; by Bellman-Ford where the
+// contraction is small (chain_seed, chain_bf), else by ssspp_sssp_u32
+// (ssspp_init_ends); then chain_fill gives every vertex its distance.
 
 // The source's chain's ends, junctions, at their distances from it: count
 // of them (one where both ends are the same junction).
@@ -1349,13 +1350,12 @@ struct ChainBF {
 // round, every vertex whose distance fell since it last pushed pushes its
 // edges, and the rounds end after one in which none did. Between two
 // barriers a block sweeps its vertices up to span times, while its own
-// pushes lowered some of them. The pushes are
-// reductions whose results nobody waits for (atomicMin's value unused), so
-// a round's chain is the distance's load, the edges' (L1 after the first
-// round: they do not change), and the barrier; the rounds are about the
-// depth in hops of the shortest paths' tree (luxembourg_osm's junctions:
-// about 110). A round sweeps every vertex, so a large contraction takes
-// the near-far search instead (chains.go).
+// pushes lowered some of them. The pushes are reductions whose results
+// nobody waits for (atomicMin's value unused: REDG in the SASS), so a
+// sweep's chain is the distance's load and the edges' (L1 after the first
+// round: they do not change). On luxembourg_osm's junctions: 249–290
+// rounds at one sweep a round, 36–45 at 8. A round sweeps every vertex,
+// so a large contraction takes the near-far search instead (chains.go).
 extern "C" __global__ void __launch_bounds__(PERSIST_THREADS, 1) chain_bf(ChainBF a)
 {
     __shared__ PersistShared sh;
@@ -1369,7 +1369,8 @@ extern "C" __global__ void __launch_bounds__(PERSIST_THREADS, 1) chain_bf(ChainB
             if (threadIdx.x == 0) swept = 0;
             __syncthreads();
             unsigned mine = 0;
-            for (unsigned long long v = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; v < a.n; v += stride) {
+            const unsigned long long first = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+            for (unsigned long long v = first; v < a.n; v += stride) {
                 const unsigned d = __ldcg(&a.dist[v]);
                 const eid_t lo = __ldg(&a.offsets[v]), hi = __ldg(&a.offsets[v + 1]);
                 if (d >= a.pushed[v]) continue;  // pushed[v] is this thread's alone
@@ -1379,8 +1380,10 @@ extern "C" __global__ void __launch_bounds__(PERSIST_THREADS, 1) chain_bf(ChainB
             }
             if (mine > 0) atomicAdd(&swept, mine);
             pushers += mine;
-            __syncthreads();  // the block's pushes visible to its next sweep
-            if (swept == 0) break;
+            __syncthreads();  // the block's pushes visible to its next sweep, and swept summed
+            const bool again = swept != 0;
+            __syncthreads();  // every thread read swept before thread 0 clears it
+            if (!again) break;
         }
         if (pushers > 0) atomicAdd(&sh.count, pushers);
         if (grid_barrier(a.bar, gen++, sh) == 0) break;
