@@ -400,12 +400,17 @@ func (d *devBuild) readU64s(buf *gpu.DeviceBuffer, i, n int64) ([]uint64, error)
 
 // readU32 waits for the stream and reads the uint32 at element i of buf.
 func (d *devBuild) readU32(buf *gpu.DeviceBuffer, i int64) (uint32, error) {
+	return readU32(d.s, buf, i)
+}
+
+// readU32 waits for s and reads the uint32 at element i of buf.
+func readU32(s *gpu.Stream, buf *gpu.DeviceBuffer, i int64) (uint32, error) {
 	view, err := buf.Slice(i*4, 4)
 	if err != nil {
 		return 0, err
 	}
 	out := make([]uint32, 1)
-	if err := gpu.Download(d.s, out, view); err != nil {
+	if err := gpu.Download(s, out, view); err != nil {
 		return 0, err
 	}
 	return out[0], nil

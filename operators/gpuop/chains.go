@@ -167,8 +167,9 @@ func newChainSearch(e *enactor, c *convert.Chains, byWeight bool) (*chainSearch,
 }
 
 // run searches the contraction from e's source (seeded at its chain's
-// ends where it is inside one), then fills every vertex's distance into
-// cs.dist and the largest + 1 into cs.levels.
+// ends where it is inside one; the near-far search with Δ from start,
+// bounded by most), then fills every vertex's distance into cs.dist and
+// the largest + 1 into cs.levels.
 func (cs *chainSearch) run(e *enactor, start, most float64) error {
 	if err := cs.levels.Memset8(e.s, 0); err != nil {
 		return err
@@ -225,15 +226,6 @@ func (cs *chainSearch) describe(search string) string {
 		search, c.Interior, len(c.Role), len(c.Ends)/2, c.Graph.NumVertices(), c.Graph.NumEdges())
 }
 
-// readLevels reads the search's levels (BFS: its deepest depth + 1).
-func (cs *chainSearch) readLevels(e *enactor) (int, error) {
-	out := []uint32{0}
-	if err := gpu.Download(e.s, out, cs.levels); err != nil {
-		return 0, err
-	}
-	return int(out[0]), nil
-}
-
 // runBFSChains runs the persistent BFS as a search of the chains'
 // contraction c by hops: the depths are the distances, the parents the
 // parent pass's over the graph.
@@ -250,11 +242,11 @@ func runBFSChains(e *enactor, c *convert.Chains) error {
 	if err != nil {
 		return err
 	}
-	levels, err := cs.readLevels(e)
+	levels, err := readU32(e.s, cs.levels, 0) // the deepest depth + 1
 	if err != nil {
 		return err
 	}
-	return bfsResult(e, cs.dist, pp.parent, cs.describe(search), levels)
+	return bfsResult(e, cs.dist, pp.parent, cs.describe(search), int(levels))
 }
 
 // runSSSPChains runs the persistent SSSP as a search of the chains'
@@ -278,23 +270,11 @@ func runSSSPChains(e *enactor, c *convert.Chains, prog Program) error {
 // parentPass is the parent pass of prog over the run's graph from the
 // distances cs fills in.
 func (cs *chainSearch) parentPass(e *enactor, prog Program) (*vpDevice, *parentPass, error) {
-	parts := []Layout{OutOffsets, OutTargets}
-	if prog.Weights != NoWeights {
-		parts = append(parts, prog.Weights)
-	}
-	layouts, err := e.layouts(parts...)
+	csr, err := e.csrLayouts(e.g, prog)
 	if err != nil {
 		return nil, nil, err
 	}
-	layouts = append(layouts, nil)
-	d := &vpDevice{e: e, b: e.b, s: e.s, g: e.g, n: int64(e.g.NumVertices()), values: cs.dist,
-		offs: layouts[0], targets: layouts[1], weights: layouts[2],
-		r: vpRun{prog: prog, strategy: strategyPersist, source: e.in.Source}}
-	pp, err := d.prepareParents()
-	if err != nil {
-		return nil, nil, err
-	}
-	return d, pp, nil
+	return persistParentPass(e, prog, cs.dist, csr)
 }
 
 // timed runs the search and then d's parent pass pp in the run's timer,
@@ -302,14 +282,15 @@ func (cs *chainSearch) parentPass(e *enactor, prog Program) (*vpDevice, *parentP
 // (Bellman-Ford's rounds as near steps).
 func (cs *chainSearch) timed(e *enactor, d *vpDevice, pp *parentPass) (string, ssspRan, error) {
 	var host *Counters
+	var start, most float64 // the near-far search's Δ
 	if cs.nf != nil {
 		var err error
 		if host, err = NewCounters(e.b, ssspStateBytes); err != nil {
 			return "", ssspRan{}, err
 		}
 		e.done.Add(host.Free)
+		start, most = persistDeltas(cs.c.Graph, e.p)
 	}
-	start, most := persistDeltas(cs.c.Graph, e.p)
 	if err := e.start(); err != nil {
 		return "", ssspRan{}, err
 	}
@@ -323,7 +304,7 @@ func (cs *chainSearch) timed(e *enactor, d *vpDevice, pp *parentPass) (string, s
 		return "", ssspRan{}, err
 	}
 	if cs.bf != nil {
-		rounds, err := cs.bf.readRounds(e)
+		rounds, err := readU32(e.s, cs.bf.state, chainBFBarrierBytes/4)
 		return cs.bf.describe(rounds), ssspRan{near: rounds}, err
 	}
 	raw, err := host.read(e.s, cs.nf.bufs[8])
@@ -393,7 +374,7 @@ func newChainBF(e *enactor, c *convert.Chains) (*chainBF, error) {
 	if bf.parts, err = e.layoutsOf(c.Graph, OutOffsets, OutTargets, outWeightsU32); err != nil {
 		return nil, err
 	}
-	bufs, err := e.buffers(4*max(n, 1), 4*max(n, 1), chainBFBarrierBytes+8)
+	bufs, err := e.buffers(4*max(n, 1), 4*max(n, 1), chainBFBarrierBytes+4)
 	if err != nil {
 		return nil, err
 	}
@@ -428,19 +409,6 @@ func (b *GPU) chainBFSpan() uint32 {
 		return b.tune.persistSpan
 	}
 	return chainBFSweeps
-}
-
-// readRounds reads the rounds the search ran.
-func (bf *chainBF) readRounds(e *enactor) (uint32, error) {
-	rounds, err := bf.state.Slice(chainBFBarrierBytes, 8)
-	if err != nil {
-		return 0, err
-	}
-	out := []uint32{0, 0}
-	if err := gpu.Download(e.s, out, rounds); err != nil {
-		return 0, err
-	}
-	return out[0], nil
 }
 
 // describe is the search's part of the result's strategy.

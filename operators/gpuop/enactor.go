@@ -112,6 +112,16 @@ func (e *enactor) layoutsOf(g *convert.Graph, parts ...Layout) ([]*gpu.DeviceBuf
 	return bufs, err
 }
 
+// csrLayouts are g's offsets, targets and prog's weights (nil without),
+// as layoutsOf gives them.
+func (e *enactor) csrLayouts(g *convert.Graph, prog Program) ([]*gpu.DeviceBuffer, error) {
+	bufs, err := e.layoutsOf(g, prog.csrParts()...)
+	if err != nil || len(bufs) == 3 {
+		return bufs, err
+	}
+	return append(bufs, nil), nil
+}
+
 // buffers are work buffers of the sizes given, poisoned under GPU.Poison
 // and freed when the run ends.
 func (e *enactor) buffers(sizes ...int64) ([]*gpu.DeviceBuffer, error) {

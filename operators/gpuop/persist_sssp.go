@@ -86,11 +86,7 @@ func persistDeltas(g *convert.Graph, p operators.Params) (start, most float64) {
 // on g's chains' contraction where it runs there).
 func persistSSSPBytes(b *GPU, g *convert.Graph, _ operators.Params) int64 {
 	prog := b.SSSPProgram(g)
-	parts := []Layout{OutOffsets, OutTargets}
-	if prog.Weights != NoWeights {
-		parts = append(parts, prog.Weights)
-	}
-	own := layoutBytes(g, parts...) + parentBytes(g)
+	own := layoutBytes(g, prog.csrParts()...) + parentBytes(g)
 	if c := b.persistChains(g, &prog); c != nil {
 		return own + chainsSearchBytes(g, c)
 	}
@@ -160,16 +156,9 @@ func prepareSSSPPersist(e *enactor, g *convert.Graph, prog Program) (*ssspPersis
 	if err != nil {
 		return nil, err
 	}
-	parts := []Layout{OutOffsets, OutTargets}
-	if prog.Weights != NoWeights {
-		parts = append(parts, prog.Weights)
-	}
-	layouts, err := e.layoutsOf(g, parts...)
+	layouts, err := e.csrLayouts(g, prog)
 	if err != nil {
 		return nil, err
-	}
-	if prog.Weights == NoWeights {
-		layouts = append(layouts, nil)
 	}
 	near := persistEntryBytes * ssspNearEntries(n)
 	bufs, err := e.buffers(n*prog.ValueBytes(), 4*n, 4*n, near, near, 4*n, 4*n, 4*n, ssspStateBytes)
@@ -251,10 +240,7 @@ func runSSSPPersist(e *enactor) error {
 	if err != nil {
 		return err
 	}
-	d := &vpDevice{e: e, b: e.b, s: e.s, g: e.g, n: int64(e.g.NumVertices()), values: sp.bufs[0],
-		offs: sp.parts[0], targets: sp.parts[1], weights: sp.parts[2],
-		r: vpRun{prog: prog, strategy: strategyPersist, source: e.in.Source}}
-	pp, err := d.prepareParents()
+	d, pp, err := persistParentPass(e, prog, sp.bufs[0], sp.parts)
 	if err != nil {
 		return err
 	}
@@ -283,6 +269,19 @@ func runSSSPPersist(e *enactor) error {
 	ran := parseSSSPState(raw, sp.grid, start, most)
 	ran.span = e.b.ssspSpan()
 	return ssspPersistResult(e, d, pp, ran, ran.String())
+}
+
+// persistParentPass is the parent pass of prog over the run's graph,
+// its CSR and weights csr (csrLayouts), from the distances in values.
+func persistParentPass(e *enactor, prog Program, values *gpu.DeviceBuffer, csr []*gpu.DeviceBuffer) (*vpDevice, *parentPass, error) {
+	d := &vpDevice{e: e, b: e.b, s: e.s, g: e.g, n: int64(e.g.NumVertices()), values: values,
+		offs: csr[0], targets: csr[1], weights: csr[2],
+		r: vpRun{prog: prog, strategy: strategyPersist, source: e.in.Source}}
+	pp, err := d.prepareParents()
+	if err != nil {
+		return nil, nil, err
+	}
+	return d, pp, nil
 }
 
 // ssspPersistResult fills e's result with d's distances and pp's parents,

@@ -54,6 +54,15 @@ func (p Program) ValueBytes() int64 {
 	return 4
 }
 
+// csrParts are the layout parts a push over the CSR reads with p: the
+// offsets, the targets and, where p has weights, p's copy of them.
+func (p Program) csrParts() []Layout {
+	if p.Weights == NoWeights {
+		return []Layout{OutOffsets, OutTargets}
+	}
+	return []Layout{OutOffsets, OutTargets, p.Weights}
+}
+
 // The programs' instances, as kernels/vp_*.cu name them.
 var (
 	ssspUnit = Program{Name: "sssp_u32u", Weights: NoWeights, shardW: NoWeights, None: 0xff, priority: true}
@@ -167,10 +176,7 @@ func vpBytes(b *GPU, g *convert.Graph, prog Program, strategy string, both bool,
 	}
 	switch strategy {
 	case strategyVWC:
-		parts := []Layout{OutOffsets, OutTargets}
-		if prog.Weights != NoWeights {
-			parts = append(parts, prog.Weights)
-		}
+		parts := prog.csrParts()
 		edges := m
 		if both && g.Directed {
 			parts = append(parts, InOffsets, InSources)
@@ -226,10 +232,7 @@ func (e *enactor) prepareVP(r vpRun) (*vpDevice, error) {
 
 func (d *vpDevice) prepareVWC() error {
 	b, g, r := d.b, d.g, d.r
-	parts := []Layout{OutOffsets, OutTargets}
-	if r.prog.Weights != NoWeights {
-		parts = append(parts, r.prog.Weights)
-	}
+	parts := r.prog.csrParts()
 	both := r.both && g.Directed
 	if both {
 		parts = append(parts, InOffsets, InSources)
